@@ -1,0 +1,30 @@
+# The two commands of the README: `make demo` (the default run) and `make test`.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+CORES  ?= all
+
+.PHONY: demo test lint dryrun clean
+
+$(STAMP): requirements.txt pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: set PYTHON=/path/to/python3.11"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install --no-deps --no-build-isolation -e .
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) all
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -ra
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint
+
+dryrun: $(STAMP)
+	$(BIN)/snakemake -n all
+
+clean:
+	rm -rf results .snakemake

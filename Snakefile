@@ -1,0 +1,37 @@
+# fairforge: is this face-forgery detector fair, and does it stay fair on real-world media?
+# Stages live in rules/*.smk; logic lives in src/fairforge; config is validated at start.
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from fairforge.config import validate_config  # noqa: E402
+
+
+configfile: "config.yaml"
+
+
+validate_config(config)
+
+
+conda: "envs/fairforge.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/sources.smk"
+include: "rules/faces.smk"
+include: "rules/forgery.smk"
+include: "rules/train.smk"
+include: "rules/infer.smk"
+include: "rules/metrics.smk"
+
+
+rule all:
+    input:
+        "results/fairness_table.csv",
+        "results/fairness_per_group.csv",
+        "results/failures_per_group.csv",
+        expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),

@@ -1,0 +1,33 @@
+from fairforge.workflow import (
+    count_source_items,
+    dataset_root,
+    detector_settings,
+    shard_ids,
+    train_dataset,
+)
+
+DATASETS = list(config["datasets"])
+DETECTORS = list(config["detectors"])
+METHODS = list(config["forgery"]["methods"])
+VARIANTS = list(config["variants"])
+SHARD_SIZE = int(config["shard_size"])
+SHARDS = {d: shard_ids(count_source_items(d, config["datasets"][d]), SHARD_SIZE) for d in DATASETS}
+
+
+wildcard_constraints:
+    dataset="|".join(DATASETS),
+    detector="|".join(DETECTORS),
+    shard=r"\d+",
+    method=r"[a-z0-9_]+",
+
+
+localrules:
+    all,
+
+
+def dataset_shards(wildcards):
+    return SHARDS[wildcards.dataset]
+
+
+def dataset_config(wildcards):
+    return config["datasets"][wildcards.dataset]

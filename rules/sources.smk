@@ -1,0 +1,15 @@
+rule sources:
+    """List (or, for synthetic, render) the source images: one row per image, split by subject."""
+    output:
+        "results/{dataset}/sources.parquet",
+    params:
+        dataset=dataset_config,
+        root=lambda wc: str(dataset_root(wc.dataset, config["datasets"][wc.dataset])),
+        split=config["split"],
+        seed=config["seed"],
+    log:
+        "results/logs/sources/{dataset}.log",
+    benchmark:
+        "results/pipeline_info/benchmarks/sources/{dataset}.tsv"
+    script:
+        "../scripts/sources.py"

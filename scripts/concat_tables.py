@@ -1,0 +1,7 @@
+import pandas as pd
+
+from fairforge.workflow import logged
+
+with logged(snakemake.log[0]):
+    frames = [pd.read_csv(path) for path in snakemake.input]
+    pd.concat(frames, ignore_index=True).to_csv(snakemake.output[0], index=False)

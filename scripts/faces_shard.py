@@ -1,0 +1,19 @@
+from pathlib import Path
+
+from fairforge.faces import process_faces
+from fairforge.manifest import read_manifest, write_manifest
+from fairforge.workflow import logged, shard_slice
+
+with logged(snakemake.log[0]):
+    p = snakemake.params
+    sources = read_manifest(snakemake.input[0], contract="sources")
+    shard = shard_slice(sources, snakemake.wildcards.shard, p.shard_size)
+    results_dir = Path("results")
+    crops = Path(snakemake.output.crops)
+    crops.mkdir(parents=True, exist_ok=True)
+    faces = process_faces(shard, p.root, results_dir, crops.relative_to(results_dir).as_posix(),
+                          crop_size=p.faces["crop_size"], detector=p.faces["detector"],
+                          upsample=p.faces["upsample"], margin=p.faces["margin"],
+                          min_image_size=p.faces["min_image_size"])
+    write_manifest(faces, snakemake.output.manifest, contract="faces")
+    print(f"{int(faces['ok'].sum())}/{len(faces)} faces aligned")

@@ -1,0 +1,11 @@
+from fairforge.sources import build_sources
+from fairforge.manifest import write_manifest
+from fairforge.workflow import logged
+
+with logged(snakemake.log[0]):
+    ds = snakemake.params.dataset
+    frame = build_sources(ds["adapter"], snakemake.params.root, snakemake.wildcards.dataset,
+                          group_by=ds.get("group_by"), split_fractions=snakemake.params.split,
+                          seed=snakemake.params.seed, **ds.get("options", {}))
+    write_manifest(frame, snakemake.output[0], contract="sources")
+    print(f"{len(frame)} source images, {int((~frame['ok']).sum())} unusable")

@@ -1,0 +1,5 @@
+import sys
+
+from fairforge.cli import main
+
+sys.exit(main())

@@ -1,0 +1,165 @@
+"""Command line: the stages a user may want outside Snakemake.
+
+    fairforge fairness --predictions P.parquet [P2 ...] --out table.csv
+    fairforge metrics  --predictions P.parquet --out detection.csv
+    fairforge faces    --sources sources.parquet --root DIR --results results --out faces.parquet
+    fairforge forge    --method faceswap --faces faces.parquet --pairs pairs.parquet --results results --out fakes.parquet
+    fairforge predict  --checkpoint model.pt --samples samples.parquet --results results --out preds.parquet
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+
+def _read_predictions(paths: list[str]) -> pd.DataFrame:
+    from fairforge.manifest import ManifestError, check_columns
+    frames = []
+    for path in paths:
+        frame = pd.read_csv(path) if path.endswith(".csv") else pd.read_parquet(path)
+        for column, default in (("detector", Path(path).stem), ("dataset", "data")):
+            if column not in frame.columns:
+                frame[column] = default
+        needed = ["sample_id", "label", "method", "group", "subject_id", "detector", "score"]
+        missing = [c for c in needed if c not in frame.columns]
+        if missing:
+            raise ManifestError(f"{path}: missing prediction column(s) {missing}")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def cmd_fairness(args) -> int:
+    from fairforge.metrics.fairness import fairness_table, per_group_long
+    preds = _read_predictions(args.predictions)
+    if args.split and "split" in preds.columns:
+        preds = preds.loc[preds["split"] == args.split]
+    table = fairness_table(preds, threshold=args.threshold, ur_denominator=args.ur_denominator)
+    table.to_csv(args.out, index_label="metric", float_format="%.6g")
+    if args.per_group:
+        per_group_long(preds, threshold=args.threshold).to_csv(args.per_group, index=False,
+                                                               float_format="%.6g")
+    print(table.to_string(float_format=lambda v: f"{v:.4f}"))
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from fairforge.metrics.detection import detection_metrics
+    preds = _read_predictions(args.predictions)
+    if args.split and "split" in preds.columns:
+        preds = preds.loc[preds["split"] == args.split]
+    rows = []
+    for det, part in preds.groupby("detector", sort=True):
+        rows.append({"detector": det, **detection_metrics(part["label"].to_numpy(),
+                                                          part["score"].to_numpy(),
+                                                          threshold=args.threshold)})
+    table = pd.DataFrame(rows)
+    table.to_csv(args.out, index=False, float_format="%.6g")
+    print(table.to_string(index=False))
+    return 0
+
+
+def cmd_faces(args) -> int:
+    from fairforge.faces import process_faces
+    from fairforge.manifest import read_manifest, write_manifest
+    sources = read_manifest(args.sources, contract="sources")
+    faces = process_faces(sources, args.root, args.results, args.crop_dir,
+                          crop_size=args.crop_size, detector=args.detector)
+    write_manifest(faces, args.out, contract="faces")
+    print(f"{int(faces['ok'].sum())}/{len(faces)} faces aligned -> {args.out}")
+    return 0
+
+
+def cmd_forge(args) -> int:
+    from fairforge.forgery import forge_shard
+    from fairforge.manifest import read_manifest, write_manifest
+    faces = read_manifest(args.faces)
+    pairs = read_manifest(args.pairs, contract="pairs")
+    fakes = forge_shard(args.method, args.backend, pairs, faces, args.results,
+                        f"{args.out_dir}/{args.method}", seed=args.seed, options={})
+    write_manifest(fakes, args.out, contract="forgery")
+    print(f"{int(fakes['ok'].sum())}/{len(fakes)} fakes -> {args.out}")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    from fairforge.inference import predict
+    from fairforge.manifest import read_manifest, write_manifest
+    samples = read_manifest(args.samples, contract="samples")
+    preds = predict(args.checkpoint, samples, args.results, args.detector or Path(args.checkpoint).parent.name,
+                    variant=args.variant, batch_size=args.batch_size, device=args.device,
+                    num_workers=args.num_workers)
+    write_manifest(preds, args.out, contract="predictions")
+    print(f"{len(preds)} predictions -> {args.out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairforge", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fairness", help="FairFD and textbook fairness metrics from predictions")
+    p.add_argument("--predictions", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--per-group", help="also write the per-group table here")
+    p.add_argument("--ur-denominator", choices=["acc", "one_plus_acc"], default="one_plus_acc")
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--split", default=None, help="keep only this split (e.g. test)")
+    p.set_defaults(func=cmd_fairness)
+
+    p = sub.add_parser("metrics", help="detection metrics (AUC, ACC, AP, EER) per detector")
+    p.add_argument("--predictions", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--split", default=None)
+    p.set_defaults(func=cmd_metrics)
+
+    p = sub.add_parser("faces", help="detect, landmark and align faces of a sources manifest")
+    p.add_argument("--sources", required=True)
+    p.add_argument("--root", required=True, help="folder the source paths are relative to")
+    p.add_argument("--results", default="results")
+    p.add_argument("--crop-dir", default="crops", help="crop folder, relative to --results")
+    p.add_argument("--crop-size", type=int, default=256)
+    p.add_argument("--detector", choices=["hog", "cnn"], default="hog")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_faces)
+
+    p = sub.add_parser("forge", help="run one forgery method over a pairs manifest")
+    p.add_argument("--method", required=True)
+    p.add_argument("--backend", default="classical")
+    p.add_argument("--faces", required=True, help="faces manifest with subject_id, group, split")
+    p.add_argument("--pairs", required=True)
+    p.add_argument("--results", default="results")
+    p.add_argument("--out-dir", default="forgeries", help="relative to --results")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_forge)
+
+    p = sub.add_parser("predict", help="score a samples manifest with a checkpoint")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--samples", required=True)
+    p.add_argument("--results", default="results")
+    p.add_argument("--detector", default=None)
+    p.add_argument("--variant", default="clean")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--num-workers", type=int, default=0)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_predict)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, KeyError) as err:
+        print(f"fairforge {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

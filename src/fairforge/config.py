@@ -1,0 +1,95 @@
+"""Config loading and validation against ``schemas/config.schema.yaml``.
+
+Defaults from the schema are filled in (nested blocks too), and every error names the key
+that is wrong, e.g. ``config: detectors.meso4: unknown key 'epoch'``.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _with_defaults(validator_class):
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _with_defaults(jsonschema.Draft202012Validator)
+
+
+def _fill_nested_defaults(instance, schema):
+    """Fill defaults inside ``additionalProperties`` maps (datasets, detectors)."""
+    if not isinstance(instance, dict):
+        return
+    for name, value in instance.items():
+        sub = schema.get("properties", {}).get(name)
+        if sub is None and isinstance(schema.get("additionalProperties"), dict):
+            sub = schema["additionalProperties"]
+        if isinstance(sub, dict) and isinstance(value, dict):
+            for key, prop in sub.get("properties", {}).items():
+                if "default" in prop and key not in value:
+                    value[key] = copy.deepcopy(prop["default"])
+            _fill_nested_defaults(value, sub)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path)
+    prefix = f"config: {where}: " if where else "config: "
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return f"{prefix}unknown key {', '.join(repr(k) for k in unknown)}{hint}"
+    return prefix + error.message
+
+
+def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def validate_config(config: dict, schema: dict | None = None) -> dict:
+    """Validate a config dict in place (defaults filled) and return it; raise ConfigError."""
+    schema = schema or load_schema()
+    validator = _Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError("\n".join(_describe(e) for e in errors))
+    _fill_nested_defaults(config, schema)
+    _check_references(config)
+    return config
+
+
+def _check_references(config: dict) -> None:
+    datasets = list(config["datasets"])
+    for name, det in config["detectors"].items():
+        train_ds = det.get("train_dataset")
+        if train_ds is not None and train_ds not in datasets:
+            raise ConfigError(f"config: detectors.{name}.train_dataset: unknown dataset "
+                              f"{train_ds!r} (configured: {datasets})")
+    total = sum(config["split"][k] for k in ("train", "val", "test"))
+    if abs(total - 1.0) > 1e-6:
+        raise ConfigError(f"config: split: fractions must sum to 1, got {total:g}")
+
+
+def load_config(path: str | Path) -> dict:
+    with open(path) as fh:
+        config = yaml.safe_load(fh) or {}
+    return validate_config(config)

@@ -1,0 +1,88 @@
+"""Torch datasets over manifests: decode, perturb or augment, resize, normalise.
+
+Perturbations (test-time variants) and augmentations (training) are seeded per sample, from
+``(sample_id, variant)`` and ``(seed, epoch, sample_id)``, so results do not depend on worker
+count or batch order.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+import pandas as pd
+import torch
+from torch.utils.data import Dataset
+
+from fairforge.images import read_image
+from fairforge.seeding import rng_for
+
+
+def to_tensor(img: np.ndarray, size: int, mean, std) -> torch.Tensor:
+    """uint8 RGB HxWx3 → normalised float CHW at ``size``×``size``."""
+    if img.shape[0] != size or img.shape[1] != size:
+        interp = cv2.INTER_AREA if img.shape[0] > size else cv2.INTER_LINEAR
+        img = cv2.resize(img, (size, size), interpolation=interp)
+    x = torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1).float().div_(255.0)
+    m = torch.tensor(mean, dtype=torch.float32).view(3, 1, 1)
+    s = torch.tensor(std, dtype=torch.float32).view(3, 1, 1)
+    return (x - m) / s
+
+
+class FaceDataset(Dataset):
+    """Samples of a manifest (``sample_id``, ``path``, ``label``), paths relative to ``root``.
+
+    ``variant`` is a test-time condition (``clean`` or ``op@level``); ``augment`` a training
+    transform called as ``augment(image, rng)``. ``mask_column`` adds the manipulation mask
+    (zeros for real samples) for detectors that learn from it.
+    """
+
+    def __init__(self, frame: pd.DataFrame, root: str | Path, input_size: int,
+                 mean, std, variant: str = "clean",
+                 augment: Callable | None = None, seed: int = 0,
+                 mask_column: str | None = None):
+        self.frame = frame.reset_index(drop=True)
+        self.root = Path(root)
+        self.input_size = int(input_size)
+        self.mean, self.std = tuple(mean), tuple(std)
+        self.variant = variant
+        self.augment = augment
+        self.seed = seed
+        self.epoch = 0
+        self.mask_column = mask_column
+        self._apply_variant = None
+        if variant != "clean":
+            from fairforge.perturb import apply_variant
+            self._apply_variant = apply_variant
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __getitem__(self, index: int) -> dict:
+        row = self.frame.iloc[index]
+        img = read_image(self.root / row["path"])
+        if self._apply_variant is not None:
+            img = self._apply_variant(img, self.variant, row["sample_id"])
+        if self.augment is not None:
+            img = self.augment(img, rng_for(self.seed, "augment", self.epoch, row["sample_id"]))
+        item = {
+            "image": to_tensor(img, self.input_size, self.mean, self.std),
+            "label": torch.tensor(int(row["label"]), dtype=torch.long),
+            "index": index,
+        }
+        if self.mask_column:
+            item["mask"] = self._mask(row)
+        return item
+
+    def _mask(self, row) -> torch.Tensor:
+        rel = row.get(self.mask_column)
+        size = self.input_size
+        if isinstance(rel, str) and rel:
+            mask = cv2.imread(str(self.root / rel), cv2.IMREAD_GRAYSCALE)
+            mask = cv2.resize(mask, (size, size), interpolation=cv2.INTER_AREA)
+            return torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
+        return torch.zeros(1, size, size)

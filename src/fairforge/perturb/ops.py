@@ -1,0 +1,305 @@
+"""Image operations of the real-world assessment framework (PERTURBATIONS.md, table 1).
+
+Levels are 1..5 (mildest to harshest) except where the level is the natural parameter:
+``jpeg`` (quality 95, 80, 60, 45, 30), ``gaussian_blur`` (kernel 3..11) and
+``learned_compression`` (CompressAI quality 1..8). ``params`` lists what each level means.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import cv2
+import numpy as np
+
+from fairforge.perturb.registry import Operation, OperationUnavailable, register
+
+
+# --- pixel helpers shared with augment.py and distance.py --------------------------------
+
+def to_uint8(values: np.ndarray) -> np.ndarray:
+    """Round and clip float pixels to uint8."""
+    return np.clip(np.rint(values), 0, 255).astype(np.uint8)
+
+
+def add_gaussian_noise(image: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    if sigma <= 0:
+        return image.copy()
+    noise = rng.standard_normal(image.shape, dtype=np.float32) * np.float32(sigma)
+    return to_uint8(image.astype(np.float32) + noise)
+
+
+def add_poisson_gaussian_noise(image: np.ndarray, a: float, b: float,
+                               rng: np.random.Generator) -> np.ndarray:
+    """Signal-dependent noise on x in [0, 1]: ``a * Poisson(x / a) + N(0, b^2)``."""
+    x = image.astype(np.float32) / 255.0
+    shot = rng.poisson(x / a).astype(np.float32) * np.float32(a) if a > 0 else x
+    read = rng.standard_normal(image.shape, dtype=np.float32) * np.float32(b)
+    return to_uint8((shot + read) * 255.0)
+
+
+def encode_jpeg(image: np.ndarray, quality: int) -> bytes:
+    """JPEG bytes of an RGB image (OpenCV's libjpeg, 4:2:0 chroma subsampling)."""
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR),
+                           [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise RuntimeError(f"JPEG encoding failed at quality {quality}")
+    return buf.tobytes()
+
+
+def jpeg_roundtrip(image: np.ndarray, quality: int) -> np.ndarray:
+    data = np.frombuffer(encode_jpeg(image, quality), dtype=np.uint8)
+    return cv2.cvtColor(cv2.imdecode(data, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+
+
+def resize_roundtrip(image: np.ndarray, scale: float,
+                     up: int = cv2.INTER_CUBIC) -> np.ndarray:
+    """Down by ``scale`` then back to the original size.
+
+    INTER_AREA on the way down integrates over the source pixels, as a camera or an
+    antialiased (PIL-style) bicubic resize does; plain cv2 bicubic would alias instead.
+    """
+    h, w = image.shape[:2]
+    small = cv2.resize(image, (max(1, round(w * scale)), max(1, round(h * scale))),
+                       interpolation=cv2.INTER_AREA)
+    return cv2.resize(small, (w, h), interpolation=up)
+
+
+def gaussian_blur(image: np.ndarray, kernel: int, sigma: float = 0.0) -> np.ndarray:
+    # sigma 0 lets OpenCV derive it from the kernel: 0.3 * ((k - 1) / 2 - 1) + 0.8.
+    return cv2.GaussianBlur(image, (kernel, kernel), sigma, borderType=cv2.BORDER_REFLECT_101)
+
+
+def gray_mean(image: np.ndarray) -> float:
+    return float(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).mean())
+
+
+def lut(image: np.ndarray, table: np.ndarray) -> np.ndarray:
+    return cv2.LUT(image, to_uint8(table))
+
+
+# --- noise --------------------------------------------------------------------------------
+
+@register
+class GaussianNoise(Operation):
+    name = "gaussian_noise"
+    category = "noise"
+    params = (5.0, 10.0, 20.0, 35.0, 50.0)  # sigma in grey levels
+
+    def apply(self, image, rng):
+        return add_gaussian_noise(image, self.param, rng)
+
+
+@register
+class PoissonGaussianNoise(Operation):
+    """Poisson-Gaussian sensor noise (Foi et al. 2008) on pixel values in [0, 1].
+
+    (a, b) per level: a scales the shot noise (variance a * x), b is the read-noise std.
+    At mid-grey x = 0.5 the total std is about 8, 13, 23, 37, 55 grey levels, close to the
+    sigmas of ``gaussian_noise`` so the two suites have comparable severities.
+    """
+
+    name = "poisson_gaussian_noise"
+    category = "noise"
+    params = ((0.002, 0.01), (0.005, 0.02), (0.015, 0.04), (0.04, 0.06), (0.09, 0.09))
+
+    def apply(self, image, rng):
+        a, b = self.param
+        return add_poisson_gaussian_noise(image, a, b, rng)
+
+
+# --- resizing and compression -------------------------------------------------------------
+
+@register
+class Resize(Operation):
+    name = "resize"
+    category = "resizing"
+    params = (0.75, 0.5, 0.35, 0.25, 0.15)  # scale of the intermediate image
+
+    def apply(self, image, rng):
+        return resize_roundtrip(image, self.param)
+
+
+@register
+class Jpeg(Operation):
+    name = "jpeg"
+    category = "compression"
+    levels = (95, 80, 60, 45, 30)  # the level is the quality
+
+    def apply(self, image, rng):
+        return jpeg_roundtrip(image, self.level)
+
+
+@register
+class LearnedCompression(Operation):
+    """bmshj2018-factorized (Ballé et al. 2018) at CompressAI quality 1..8.
+
+    CompressAI itself is not needed: the network is rebuilt in plain torch from a CompressAI
+    state dict (``weights``); without it the op is unavailable and says which file it wants.
+    """
+
+    name = "learned_compression"
+    category = "compression"
+    levels = (1, 2, 3, 4, 5, 6, 7, 8)
+
+    def __init__(self, level: int, weights: str | Path | None = None, device: str = "cpu"):
+        super().__init__(level)
+        from fairforge.perturb.learned_ops import default_weights_path
+
+        self.weights = Path(weights) if weights else default_weights_path(self.name, self.level)
+        self.device = device
+
+    def check_available(self) -> None:
+        if not self.weights.is_file():
+            raise OperationUnavailable(
+                f"learned_compression@{self.level} is unavailable: CompressAI "
+                f"bmshj2018-factorized weights for quality {self.level} not found at "
+                f"{self.weights} (set perturb options learned_compression.weights)",
+                self.weights)
+
+    def apply(self, image, rng):
+        from fairforge.perturb.learned_ops import load_codec, run_codec
+
+        self.check_available()
+        return run_codec(load_codec(self.weights, self.device), image)
+
+
+# --- denoising and blur -------------------------------------------------------------------
+
+@register
+class GaussianBlur(Operation):
+    name = "gaussian_blur"
+    category = "blur"
+    levels = (3, 5, 7, 9, 11)  # the level is the kernel size
+
+    def apply(self, image, rng):
+        return gaussian_blur(image, self.level)
+
+
+@register
+class Denoise(Operation):
+    """Non-local means (default) or DnCNN when its weights are given.
+
+    NLM: filter strength h per level. DnCNN (a blind residual denoiser with no strength
+    knob): the level is the number of passes, each removing what the net sees as noise.
+    """
+
+    name = "denoise"
+    category = "denoising"
+    params = (3.0, 6.0, 9.0, 13.0, 18.0)  # NLM h (luma and chroma)
+    modes: ClassVar[tuple[str, ...]] = ("nlm", "dncnn")
+
+    def __init__(self, level: int, mode: str | None = None,
+                 weights: str | Path | None = None, device: str = "cpu"):
+        super().__init__(level)
+        from fairforge.perturb.learned_ops import default_weights_path
+
+        self.mode = mode or ("dncnn" if weights else "nlm")
+        if self.mode not in self.modes:
+            raise ValueError(f"denoise: mode {self.mode!r} is not one of {list(self.modes)}")
+        self.weights = Path(weights) if weights else default_weights_path("dncnn")
+        self.device = device
+
+    def check_available(self) -> None:
+        if self.mode == "dncnn" and not self.weights.is_file():
+            raise OperationUnavailable(
+                f"denoise@{self.level} (dncnn) is unavailable: DnCNN weights not found at "
+                f"{self.weights} (set perturb options denoise.weights, or use mode 'nlm')",
+                self.weights)
+
+    def apply(self, image, rng):
+        if self.mode == "nlm":
+            h = self.param
+            bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+            out = cv2.fastNlMeansDenoisingColored(bgr, None, h, h, 7, 21)
+            return cv2.cvtColor(out, cv2.COLOR_BGR2RGB)
+        from fairforge.perturb.learned_ops import load_dncnn, run_dncnn
+
+        self.check_available()
+        return run_dncnn(load_dncnn(self.weights, self.device), image, passes=self.level)
+
+
+# --- enhancement --------------------------------------------------------------------------
+
+@register
+class Brightness(Operation):
+    name = "brightness"
+    category = "enhancement"
+    params = (-60, -30, 30, 60, 90)  # grey-level offset; levels order the table, not severity
+
+    def apply(self, image, rng):
+        return lut(image, np.arange(256, dtype=np.float32) + self.param)
+
+
+@register
+class Contrast(Operation):
+    name = "contrast"
+    category = "enhancement"
+    params = (0.5, 0.7, 1.3, 1.6, 2.0)  # gain about the image's mean grey level
+
+    def apply(self, image, rng):
+        mean = gray_mean(image)
+        return lut(image, (np.arange(256, dtype=np.float32) - mean) * self.param + mean)
+
+
+@register
+class Gamma(Operation):
+    name = "gamma"
+    category = "enhancement"
+    params = (0.5, 0.7, 1.5, 2.0, 2.5)  # out = 255 * (in / 255) ** gamma
+
+    def apply(self, image, rng):
+        return lut(image, 255.0 * (np.arange(256, dtype=np.float32) / 255.0) ** self.param)
+
+
+# --- colour -------------------------------------------------------------------------------
+
+@register
+class Grayscale(Operation):
+    name = "grayscale"
+    category = "color"
+    levels = (1,)
+
+    def apply(self, image, rng):
+        return cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
+
+
+# --- combinations: level L applies each part at its own L-th level -----------------------
+
+class Combination(Operation):
+    category = "combination"
+    parts: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, level: int):
+        super().__init__(level)
+        self.steps = [cls(cls.levels[self.level - 1]) for cls in map(_PART_CLASSES.get,
+                                                                     self.parts)]
+
+    def apply(self, image, rng):
+        for step in self.steps:
+            image = step.apply(image, rng)
+        return image
+
+
+_PART_CLASSES: dict[str, type[Operation]] = {
+    "jpeg": Jpeg, "gaussian_noise": GaussianNoise, "noise": GaussianNoise,
+    "blur": GaussianBlur, "resize": Resize,
+}
+
+
+@register
+class JpegNoise(Combination):
+    name = "jpeg+gaussian_noise"
+    parts = ("jpeg", "gaussian_noise")
+
+
+@register
+class BlurJpeg(Combination):
+    name = "blur+jpeg"
+    parts = ("blur", "jpeg")
+
+
+@register
+class ResizeNoiseJpeg(Combination):
+    name = "resize+noise+jpeg"
+    parts = ("resize", "noise", "jpeg")

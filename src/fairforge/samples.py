@@ -1,0 +1,51 @@
+"""The samples manifest: every real crop and every successful fake, with its label.
+
+Real samples are the aligned crops of ok faces (``method='real'``, label 0); fakes are the ok
+rows of every forgery manifest (label 1). Failed items are not samples, but they stay in their
+own manifests and are counted per group in the failure report.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+SAMPLE_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group", "subject_id",
+                  "path", "mask_path", "image_id", "backend"]
+
+
+def build_samples(dataset: str, sources: pd.DataFrame, faces: pd.DataFrame,
+                  forgeries: list[pd.DataFrame]) -> pd.DataFrame:
+    meta = sources[["image_id", "split", "group", "subject_id"]]
+    real = faces.loc[faces["ok"], ["image_id", "crop_path"]].merge(meta, on="image_id",
+                                                                   how="left", validate="1:1")
+    real = real.rename(columns={"crop_path": "path"}).assign(
+        sample_id=lambda d: "real__" + d["image_id"], label=0, method="real",
+        mask_path=None, backend="real")
+    parts = [real]
+    for fakes in forgeries:
+        ok = fakes.loc[fakes["ok"]].copy()
+        ok["label"] = 1
+        parts.append(ok)
+    samples = pd.concat([p.assign(dataset=dataset) for p in parts], ignore_index=True)
+    samples["label"] = samples["label"].astype("int8")
+    return samples[SAMPLE_COLUMNS].sort_values("sample_id").reset_index(drop=True)
+
+
+def failure_counts(sources: pd.DataFrame, faces: pd.DataFrame,
+                   forgeries: list[pd.DataFrame]) -> pd.DataFrame:
+    """Failures per stage, group and reason: a detector pipeline's failure rate can be unfair."""
+    groups = sources.set_index("image_id")["group"]
+    rows = []
+    stages = [("sources", sources), ("faces", faces)]
+    stages += [(f"forgery:{f['method'].iloc[0]}", f) for f in forgeries if len(f)]
+    for stage, frame in stages:
+        g = frame["image_id"].map(groups)
+        table = pd.DataFrame({"group": g, "ok": frame["ok"].astype(bool),
+                              "reason": frame["reason"].fillna("")})
+        for grp, part in table.groupby("group", sort=True):
+            n_fail = int((~part["ok"]).sum())
+            rows.append({"stage": stage, "group": grp, "n": len(part), "n_failed": n_fail,
+                         "failure_rate": n_fail / len(part) if len(part) else float("nan"),
+                         "reasons": "; ".join(
+                             f"{r} ({c})" for r, c in
+                             part.loc[~part["ok"], "reason"].value_counts().sort_index().items())})
+    return pd.DataFrame(rows)

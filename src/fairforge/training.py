@@ -1,0 +1,187 @@
+"""One training protocol for every detector (FairFD: Adam, lr 2e-4, batch 32).
+
+Train and validation sets come from the samples manifest's train and val splits, restricted
+to the real images and the detector's training methods. The checkpoint with the best
+validation AUC is kept, together with the architecture name and the config that built it,
+so that :func:`load_checkpoint` can rebuild the model with ``weights_only=True``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.utils.data import DataLoader
+
+from fairforge.data import FaceDataset
+from fairforge.detectors import create_detector, detector_entry
+from fairforge.seeding import derive_seed
+
+
+@dataclass
+class TrainConfig:
+    """What the training rule passes; mirrors the ``detectors.<name>`` config block."""
+    arch: str
+    model: dict = field(default_factory=dict)
+    input_size: int | None = None
+    train_methods: list[str] = field(default_factory=lambda: ["faceswap"])
+    augment: str = "none"
+    balanced: bool = False
+    epochs: int = 5
+    batch_size: int = 32
+    lr: float = 2e-4
+    weight_decay: float = 0.0
+    num_workers: int = 0
+    threads: int = 1
+    device: str = "auto"
+    seed: int = 0
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but CUDA is not available")
+    return torch.device(device)
+
+
+def training_frame(samples: pd.DataFrame, split: str, methods: list[str]) -> pd.DataFrame:
+    keep = (samples["split"] == split) & samples["method"].isin(["real", *methods])
+    return samples.loc[keep].sort_values("sample_id").reset_index(drop=True)
+
+
+def balance_groups(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Subsample so every group has the same number of samples per label (FairFD Table 4)."""
+    counts = frame.groupby(["group", "label"]).size()
+    per_label = counts.groupby(level="label").min()
+    keys = frame["sample_id"].map(lambda s: derive_seed(seed, "balance", s))
+    ordered = frame.assign(_key=keys).sort_values("_key")
+    parts = [g.head(int(per_label[lbl])) for (grp, lbl), g in ordered.groupby(["group", "label"])]
+    return pd.concat(parts).drop(columns="_key").sort_values("sample_id").reset_index(drop=True)
+
+
+def _collate_device(batch: dict, device: torch.device) -> dict:
+    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
+            for k, v in batch.items()}
+
+
+def evaluate(model, loader, device) -> tuple[np.ndarray, float]:
+    """Scores (probability of fake) in dataset order, and the mean loss."""
+    model.eval()
+    scores = np.zeros(len(loader.dataset), dtype=np.float32)
+    losses = []
+    with torch.inference_mode():
+        for batch in loader:
+            batch = _collate_device(batch, device)
+            logits = model(batch["image"])
+            losses.append(float(model.loss(logits, batch["label"], batch)))
+            scores[batch["index"].cpu().numpy()] = torch.sigmoid(logits.float()).cpu().numpy()
+    return scores, float(np.mean(losses)) if losses else math.nan
+
+
+def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
+                   checkpoint_path: str | Path, log_path: str | Path | None = None) -> pd.DataFrame:
+    """Train ``cfg.arch`` and save the best-by-validation-AUC checkpoint; returns the log."""
+    from fairforge.metrics.detection import auc
+
+    torch.set_num_threads(max(1, cfg.threads))
+    torch.manual_seed(derive_seed(cfg.seed, "init", cfg.arch))
+    device = pick_device(cfg.device)
+    entry = detector_entry(cfg.arch)
+    input_size = int(cfg.input_size or entry.default_input_size)
+    model_kwargs = dict(cfg.model)
+    if "input_size" in entry.__init__.__code__.co_varnames:
+        model_kwargs.setdefault("input_size", input_size)
+    model = create_detector(cfg.arch, **model_kwargs).to(device)
+
+    train = training_frame(samples, "train", cfg.train_methods)
+    if cfg.balanced:
+        train = balance_groups(train, cfg.seed)
+    val = training_frame(samples, "val", cfg.train_methods)
+    if train["label"].nunique() < 2:
+        raise ValueError(f"training set for {cfg.arch} needs real and fake samples; "
+                         f"methods {cfg.train_methods} gave labels {sorted(train['label'].unique())}")
+    augment = None
+    if cfg.augment != "none":
+        from fairforge.perturb.augment import create_augment
+        augment = create_augment(cfg.augment)
+    mask_column = "mask_path" if entry.needs_masks else None
+    train_ds = FaceDataset(train, root, input_size, entry.mean, entry.std, augment=augment,
+                           seed=cfg.seed, mask_column=mask_column)
+    val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
+    gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
+    loader_kw = dict(batch_size=cfg.batch_size, num_workers=cfg.num_workers,
+                     pin_memory=device.type == "cuda",
+                     persistent_workers=cfg.num_workers > 0)
+    train_loader = DataLoader(train_ds, shuffle=True, generator=gen, drop_last=False, **loader_kw)
+    val_loader = DataLoader(val_ds, shuffle=False, **loader_kw)
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    best_auc, rows = -math.inf, []
+    for epoch in range(1, cfg.epochs + 1):
+        train_ds.set_epoch(epoch)
+        model.train()
+        start, losses = time.perf_counter(), []
+        for batch in train_loader:
+            batch = _collate_device(batch, device)
+            optimizer.zero_grad(set_to_none=True)
+            loss = model.loss(model(batch["image"]), batch["label"], batch)
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss))
+        scores, val_loss = evaluate(model, val_loader, device)
+        val_auc = auc(val["label"].to_numpy(), scores)
+        rows.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": val_loss,
+                     "val_auc": val_auc, "n_train": len(train_ds), "n_val": len(val_ds),
+                     "seconds": time.perf_counter() - start})
+        # NaN AUC (a one-class validation set) must still save a checkpoint.
+        score = -math.inf if math.isnan(val_auc) else val_auc
+        if epoch == 1 or score > best_auc:
+            best_auc = score
+            save_checkpoint(checkpoint_path, model, cfg, model_kwargs, input_size, epoch, val_auc)
+    log = pd.DataFrame(rows)
+    if log_path is not None:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        log.to_csv(log_path, index=False)
+    return log
+
+
+def save_checkpoint(path, model, cfg: TrainConfig, model_kwargs: dict, input_size: int,
+                    epoch: int, val_auc: float) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = type(model)
+    payload = {
+        "arch": cfg.arch,
+        "model_config": model_kwargs,
+        "train_config": asdict(cfg),
+        "input_size": input_size,
+        "mean": list(entry.mean),
+        "std": list(entry.std),
+        "epoch": epoch,
+        "val_auc": float(val_auc),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
+    """Rebuild a detector from a fairforge checkpoint; returns (model, metadata)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"detector checkpoint not found: expected a file at {path}")
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    for key in ("arch", "model_config", "state_dict"):
+        if key not in payload:
+            raise ValueError(f"{path} is not a fairforge checkpoint (no {key!r}); "
+                             "for a DeepfakeBench checkpoint use load_deepfakebench")
+    model = create_detector(payload["arch"], **payload["model_config"])
+    model.load_state_dict(payload["state_dict"])
+    meta = {k: v for k, v in payload.items() if k != "state_dict"}
+    return model.to(device).eval(), meta
