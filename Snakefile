@@ -17,9 +17,6 @@ configfile: "config.yaml"
 validate_config(config)
 
 
-conda: "envs/fairforge.yaml"
-
-
 include: "rules/common.smk"
 include: "rules/sources.smk"
 include: "rules/faces.smk"
@@ -33,5 +30,6 @@ rule all:
     input:
         "results/fairness_table.csv",
         "results/fairness_per_group.csv",
+        "results/fairness_ci.csv",
         "results/failures_per_group.csv",
         expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),

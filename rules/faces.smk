@@ -13,6 +13,8 @@ rule faces_shard:
         "results/logs/faces/{dataset}/shard_{shard}.log",
     benchmark:
         "results/pipeline_info/benchmarks/faces/{dataset}/shard_{shard}.tsv"
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/faces_shard.py"
 
@@ -29,6 +31,8 @@ rule faces:
         rate="results/{dataset}/face_detection_rate.csv",
     log:
         "results/logs/faces/{dataset}/gather.log",
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/faces_gather.py"
 
@@ -44,5 +48,7 @@ rule pairs:
         seed=config["seed"],
     log:
         "results/logs/pairs/{dataset}.log",
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/pairs.py"

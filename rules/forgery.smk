@@ -16,6 +16,8 @@ rule forgery_shard:
         "results/logs/forgery/{dataset}/{method}/shard_{shard}.log",
     benchmark:
         "results/pipeline_info/benchmarks/forgery/{dataset}/{method}/shard_{shard}.tsv"
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/forgery_shard.py"
 
@@ -30,6 +32,8 @@ rule forgery:
         "results/{dataset}/forgeries/{method}.parquet",
     log:
         "results/logs/forgery/{dataset}/{method}/gather.log",
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/gather.py"
 
@@ -45,5 +49,7 @@ rule samples:
         failures="results/{dataset}/failures.csv",
     log:
         "results/logs/samples/{dataset}.log",
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/samples.py"

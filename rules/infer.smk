@@ -15,5 +15,7 @@ rule predict:
         "results/logs/predict/{detector}/{dataset}/{variant}.log",
     benchmark:
         "results/pipeline_info/benchmarks/predict/{detector}/{dataset}/{variant}.tsv"
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/predict.py"

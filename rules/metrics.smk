@@ -9,10 +9,14 @@ rule fairness_table:
     output:
         table="results/fairness_table.csv",
         per_group="results/fairness_per_group.csv",
+        ci="results/fairness_ci.csv",
     params:
         metrics=config["metrics"],
+        seed=config["seed"],
     log:
         "results/logs/metrics/fairness_table.log",
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/fairness_table.py"
 
@@ -25,5 +29,7 @@ rule failures_per_group:
         "results/failures_per_group.csv",
     log:
         "results/logs/metrics/failures_per_group.log",
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/concat_tables.py"

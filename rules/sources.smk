@@ -11,5 +11,7 @@ rule sources:
         "results/logs/sources/{dataset}.log",
     benchmark:
         "results/pipeline_info/benchmarks/sources/{dataset}.tsv"
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/sources.py"

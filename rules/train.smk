@@ -14,5 +14,7 @@ rule train:
         "results/logs/train/{detector}.log",
     benchmark:
         "results/pipeline_info/benchmarks/train/{detector}.tsv"
+    conda:
+        "../envs/fairforge.yaml"
     script:
         "../scripts/train.py"

@@ -32,16 +32,20 @@ def _read_predictions(paths: list[str]) -> pd.DataFrame:
 
 
 def cmd_fairness(args) -> int:
-    from fairforge.metrics.fairness import fairness_table, per_group_long
+    from fairforge.analysis import fairness_outputs
     preds = _read_predictions(args.predictions)
     if args.split and "split" in preds.columns:
         preds = preds.loc[preds["split"] == args.split]
-    table = fairness_table(preds, threshold=args.threshold, ur_denominator=args.ur_denominator)
-    table.to_csv(args.out, index_label="metric", float_format="%.6g")
+    out = fairness_outputs(preds, threshold=args.threshold,
+                           ur_denominator=args.ur_denominator, bootstrap=args.bootstrap)
+    out["table"].to_csv(args.out, index=False, float_format="%.6g")
     if args.per_group:
-        per_group_long(preds, threshold=args.threshold).to_csv(args.per_group, index=False,
-                                                               float_format="%.6g")
-    print(table.to_string(float_format=lambda v: f"{v:.4f}"))
+        out["per_group"].to_csv(args.per_group, index=False, float_format="%.6g")
+    if args.ci:
+        if "ci" not in out:
+            raise ValueError("--ci needs --bootstrap N (N > 0)")
+        out["ci"].to_csv(args.ci, index=False, float_format="%.6g")
+    print(out["table"].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
 
 
@@ -108,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ur-denominator", choices=["acc", "one_plus_acc"], default="one_plus_acc")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--split", default=None, help="keep only this split (e.g. test)")
+    p.add_argument("--bootstrap", type=int, default=0,
+                   help="subject-level bootstrap resamples for confidence intervals")
+    p.add_argument("--ci", help="write the bootstrap intervals here (needs --bootstrap)")
     p.set_defaults(func=cmd_fairness)
 
     p = sub.add_parser("metrics", help="detection metrics (AUC, ACC, AP, EER) per detector")

@@ -132,7 +132,7 @@ def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
             loss = model.loss(model(batch["image"]), batch["label"], batch)
             loss.backward()
             optimizer.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
         scores, val_loss = evaluate(model, val_loader, device)
         val_auc = auc(val["label"].to_numpy(), scores)
         rows.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": val_loss,

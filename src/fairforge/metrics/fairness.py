@@ -1,0 +1,512 @@
+"""Group-fairness metrics of face-forgery detectors (METRICS.md sections 1 and 2).
+
+Two families, computed from the same predictions:
+
+* FairFD metrics over the accuracy matrix ``A[approach, group]`` (rows: ``real`` then the
+  forgery methods): naive, approach-averaged (AA) and utility-regularized (UR) DPD, DEOdds,
+  DEO and STD, plus AccGap. The functions accept one matrix ``(F, S)`` or a stack
+  ``(B, F, S)`` (bootstrap and permutation replicates) and return scalars or ``(B,)`` arrays.
+* Textbook sample-pooled metrics (fairlearn's definitions) over per-group confusion counts.
+
+Key names of :func:`fairness_report` (and so of the rows of ``fairness_table.csv``):
+
+* ``AUC``, ``AP``, ``EER``, ``ACC``: detection quality over all samples (Benchmark paper).
+* ``MeanAcc`` and the paper's names ``DPD``, ``DEOdds``, ``DEO``, ``STD`` (naive),
+  ``AADPD`` ... ``AASTD`` and ``AccGap``: FairFD metrics of the accuracy matrix.
+* ``URDPD_<d>`` ... ``URSTD_<d>``: UR metrics, ``<d>`` naming the denominator:
+  ``one_plus_acc`` (1 + mean accuracy of the approach; FairFD Table 3 and its code) or
+  ``acc`` (the mean accuracy itself; equation 3, Table 5(b)).
+* ``pooled_DPD``, ``pooled_DEOdds``, ``pooled_DEO``, ``pooled_STD``, ``pooled_AccGap``,
+  ``pooled_AUCGap``: textbook metrics over all samples pooled.
+* ``n_samples``.
+
+Empty cells (an approach with no sample of a group) give NaN accuracies, and NaN propagates
+into every metric that uses the cell.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import detection
+
+REAL = "real"
+UR_DENOMINATORS = ("one_plus_acc", "acc")
+FAIRFD_KEYS = ("DPD", "DEOdds", "DEO", "STD", "AADPD", "AADEOdds", "AADEO", "AASTD",
+               "URDPD", "URDEOdds", "URDEO", "URSTD", "AccGap")
+# Report order: naive (with AccGap, Table 1's overall gap) then AA; UR keys follow per denominator.
+REPORT_ORDER_NON_UR = ("DPD", "DEOdds", "DEO", "STD", "AccGap", "AADPD", "AADEOdds", "AADEO", "AASTD")
+PREDICTION_COLUMNS = ("label", "method", "group", "score")
+
+Threshold = float | Mapping[str, float]
+
+
+# --------------------------------------------------------------------------- FairFD matrix
+
+def _range(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.max(x, axis=axis) - np.min(x, axis=axis)
+
+
+def _check_denominator(ur_denominator: str) -> None:
+    if ur_denominator not in UR_DENOMINATORS:
+        raise ValueError(f"ur_denominator must be one of {UR_DENOMINATORS}, got {ur_denominator!r}")
+
+
+def _fairfd_from_array(A: np.ndarray, real_index: int, ur_denominator: str) -> dict[str, np.ndarray]:
+    _check_denominator(ur_denominator)
+    n_approaches = A.shape[-2]
+    if not 0 <= real_index < n_approaches:
+        raise ValueError(f"real row {real_index} outside the {n_approaches} approaches")
+    fake = np.array([f for f in range(n_approaches) if f != real_index], dtype=np.int64)
+    if fake.size == 0:
+        raise ValueError("the accuracy matrix needs at least one forgery row besides the real row")
+    real_row = A[..., real_index, :]
+    overall = A.mean(axis=-2)                  # per group, mean over approaches
+    fake_mean = A[..., fake, :].mean(axis=-2)  # per group, mean over forgery approaches
+    row_range = _range(A)                      # per approach
+    row_std = A.std(axis=-1)
+    row_mean = A.mean(axis=-1)
+    denom = row_mean if ur_denominator == "acc" else 1.0 + row_mean
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ur_range = row_range / denom
+        ur_std = row_std / denom
+    out = {
+        "DPD": _range(overall),
+        "DEOdds": 0.5 * (_range(real_row) + _range(fake_mean)),
+        "DEO": _range(fake_mean),
+        "STD": overall.std(axis=-1),
+        "AADPD": row_range.mean(axis=-1),
+        "AADEOdds": 0.5 * (row_range[..., real_index] + row_range[..., fake].mean(axis=-1)),
+        "AADEO": row_range[..., fake].mean(axis=-1),
+        "AASTD": row_std.mean(axis=-1),
+        "URDPD": ur_range.mean(axis=-1),
+        "URDEOdds": 0.5 * (ur_range[..., real_index] + ur_range[..., fake].mean(axis=-1)),
+        "URDEO": ur_range[..., fake].mean(axis=-1),
+        "URSTD": ur_std.mean(axis=-1),
+        # Table 1's overall AccGap; equal to naive DPD because within an approach the
+        # positive-rate gap and the accuracy gap coincide.
+        "AccGap": _range(overall),
+    }
+    return out
+
+
+def _matrix_and_real_index(A: pd.DataFrame | np.ndarray, real_row: str | int) -> tuple[np.ndarray, int]:
+    if isinstance(A, pd.DataFrame):
+        labels = list(A.index)
+        if isinstance(real_row, str):
+            if real_row not in labels:
+                raise ValueError(f"real row {real_row!r} not among the approaches {labels}")
+            return A.to_numpy(dtype=np.float64), labels.index(real_row)
+        return A.to_numpy(dtype=np.float64), int(real_row)
+    arr = np.asarray(A, dtype=np.float64)
+    if arr.ndim not in (2, 3):
+        raise ValueError(f"accuracy matrix must have shape (F, S) or (B, F, S), got {arr.shape}")
+    # For bare arrays a row name cannot be looked up: the real row is row 0 unless an index is given.
+    return arr, real_row if isinstance(real_row, (int, np.integer)) else 0
+
+
+def fairfd_metrics(A: pd.DataFrame | np.ndarray, real_row: str | int = REAL,
+                   ur_denominator: str = "one_plus_acc") -> dict[str, float | np.ndarray]:
+    """FairFD naive, AA and UR fairness metrics of an accuracy matrix (METRICS.md section 1).
+
+    ``A`` is a DataFrame (rows: approaches, one of them ``real_row``; columns: groups), or an
+    array of shape ``(F, S)`` or ``(B, F, S)`` whose real row is ``real_row`` if it is an int,
+    else row 0. Population std (ddof=0); means over approaches are unweighted. Returns floats
+    for one matrix and ``(B,)`` arrays for a stack.
+    """
+    arr, real_index = _matrix_and_real_index(A, real_row)
+    out = _fairfd_from_array(arr, real_index, ur_denominator)
+    if arr.ndim == 2:
+        return {k: float(v) for k, v in out.items()}
+    return out
+
+
+def per_group_table(A: pd.DataFrame | np.ndarray) -> pd.DataFrame:
+    """FairFD Table 1 layout: per approach and ``overall``, the group accuracies, mean, STD, AccGap.
+
+    ``overall`` is the mean over approaches of each group's accuracy (unweighted, like the
+    approach-averaged metrics); its STD and AccGap are the naive STD and DPD.
+    """
+    frame = A if isinstance(A, pd.DataFrame) else pd.DataFrame(np.asarray(A, dtype=np.float64))
+    table = frame.astype(np.float64).copy()
+    table.loc["overall"] = frame.to_numpy(dtype=np.float64).mean(axis=0)
+    values = table.to_numpy()
+    table["mean"] = values.mean(axis=1)
+    table["STD"] = values.std(axis=1)
+    table["AccGap"] = _range(values)
+    table.index.name = frame.index.name or "approach"
+    table.columns.name = None
+    return table
+
+
+# --------------------------------------------------------------------------- encoding inputs
+
+def _encode(values: np.ndarray | pd.Series, categories: Sequence[str] | None, what: str,
+            first: str | None = None) -> tuple[np.ndarray, list[str]]:
+    """Integer codes of ``values`` and their category names; -1 for values outside ``categories``.
+
+    Without ``categories`` they are the sorted distinct values, ``first`` (if present) first.
+    """
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, pd.Series)
+                                  else values, use_na_sentinel=True)
+    uniques = [str(u) for u in uniques]
+    if categories is None:
+        if (codes < 0).any():
+            raise ValueError(f"{what} has missing values")
+        cats = sorted(uniques)
+        if first is not None and first in cats:
+            cats.remove(first)
+            cats.insert(0, first)
+    else:
+        cats = [str(c) for c in categories]
+        if len(set(cats)) != len(cats):
+            raise ValueError(f"repeated {what} in {cats}")
+    position = {c: i for i, c in enumerate(cats)}
+    lookup = np.array([position.get(u, -1) for u in uniques] + [-1], dtype=np.int64)
+    return lookup[codes], cats  # code -1 (missing) indexes the trailing -1
+
+
+def threshold_array(threshold: Threshold, group: np.ndarray | pd.Series) -> np.ndarray | float:
+    """A scalar threshold as is, or a per-sample array from a ``{group: threshold}`` mapping."""
+    if not isinstance(threshold, Mapping):
+        return float(threshold)
+    codes, names = _encode(group, None, "group")
+    missing = [g for g in names if g not in threshold]
+    if missing:
+        raise ValueError(f"no threshold for group(s) {missing}")
+    per_code = np.array([float(threshold[g]) for g in names], dtype=np.float64)
+    return per_code[codes]
+
+
+@dataclass(frozen=True)
+class EncodedPredictions:
+    """Predictions reduced to integer codes and correctness, for counting with bincount."""
+
+    approach_code: np.ndarray  # (n,), -1 outside the selected approaches / groups
+    group_code: np.ndarray
+    label: np.ndarray          # (n,) int 0/1
+    correct: np.ndarray        # (n,) bool
+    approaches: list[str]
+    groups: list[str]
+    real_index: int | None     # row of ``real`` among approaches
+
+    @property
+    def kept(self) -> np.ndarray:
+        return (self.approach_code >= 0) & (self.group_code >= 0)
+
+    def cell_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(correct, total)`` per (approach, group), shape (F, S)."""
+        kept = self.kept
+        n_f, n_s = len(self.approaches), len(self.groups)
+        cell = self.approach_code[kept] * n_s + self.group_code[kept]
+        total = np.bincount(cell, minlength=n_f * n_s).reshape(n_f, n_s).astype(np.float64)
+        correct = np.bincount(cell, weights=self.correct[kept], minlength=n_f * n_s).reshape(n_f, n_s)
+        return correct, total
+
+
+def encode_predictions(label, method, group, score, threshold: Threshold = 0.5,
+                       approaches: Sequence[str] | None = None,
+                       groups: Sequence[str] | None = None) -> EncodedPredictions:
+    """Encode approaches and groups, and check the labels the accuracy matrix relies on.
+
+    Every sample of ``real`` must have label 0 and every sample of another approach label 1,
+    so that a row's accuracy is its true-negative or its true-positive rate.
+    """
+    y, s = detection._as_label_score(label, score)
+    if len(method) != y.size or len(group) != y.size:
+        raise ValueError("label, method, group and score must have equal lengths")
+    a_code, a_names = _encode(method, approaches, "method", first=REAL)
+    g_code, g_names = _encode(group, groups, "group")
+    thr = threshold_array(threshold, group)
+    correct = (s > thr) == (y == 1)
+    kept = (a_code >= 0) & (g_code >= 0)
+    n_f = len(a_names)
+    n_in = np.bincount(a_code[kept], minlength=n_f)
+    n_fake = np.bincount(a_code[kept], weights=y[kept], minlength=n_f)
+    for f, name in enumerate(a_names):
+        if n_in[f] == 0:
+            continue
+        expected = 0 if name == REAL else 1
+        if n_fake[f] != expected * n_in[f]:
+            raise ValueError(
+                f"approach {name!r} has samples labelled {1 - expected}; 'real' samples must have "
+                f"label 0 and every forgery method label 1")
+    real_index = a_names.index(REAL) if REAL in a_names else None
+    return EncodedPredictions(a_code, g_code, y, correct, a_names, g_names, real_index)
+
+
+def accuracy_matrix(label, method, group, score, threshold: Threshold = 0.5,
+                    approaches: Sequence[str] | None = None,
+                    groups: Sequence[str] | None = None) -> pd.DataFrame:
+    """Accuracy per approach (rows: ``real`` first, then forgery methods sorted, or as given)
+    and group (columns: sorted, or as given). A sample is predicted fake when score > threshold;
+    ``threshold`` may be a ``{group: threshold}`` mapping. Empty cells are NaN."""
+    enc = encode_predictions(label, method, group, score, threshold, approaches, groups)
+    correct, total = enc.cell_counts()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = correct / total
+    return pd.DataFrame(values, index=pd.Index(enc.approaches, name="approach"),
+                        columns=pd.Index(enc.groups, name="group"))
+
+
+# --------------------------------------------------------------------------- textbook metrics
+
+def _confusion(y: np.ndarray, pred: np.ndarray, codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Counts ``(n_codes, 4)`` of TN, FP, FN, TP per code (codes < 0 ignored)."""
+    keep = codes >= 0
+    cell = codes[keep] * 4 + 2 * y[keep] + pred[keep].astype(np.int64)
+    return np.bincount(cell, minlength=4 * n_codes).reshape(n_codes, 4).astype(np.float64)
+
+
+def rates_from_confusion(tn, fp, fn, tp) -> dict[str, np.ndarray]:
+    """Per-group rates from confusion counts of any (broadcastable) shape; NaN when undefined."""
+    tn, fp, fn, tp = (np.asarray(x, dtype=np.float64) for x in (tn, fp, fn, tp))
+    n = tn + fp + fn + tp
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "PR": (tp + fp) / n,
+            "TPR": tp / (tp + fn),
+            "FPR": fp / (fp + tn),
+            "TNR": tn / (fp + tn),
+            "FNR": fn / (tp + fn),
+            "Acc": (tp + tn) / n,
+        }
+
+
+def pooled_from_confusion(tn, fp, fn, tp) -> dict[str, np.ndarray]:
+    """Textbook DPD, DEOdds, DEO, STD, AccGap over the last axis (groups) of confusion counts."""
+    r = rates_from_confusion(tn, fp, fn, tp)
+    deo = _range(r["TPR"])
+    return {
+        "DPD": _range(r["PR"]),
+        "DEOdds": 0.5 * (deo + _range(r["FPR"])),
+        "DEO": deo,
+        "STD": r["Acc"].std(axis=-1),
+        "AccGap": _range(r["Acc"]),
+    }
+
+
+def group_rates(y_true, y_pred_or_score, group, threshold: Threshold = 0.5,
+                groups: Sequence[str] | None = None, with_auc: bool = True) -> pd.DataFrame:
+    """Per group: counts, confusion counts, PR, TPR, FPR, TNR, FNR, Acc and AUC.
+
+    Hard 0/1 predictions can be passed as scores: with a threshold in [0, 1) they stay as
+    they are. AUC is NaN for a group with one class (and for all when ``with_auc`` is False).
+    """
+    y, s = detection._as_label_score(y_true, y_pred_or_score)
+    codes, names = _encode(group, groups, "group")
+    pred = s > threshold_array(threshold, group)
+    conf = _confusion(y, pred, codes, len(names))
+    tn, fp, fn, tp = conf.T
+    table = pd.DataFrame({"n": tn + fp + fn + tp, "n_pos": tp + fn, "n_neg": tn + fp,
+                          "TP": tp, "FP": fp, "TN": tn, "FN": fn},
+                         index=pd.Index(names, name="group"))
+    for key, value in rates_from_confusion(tn, fp, fn, tp).items():
+        table[key] = value
+    table["AUC"] = _group_auc(y, s, codes, len(names)) if with_auc else np.nan
+    return table
+
+
+def _group_auc(y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_codes: int) -> np.ndarray:
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(n_codes + 1))
+    out = np.full(n_codes, np.nan)
+    for g in range(n_codes):
+        idx = order[bounds[g]:bounds[g + 1]]
+        if idx.size:
+            out[g] = detection.auc(y[idx], s[idx])
+    return out
+
+
+def textbook_metrics(y_true, y_pred_or_score, group, threshold: Threshold = 0.5,
+                     groups: Sequence[str] | None = None) -> dict[str, float]:
+    """Sample-pooled DPD, DEOdds (mean of the TPR and FPR gaps), DEO, STD, AccGap and AUCGap.
+
+    Agrees with fairlearn's ``demographic_parity_difference``,
+    ``equalized_odds_difference(agg="mean")`` and the range of ``true_positive_rate``.
+    """
+    rates = group_rates(y_true, y_pred_or_score, group, threshold, groups)
+    out = pooled_from_confusion(rates["TN"].to_numpy(), rates["FP"].to_numpy(),
+                                rates["FN"].to_numpy(), rates["TP"].to_numpy())
+    out = {k: float(v) for k, v in out.items()}
+    out["AUCGap"] = float(_range(rates["AUC"].to_numpy()))
+    return out
+
+
+# --------------------------------------------------------------------------- from cell counts
+
+def _denominators(ur_denominator: str | Iterable[str]) -> tuple[str, ...]:
+    dens = (ur_denominator,) if isinstance(ur_denominator, str) else tuple(ur_denominator)
+    for d in dens:
+        _check_denominator(d)
+    if not dens:
+        raise ValueError("at least one ur_denominator is needed")
+    return dens
+
+
+def metrics_from_cell_counts(correct: np.ndarray, total: np.ndarray, real_index: int,
+                             ur_denominator: str | Iterable[str] = "one_plus_acc"
+                             ) -> dict[str, np.ndarray]:
+    """Every count-based metric of :func:`fairness_report` from per-cell counts.
+
+    ``correct`` and ``total`` have shape (F, S) or (B, F, S); row ``real_index`` holds real
+    samples (label 0) and every other row forgeries (label 1), so the pooled confusion counts
+    of a group are sums of cells: TN = correct real, FP = wrong real, TP = correct fakes,
+    FN = wrong fakes. This is the single code path of the point estimates, the bootstrap and
+    the permutation test.
+    """
+    correct = np.asarray(correct, dtype=np.float64)
+    total = np.asarray(total, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        A = correct / total
+    dens = _denominators(ur_denominator)
+    fake = np.ones(correct.shape[-2], dtype=bool)
+    fake[real_index] = False
+    tn = correct[..., real_index, :]
+    fp = total[..., real_index, :] - tn
+    tp = correct[..., fake, :].sum(axis=-2)
+    fn = total[..., fake, :].sum(axis=-2) - tp
+    n_all = total.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: dict[str, np.ndarray] = {"ACC": correct.sum(axis=(-2, -1)) / n_all,
+                                      "MeanAcc": A.mean(axis=(-2, -1))}
+    for i, den in enumerate(dens):
+        fair = _fairfd_from_array(A, real_index, den)
+        if i == 0:
+            out.update({k: fair[k] for k in REPORT_ORDER_NON_UR})
+        out.update({f"{k}_{den}": fair[k] for k in FAIRFD_KEYS if k.startswith("UR")})
+    for key, value in pooled_from_confusion(tn, fp, fn, tp).items():
+        out[f"pooled_{key}"] = value
+    return out
+
+
+# --------------------------------------------------------------------------- frames
+
+def _check_frame(predictions: pd.DataFrame, needed: Sequence[str] = PREDICTION_COLUMNS) -> None:
+    missing = [c for c in needed if c not in predictions.columns]
+    if missing:
+        raise ValueError(f"predictions lack column(s) {missing}")
+    if "sample_id" in predictions.columns and predictions["sample_id"].duplicated().any():
+        raise ValueError("repeated sample_id: the predictions mix several detectors, variants or "
+                         "datasets; select one (or use fairness_table with by=...)")
+
+
+def _select(predictions: pd.DataFrame, approaches: Sequence[str] | None,
+            groups: Sequence[str] | None) -> pd.DataFrame:
+    keep = np.ones(len(predictions), dtype=bool)
+    if approaches is not None:
+        keep &= predictions["method"].astype(str).isin(list(approaches)).to_numpy()
+    if groups is not None:
+        keep &= predictions["group"].astype(str).isin(list(groups)).to_numpy()
+    return predictions if keep.all() else predictions.loc[keep]
+
+
+def fairness_report(predictions: pd.DataFrame, threshold: Threshold = 0.5,
+                    ur_denominator: str | Iterable[str] = "one_plus_acc",
+                    approaches: Sequence[str] | None = None,
+                    groups: Sequence[str] | None = None) -> dict[str, float]:
+    """All detection, FairFD and pooled fairness metrics of one detector's predictions.
+
+    ``predictions`` has columns label, method, group, score (and usually sample_id,
+    subject_id). ``approaches`` / ``groups`` restrict the samples (e.g. FairFD Table 5(b)
+    uses ``["real", "faceswap"]``); ``threshold`` is a float or a ``{group: threshold}``
+    mapping; ``ur_denominator`` one name or several. Key names: see the module docstring.
+    """
+    _check_frame(predictions)
+    frame = _select(predictions, approaches, groups)
+    enc = encode_predictions(frame["label"], frame["method"], frame["group"], frame["score"],
+                             threshold, approaches, groups)
+    if enc.real_index is None:
+        raise ValueError("the predictions have no 'real' approach; FairFD metrics need one")
+    correct, total = enc.cell_counts()
+    counted = metrics_from_cell_counts(correct, total, enc.real_index, ur_denominator)
+    score = frame["score"].to_numpy(dtype=np.float64)
+    det = detection.detection_metrics(enc.label, score)
+    group_auc = _group_auc(enc.label, score, enc.group_code, len(enc.groups))
+    report = {"AUC": det["AUC"], "AP": det["AP"], "EER": det["EER"]}
+    report.update({k: float(v) for k, v in counted.items()})
+    report["pooled_AUCGap"] = float(_range(group_auc))
+    report["n_samples"] = float(len(frame))
+    return report
+
+
+def _by_columns(by: str | Sequence[str] | None) -> list[str]:
+    if by is None:
+        return []
+    return [by] if isinstance(by, str) else list(by)
+
+
+def _split_by(predictions: pd.DataFrame, by: str | Sequence[str] | None):
+    cols = _by_columns(by)
+    if not cols:
+        yield "all", predictions
+        return
+    missing = [c for c in cols if c not in predictions.columns]
+    if missing:
+        raise ValueError(f"predictions lack the by column(s) {missing}")
+    key = cols[0] if len(cols) == 1 else cols
+    for name, part in predictions.groupby(key, sort=True, observed=True):
+        yield name, part
+
+
+def fairness_table(predictions: pd.DataFrame, by: str | Sequence[str] | None = "detector",
+                   threshold: Threshold = 0.5, ur_denominator: str | Iterable[str] = "one_plus_acc",
+                   approaches: Sequence[str] | None = None,
+                   groups: Sequence[str] | None = None) -> pd.DataFrame:
+    """Wide table of :func:`fairness_report`: one row per metric, one column per ``by`` value."""
+    reports = {name: fairness_report(part, threshold, ur_denominator, approaches, groups)
+               for name, part in _split_by(predictions, by)}
+    table = pd.DataFrame(reports)
+    table.index.name = "metric"
+    if len(_by_columns(by)) > 1:
+        table.columns.names = _by_columns(by)
+    else:
+        table.columns.name = _by_columns(by)[0] if by else None
+    return table
+
+
+def per_group_long(predictions: pd.DataFrame, by: str | Sequence[str] | None = "detector",
+                   threshold: Threshold = 0.5, approaches: Sequence[str] | None = None,
+                   groups: Sequence[str] | None = None) -> pd.DataFrame:
+    """Long table: per ``by`` value, approach and group the accuracy, counts and rates.
+
+    Rows with approach ``all`` pool every approach: their accuracy is the sample-pooled
+    accuracy of the group and their rates (PR, TPR, FPR, TNR, FNR, AUC) are the textbook
+    per-group rates. Within a single approach one label class is present, so AUC is NaN and
+    either TPR/FNR (real) or FPR/TNR (forgeries) is.
+    """
+    cols = _by_columns(by)
+    frames = []
+    for name, part in _split_by(predictions, by):
+        _check_frame(part)
+        part = _select(part, approaches, groups)
+        enc = encode_predictions(part["label"], part["method"], part["group"], part["score"],
+                                 threshold, approaches, groups)
+        score = part["score"].to_numpy(dtype=np.float64)
+        pred = enc.correct == (enc.label == 1)  # predicted fake, recovered from correctness
+        n_f, n_s = len(enc.approaches), len(enc.groups)
+        kept = enc.kept
+        cell = np.where(kept, enc.approach_code * n_s + enc.group_code, -1)
+        conf = np.vstack([_confusion(enc.label, pred, cell, n_f * n_s),
+                          _confusion(enc.label, pred, np.where(kept, enc.group_code, -1), n_s)])
+        tn, fp, fn, tp = conf.T
+        rows = pd.DataFrame({
+            "approach": np.r_[np.repeat(enc.approaches, n_s), np.repeat("all", n_s)],
+            "group": np.tile(enc.groups, n_f + 1),
+            "n": tn + fp + fn + tp,
+            "n_correct": tn + tp,
+        })
+        rates = rates_from_confusion(tn, fp, fn, tp)
+        rows["accuracy"] = rates.pop("Acc")
+        for key, value in rates.items():
+            rows[key] = value
+        rows["AUC"] = np.r_[np.full(n_f * n_s, np.nan),
+                            _group_auc(enc.label, score, np.where(kept, enc.group_code, -1), n_s)]
+        names = name if isinstance(name, tuple) else (name,)
+        for col, value in zip(cols, names):
+            rows.insert(cols.index(col), col, value)
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,101 @@
+"""Per-group decision thresholds (FairFD Table 5, METRICS.md section 6).
+
+For each group, the threshold that maximises that group's accuracy on validation data is
+fitted, then applied to the test data; utility and fairness at the global threshold and at
+the per-group thresholds are reported side by side.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import detection
+from .fairness import Threshold, _encode, fairness_report
+
+
+def best_threshold(label, score, prefer: float = 0.5) -> float:
+    """The threshold t maximising accuracy of ``score > t``.
+
+    Every distinct cut of the sorted scores is tried at once: the predictions depend only
+    on which distinct scores lie above t. Among the cuts of maximal accuracy, ``prefer``
+    is returned when it lies in one (no needless change), else the candidate nearest to it;
+    candidates are the midpoints between consecutive distinct scores, just below the
+    smallest and the largest score.
+    """
+    y, s = detection._as_label_score(label, score)
+    if y.size == 0:
+        return float(prefer)
+    values, inverse = np.unique(s, return_inverse=True)
+    n_pos_at = np.bincount(inverse, weights=y, minlength=values.size)
+    n_neg_at = np.bincount(inverse, weights=1 - y, minlength=values.size)
+    # Cut k predicts real for values[:k] and fake for values[k:], k = 0 .. len(values).
+    neg_below = np.r_[0.0, np.cumsum(n_neg_at)]
+    pos_above = n_pos_at.sum() - np.r_[0.0, np.cumsum(n_pos_at)]
+    n_correct = neg_below + pos_above
+    best = np.flatnonzero(n_correct == n_correct.max())
+    # Cut k holds for thresholds t in [values[k-1], values[k]) (open ends at the extremes).
+    lower = np.r_[-np.inf, values][best]
+    upper = np.r_[values, np.inf][best]
+    if np.any((lower <= prefer) & (prefer < upper)):
+        return float(prefer)
+    candidates = np.r_[np.nextafter(values[0], -np.inf), (values[:-1] + values[1:]) / 2, values[-1]]
+    chosen = candidates[best]
+    return float(chosen[np.argmin(np.abs(chosen - prefer))])
+
+
+def fit_group_thresholds(label, score, group, groups: Sequence[str] | None = None,
+                         prefer: float = 0.5) -> dict[str, float]:
+    """Per group, the accuracy-maximising threshold (:func:`best_threshold`) on these data."""
+    codes, names = _encode(group, groups, "group")
+    y, s = detection._as_label_score(label, score)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    out = {}
+    for g, name in enumerate(names):
+        idx = order[bounds[g]:bounds[g + 1]]
+        if idx.size:
+            out[name] = best_threshold(y[idx], s[idx], prefer)
+    return out
+
+
+def group_threshold_values(group, thresholds: Mapping[str, float],
+                           default: float | None = None) -> np.ndarray:
+    """Per-sample thresholds; groups without one get ``default`` (an error when it is None)."""
+    codes, names = _encode(group, None, "group")
+    missing = [g for g in names if g not in thresholds]
+    if missing and default is None:
+        raise ValueError(f"no threshold for group(s) {missing}")
+    per_code = np.array([float(thresholds.get(g, default)) for g in names], dtype=np.float64)
+    return per_code[codes]
+
+
+def apply_group_thresholds(score, group, thresholds: Mapping[str, float],
+                           default: float | None = None) -> np.ndarray:
+    """Boolean predictions (True = fake): score > the threshold of the sample's group."""
+    s = np.asarray(score, dtype=np.float64)
+    return s > group_threshold_values(group, thresholds, default)
+
+
+def compare_thresholds(validation: pd.DataFrame, test: pd.DataFrame, threshold: float = 0.5,
+                       ur_denominator: str | Iterable[str] = "one_plus_acc",
+                       approaches: Sequence[str] | None = None,
+                       groups: Sequence[str] | None = None
+                       ) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Test metrics at the global ``threshold`` and at per-group thresholds fitted on
+    ``validation`` (groups absent there keep the global threshold).
+
+    Returns the table (rows: :func:`fairness_report` keys; columns ``global`` and
+    ``per_group``) and the fitted thresholds.
+    """
+    fitted = fit_group_thresholds(validation["label"], validation["score"], validation["group"],
+                                  prefer=threshold)
+    test_groups = sorted(set(test["group"].astype(str)))
+    per_group: Threshold = {g: fitted.get(g, threshold) for g in test_groups}
+    table = pd.DataFrame({
+        "global": fairness_report(test, threshold, ur_denominator, approaches, groups),
+        "per_group": fairness_report(test, per_group, ur_denominator, approaches, groups),
+    })
+    table.index.name = "metric"
+    return table, fitted

@@ -1,0 +1,40 @@
+import pytest
+import yaml
+
+from fairforge.config import ConfigError, load_config, validate_config
+
+
+def test_defaults_are_filled_in_nested_blocks():
+    config = validate_config({"detectors": {"m": {"arch": "meso4"}}})
+    assert config["training"]["lr"] == pytest.approx(2e-4)
+    assert config["training"]["batch_size"] == 32
+    assert config["detectors"]["m"]["augment"] == "none"
+    assert config["metrics"]["ur_denominator"] == "one_plus_acc"
+
+
+def test_unknown_key_is_named():
+    with pytest.raises(ConfigError, match=r"detectors\.m: unknown key 'epoch'"):
+        validate_config({"detectors": {"m": {"arch": "meso4", "epoch": 3}}})
+    with pytest.raises(ConfigError, match="unknown key 'sed'"):
+        validate_config({"sed": 1})
+
+
+def test_wrong_type_names_the_key():
+    with pytest.raises(ConfigError, match=r"training\.epochs"):
+        validate_config({"training": {"epochs": "many"}})
+    with pytest.raises(ConfigError, match=r"metrics\.ur_denominator"):
+        validate_config({"metrics": {"ur_denominator": "half"}})
+
+
+def test_references_and_split_checked():
+    with pytest.raises(ConfigError, match="train_dataset"):
+        validate_config({"detectors": {"m": {"train_dataset": "nope"}}})
+    with pytest.raises(ConfigError, match="sum to 1"):
+        validate_config({"split": {"train": 0.5, "val": 0.2, "test": 0.2}})
+
+
+def test_shipped_config_is_valid(repo_root):
+    config = load_config(repo_root / "config.yaml")
+    assert "synthetic" in config["datasets"]
+    with open(repo_root / "config.yaml") as fh:
+        assert yaml.safe_load(fh)["datasets"]["synthetic"]["adapter"] == "synthetic"

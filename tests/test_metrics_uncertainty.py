@@ -1,0 +1,153 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairforge.metrics import (accuracy_matrix, bootstrap_intervals, bootstrap_replicates,
+                               bootstrap_table, fairfd_metrics, fairness_report,
+                               permutation_pvalue, permutation_pvalues, stats_from_frame,
+                               subject_resample_indices, textbook_metrics)
+from fairforge.metrics.uncertainty import counts_from_indices, point_estimates
+
+METHODS = ("real", "faceswap", "simswap")
+GAPS = ("DPD", "DEOdds", "AADPD", "AADEOdds", "AASTD", "URDPD_one_plus_acc", "pooled_DPD",
+        "pooled_DEOdds", "pooled_STD")
+
+
+def subject_predictions(seed: int, subjects_per_group: int, group_accuracy=(0.7, 0.8, 0.75, 0.85),
+                        per_cell: int | tuple[int, int] = 20, subject_sd: float = 0.1):
+    """Predictions whose correctness depends on the subject (random effect) and its group."""
+    rng = np.random.default_rng(seed)
+    n_groups = len(group_accuracy)
+    n_subjects = n_groups * subjects_per_group
+    subject_group = np.repeat(np.arange(n_groups), subjects_per_group)
+    p_subject = np.clip(np.asarray(group_accuracy)[subject_group]
+                        + rng.normal(0, subject_sd, n_subjects), 0.02, 0.98)
+    low, high = (per_cell, per_cell + 1) if isinstance(per_cell, int) else per_cell
+    counts = rng.integers(low, high, size=(n_subjects, len(METHODS)))
+    subject = np.repeat(np.repeat(np.arange(n_subjects), len(METHODS)), counts.ravel())
+    method = np.repeat(np.tile(np.arange(len(METHODS)), n_subjects), counts.ravel())
+    label = (method > 0).astype(int)
+    correct = rng.random(subject.size) < p_subject[subject]
+    predicted_fake = correct == (label == 1)
+    score = np.where(predicted_fake, 0.5 + 0.5 * rng.random(subject.size), 0.5 * rng.random(subject.size))
+    return pd.DataFrame({"sample_id": np.arange(subject.size).astype(str), "label": label,
+                         "method": np.asarray(METHODS)[method],
+                         "group": np.array([f"g{i}" for i in range(n_groups)])[subject_group[subject]],
+                         "subject_id": np.char.add("s", subject.astype(str)), "score": score})
+
+
+def test_point_estimates_equal_fairness_report():
+    df = subject_predictions(0, 12)
+    report = fairness_report(df, ur_denominator=("one_plus_acc", "acc"))
+    est = point_estimates(stats_from_frame(df), ur_denominator=("one_plus_acc", "acc"))
+    for key, value in est.items():
+        assert report[key] == pytest.approx(value, abs=1e-12), key
+
+
+def test_vectorised_bootstrap_equals_naive_loop():
+    df = subject_predictions(1, 6, per_cell=(1, 6))
+    stats = stats_from_frame(df)
+    idx = subject_resample_indices(stats, n_boot=25, seed=3)
+    # resampling stays within groups
+    for g in range(len(stats.groups)):
+        members = np.flatnonzero(stats.subject_group == g)
+        assert np.isin(idx[:, members], members).all()
+    dens = ("one_plus_acc", "acc")
+    fast = bootstrap_replicates(stats, indices=idx, ur_denominator=dens)
+    seeded = bootstrap_replicates(stats, n_boot=25, seed=3, ur_denominator=dens)
+    for key in fast:
+        np.testing.assert_array_equal(fast[key], seeded[key])
+    rows_of = {s: part for s, part in df.groupby("subject_id")}
+    for b in range(len(idx)):
+        sample = pd.concat([rows_of[stats.subject_ids[i]] for i in idx[b]], ignore_index=True)
+        A = accuracy_matrix(sample["label"], sample["method"], sample["group"], sample["score"],
+                            approaches=stats.approaches, groups=stats.groups)
+        for den in dens:
+            naive = fairfd_metrics(A, ur_denominator=den)
+            for key, value in naive.items():
+                name = f"{key}_{den}" if key.startswith("UR") else key
+                assert fast[name][b] == pytest.approx(value, abs=1e-12, nan_ok=True), (b, name)
+        pooled = textbook_metrics(sample["label"], sample["score"], sample["group"])
+        for key in ("DPD", "DEOdds", "DEO", "STD", "AccGap"):
+            assert fast[f"pooled_{key}"][b] == pytest.approx(pooled[key], abs=1e-12), (b, key)
+        assert fast["ACC"][b] == pytest.approx(np.mean((sample["score"] > 0.5) == (sample["label"] == 1)))
+
+
+def test_counts_from_indices():
+    counts = counts_from_indices(np.array([[0, 0, 2], [1, 2, 2]]), 4)
+    np.testing.assert_array_equal(counts, [[2, 0, 1, 0], [0, 1, 2, 0]])
+
+
+def test_intervals_contain_estimate_and_shrink_with_more_subjects():
+    widths = {}
+    for n_subjects in (30, 480):
+        table = bootstrap_intervals(subject_predictions(2, n_subjects), n_boot=300, seed=0)
+        assert (table["n_valid"] == 300).all()
+        sub = table.loc[list(GAPS)]
+        assert (sub["ci_low"] <= sub["estimate"]).all() and (sub["estimate"] <= sub["ci_high"]).all()
+        widths[n_subjects] = sub["ci_high"] - sub["ci_low"]
+    # 16 times the subjects: about a quarter of the width
+    assert (widths[480] < 0.5 * widths[30]).all(), pd.DataFrame(widths)
+
+
+def test_bootstrap_is_seeded():
+    df = subject_predictions(3, 10)
+    a = bootstrap_intervals(df, n_boot=150, seed=5)
+    b = bootstrap_intervals(df.sample(frac=1.0, random_state=0), n_boot=150, seed=5)  # row order
+    c = bootstrap_intervals(df, n_boot=150, seed=6)
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.allclose(a["ci_low"], c["ci_low"])
+    # the first resamples do not depend on how many are drawn
+    first = bootstrap_replicates(df, n_boot=130, seed=5)["DPD"]
+    more = bootstrap_replicates(df, n_boot=300, seed=5)["DPD"]
+    np.testing.assert_array_equal(first, more[:130])
+
+
+def test_bootstrap_table_per_detector():
+    df = pd.concat([subject_predictions(4, 8).assign(detector="a"),
+                    subject_predictions(5, 8).assign(detector="b")], ignore_index=True)
+    table = bootstrap_table(df, by="detector", n_boot=50)
+    assert list(table.columns[:2]) == ["detector", "metric"]
+    assert set(table["detector"]) == {"a", "b"}
+    one = bootstrap_intervals(df[df["detector"] == "b"], n_boot=50).reset_index()
+    np.testing.assert_allclose(table[table["detector"] == "b"]["ci_high"], one["ci_high"])
+
+
+def test_subject_in_two_groups_rejected():
+    df = subject_predictions(6, 5)
+    df.loc[df.index[0], "group"] = "g3" if df.loc[df.index[0], "group"] != "g3" else "g0"
+    with pytest.raises(ValueError, match="more than one group"):
+        stats_from_frame(df)
+
+
+def test_group_reassignment_counts_match_recomputation():
+    df = subject_predictions(7, 5)
+    stats = stats_from_frame(df)
+    same = stats.cell_counts_for_assignment(stats.subject_group[None, :])
+    base = stats.cell_counts()
+    np.testing.assert_allclose(same[0][0], base[0])
+    np.testing.assert_allclose(same[1][0], base[1])
+    rng = np.random.default_rng(0)
+    shuffled = rng.permutation(stats.subject_group)
+    correct, total = stats.cell_counts_for_assignment(shuffled[None, :])
+    new_group = dict(zip(stats.subject_ids, np.asarray(stats.groups)[shuffled]))
+    moved = df.assign(group=df["subject_id"].map(new_group))
+    A = accuracy_matrix(moved["label"], moved["method"], moved["group"], moved["score"],
+                        approaches=stats.approaches, groups=stats.groups)
+    np.testing.assert_allclose(correct[0] / total[0], A.to_numpy())
+
+
+def test_permutation_pvalues_under_null_and_alternative():
+    null = [permutation_pvalue(subject_predictions(100 + i, 10, group_accuracy=(0.75,) * 4, per_cell=5),
+                               metric="AADPD", n_perm=199, seed=i) for i in range(40)]
+    null = np.array(null)
+    assert ((null > 0) & (null <= 1)).all()
+    assert 0.3 < null.mean() < 0.7
+    assert np.mean(null <= 0.1) <= 0.25
+    assert np.mean(null >= 0.5) >= 0.25
+    strong = permutation_pvalues(subject_predictions(9, 10, group_accuracy=(0.5, 0.9, 0.7, 0.7),
+                                                     per_cell=5), n_perm=199)
+    assert strong["DPD"] <= 0.01 and strong["pooled_STD"] <= 0.01
+    assert "ACC" not in strong
+    with pytest.raises(ValueError, match="unknown"):
+        permutation_pvalue(stats_from_frame(subject_predictions(9, 3)), metric="AUC", n_perm=9)
