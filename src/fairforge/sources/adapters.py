@@ -221,8 +221,7 @@ def fairface(root: Path, *, seed: int = 0, labels: Sequence[str] | None = None) 
         table = pd.read_csv(csv, dtype=str, keep_default_na=False)
         require_columns(table, FAIRFACE_COLUMNS, f"FairFace labels {csv}")
         extra = [c for c in ("service_test",) if c in table.columns]
-        for rec in table[list(FAIRFACE_COLUMNS) + extra].itertuples(index=False):
-            rec = rec._asdict()
+        for rec in table[list(FAIRFACE_COLUMNS) + extra].to_dict("records"):
             rel = rec["file"].strip()
             image_id = image_id_from_path(rel)
             empty = [k for k in ("age", "gender", "race") if not rec[k].strip()]
@@ -414,7 +413,7 @@ def build_sources(adapter: str, root: str | Path, dataset: str,
     if n_workers > 1:
         # Decoding and hashing release the GIL; map keeps the order.
         with ThreadPoolExecutor(n_workers) as pool:
-            info = list(pool.map(inspect_image_file, paths, chunksize=64))
+            info = list(pool.map(inspect_image_file, paths))
     else:
         info = [inspect_image_file(p) for p in paths]
     width, height, sha, file_ok, file_reason = zip(*info)

@@ -1,0 +1,85 @@
+"""Similarity alignment of faces: 5 points from the 68, a canonical template, a warp.
+
+The template is the ArcFace 112x112 five-point layout (eye centres, nose tip, mouth corners,
+in image-left to image-right order) normalised to [0, 1]; ``margin`` pads it by that
+fraction of the template box on every side, so ``margin=0`` gives a tight recognition crop and
+larger margins keep the jaw, hair line and some background for forgery work.
+"""
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+
+TEMPLATE_5 = np.array([[38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.7366],
+                       [41.5493, 92.3655], [70.7299, 92.2041]], dtype=np.float64) / 112.0
+
+# iBUG 68 indices: eyes 36-41 (image left) and 42-47, nose tip 30, mouth corners 48 and 54.
+_LEFT_EYE, _RIGHT_EYE = slice(36, 42), slice(42, 48)
+_NOSE_TIP, _MOUTH_LEFT, _MOUTH_RIGHT = 30, 48, 54
+
+
+def five_points(landmarks68: np.ndarray) -> np.ndarray:
+    """(5, 2) eye centres, nose tip and mouth corners from (68, 2) landmarks."""
+    pts = np.asarray(landmarks68, dtype=np.float64)
+    if pts.shape != (68, 2):
+        raise ValueError(f"expected (68, 2) landmarks, got {pts.shape}")
+    return np.stack([pts[_LEFT_EYE].mean(0), pts[_RIGHT_EYE].mean(0), pts[_NOSE_TIP],
+                     pts[_MOUTH_LEFT], pts[_MOUTH_RIGHT]])
+
+
+def template_points(crop_size: int, margin: float) -> np.ndarray:
+    """The 5-point template in pixels of a ``crop_size`` square crop padded by ``margin``."""
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0, got {margin}")
+    return (TEMPLATE_5 + margin) / (1.0 + 2.0 * margin) * float(crop_size)
+
+
+def umeyama_similarity(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Least-squares similarity (rotation, uniform scale, translation) mapping src to dst, as a
+    2x3 matrix (Umeyama 1991; no reflection)."""
+    src = np.asarray(src, dtype=np.float64)
+    dst = np.asarray(dst, dtype=np.float64)
+    mu_s, mu_d = src.mean(0), dst.mean(0)
+    s, d = src - mu_s, dst - mu_d
+    var_s = float((s ** 2).sum()) / len(src)
+    if var_s <= 1e-12:
+        raise ValueError("degenerate points: all source points coincide")
+    u, sigma, vt = np.linalg.svd(d.T @ s / len(src))
+    sign = np.array([1.0, 1.0 if np.linalg.det(u) * np.linalg.det(vt) >= 0 else -1.0])
+    rotation = u @ np.diag(sign) @ vt
+    scale = float((sigma * sign).sum()) / var_s
+    translation = mu_d - scale * rotation @ mu_s
+    return np.hstack([scale * rotation, translation[:, None]])
+
+
+def transform_points(points: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    pts = np.asarray(points, dtype=np.float64)
+    return pts @ matrix[:, :2].T + matrix[:, 2]
+
+
+def warp_crop(image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int) -> np.ndarray:
+    """Warp ``image_rgb`` by ``matrix`` into a ``crop_size`` square (black outside the image).
+
+    When the crop shrinks the face by 2x or more, the image is first reduced with area
+    averaging so that the bilinear warp does not alias.
+    """
+    scale = math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
+    img, m = image_rgb, np.asarray(matrix, dtype=np.float64)
+    factor = int(1.0 / scale) if scale > 0 else 1
+    if factor >= 2:
+        h, w = img.shape[:2]
+        new_w, new_h = max(1, round(w / factor)), max(1, round(h / factor))
+        img = cv2.resize(img, (new_w, new_h), interpolation=cv2.INTER_AREA)
+        # Pixel centres map as x_small = (x + 0.5) * new_w / w - 0.5.
+        sx, sy = new_w / w, new_h / h
+        to_small = np.array([[sx, 0, 0.5 * sx - 0.5], [0, sy, 0.5 * sy - 0.5], [0, 0, 1]])
+        m = (np.vstack([m, [0, 0, 1]]) @ np.linalg.inv(to_small))[:2]
+    return cv2.warpAffine(img, m, (int(crop_size), int(crop_size)), flags=cv2.INTER_LINEAR,
+                          borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0))
+
+
+def alignment_matrix(landmarks68: np.ndarray, crop_size: int, margin: float) -> np.ndarray:
+    """The 2x3 similarity taking image pixels to crop pixels."""
+    return umeyama_similarity(five_points(landmarks68), template_points(crop_size, margin))

@@ -1,0 +1,200 @@
+"""The faces stage: detect, keep the largest face, find 68 landmarks, write an aligned crop.
+
+Every source row gives one faces row; a failure (unreadable file, image too small, no face)
+is a row with ``ok=False`` and a reason, never an exception and never a missing row.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Mapping
+
+import cv2
+import numpy as np
+import pandas as pd
+
+from fairforge.faces.align import alignment_matrix, transform_points, warp_crop
+from fairforge.faces.detect import detect_faces, detector_name, predict_landmarks
+from fairforge.images import ImageError, to_rgb_uint8, write_image
+from fairforge.sources.adapters import image_root
+
+FACES_COLUMNS = ("image_id", "ok", "reason", "bbox", "det_score", "n_faces", "landmarks",
+                 "crop_path", "detector")
+DEFAULT_MARGIN = 0.25
+DEFAULT_MIN_IMAGE_SIZE = 48
+
+
+@dataclass
+class FaceResult:
+    """One image's outcome. On failure only ``ok``, ``reason``, ``n_faces``, ``detector``
+    are meaningful."""
+    ok: bool
+    reason: str
+    detector: str
+    n_faces: int = 0
+    bbox: tuple[int, int, int, int] | None = None
+    det_score: float = math.nan
+    landmarks: np.ndarray | None = None   # (68, 2) float32, crop pixels
+    crop: np.ndarray | None = None        # (crop_size, crop_size, 3) uint8 RGB
+    matrix: np.ndarray | None = None      # 2x3, image pixels -> crop pixels
+
+
+def as_rgb(image: np.ndarray) -> np.ndarray:
+    """An RGB uint8 array as dlib wants it (2-D gray is expanded; other layouts are refused,
+    since a 3-channel array here is already RGB and must not be treated as BGR)."""
+    img = np.asarray(image)
+    if img.dtype != np.uint8:
+        raise ImageError(f"expected a uint8 RGB image, got {img.dtype}; decode files with "
+                         f"fairforge.images.read_image")
+    if img.ndim == 2:
+        img = np.repeat(img[:, :, None], 3, axis=2)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise ImageError(f"expected an HxWx3 RGB image, got shape {img.shape}")
+    return np.ascontiguousarray(img)
+
+
+def detect_and_align(image_rgb: np.ndarray, detector: str = "hog", crop_size: int = 256,
+                     margin: float = DEFAULT_MARGIN, upsample: int = 1,
+                     min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
+                     adjust_threshold: float = 0.0,
+                     models_dir: str | Path | None = None) -> FaceResult:
+    """Detect faces, keep the largest, and align it to a ``crop_size`` square crop."""
+    name = detector_name(detector)
+    img = as_rgb(image_rgb)
+    h, w = img.shape[:2]
+    if min(h, w) < min_image_size:
+        return FaceResult(False, f"image too small ({w}x{h} < {min_image_size} px)", name)
+    faces = detect_faces(img, detector, upsample, adjust_threshold, models_dir)
+    if not faces:
+        return FaceResult(False, "no face detected", name)
+    face = faces[0]
+    points = predict_landmarks(img, face, models_dir)
+    try:
+        matrix = alignment_matrix(points, crop_size, margin)
+    except ValueError as err:
+        return FaceResult(False, f"alignment failed ({err})", name, n_faces=len(faces))
+    crop = warp_crop(img, matrix, crop_size)
+    return FaceResult(True, "", name, n_faces=len(faces), bbox=face.clipped(w, h),
+                      det_score=face.score,
+                      landmarks=transform_points(points, matrix).astype(np.float32),
+                      crop=crop, matrix=matrix)
+
+
+def read_rgb(path: Path) -> np.ndarray:
+    """Decode a file to uint8 RGB; :class:`ImageError` reasons carry no path, so manifests
+    do not depend on where the dataset is mounted."""
+    if not path.is_file():
+        raise ImageError("file not found")
+    data = np.fromfile(str(path), dtype=np.uint8)
+    if data.size == 0:
+        raise ImageError("empty file")
+    decoded = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    if decoded is None:
+        raise ImageError("unreadable image")
+    return to_rgb_uint8(decoded)
+
+
+def _failed_row(image_id: str, reason: str, name: str, n_faces: int = 0) -> dict:
+    return {"image_id": image_id, "ok": False, "reason": reason, "bbox": None,
+            "det_score": math.nan, "n_faces": n_faces, "landmarks": None, "crop_path": "",
+            "detector": name}
+
+
+def process_faces(sources_df: pd.DataFrame, root: str | Path, out_dir: str | Path,
+                  crop_dir_rel: str = "crops", crop_size: int = 256, detector: str = "hog",
+                  margin: float = DEFAULT_MARGIN, upsample: int = 1,
+                  min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
+                  adjust_threshold: float = 0.0,
+                  models_dir: str | Path | None = None) -> pd.DataFrame:
+    """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
+    (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
+
+    ``root`` is the dataset root the source paths start from (a csv adapter's csv file is
+    accepted too). ``crop_path`` is relative to ``out_dir``; ``landmarks`` is a flat list of
+    136 float32 (x0, y0, x1, y1, ...) in crop pixels, read back by :func:`landmarks_array`.
+    """
+    name = detector_name(detector)
+    base = image_root(root)
+    out_dir = Path(out_dir)
+    rows = []
+    ordered = sources_df.sort_values("image_id", kind="mergesort")
+    for rec in ordered[["image_id", "path", "ok", "reason"]].to_dict("records"):
+        image_id = str(rec["image_id"])
+        if not bool(rec["ok"]):
+            rows.append(_failed_row(image_id, f"source not ok ({rec['reason']})", name))
+            continue
+        try:
+            image = read_rgb(base / str(rec["path"]))
+        except ImageError as err:
+            rows.append(_failed_row(image_id, str(err), name))
+            continue
+        result = detect_and_align(image, detector, crop_size=crop_size, margin=margin,
+                                  upsample=upsample, min_image_size=min_image_size,
+                                  adjust_threshold=adjust_threshold, models_dir=models_dir)
+        if not result.ok:
+            rows.append(_failed_row(image_id, result.reason, name, result.n_faces))
+            continue
+        crop_rel = (PurePosixPath(crop_dir_rel) / f"{image_id}.png").as_posix()
+        write_image(out_dir / crop_rel, result.crop)
+        rows.append({"image_id": image_id, "ok": True, "reason": "",
+                     "bbox": [int(v) for v in result.bbox],
+                     "det_score": float(result.det_score), "n_faces": int(result.n_faces),
+                     "landmarks": result.landmarks.reshape(-1).astype(np.float32),
+                     "crop_path": crop_rel, "detector": name})
+    df = pd.DataFrame(rows, columns=list(FACES_COLUMNS))
+    df["ok"] = df["ok"].astype(bool)
+    df["det_score"] = df["det_score"].astype(np.float64)
+    df["n_faces"] = df["n_faces"].astype(np.int64)
+    return df
+
+
+def landmarks_array(row: Mapping | pd.Series) -> np.ndarray:
+    """The (68, 2) float32 crop-pixel landmarks of a faces row (flat or nested storage)."""
+    value = row["landmarks"]
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise ValueError(f"faces row {row.get('image_id', '?')!r} has no landmarks "
+                         f"(ok={row.get('ok')}, reason={row.get('reason')!r})")
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        value = np.stack([np.asarray(v, dtype=np.float32) for v in value])
+    arr = np.asarray(value, dtype=np.float32)
+    if arr.size != 136:
+        raise ValueError(f"expected 136 landmark values, got {arr.size}")
+    return arr.reshape(68, 2)
+
+
+_DETAIL = re.compile(r"\s*\(.*\)\s*$")
+
+
+def reason_kind(reason: str) -> str:
+    """A reason without its parenthesised detail: 'image too small (10x10 < 48 px)' ->
+    'image too small'."""
+    return _DETAIL.sub("", str(reason)) or "unknown"
+
+
+def detection_rate_by_group(sources_df: pd.DataFrame, faces_df: pd.DataFrame) -> pd.DataFrame:
+    """Per group: n source images, n_detected (faces ok), rate, and ``failures`` (a JSON
+    object reason kind -> count). Source images without a faces row count as 'no faces row'.
+    A last row, group '(all)', totals every group."""
+    merged = sources_df[["image_id", "group"]].merge(
+        faces_df[["image_id", "ok", "reason"]], on="image_id", how="left", indicator=True)
+    missing = (merged["_merge"] == "left_only").to_numpy()
+    detected = np.where(missing, False, merged["ok"].fillna(False).astype(bool).to_numpy())
+    kinds = np.where(missing, "no faces row",
+                     [reason_kind(r) for r in merged["reason"].fillna("").astype(str)])
+    table = pd.DataFrame({"group": merged["group"].astype(str).to_numpy(),
+                          "detected": detected, "kind": kinds})
+
+    def summarise(part: pd.DataFrame, group: str) -> dict:
+        failed = part.loc[~part["detected"], "kind"].value_counts()
+        n = len(part)
+        n_detected = int(part["detected"].sum())
+        return {"group": group, "n": n, "n_detected": n_detected,
+                "rate": n_detected / n if n else math.nan,
+                "failures": json.dumps({str(k): int(v) for k, v in sorted(failed.items())})}
+
+    rows = [summarise(part, str(g)) for g, part in table.groupby("group", sort=True)]
+    rows.append(summarise(table, "(all)"))
+    return pd.DataFrame(rows, columns=["group", "n", "n_detected", "rate", "failures"])
