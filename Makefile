@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= all
 
-.PHONY: demo test lint dryrun clean
+.PHONY: demo test lint dryrun clean bench-env
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -28,3 +28,8 @@ dryrun: $(STAMP)
 
 clean:
 	rm -rf results .snakemake
+
+# Extra packages for the comparison benchmarks (not needed by the workflow or the tests).
+bench-env: $(STAMP)
+	$(BIN)/python -m pip install -r requirements-bench.txt
+	$(BIN)/python -m pip install --no-deps imagecorruptions-imaug==1.1.5

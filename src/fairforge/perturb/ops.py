@@ -1,6 +1,8 @@
 """Image operations of the real-world assessment framework (PERTURBATIONS.md, table 1).
 
-Levels are 1..5 (mildest to harshest) except where the level is the natural parameter:
+Levels are 1..5 (mildest to harshest; for brightness, contrast and gamma they index the
+table, which runs from one side of the identity to the other) except where the level is
+the natural parameter:
 ``jpeg`` (quality 95, 80, 60, 45, 30), ``gaussian_blur`` (kernel 3..11) and
 ``learned_compression`` (CompressAI quality 1..8). ``params`` lists what each level means.
 """
@@ -12,7 +14,21 @@ from typing import ClassVar
 import cv2
 import numpy as np
 
-from fairforge.perturb.registry import Operation, OperationUnavailable, register
+from fairforge.perturb.registry import (
+    Operation, OperationUnavailable, PerturbationError, register)
+
+
+# Relative to the working directory (the workflow root) unless the config gives a path.
+WEIGHTS_DIR = Path("weights")
+
+
+def default_weights_path(op: str, level: int | None = None) -> Path:
+    """Where an op looks for its weights when the config gives no path."""
+    if op == "learned_compression":
+        return WEIGHTS_DIR / "compressai" / f"bmshj2018-factorized-q{level}.pth.tar"
+    if op == "dncnn":
+        return WEIGHTS_DIR / "dncnn" / "dncnn_color_blind.pth"
+    raise KeyError(op)
 
 
 # --- pixel helpers shared with augment.py and distance.py --------------------------------
@@ -136,6 +152,7 @@ class LearnedCompression(Operation):
 
     CompressAI itself is not needed: the network is rebuilt in plain torch from a CompressAI
     state dict (``weights``); without it the op is unavailable and says which file it wants.
+    ``weights`` may hold ``{quality}``, so one configured pattern serves all eight levels.
     """
 
     name = "learned_compression"
@@ -144,9 +161,8 @@ class LearnedCompression(Operation):
 
     def __init__(self, level: int, weights: str | Path | None = None, device: str = "cpu"):
         super().__init__(level)
-        from fairforge.perturb.learned_ops import default_weights_path
-
-        self.weights = Path(weights) if weights else default_weights_path(self.name, self.level)
+        self.weights = (Path(str(weights).format(quality=self.level)) if weights
+                        else default_weights_path(self.name, self.level))
         self.device = device
 
     def check_available(self) -> None:
@@ -192,11 +208,9 @@ class Denoise(Operation):
     def __init__(self, level: int, mode: str | None = None,
                  weights: str | Path | None = None, device: str = "cpu"):
         super().__init__(level)
-        from fairforge.perturb.learned_ops import default_weights_path
-
         self.mode = mode or ("dncnn" if weights else "nlm")
         if self.mode not in self.modes:
-            raise ValueError(f"denoise: mode {self.mode!r} is not one of {list(self.modes)}")
+            raise PerturbationError(f"denoise: mode {self.mode!r} is not one of {list(self.modes)}")
         self.weights = Path(weights) if weights else default_weights_path("dncnn")
         self.device = device
 

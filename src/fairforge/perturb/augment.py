@@ -1,0 +1,178 @@
+"""SDAug and DAug training augmentations (Assessment paper; PERTURBATIONS.md section 4).
+
+Both run the same four-step chain: enhancement (brightness or contrast), smoothing
+(Gaussian or average blur), Gaussian noise, JPEG. SDAug fires each step independently with
+p = 0.5, 0.5, 0.3, 0.7 and draws its strength from a range; DAug fires every step at a
+fixed mid strength. A transform first draws an :class:`AugmentPlan` (``plan(rng)``), then
+applies it; ``last_applied`` keeps the plan of the latest call.
+
+In a torch Dataset pass ``rng=rng_for(seed, epoch, sample_id)`` so augmentations are
+reproducible whatever the worker layout; without one the transform uses its own seeded
+call counter (reproducible only for the same call order).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from fairforge.perturb.ops import add_gaussian_noise, gray_mean, jpeg_roundtrip, lut
+from fairforge.perturb.registry import check_image
+from fairforge.seeding import rng_for
+
+ENHANCE_KINDS = ("brightness", "contrast")
+SMOOTH_KINDS = ("gaussian", "average")
+
+
+@dataclass(frozen=True)
+class AugmentPlan:
+    """Drawn parameters of one call; ``None`` marks a step that did not fire."""
+
+    enhance: tuple[str, float] | None = None  # (kind, factor)
+    smooth: tuple[str, int] | None = None     # (kind, odd kernel size)
+    noise_sigma: float | None = None
+    jpeg_quality: int | None = None
+
+    def fired(self) -> dict[str, bool]:
+        return {"enhance": self.enhance is not None, "smooth": self.smooth is not None,
+                "noise": self.noise_sigma is not None, "jpeg": self.jpeg_quality is not None}
+
+
+def enhance(image: np.ndarray, kind: str, factor: float) -> np.ndarray:
+    """PIL ImageEnhance semantics: brightness scales values, contrast scales about the mean
+    grey level."""
+    values = np.arange(256, dtype=np.float32)
+    if kind == "brightness":
+        return lut(image, values * factor)
+    if kind == "contrast":
+        mean = gray_mean(image)
+        return lut(image, (values - mean) * factor + mean)
+    raise ValueError(f"unknown enhancement {kind!r}; expected one of {ENHANCE_KINDS}")
+
+
+def smooth(image: np.ndarray, kind: str, kernel: int) -> np.ndarray:
+    if kind == "gaussian":
+        return cv2.GaussianBlur(image, (kernel, kernel), 0, borderType=cv2.BORDER_REFLECT_101)
+    if kind == "average":
+        return cv2.blur(image, (kernel, kernel), borderType=cv2.BORDER_REFLECT_101)
+    raise ValueError(f"unknown smoothing {kind!r}; expected one of {SMOOTH_KINDS}")
+
+
+def apply_plan(image: np.ndarray, plan: AugmentPlan, rng: np.random.Generator) -> np.ndarray:
+    """Run the fired steps in chain order; ``rng`` only feeds the noise."""
+    if plan.enhance is not None:
+        image = enhance(image, *plan.enhance)
+    if plan.smooth is not None:
+        image = smooth(image, *plan.smooth)
+    if plan.noise_sigma is not None:
+        image = add_gaussian_noise(image, plan.noise_sigma, rng)
+    if plan.jpeg_quality is not None:
+        image = jpeg_roundtrip(image, plan.jpeg_quality)
+    return image
+
+
+class _Augment:
+    name = ""
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed)
+        self.calls = 0
+        self.last_applied: AugmentPlan | None = None
+
+    def plan(self, rng: np.random.Generator) -> AugmentPlan:
+        raise NotImplementedError
+
+    def __call__(self, image: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        check_image(image, f"{self.name} input")
+        if rng is None:
+            rng = rng_for(self.name, self.seed, self.calls)
+        self.calls += 1
+        plan = self.plan(rng)
+        self.last_applied = plan
+        return apply_plan(image, plan, rng)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                           if k not in ("calls", "last_applied"))
+        return f"{type(self).__name__}({fields})"
+
+
+class NoAugment(_Augment):
+    name = "none"
+
+    def plan(self, rng):
+        return AugmentPlan()
+
+
+class SDAug(_Augment):
+    """Stochastic degradation augmentation: each step fires independently."""
+
+    name = "sdaug"
+
+    def __init__(self, seed: int = 0, p_enhance: float = 0.5, p_smooth: float = 0.5,
+                 p_noise: float = 0.3, p_jpeg: float = 0.7,
+                 factor_range: tuple[float, float] = (0.5, 1.5),
+                 kernel_range: tuple[int, int] = (3, 15),
+                 sigma_range: tuple[float, float] = (0.0, 50.0),
+                 quality_range: tuple[int, int] = (10, 95)):
+        super().__init__(seed)
+        if kernel_range[0] % 2 == 0 or kernel_range[1] % 2 == 0:
+            raise ValueError(f"kernel_range must have odd ends, got {kernel_range}")
+        self.p = (p_enhance, p_smooth, p_noise, p_jpeg)
+        self.factor_range = factor_range
+        self.kernel_range = kernel_range
+        self.sigma_range = sigma_range
+        self.quality_range = quality_range
+
+    def plan(self, rng):
+        # Every parameter is drawn on every call, fired or not, so one step's outcome does
+        # not shift the random stream of the others.
+        fires = rng.random(4) < np.asarray(self.p)
+        enhance_kind = ENHANCE_KINDS[int(rng.integers(2))]
+        factor = float(rng.uniform(*self.factor_range))
+        smooth_kind = SMOOTH_KINDS[int(rng.integers(2))]
+        k_lo, k_hi = self.kernel_range
+        kernel = int(k_lo + 2 * rng.integers(0, (k_hi - k_lo) // 2 + 1))
+        sigma = float(rng.uniform(*self.sigma_range))
+        quality = int(rng.integers(self.quality_range[0], self.quality_range[1] + 1))
+        return AugmentPlan(
+            enhance=(enhance_kind, factor) if fires[0] else None,
+            smooth=(smooth_kind, kernel) if fires[1] else None,
+            noise_sigma=sigma if fires[2] else None,
+            jpeg_quality=quality if fires[3] else None)
+
+
+class DAug(_Augment):
+    """Deterministic-strength degradation augmentation: every step fires at mid strength.
+
+    Only the kinds (brightness or contrast, Gaussian or average blur) are still drawn, 50/50.
+    The middle of SDAug's factor range (1.0) is the identity, so the enhancement uses the
+    middle of its upper half, 1.25; kernel 9, sigma 25 and quality 52 are the middles of
+    [3, 15], [0, 50] and [10, 95].
+    """
+
+    name = "daug"
+
+    def __init__(self, seed: int = 0, factor: float = 1.25, kernel: int = 9,
+                 sigma: float = 25.0, quality: int = 52):
+        super().__init__(seed)
+        if kernel % 2 == 0:
+            raise ValueError(f"kernel must be odd, got {kernel}")
+        self.factor, self.kernel, self.sigma, self.quality = factor, kernel, sigma, quality
+
+    def plan(self, rng):
+        return AugmentPlan(enhance=(ENHANCE_KINDS[int(rng.integers(2))], self.factor),
+                           smooth=(SMOOTH_KINDS[int(rng.integers(2))], self.kernel),
+                           noise_sigma=self.sigma, jpeg_quality=self.quality)
+
+
+AUGMENTS: dict[str, type[_Augment]] = {"none": NoAugment, "sdaug": SDAug, "daug": DAug}
+
+
+def create_augment(name: str | None, **kwargs) -> _Augment:
+    """``'none'`` (or ``None``), ``'sdaug'`` or ``'daug'``, as named in a training config."""
+    key = "none" if name is None else str(name).lower()
+    if key not in AUGMENTS:
+        raise ValueError(f"unknown augmentation {name!r}; known: {sorted(AUGMENTS)}")
+    return AUGMENTS[key](**kwargs)

@@ -1,0 +1,298 @@
+"""Learned near-to-far degradation: a high-to-low generator (Bulat et al. 2018 style).
+
+The generator maps a 64x64 face and a noise vector to a 16x16 face through residual
+blocks. It is trained against unpaired real low-resolution faces with a hinge GAN loss,
+plus an MSE term to the 4x average-pooled input that keeps content and colour in place
+(PERTURBATIONS.md section 5). ``train_high_to_low`` writes a checkpoint (state dicts and the
+config, loadable with ``torch.load(..., weights_only=True)``) and a PNG sample sheet.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.parametrizations import spectral_norm
+
+from fairforge.images import ImageError, read_image, write_image
+from fairforge.perturb.registry import OperationUnavailable, check_image
+from fairforge.seeding import derive_seed, rng_for
+
+HIGH_SIZE = 64
+LOW_SIZE = 16
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
+
+
+@dataclass
+class HighToLowConfig:
+    channels: int = 32
+    noise_dim: int = 64
+    blocks_per_stage: int = 1
+    lr: float = 2e-4
+    betas: tuple[float, float] = (0.0, 0.9)
+    gan_weight: float = 0.05
+    mse_weight: float = 1.0
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(channels, channels, 3, padding=1), nn.LeakyReLU(0.2),
+            nn.Conv2d(channels, channels, 3, padding=1))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+def _stage(channels: int, blocks: int) -> nn.Sequential:
+    return nn.Sequential(*[ResidualBlock(channels) for _ in range(blocks)])
+
+
+class HighToLowGenerator(nn.Module):
+    """(N,3,64,64) in [-1, 1] and (N, noise_dim) noise -> (N,3,16,16) in [-1, 1].
+
+    The noise enters as a fourth input channel (a learned 64x64 map), so the same face can
+    degrade differently.
+    """
+
+    def __init__(self, channels: int = 32, noise_dim: int = 64, blocks_per_stage: int = 1):
+        super().__init__()
+        self.noise_dim = noise_dim
+        self.noise_map = nn.Linear(noise_dim, HIGH_SIZE * HIGH_SIZE)
+        self.head = nn.Conv2d(4, channels, 3, padding=1)
+        self.stage64 = _stage(channels, blocks_per_stage)
+        self.stage32 = _stage(channels, blocks_per_stage)
+        self.stage16 = _stage(channels, 2 * blocks_per_stage)
+        self.tail = nn.Conv2d(channels, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        noise = self.noise_map(z).view(-1, 1, HIGH_SIZE, HIGH_SIZE)
+        h = self.stage64(self.head(torch.cat([x, noise], dim=1)))
+        h = self.stage32(F.avg_pool2d(h, 2))
+        h = self.stage16(F.avg_pool2d(h, 2))
+        return torch.tanh(self.tail(F.leaky_relu(h, 0.2)))
+
+
+class LowResDiscriminator(nn.Module):
+    """Spectral-normalised critic on 16x16 faces (hinge loss)."""
+
+    def __init__(self, channels: int = 32):
+        super().__init__()
+        c = channels
+        self.features = nn.Sequential(
+            spectral_norm(nn.Conv2d(3, c, 3, padding=1)), nn.LeakyReLU(0.2),
+            spectral_norm(nn.Conv2d(c, 2 * c, 4, stride=2, padding=1)), nn.LeakyReLU(0.2),
+            spectral_norm(nn.Conv2d(2 * c, 4 * c, 4, stride=2, padding=1)), nn.LeakyReLU(0.2))
+        self.score = spectral_norm(nn.Linear(4 * c * 4 * 4, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.score(self.features(x).flatten(1)).squeeze(1)
+
+
+# --- data -----------------------------------------------------------------------------------
+
+def _image_paths(folder: str | Path) -> list[Path]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"image folder not found: {folder}")
+    paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not paths:
+        raise ValueError(f"no images ({', '.join(IMAGE_SUFFIXES)}) under {folder}")
+    return paths
+
+
+def load_faces(folder: str | Path, size: int) -> np.ndarray:
+    """All readable images of a folder as an (N, size, size, 3) uint8 array."""
+    faces = []
+    for path in _image_paths(folder):
+        try:
+            image = read_image(path)
+        except ImageError:
+            continue  # an unreadable file is not a training face; the rest still are
+        faces.append(cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA))
+    if not faces:
+        raise ValueError(f"no readable images under {folder}")
+    return np.stack(faces)
+
+
+def _to_tensor(images: np.ndarray, device: torch.device) -> torch.Tensor:
+    x = torch.from_numpy(np.ascontiguousarray(images)).to(device)
+    return x.permute(0, 3, 1, 2).float() / 127.5 - 1.0
+
+
+def _to_images(x: torch.Tensor) -> np.ndarray:
+    out = ((x.detach().clamp(-1, 1) + 1.0) * 127.5).round().to(torch.uint8)
+    return out.permute(0, 2, 3, 1).cpu().numpy()
+
+
+def _batch(faces: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    picked = faces[rng.integers(0, len(faces), size=size)]
+    flip = rng.random(size) < 0.5
+    picked[flip] = picked[flip, :, ::-1]
+    return picked
+
+
+# --- training -------------------------------------------------------------------------------
+
+@dataclass
+class TrainResult:
+    checkpoint: Path
+    sample_sheet: Path
+    history: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _resolve_device(device: str | None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def train_high_to_low(high_dir: str | Path, low_dir: str | Path, out_ckpt: str | Path,
+                      steps: int = 2000, seed: int = 0, batch_size: int = 16,
+                      device: str | None = "auto", config: HighToLowConfig | None = None,
+                      sample_sheet: str | Path | None = None) -> TrainResult:
+    """Train the generator from two unpaired folders and save it to ``out_ckpt``.
+
+    ``high_dir``: faces of any size (resized to 64x64); ``low_dir``: real low-resolution
+    faces (resized to 16x16). The sample sheet defaults to ``out_ckpt`` with ``.png``.
+    """
+    config = config or HighToLowConfig()
+    dev = _resolve_device(device)
+    high = load_faces(high_dir, HIGH_SIZE)
+    low = load_faces(low_dir, LOW_SIZE)
+
+    # Initialise from the seed without touching torch's global generator.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed("high_to_low", seed, "init"))
+        gen = HighToLowGenerator(config.channels, config.noise_dim, config.blocks_per_stage)
+        disc = LowResDiscriminator(config.channels)
+    gen, disc = gen.to(dev), disc.to(dev)
+    opt_g = torch.optim.Adam(gen.parameters(), lr=config.lr, betas=config.betas)
+    opt_d = torch.optim.Adam(disc.parameters(), lr=config.lr, betas=config.betas)
+
+    history: dict[str, list[float]] = {"d_loss": [], "g_gan": [], "mse": []}
+    for step in range(steps):
+        rng = rng_for("high_to_low", seed, "step", step)
+        x = _to_tensor(_batch(high, rng, batch_size), dev)
+        real = _to_tensor(_batch(low, rng, batch_size), dev)
+        z = torch.from_numpy(rng.standard_normal((batch_size, config.noise_dim),
+                                                 dtype=np.float32)).to(dev)
+
+        fake = gen(x, z)
+        d_loss = F.relu(1.0 - disc(real)).mean() + F.relu(1.0 + disc(fake.detach())).mean()
+        opt_d.zero_grad(set_to_none=True)
+        d_loss.backward()
+        opt_d.step()
+
+        g_gan = -disc(fake).mean()
+        mse = F.mse_loss(fake, F.avg_pool2d(x, 4))
+        g_loss = config.gan_weight * g_gan + config.mse_weight * mse
+        opt_g.zero_grad(set_to_none=True)
+        g_loss.backward()
+        opt_g.step()
+
+        history["d_loss"].append(d_loss.item())
+        history["g_gan"].append(g_gan.item())
+        history["mse"].append(mse.item())
+
+    out_ckpt = Path(out_ckpt)
+    out_ckpt.parent.mkdir(parents=True, exist_ok=True)
+    cfg = asdict(config)
+    cfg["betas"] = list(config.betas)
+    payload = {
+        "generator": {k: v.cpu() for k, v in gen.state_dict().items()},
+        "discriminator": {k: v.cpu() for k, v in disc.state_dict().items()},
+        "config": cfg,
+        "train": {"steps": steps, "seed": seed, "batch_size": batch_size,
+                  "high_dir": str(high_dir), "low_dir": str(low_dir),
+                  "n_high": len(high), "n_low": len(low)},
+        "history": history,
+    }
+    tmp = out_ckpt.with_name(out_ckpt.name + ".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(out_ckpt)
+
+    sheet_path = Path(sample_sheet) if sample_sheet else out_ckpt.with_suffix(".png")
+    write_image(sheet_path, sample_sheet_image(gen.eval(), high[:8], low[:8], seed))
+    return TrainResult(out_ckpt, sheet_path, history)
+
+
+@torch.no_grad()
+def sample_sheet_image(gen: HighToLowGenerator, high: np.ndarray, low: np.ndarray,
+                       seed: int = 0) -> np.ndarray:
+    """Rows: high-res inputs, their 4x average pools, generated low-res, real low-res.
+
+    Low-res tiles are shown at 64 px with nearest neighbour so their pixels stay visible.
+    """
+    dev = next(gen.parameters()).device
+    x = _to_tensor(high, dev)
+    rng = rng_for("high_to_low", seed, "sheet")
+    z = torch.from_numpy(rng.standard_normal((len(high), gen.noise_dim),
+                                             dtype=np.float32)).to(dev)
+    rows = [high, _to_images(F.avg_pool2d(x, 4)), _to_images(gen(x, z)), low]
+    width = max(len(r) for r in rows)
+
+    def tile_row(images: np.ndarray) -> np.ndarray:
+        tiles = [cv2.resize(im, (HIGH_SIZE, HIGH_SIZE), interpolation=cv2.INTER_NEAREST)
+                 for im in images]
+        tiles += [np.zeros((HIGH_SIZE, HIGH_SIZE, 3), np.uint8)] * (width - len(tiles))
+        return np.concatenate(tiles, axis=1)
+
+    return np.concatenate([tile_row(r) for r in rows], axis=0)
+
+
+# --- loading and applying -------------------------------------------------------------------
+
+def load_generator(path: str | Path, device: str | None = "cpu") -> HighToLowGenerator:
+    """The generator of a checkpoint written by :func:`train_high_to_low`."""
+    path = Path(path)
+    if not path.is_file():
+        raise OperationUnavailable(
+            f"high-to-low generator checkpoint not found at {path} (train it with "
+            "train_high_to_low, or set the path of an existing checkpoint)", path)
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(payload, dict) or "generator" not in payload or "config" not in payload:
+        raise ValueError(f"{path} is not a high-to-low generator checkpoint")
+    cfg = payload["config"]
+    gen = HighToLowGenerator(cfg["channels"], cfg["noise_dim"], cfg["blocks_per_stage"])
+    gen.load_state_dict(payload["generator"])
+    return gen.to(_resolve_device(device)).eval()
+
+
+@torch.no_grad()
+def apply_generator(gen: HighToLowGenerator, image: np.ndarray, rng: np.random.Generator,
+                    out_size: int | tuple[int, int] | None = None) -> np.ndarray:
+    """Degrade one uint8 RGB face: resize to 64x64, generate 16x16, optionally upsample.
+
+    ``out_size``: ``None`` returns the 16x16 result, an int a square of that side, a pair
+    (width, height) that size (bicubic, like the classical chain's final step).
+    """
+    check_image(image, "apply_generator input")
+    dev = next(gen.parameters()).device
+    high = cv2.resize(image, (HIGH_SIZE, HIGH_SIZE), interpolation=cv2.INTER_AREA)
+    z = torch.from_numpy(rng.standard_normal((1, gen.noise_dim), dtype=np.float32)).to(dev)
+    low = _to_images(gen(_to_tensor(high[None], dev), z))[0]
+    if out_size is None:
+        return low
+    size = (out_size, out_size) if isinstance(out_size, int) else tuple(map(int, out_size))
+    return cv2.resize(low, size, interpolation=cv2.INTER_CUBIC)
+
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_generator(path: str, mtime: float, device: str) -> HighToLowGenerator:
+    return load_generator(path, device)
+
+
+def cached_generator(path: str | Path, device: str = "cpu") -> HighToLowGenerator:
+    """:func:`load_generator`, loaded once per file version (for per-image application)."""
+    path = Path(path)
+    if not path.is_file():
+        return load_generator(path, device)  # raises with the expected path
+    return _cached_generator(str(path), path.stat().st_mtime, device)

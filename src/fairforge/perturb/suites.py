@@ -1,0 +1,33 @@
+"""Default variant lists, as data: every op at each of its levels, mildest first."""
+from __future__ import annotations
+
+from fairforge.perturb.registry import CLEAN, variants_of
+
+ASSESSMENT_OPS = (
+    "gaussian_noise", "poisson_gaussian_noise", "resize", "jpeg", "learned_compression",
+    "gaussian_blur", "denoise", "brightness", "contrast", "gamma",
+    "jpeg+gaussian_noise", "blur+jpeg", "resize+noise+jpeg", "grayscale",
+)
+DF_IMAGE_OPS = ("df_saturation", "df_contrast", "df_block", "df_noise", "df_blur",
+                "df_pixelate")
+
+# learned_compression stays in the default suite: without weights its variants are reported
+# as unavailable (registry.unavailable_reason), never silently dropped.
+DEFAULT_SUITE: list[str] = [v for op in ASSESSMENT_OPS for v in variants_of(op)]
+DF_SUITE: list[str] = [v for op in DF_IMAGE_OPS for v in variants_of(op)]
+DISTANCE_SUITE: list[str] = variants_of("far")
+
+SUITES: dict[str, list[str]] = {
+    "default": DEFAULT_SUITE,
+    "deeperforensics": DF_SUITE,
+    "distance": DISTANCE_SUITE,
+}
+
+
+def suite(name: str, with_clean: bool = True) -> list[str]:
+    """A named suite's variants, ``clean`` first unless ``with_clean`` is False."""
+    try:
+        variants = SUITES[name]
+    except KeyError:
+        raise KeyError(f"unknown suite {name!r}; known: {sorted(SUITES)}") from None
+    return ([CLEAN] if with_clean else []) + list(variants)

@@ -1,0 +1,149 @@
+"""SDAug / DAug: step rates, parameter ranges, effects, determinism, Dataset use."""
+from __future__ import annotations
+
+import pickle
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from fairforge.perturb import DAug, SDAug, create_augment
+from fairforge.perturb.augment import AugmentPlan, apply_plan, enhance, smooth
+from fairforge.perturb.ops import jpeg_roundtrip
+from fairforge.seeding import rng_for
+
+N_PLANS = 4000
+
+
+def image(h: int = 48, w: int = 40) -> np.ndarray:
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.stack([100 + 40 * np.sin(xx / 5), 110 + 30 * np.cos(yy / 4), 120 + xx - yy], -1)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def sdaug_plans() -> list[AugmentPlan]:
+    aug = SDAug()
+    return [aug.plan(rng_for("plans", i)) for i in range(N_PLANS)]
+
+
+def rate(flags) -> float:
+    return float(np.mean(list(flags)))
+
+
+def test_sdaug_step_rates(sdaug_plans):
+    tol = 4 * np.sqrt(0.25 / N_PLANS)  # four binomial standard deviations
+    fired = [p.fired() for p in sdaug_plans]
+    for step, p in (("enhance", 0.5), ("smooth", 0.5), ("noise", 0.3), ("jpeg", 0.7)):
+        assert rate(f[step] for f in fired) == pytest.approx(p, abs=tol), step
+    # Steps fire independently of each other.
+    assert rate(f["noise"] and f["jpeg"] for f in fired) == pytest.approx(0.21, abs=tol)
+    assert rate(f["enhance"] and f["smooth"] for f in fired) == pytest.approx(0.25, abs=tol)
+    assert rate(not any(f.values()) for f in fired) == pytest.approx(0.5 * 0.5 * 0.7 * 0.3,
+                                                                      abs=tol)
+
+
+def test_sdaug_parameters_stay_in_range(sdaug_plans):
+    enh = [p.enhance for p in sdaug_plans if p.enhance]
+    smo = [p.smooth for p in sdaug_plans if p.smooth]
+    sig = np.array([p.noise_sigma for p in sdaug_plans if p.noise_sigma is not None])
+    qual = np.array([p.jpeg_quality for p in sdaug_plans if p.jpeg_quality is not None])
+    factors = np.array([f for _, f in enh])
+    assert factors.min() >= 0.5 and factors.max() <= 1.5
+    assert factors.min() < 0.52 and factors.max() > 1.48  # the whole range is used
+    assert rate(k == "brightness" for k, _ in enh) == pytest.approx(0.5, abs=0.05)
+    assert rate(k == "gaussian" for k, _ in smo) == pytest.approx(0.5, abs=0.05)
+    kernels = [k for _, k in smo]
+    assert set(kernels) == {3, 5, 7, 9, 11, 13, 15}
+    assert sig.min() >= 0 and sig.max() <= 50 and sig.max() > 49 and sig.min() < 1
+    assert qual.dtype.kind == "i" and qual.min() == 10 and qual.max() == 95
+
+
+def test_daug_fires_every_step_at_mid_strength():
+    aug = DAug()
+    plans = [aug.plan(rng_for("daug", i)) for i in range(400)]
+    assert all(all(p.fired().values()) for p in plans)
+    assert {p.enhance[1] for p in plans} == {1.25}
+    assert {p.smooth[1] for p in plans} == {9}
+    assert {p.noise_sigma for p in plans} == {25.0} and {p.jpeg_quality for p in plans} == {52}
+    assert rate(p.enhance[0] == "contrast" for p in plans) == pytest.approx(0.5, abs=0.1)
+    assert rate(p.smooth[0] == "average" for p in plans) == pytest.approx(0.5, abs=0.1)
+
+
+def test_call_applies_the_recorded_plan():
+    img = image()
+    aug = SDAug()
+    for i in range(30):
+        out = aug(img, rng_for("call", i))
+        assert out.dtype == np.uint8 and out.shape == img.shape
+        rng = rng_for("call", i)
+        plan = aug.plan(rng)
+        assert aug.last_applied == plan
+        np.testing.assert_array_equal(out, apply_plan(img, plan, rng))
+
+
+def test_without_rng_the_sequence_is_reproducible():
+    img = image()
+    first, second = SDAug(seed=3), SDAug(seed=3)
+    outs = [first(img) for _ in range(5)]
+    for out in outs:
+        np.testing.assert_array_equal(out, second(img))
+    assert len({o.tobytes() for o in outs}) > 1
+    other = SDAug(seed=4)
+    assert any(not np.array_equal(out, other(img)) for out in outs)
+
+
+def test_step_effects():
+    img = image()
+    assert enhance(img, "brightness", 1.2).mean() == pytest.approx(img.mean() * 1.2, rel=0.01)
+    low = enhance(img, "contrast", 0.5).astype(float)
+    assert low.std() == pytest.approx(img.astype(float).std() * 0.5, rel=0.03)
+    assert low.mean() == pytest.approx(img.mean(), abs=2.0)
+    np.testing.assert_array_equal(smooth(img, "average", 5),
+                                  cv2.blur(img, (5, 5), borderType=cv2.BORDER_REFLECT_101))
+    flat = np.full((96, 96, 3), 128, np.uint8)
+    noisy = apply_plan(flat, AugmentPlan(noise_sigma=20.0), rng_for(1)).astype(float)
+    assert (noisy - 128).std() == pytest.approx(20.0, rel=0.05)
+    np.testing.assert_array_equal(apply_plan(img, AugmentPlan(jpeg_quality=30), rng_for(1)),
+                                  jpeg_roundtrip(img, 30))
+    np.testing.assert_array_equal(apply_plan(img, AugmentPlan(), rng_for(1)), img)
+
+
+def test_create_augment():
+    img = image()
+    none = create_augment("none")
+    np.testing.assert_array_equal(none(img, rng_for(0)), img)
+    assert create_augment(None).name == "none"
+    assert isinstance(create_augment("SDAug", seed=1), SDAug)
+    assert isinstance(create_augment("daug"), DAug)
+    with pytest.raises(ValueError, match="randaug"):
+        create_augment("randaug")
+    with pytest.raises(ValueError):
+        SDAug(kernel_range=(2, 15))
+    with pytest.raises(ValueError, match="uint8"):
+        SDAug()(img.astype(np.float32), rng_for(0))
+
+
+class _FaceDataset(torch.utils.data.Dataset):
+    def __init__(self, augment, epoch: int = 0):
+        self.images = [image() for _ in range(6)]
+        self.augment, self.epoch = augment, epoch
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, index):
+        img = self.augment(self.images[index], rng_for("train", self.epoch, index))
+        return torch.from_numpy(img).permute(2, 0, 1)
+
+
+def test_usable_in_a_torch_dataset():
+    aug = pickle.loads(pickle.dumps(SDAug(seed=2)))  # DataLoader workers pickle transforms
+    batches = [next(iter(torch.utils.data.DataLoader(_FaceDataset(aug), batch_size=6)))
+               for _ in range(2)]
+    assert batches[0].shape == (6, 3, 48, 40) and batches[0].dtype == torch.uint8
+    assert torch.equal(batches[0], batches[1])
+    other_epoch = next(iter(torch.utils.data.DataLoader(_FaceDataset(aug, epoch=1),
+                                                        batch_size=6)))
+    assert not torch.equal(batches[0], other_epoch)

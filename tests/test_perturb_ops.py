@@ -1,0 +1,281 @@
+"""Image operations: contracts, determinism, severity ordering, errors, learned-op loading."""
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from fairforge.perturb import (
+    DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, InvalidImage, InvalidLevel, OperationUnavailable,
+    PerturbationError, UnknownOperation, VideoOnlyOperation, apply_variant, available,
+    create_op, get_op_class, list_ops, parse_variant, unavailable_reason, variants_of)
+from fairforge.perturb.deeperforensics import BLOCK_GREY, block_side
+from fairforge.perturb.learned_ops import (
+    FactorizedPriorCodec, codec_from_compressai, compressai_state_dict, run_codec)
+from fairforge.perturb.ops import encode_jpeg, gaussian_blur, jpeg_roundtrip
+from fairforge.seeding import rng_for
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
+
+
+def face_like(height: int = 64, width: int = 80, seed: int = 0) -> np.ndarray:
+    """Smooth shading, edges and fine texture, kept within [60, 190] so offsets don't clip."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    base = 120 + 30 * np.sin(xx / 9.0) * np.cos(yy / 7.0)
+    img = np.stack([base, base * 0.9 + 10, base * 0.8 + 20], axis=-1)
+    cv2.circle(img, (width // 2, height // 2), min(height, width) // 4, (170, 120, 90), -1)
+    cv2.rectangle(img, (5, 5), (width // 4, height // 4), (70, 90, 160), -1)
+    img += rng.normal(0, 8, img.shape).astype(np.float32)
+    return np.clip(img, 60, 190).astype(np.uint8)
+
+
+IMG = face_like()
+IMAGE_VARIANTS = [v for v in DEFAULT_SUITE + DF_SUITE + DISTANCE_SUITE
+                  if not v.startswith("learned_compression")]
+
+
+@pytest.mark.parametrize("variant", IMAGE_VARIANTS)
+def test_variant_keeps_contract_and_is_deterministic(variant):
+    before = IMG.copy()
+    out = apply_variant(IMG, variant, "sample-1")
+    assert out.dtype == np.uint8 and out.shape == IMG.shape
+    np.testing.assert_array_equal(IMG, before)  # input untouched
+    np.testing.assert_array_equal(out, apply_variant(IMG, variant, "sample-1"))
+
+
+@pytest.mark.parametrize("variant", ["gaussian_noise@2", "poisson_gaussian_noise@2",
+                                     "df_noise@1", "df_block@3", "far@2",
+                                     "jpeg+gaussian_noise@1"])
+def test_random_ops_are_seeded_by_sample_and_variant(variant):
+    a = apply_variant(IMG, variant, "sample-1")
+    b = apply_variant(IMG, variant, "sample-2")
+    assert not np.array_equal(a, b)
+    name, level = parse_variant(variant)
+    np.testing.assert_array_equal(a, create_op(name, level)(IMG, rng_for("sample-1", variant)))
+
+
+def test_clean_returns_the_image():
+    assert apply_variant(IMG, "clean", "s") is IMG
+
+
+SEVERITY_OPS = ["gaussian_noise", "poisson_gaussian_noise", "resize", "jpeg", "gaussian_blur",
+                "denoise", "jpeg+gaussian_noise", "blur+jpeg", "resize+noise+jpeg",
+                "df_saturation", "df_contrast", "df_block", "df_noise", "df_blur",
+                "df_pixelate", "far"]
+
+
+# 120 px: every df_pixelate factor (2..6) divides it, so no factor gets a lucky grid.
+SQUARE = face_like(120, 120, seed=1)
+
+
+@pytest.mark.parametrize("name", SEVERITY_OPS)
+def test_psnr_falls_with_severity(name):
+    scores = [psnr(SQUARE, apply_variant(SQUARE, v, "s")) for v in variants_of(name)]
+    assert all(a > b for a, b in zip(scores, scores[1:])), (name, np.round(scores, 2))
+
+
+def test_jpeg_quality_is_the_level_and_size_falls():
+    assert get_op_class("jpeg").levels == (95, 80, 60, 45, 30)
+    sizes = [len(encode_jpeg(IMG, q)) for q in (95, 80, 60, 45, 30)]
+    assert all(a > b for a, b in zip(sizes, sizes[1:])), sizes
+    np.testing.assert_array_equal(create_op("jpeg", 60)(IMG, rng_for(0)), jpeg_roundtrip(IMG, 60))
+
+
+def test_gaussian_blur_kernel_is_the_level():
+    assert get_op_class("gaussian_blur").levels == (3, 5, 7, 9, 11)
+    expected = cv2.GaussianBlur(IMG, (7, 7), 0, borderType=cv2.BORDER_REFLECT_101)
+    np.testing.assert_array_equal(create_op("gaussian_blur", 7)(IMG, rng_for(0)), expected)
+
+
+def test_gaussian_noise_sigma_matches_table():
+    flat = np.full((128, 128, 3), 128, np.uint8)
+    for level, sigma in zip(range(1, 6), (5, 10, 20, 35, 50)):
+        diff = create_op("gaussian_noise", level)(flat, rng_for(level)).astype(float) - 128
+        assert abs(diff.std() - sigma) < 0.08 * sigma + 0.5, (level, diff.std())
+
+
+def test_poisson_gaussian_noise_is_signal_dependent():
+    dark = np.full((128, 128, 3), 30, np.uint8)
+    bright = np.full((128, 128, 3), 220, np.uint8)
+    op = create_op("poisson_gaussian_noise", 4)
+    std_dark = (op(dark, rng_for(1)).astype(float) - 30).std()
+    std_bright = (op(bright, rng_for(1)).astype(float) - 220).std()
+    assert std_bright > 1.5 * std_dark
+
+
+def test_grayscale_has_equal_channels():
+    out = apply_variant(IMG, "grayscale@1", "s")
+    assert np.array_equal(out[..., 0], out[..., 1]) and np.array_equal(out[..., 1], out[..., 2])
+    assert get_op_class("grayscale").levels == (1,)
+
+
+def test_enhancement_tables():
+    for level, offset in zip(range(1, 6), (-60, -30, 30, 60, 90)):
+        shifted = apply_variant(IMG, f"brightness@{level}", "s").astype(int)
+        unclipped = IMG.astype(int) + offset <= 255
+        assert unclipped.mean() > 0.5
+        assert (shifted[unclipped] - IMG[unclipped] == offset).all()
+        assert (shifted[~unclipped] == 255).all()
+    std = IMG.astype(float).std()
+    for level, gain in zip(range(1, 6), (0.5, 0.7, 1.3, 1.6, 2.0)):
+        out = apply_variant(IMG, f"contrast@{level}", "s").astype(float)
+        if gain <= 1.3:  # larger gains clip, which no longer scales the spread linearly
+            assert out.std() == pytest.approx(std * gain, rel=0.03)
+    means = [apply_variant(IMG, f"gamma@{k}", "s").mean() for k in range(1, 6)]
+    assert means[0] > means[1] > IMG.mean() > means[2] > means[3] > means[4]
+
+
+def test_df_colour_ops():
+    grey = apply_variant(IMG, "df_saturation@5", "s").astype(int)
+    assert np.abs(grey[..., 0] - grey[..., 1]).max() <= 1
+    assert np.abs(grey[..., 1] - grey[..., 2]).max() <= 1
+    dark = apply_variant(IMG, "df_contrast@3", "s")
+    assert dark.mean() == pytest.approx(IMG.mean() * 0.6, abs=0.6)
+
+
+def test_df_block_scales_block_side_with_image_size():
+    assert block_side(256, 256) == 8 and block_side(512, 700) == 16 and block_side(64, 64) == 2
+    img = np.zeros((512, 512, 3), np.uint8)
+    out = create_op("df_block", 1)(img, rng_for(3))
+    covered = (out == BLOCK_GREY).all(axis=-1)
+    assert 0 < covered.sum() <= 16 * 16 * 16
+    # Each block is a solid 16x16 square: the covered area is a union of such squares.
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(covered.astype(np.uint8))
+    assert all(w >= 16 and h >= 16 for _, _, w, h, _ in stats[1:])
+
+
+def test_combination_applies_each_part_at_the_same_level():
+    np.testing.assert_array_equal(apply_variant(IMG, "blur+jpeg@3", "s"),
+                                  jpeg_roundtrip(gaussian_blur(IMG, 7), 60))
+
+
+def test_denoise_nlm_removes_noise():
+    clean = cv2.GaussianBlur(IMG, (5, 5), 0)
+    noisy = create_op("gaussian_noise", 2)(clean, rng_for(7))
+    assert psnr(clean, create_op("denoise", 3)(noisy, rng_for(0))) > psnr(clean, noisy) + 2
+
+
+def test_suites_cover_every_op_and_level():
+    image_ops = [n for n in list_ops() if get_op_class(n).category not in ("video", "distance")]
+    suite_ops = {parse_variant(v)[0] for v in DEFAULT_SUITE + DF_SUITE}
+    assert suite_ops == set(image_ops)
+    for name in suite_ops:
+        levels = [parse_variant(v)[1] for v in DEFAULT_SUITE + DF_SUITE if v.startswith(name + "@")]
+        assert levels == list(get_op_class(name).levels)
+    assert list_ops("video") == ["df_video_compression"]
+    assert set(list_ops("distance")) == {"far", "far_learned"}
+    assert DISTANCE_SUITE == [f"far@{d}" for d in range(1, 6)]
+
+
+def test_video_only_op_refuses_images():
+    op = create_op("df_video_compression", 35)
+    assert op.category == "video" and get_op_class(op.name).levels == (30, 32, 35, 38, 40)
+    with pytest.raises(VideoOnlyOperation, match="video"):
+        op(IMG, rng_for(0))
+
+
+def test_parse_variant():
+    assert parse_variant("jpeg@60") == ("jpeg", 60)
+    assert parse_variant("resize+noise+jpeg@2") == ("resize+noise+jpeg", 2)
+    for bad in ("jpeg60", "jpeg@", "@3", "jpeg@high", "", None):
+        with pytest.raises(PerturbationError):
+            parse_variant(bad)
+
+
+def test_clear_errors():
+    with pytest.raises(UnknownOperation, match="sharpen"):
+        create_op("sharpen", 1)
+    with pytest.raises(ValueError, match=r"level 50 .*\[95, 80, 60, 45, 30\]"):
+        create_op("jpeg", 50)
+    with pytest.raises(InvalidLevel):
+        create_op("gaussian_noise", 6)
+    with pytest.raises(InvalidLevel):
+        create_op("grayscale", True)
+    with pytest.raises(PerturbationError, match="option"):
+        create_op("jpeg", 60, weights="x.pth")
+    op = create_op("gaussian_noise", 1)
+    with pytest.raises(InvalidImage, match="float32"):
+        op(IMG.astype(np.float32), rng_for(0))
+    with pytest.raises(InvalidImage, match="shape"):
+        op(IMG[..., 0], rng_for(0))
+    with pytest.raises(InvalidImage, match="shape"):
+        op(np.dstack([IMG, IMG[..., :1]]), rng_for(0))
+    with pytest.raises(InvalidImage):
+        apply_variant(IMG.tolist(), "jpeg@60", "s")
+    assert issubclass(InvalidImage, ValueError) and issubclass(OperationUnavailable, ValueError)
+
+
+# --- learned ops ----------------------------------------------------------------------------
+
+def test_learned_compression_unavailable_names_the_expected_path(tmp_path):
+    expected = "weights/compressai/bmshj2018-factorized-q3.pth.tar"
+    assert not available("learned_compression@3")
+    assert expected in unavailable_reason("learned_compression@3")
+    with pytest.raises(OperationUnavailable, match="q3") as info:
+        create_op("learned_compression", 3)
+    assert str(info.value.path) == expected
+    pattern = str(tmp_path / "bmshj-{quality}.pth")
+    reason = unavailable_reason("learned_compression@5",
+                                {"learned_compression": {"weights": pattern}})
+    assert str(tmp_path / "bmshj-5.pth") in reason
+
+
+def _tiny_codec(seed: int = 0) -> FactorizedPriorCodec:
+    torch.manual_seed(seed)
+    codec = FactorizedPriorCodec(8, 12)
+    codec.medians.copy_(torch.randn(12) * 0.3)
+    return codec.eval()
+
+
+def test_learned_compression_runs_from_compressai_state_dict(tmp_path):
+    codec = _tiny_codec()
+    state = compressai_state_dict(codec)
+    assert "g_a.1.beta" in state and state["entropy_bottleneck.quantiles"].shape == (12, 1, 3)
+    torch.save(state, tmp_path / "q2.pth.tar")
+    options = {"learned_compression": {"weights": str(tmp_path / "q{quality}.pth.tar")}}
+    assert available("learned_compression@2", options)
+    out = apply_variant(IMG, "learned_compression@2", "s", options)
+    assert out.shape == IMG.shape and out.dtype == np.uint8
+    np.testing.assert_array_equal(out, run_codec(codec, IMG))  # same network after reload
+    rebuilt = codec_from_compressai(state)
+    for name, tensor in codec.state_dict().items():
+        torch.testing.assert_close(rebuilt.state_dict()[name], tensor)
+    with pytest.raises(ValueError, match="bmshj2018"):
+        codec_from_compressai({"g_a.0.weight": torch.zeros(1)})
+
+
+def _dncnn_state(zero_last: bool) -> dict[str, torch.Tensor]:
+    # KAIR layout: conv, ReLU, conv, BN, ReLU, conv (indices 1 and 4 are the ReLUs).
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(8, 8, 3, padding=1, bias=False),
+                              torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                              torch.nn.Conv2d(8, 3, 3, padding=1))
+    if zero_last:
+        torch.nn.init.zeros_(net[5].weight)
+        torch.nn.init.zeros_(net[5].bias)
+    return {f"model.{k}": v for k, v in net.state_dict().items()}
+
+
+def test_denoise_dncnn_mode(tmp_path):
+    assert "weights/dncnn/dncnn_color_blind.pth" in unavailable_reason(
+        "denoise@2", {"denoise": {"mode": "dncnn"}})
+    torch.save(_dncnn_state(zero_last=True), tmp_path / "identity.pth")
+    torch.save(_dncnn_state(zero_last=False), tmp_path / "random.pth")
+    # A net that predicts zero noise must give back the input exactly.
+    identity = apply_variant(IMG, "denoise@3", "s",
+                             {"denoise": {"weights": tmp_path / "identity.pth"}})
+    np.testing.assert_array_equal(identity, IMG)
+    options = {"denoise": {"weights": str(tmp_path / "random.pth")}}
+    one, two = (apply_variant(IMG, f"denoise@{k}", "s", options) for k in (1, 2))
+    assert one.shape == IMG.shape and not np.array_equal(one, two)
+    np.testing.assert_array_equal(one, apply_variant(IMG, "denoise@1", "s", options))
+    with pytest.raises(PerturbationError, match="mode"):
+        create_op("denoise", 1, mode="bm3d")
