@@ -75,7 +75,7 @@ def write_image(path: str | Path, rgb: np.ndarray, quality: int | None = None) -
     if suffix in (".jpg", ".jpeg"):
         params = [cv2.IMWRITE_JPEG_QUALITY, int(quality or 95)]
     elif suffix == ".png":
-        params = [cv2.IMWRITE_PNG_COMPRESSION, 3]
+        params = [cv2.IMWRITE_PNG_COMPRESSION, 1]
     ok, buf = cv2.imencode(suffix or ".png", out, params)
     if not ok:
         raise ImageError(f"could not encode {path}")
