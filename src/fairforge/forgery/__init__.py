@@ -1,0 +1,19 @@
+"""Forgery methods (FairFD section 3.4): a registry of face manipulations and the shard runner.
+
+>>> from fairforge.forgery import create_method, list_methods
+>>> swap = create_method("faceswap")                     # backend="classical" by default
+>>> result = swap(src_img, src_lm, tgt_img, tgt_lm, rng)  # ForgeryResult(image, mask, extra)
+
+Methods: ``faceswap`` and ``simswap`` (identity replacement: the source identity in the
+target image), ``fastreen`` and ``dualreen`` (expression reenactment of the source by the
+target), ``maskgan`` (part editing of the source), ``sbi`` and ``xray`` (the source blended
+with an augmented copy of itself).
+"""
+from .base import (ForgeryError, ForgeryMethod, ForgeryResult, as_landmarks, create_method,
+                   list_backends, list_methods, register_method)
+from . import blend, faceswap, maskgan, reenact, simswap  # noqa: F401  (registers the methods)
+from .shard import FORGERY_COLUMNS, file_stem, forge_shard, sample_id_for
+
+__all__ = ["FORGERY_COLUMNS", "ForgeryError", "ForgeryMethod", "ForgeryResult", "as_landmarks",
+           "create_method", "file_stem", "forge_shard", "list_backends", "list_methods",
+           "register_method", "sample_id_for"]

@@ -1,0 +1,265 @@
+"""Expression reenactment: the source face, identity and pose kept, takes the driver's expression.
+
+Both methods measure the expression of the source and of the driver (the target of the pair)
+with :func:`~fairforge.forgery.parsing.measure_expression` (mouth opening and width, eye
+openness, brow heights, in inter-ocular units), move the source landmarks so the source
+takes the driver's values, warp the source densely with a thin-plate spline (landmarks as
+handles; the crop border and a ring around the face fixed) and fill the mouth interior from
+the driver. They differ in how landmarks are retargeted and how the face is rendered:
+
+- ``fastreen`` (after the bi-layer "fast" reenactment idea): landmarks move by explicit
+  per-measure rules; the spline is evaluated on a coarse grid (a tenth of the inter-ocular
+  distance); the image is rendered as two
+  layers, a low-pass layer (colour, shading) and a high-frequency layer (source detail),
+  each warped and each given the driver's mouth with its own blending width.
+- ``dualreen``: landmarks move through a small linear blendshape model of landmark
+  displacements (jaw open, lips part, smile, pucker, blinks, brow raises, brow furrow) whose
+  weights are fitted by bounded, ridge-regularised least squares so that the moved
+  landmarks measure like the driver; the spline is dense (2-px grid) and the driver's mouth
+  is relit by the ratio of the lip colours around it before it is pasted.
+
+Both are learning-free stand-ins for the learned reenactment models FairFD used.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from .base import (ForgeryError, ForgeryMethod, ForgeryResult, clean_alpha, dilate,
+                   feather, interocular, polygon_mask, register_method)
+from .parsing import EXPRESSION, LOWER_MOUTH_WEIGHTS, face_frame, measure_expression
+from .warp import border_anchors, identity_grid, remap, ring_anchors, tps_displacement
+
+MOVE_THRESHOLD = 0.25  # pixels: displacements below this are left unwarped
+CLOSED_MOUTH = 0.1     # inner-lip gap (IOD units) below which inner lips are not handles
+
+
+def apply_expression_delta(lm: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Move landmarks so each :data:`EXPRESSION` measure changes by ``delta`` (IOD units)."""
+    lm = np.asarray(lm, np.float64)
+    ax, ay, iod = face_frame(lm)
+    d_open, d_width, d_eye_l, d_eye_r, d_brow_l, d_brow_r = np.asarray(delta, np.float64) * iod
+    out = lm.copy()
+    centre = lm[48:68].mean(0)
+    width = max((lm[54] - lm[48]) @ ax, 1e-6)
+    rel = out[48:68] - centre
+    out[48:68] += ((rel @ ax) * (d_width / width))[:, None] * ax
+    for idx, wgt in LOWER_MOUTH_WEIGHTS.items():
+        out[idx] += wgt * d_open * ay
+    for upper, lower, d in (([37, 38], [41, 40], d_eye_l), ([43, 44], [47, 46], d_eye_r)):
+        out[upper] -= 0.5 * d * ay
+        out[lower] += 0.5 * d * ay
+    out[17:22] -= d_brow_l * ay
+    out[22:27] -= d_brow_r * ay
+    return out
+
+
+BLENDSHAPES = ("jaw_open", "lips_part", "smile", "pucker", "blink_l", "blink_r",
+               "brow_raise_l", "brow_raise_r", "brow_furrow")
+
+
+def blendshape_basis(lm: np.ndarray, unit: float = 0.1) -> np.ndarray:
+    """(K, 68, 2) landmark displacements of each of :data:`BLENDSHAPES` at weight 1.
+
+    Each is a smooth, anatomically motivated pattern in the face's own frame, ``unit``
+    inter-ocular distances at its largest point. They overlap on purpose (a smile also
+    widens the mouth and raises the lower lids; parting the lips also opens the mouth).
+    """
+    lm = np.asarray(lm, np.float64)
+    ax, ay, iod = face_frame(lm)
+    u = unit * iod
+    basis = np.zeros((len(BLENDSHAPES), 68, 2))
+    b = dict(zip(BLENDSHAPES, basis))
+    for idx, wgt in LOWER_MOUTH_WEIGHTS.items():
+        b["jaw_open"][idx] = wgt * u * ay
+    for idx, wgt in {61: 1.0, 62: 1.0, 63: 1.0, 50: 0.5, 51: 0.5, 52: 0.5}.items():
+        b["lips_part"][idx] = -wgt * u * ay
+    centre = lm[48:68].mean(0)
+    half = max(0.5 * (lm[54] - lm[48]) @ ax, 1e-6)
+    side = np.clip(((lm[48:68] - centre) @ ax) / half, -1, 1)        # -1 left corner, +1 right
+    b["smile"][48:68] = (side[:, None] * ax - 0.5 * np.abs(side)[:, None] * ay) * u
+    for idx in (40, 41, 46, 47):
+        b["smile"][idx] = -0.3 * u * ay
+    b["pucker"][48:68] = -side[:, None] * ax * u
+    for upper, lower, name in (([37, 38], [41, 40], "blink_l"), ([43, 44], [47, 46], "blink_r")):
+        b[name][upper] = u * ay
+        b[name][lower] = -0.3 * u * ay
+    b["brow_raise_l"][17:22] = -u * ay
+    b["brow_raise_r"][22:27] = -u * ay
+    for idx, wgt, toward in ((21, 1.0, 1), (20, 0.6, 1), (19, 0.3, 1),
+                             (22, 1.0, -1), (23, 0.6, -1), (24, 0.3, -1)):
+        b["brow_furrow"][idx] = wgt * u * (0.6 * ay + 0.4 * toward * ax)
+    return basis
+
+
+def fit_blendshapes(lm: np.ndarray, goal: np.ndarray, ridge: float = 1e-3,
+                    bounds: tuple[float, float] = (-4.0, 6.0), iterations: int = 2
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Weights w so that ``measure_expression(lm + basis . w)`` is close to ``goal``.
+
+    The measures are almost linear in the landmarks, so a couple of Gauss-Newton steps with a
+    finite-difference Jacobian (one column per blendshape) converge. Returns (weights, moved
+    landmarks).
+    """
+    lm = np.asarray(lm, np.float64)
+    basis = blendshape_basis(lm)
+    k = len(basis)
+    weights = np.zeros(k)
+    reg = np.sqrt(ridge) * np.eye(k)
+    for _ in range(iterations):
+        current = lm + np.tensordot(weights, basis, 1)
+        m0 = measure_expression(current)
+        jac = np.stack([measure_expression(current + basis[j]) - m0 for j in range(k)], 1)
+        a = np.concatenate([jac, reg], 0)
+        rhs = np.concatenate([goal - m0, -np.sqrt(ridge) * weights], 0)
+        lo, hi = bounds
+        step = lsq_linear(a, rhs, bounds=(lo - weights, hi - weights)).x
+        weights = weights + step
+    return weights, lm + np.tensordot(weights, basis, 1)
+
+
+def _mouth_affine(driver_lm: np.ndarray, moved_lm: np.ndarray) -> np.ndarray:
+    """Least-squares affine (2x3) mapping the driver's lip points onto the moved lips."""
+    src = np.asarray(driver_lm[48:68], np.float64)
+    dst = np.asarray(moved_lm[48:68], np.float64)
+    design = np.concatenate([src, np.ones((len(src), 1))], 1)
+    sol, *_ = np.linalg.lstsq(design, dst, rcond=None)
+    return sol.T
+
+
+class _Reenactment(ForgeryMethod):
+    backend = "classical"
+    kept = "source"
+    needs_target = True
+    defaults = {
+        "strength": 1.0,           # fraction of the expression difference transferred
+        "ring": 1.4,               # fixed ring around the face, hull scale about its centre
+        "min_mouth_area": 0.01,    # IOD^2: a mouth opening grown less is warped, not filled
+    }
+
+    def retarget(self, source_lm, goal) -> tuple[np.ndarray, dict]:
+        raise NotImplementedError
+
+    def render(self, source_img, disp, mouth_img, mouth_region, iod) -> np.ndarray:
+        raise NotImplementedError
+
+    def grid_step(self, iod: float) -> int:
+        return 1
+
+    def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
+        shape = source_img.shape
+        iod = interocular(source_lm)
+        m_src = measure_expression(source_lm)
+        m_drv = measure_expression(target_lm)
+        goal = m_src + float(self.options["strength"]) * (m_drv - m_src)
+        goal[[0, 2, 3]] = np.maximum(goal[[0, 2, 3]], 0.0)    # openings cannot go negative
+        moved, info = self.retarget(source_lm, goal)
+        if not np.isfinite(moved).all():
+            raise ForgeryError("expression retargeting diverged")
+
+        # The fixed ring surrounds where the face is and where it goes (an opening jaw).
+        ring = ring_anchors(np.concatenate([source_lm, moved]), float(self.options["ring"]),
+                            shape)
+        anchors = np.concatenate([border_anchors(shape), ring], 0)
+        # Inner-lip points of a (nearly) closed mouth almost coincide yet move apart; as spline
+        # handles they make it overshoot. The outer lips drive the warp then, and the opening
+        # is filled from the driver below.
+        handles = np.arange(68)
+        if m_src[0] < CLOSED_MOUTH:
+            handles = np.setdiff1d(handles, np.arange(60, 68))
+        disp = tps_displacement(moved[handles], source_lm[handles], anchors, shape,
+                                step=self.grid_step(iod))
+        # A spline can overshoot between close handles; no pixel moves further than a handle.
+        reach = float(np.abs(moved - source_lm).max()) + 0.5
+        np.clip(disp, -reach, reach, out=disp)
+        # Confine the warp to the ring: beyond it the source stays exactly as it was.
+        ring_mask = polygon_mask(ring, shape)
+        disp *= feather(ring_mask, max(int(round(0.15 * iod)), 1))[..., None]
+        moving = (np.linalg.norm(disp, axis=2) > MOVE_THRESHOLD).astype(np.uint8) * 255
+
+        inner = moved[60:68]
+        mouth_region = np.zeros(shape[:2], np.uint8)
+        mouth_img = None
+        # Fill only an opening that grew: a mouth that closes or stays is handled by the warp.
+        grown = cv2.contourArea(inner.astype(np.float32)) \
+            - cv2.contourArea(source_lm[60:68].astype(np.float32))
+        if grown > self.options["min_mouth_area"] * iod ** 2 \
+                and cv2.contourArea(target_lm[60:68].astype(np.float32)) > 1.0:
+            mouth_region = polygon_mask(inner, shape, convex=False)
+            mat = _mouth_affine(target_lm, moved)
+            mouth_img = cv2.warpAffine(target_img, mat, (shape[1], shape[0]),
+                                       flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        rendered = self.render(source_img, disp, mouth_img, mouth_region, iod)
+
+        changed = moving | dilate(mouth_region, int(round(0.1 * iod)) + 1)
+        changed = cv2.morphologyEx(changed, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
+        if not changed.any():
+            raise ForgeryError("source and driver expressions are identical")
+        image = source_img.copy()
+        sel = changed > 0
+        image[sel] = rendered[sel]
+        mask = sel.astype(np.uint8) * 255
+        extra = {"expression": dict(zip(EXPRESSION, np.round(goal, 4).tolist())),
+                 "landmarks": np.round(moved, 2).tolist(), **info}
+        return ForgeryResult(image, mask, extra)
+
+
+def _sample(img: np.ndarray, disp: np.ndarray) -> np.ndarray:
+    xs, ys = identity_grid(img.shape)
+    return remap(img, xs + disp[..., 0], ys + disp[..., 1])
+
+
+@register_method("fastreen")
+class FastReenactment(_Reenactment):
+    defaults = {**_Reenactment.defaults, "low_sigma": 0.12}   # low-pass scale, IOD units
+
+    def grid_step(self, iod: float) -> int:
+        return max(int(iod / 10), 1)
+
+    def retarget(self, source_lm, goal):
+        moved = apply_expression_delta(source_lm, goal - measure_expression(source_lm))
+        return moved, {}
+
+    def render(self, source_img, disp, mouth_img, mouth_region, iod):
+        sigma = max(float(self.options["low_sigma"]) * iod, 1.0)
+        src = source_img.astype(np.float32)
+        low = cv2.GaussianBlur(src, (0, 0), sigma)
+        high = src - low
+        low_w, high_w = _sample(low, disp), _sample(high, disp)
+        if mouth_img is not None:
+            drv = mouth_img.astype(np.float32)
+            drv_low = cv2.GaussianBlur(drv, (0, 0), sigma)
+            # Colour blends over a wide ramp, detail switches sharply at the lip line.
+            a_low = feather(mouth_region, max(int(round(0.08 * iod)), 1), inside=False)[..., None]
+            a_high = clean_alpha((mouth_region > 0).astype(np.float32))[..., None]
+            low_w = drv_low * a_low + low_w * (1 - a_low)
+            high_w = (drv - drv_low) * a_high + high_w * (1 - a_high)
+        return np.clip(low_w + high_w + 0.5, 0, 255).astype(np.uint8)
+
+
+@register_method("dualreen")
+class DualReenactment(_Reenactment):
+    defaults = {**_Reenactment.defaults, "ridge": 1e-3}
+
+    def grid_step(self, iod: float) -> int:
+        return 2
+
+    def retarget(self, source_lm, goal):
+        weights, moved = fit_blendshapes(source_lm, goal, ridge=float(self.options["ridge"]))
+        return moved, {"blendshapes": dict(zip(BLENDSHAPES, np.round(weights, 4).tolist()))}
+
+    def render(self, source_img, disp, mouth_img, mouth_region, iod):
+        warped = _sample(source_img, disp)
+        if mouth_img is None:
+            return warped
+        # Relight the driver's mouth by the per-channel ratio of the two faces' lip colours
+        # around it (albedo x light: a dark interior stays dark under brighter lips).
+        rim = (dilate(mouth_region, max(int(round(0.08 * iod)), 1)) > 0) & (mouth_region == 0)
+        drv = mouth_img.astype(np.float32)
+        if rim.sum() >= 8:
+            ratio = (warped[rim].astype(np.float32).mean(0) + 1.0) / (drv[rim].mean(0) + 1.0)
+            drv = drv * np.clip(ratio, 0.5, 2.0)
+        alpha = feather(mouth_region, 1, inside=False)[..., None]
+        out = drv * alpha + warped.astype(np.float32) * (1 - alpha)
+        return np.clip(out + 0.5, 0, 255).astype(np.uint8)

@@ -1,0 +1,428 @@
+import json
+import warnings
+
+import cv2
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairforge.forgery import (FORGERY_COLUMNS, ForgeryError, create_method, forge_shard,
+                               list_backends, list_methods)
+from fairforge.forgery.base import dilate, erode, polygon_mask
+from fairforge.forgery.parsing import PARTS, face_region, measure_expression, parse_parts
+from fairforge.forgery.reenact import apply_expression_delta, fit_blendshapes
+from fairforge.forgery.template import template_face
+from fairforge.forgery.warp import piecewise_affine_maps, triangulate
+from fairforge.images import read_image, write_image
+from fairforge.manifest import check_columns, write_manifest
+from fairforge.pairs import NO_TARGET, make_pairs
+
+SIZE = 128
+CLASSICAL = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray"]
+
+
+@pytest.fixture(scope="module")
+def faces():
+    """A neutral source and a target that differs in identity, colour, pose and expression."""
+    src = template_face(SIZE, seed=1)
+    tgt = template_face(SIZE, seed=2, mouth_open=0.3, brow_raise=0.12, eye_open=0.6,
+                        angle_deg=6.0, scale=0.56, centre=(0.52, 0.5))
+    return src, tgt
+
+
+def _run(name, faces, seed=0, **options):
+    (a, la), (b, lb) = faces
+    method = create_method(name, **options)
+    return method, method(a, la, b, lb, np.random.default_rng(seed))
+
+
+def _kept(method, faces):
+    (a, la), (b, lb) = faces
+    return (b, lb) if method.kept == "target" else (a, la)
+
+
+def test_registry():
+    assert set(CLASSICAL) <= set(list_methods())
+    assert list_backends("simswap") == ["classical", "onnx"]
+    with pytest.raises(KeyError, match="unknown forgery method"):
+        create_method("deepfacelab")
+    with pytest.raises(ValueError, match="no backend 'onnx'"):
+        create_method("faceswap", backend="onnx")
+    with pytest.raises(ValueError, match="no option"):
+        create_method("faceswap", blur=3)
+    assert create_method("faceswap").replaces_identity
+    assert not create_method("fastreen").replaces_identity
+
+
+@pytest.mark.parametrize("name", CLASSICAL)
+def test_output_contract_and_mask_covers_change(name, faces):
+    method, res = _run(name, faces)
+    kept, kept_lm = _kept(method, faces)
+    assert res.image.shape == kept.shape and res.image.dtype == np.uint8
+    assert res.mask.shape == kept.shape[:2] and res.mask.dtype == np.uint8
+    assert set(np.unique(res.mask)) <= {0, 255}
+    changed = (res.image != kept).any(2)
+    # Outside the mask (grown by 2 px) the kept image is untouched, bit for bit.
+    assert not changed[dilate(res.mask, 2) == 0].any()
+    inside = res.mask > 0
+    assert 0.01 < inside.mean() < 0.6
+    assert changed[inside].mean() > 0.3
+    # The manipulation sits on the face, not in the background.
+    centre = kept_lm.mean(0)
+    around_face = polygon_mask(centre + (kept_lm - centre) * 1.6, kept.shape)
+    assert not (inside & (around_face == 0)).any()
+
+
+@pytest.mark.parametrize("name", CLASSICAL)
+def test_deterministic_for_a_seed(name, faces):
+    _, r1 = _run(name, faces, seed=5)
+    _, r2 = _run(name, faces, seed=5)
+    assert np.array_equal(r1.image, r2.image) and np.array_equal(r1.mask, r2.mask)
+
+
+@pytest.mark.parametrize("name", ["maskgan", "sbi", "xray"])
+def test_random_methods_vary_with_seed(name, faces):
+    images = {_run(name, faces, seed=s)[1].image.tobytes() for s in range(4)}
+    assert len(images) > 1
+
+
+def _bad_landmarks(lm):
+    outside = lm.copy()
+    outside[8] = (SIZE * 0.5, SIZE + 5.0)
+    nan = lm.copy()
+    nan[3, 0] = np.nan
+    return {"outside the crop": outside, "degenerate": np.full_like(lm, SIZE / 2),
+            "not finite": nan, "expected 68 landmarks": lm[:60]}
+
+
+@pytest.mark.parametrize("name", CLASSICAL)
+def test_bad_landmarks_give_reasons(name, faces):
+    (a, la), (b, lb) = faces
+    method = create_method(name)
+    for reason, bad in _bad_landmarks(la).items():
+        with pytest.raises(ForgeryError, match=reason):
+            method(a, bad, b, lb, np.random.default_rng(0))
+        if method.needs_target:
+            with pytest.raises(ForgeryError, match=reason):
+                method(a, la, b, bad, np.random.default_rng(0))
+
+
+def test_size_mismatch_is_a_reason(faces):
+    (a, la), _ = faces
+    big, lbig = template_face(2 * SIZE, seed=3)
+    with pytest.raises(ForgeryError, match="differ in size"):
+        create_method("faceswap")(a, la, big, lbig, np.random.default_rng(0))
+
+
+def test_degenerate_triangulation():
+    line = np.stack([np.linspace(10, 50, 68), np.linspace(10, 50, 68)], 1)
+    with pytest.raises(ForgeryError, match="degenerate"):
+        triangulate(line)
+
+
+def test_piecewise_affine_moves_points():
+    rng = np.random.default_rng(0)
+    src = rng.uniform(10, 110, (20, 2))
+    dst = src + rng.uniform(-3, 3, src.shape)
+    map_x, map_y, inside = piecewise_affine_maps(src, dst, (SIZE, SIZE))
+    # Pixels at (rounded) destination points sample (nearly) the matching source points.
+    for s, d in zip(src, dst):
+        x, y = np.round(d).astype(int)
+        if inside[y, x]:
+            assert abs(map_x[y, x] - (s[0] + x - d[0])) < 1.5
+            assert abs(map_y[y, x] - (s[1] + y - d[1])) < 1.5
+
+
+def _highpass(img):
+    g = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    return g - cv2.GaussianBlur(g, (0, 0), 2.0)
+
+
+@pytest.mark.parametrize("name", ["faceswap", "simswap"])
+def test_identity_swap_carries_source_structure_into_target(name, faces):
+    (a, la), (b, lb) = faces
+    method, res = _run(name, faces)
+    # Background (crop corners) is the target's.
+    assert np.array_equal(res.image[:8, :8], b[:8, :8])
+    assert np.array_equal(res.image[-8:, -8:], b[-8:, -8:])
+    # Inside the face, fine structure follows the source warped onto the target geometry
+    # (the target's open mouth is replaced by the source's closed one), not the target's.
+    map_x, map_y, _ = piecewise_affine_maps(la, lb, b.shape)
+    warped = cv2.remap(a, map_x, map_y, cv2.INTER_LINEAR)
+    core = erode(res.mask, 3) > 0
+    hp_out, hp_src, hp_tgt = _highpass(res.image)[core], _highpass(warped)[core], _highpass(b)[core]
+    corr_src = np.corrcoef(hp_out, hp_src)[0, 1]
+    corr_tgt = np.corrcoef(hp_out, hp_tgt)[0, 1]
+    assert corr_src > 0.5 and corr_src > corr_tgt + 0.2
+
+
+def test_faceswap_blend_modes_differ(faces):
+    _, feather = _run("faceswap", faces, blend="feather")
+    _, poisson = _run("faceswap", faces, blend="poisson")
+    assert not np.array_equal(feather.image, poisson.image)
+    with pytest.raises(ValueError):
+        create_method("faceswap", blend="alpha")
+
+
+def test_expression_rules_hit_the_goal(faces):
+    (_, la), (_, lb) = faces
+    goal = measure_expression(lb)
+    moved = apply_expression_delta(la, goal - measure_expression(la))
+    assert np.allclose(measure_expression(moved), goal, atol=1e-6)
+    weights, fitted = fit_blendshapes(la, goal)
+    assert np.abs(measure_expression(fitted) - goal).max() < 0.03
+    assert np.abs(weights).max() > 0.1
+
+
+@pytest.mark.parametrize("name", ["fastreen", "dualreen"])
+def test_reenactment_takes_the_drivers_open_mouth(name, faces):
+    (a, la), (b, lb) = faces
+    method, res = _run(name, faces)
+    assert np.allclose(list(res.extra["expression"].values()), measure_expression(lb), atol=1e-3)
+    # The driver's mouth is open (dark interior, teeth); the source's was closed (flat lip
+    # colour). Where the new opening is, the output has the driver's dark-and-bright interior.
+    moved = np.asarray(res.extra["landmarks"])
+    assert moved.shape == (68, 2)
+    mouth = polygon_mask(moved[60:68], a.shape, convex=False) > 0
+    grey_out = cv2.cvtColor(res.image, cv2.COLOR_RGB2GRAY)[mouth].astype(float)
+    grey_src = cv2.cvtColor(a, cv2.COLOR_RGB2GRAY)[mouth].astype(float)
+    assert grey_out.std() > grey_src.std() + 20
+    assert np.percentile(grey_out, 10) < np.percentile(grey_src, 10) - 25
+    # Pose and identity stay: the jaw-free top half outside the mask is the source's.
+    assert np.array_equal(res.image[:8], a[:8])
+
+
+def test_reenactments_differ(faces):
+    assert not np.array_equal(_run("fastreen", faces)[1].image, _run("dualreen", faces)[1].image)
+
+
+def test_reenactment_of_identical_expression_fails_cleanly(faces):
+    (a, la), _ = faces
+    with pytest.raises(ForgeryError, match="identical"):
+        create_method("dualreen")(a, la, a, la, np.random.default_rng(0))
+
+
+def test_parsing_parts_are_disjoint_and_on_the_face(faces):
+    (a, la), _ = faces
+    parts = parse_parts(la, a.shape)
+    assert list(parts) == list(PARTS)
+    region = face_region(la, a.shape)
+    for name, m in parts.items():
+        assert (m > 0).sum() > 0 or name == "mouth"
+        assert not ((m > 0) & (dilate(region, 2) == 0)).any(), name
+    assert not ((parts["skin"] > 0) & (parts["nose"] > 0)).any()
+
+
+def test_maskgan_edits_a_parsed_subset(faces):
+    for seed in range(5):
+        _, res = _run("maskgan", faces, seed=seed)
+        parts = res.extra["parts"]
+        assert parts and set(parts) <= set(PARTS)
+        assert all(0.7 <= f <= 1.3 for f in res.extra["factors"].values())
+    _, only_nose = _run("maskgan", faces, parts=("nose",))
+    assert only_nose.extra["parts"] == ["nose"]
+    (a, la), _ = faces
+    nose = parse_parts(la, a.shape)["nose"]
+    # A nose-only edit stays near the nose.
+    assert not ((only_nose.mask > 0) & (dilate(nose, 12) == 0)).any()
+
+
+@pytest.mark.parametrize("name", ["sbi", "xray"])
+def test_blends_save_an_xray_map(name, faces):
+    for seed in range(3):
+        _, res = _run(name, faces, seed=seed)
+        xray = res.extra["xray"]
+        assert xray.shape == (SIZE, SIZE) and xray.dtype == np.uint8 and xray.max() > 100
+        assert not ((xray > 0) & (res.mask == 0)).any()
+        # B = 4M(1-M) is a boundary map: high on the blend edge, low deep inside the face
+        # where M is 1 (only when the blend ratio is 1 is the interior exactly zero).
+        edge = (dilate(res.mask, 1) > 0) & (erode(res.mask, 6) == 0) & (res.mask > 0)
+        core = erode(res.mask, 12) > 0
+        if res.extra["blend_ratio"] == 1.0 and core.any():
+            assert xray[edge].mean() > xray[core].mean() + 20
+
+
+# --------------------------------------------------------------------------- onnx backend
+
+def _tiny_onnx_models(d):
+    """Export a tiny ArcFace-shaped encoder and an inswapper_128-shaped swapper."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import numpy_helper
+
+    class TinyArcFace(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = torch.nn.AdaptiveAvgPool2d(4)
+            self.fc = torch.nn.Linear(48, 512)
+
+        def forward(self, x):
+            return self.fc(self.pool(x).flatten(1))
+
+    class TinySwapper(torch.nn.Module):
+        """The target image, modulated per channel by the identity latent."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+            self.fc = torch.nn.Linear(512, 3)
+
+        def forward(self, target, source):
+            return torch.sigmoid(self.conv(target) + 4.0 * self.fc(source)[:, :, None, None])
+
+    def export(model, args, names, path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # dynamo=False: the TorchScript exporter needs no onnxscript.
+            torch.onnx.export(model, args, str(path), input_names=names, output_names=["out"],
+                              dynamo=False)
+
+    torch.manual_seed(0)
+    arc, swap = d / "arcface.onnx", d / "inswapper.onnx"
+    export(TinyArcFace().eval(), (torch.zeros(1, 3, 112, 112),), ["input.1"], arc)
+    export(TinySwapper().eval(), (torch.zeros(1, 3, 128, 128), torch.zeros(1, 512)),
+           ["target", "source"], swap)
+    # Like inswapper_128: an unused 512x512 latent map as the graph's last initializer.
+    model = onnx.load(str(swap))
+    emap = np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)
+    model.graph.initializer.append(numpy_helper.from_array(emap, "emap"))
+    swap_emap = d / "inswapper_emap.onnx"
+    onnx.save(model, str(swap_emap))
+    return arc, swap, swap_emap
+
+
+@pytest.fixture(scope="module")
+def onnx_models(tmp_path_factory):
+    return _tiny_onnx_models(tmp_path_factory.mktemp("onnx"))
+
+
+def test_simswap_onnx_missing_paths_are_named(tmp_path, onnx_models):
+    arc, swap, _ = onnx_models
+    with pytest.raises(ValueError, match="swapper_path"):
+        create_method("simswap", backend="onnx", arcface_path=str(arc))
+    with pytest.raises(ValueError, match="arcface_path"):
+        create_method("simswap", backend="onnx", swapper_path=str(swap))
+    missing = tmp_path / "nope.onnx"
+    with pytest.raises(FileNotFoundError, match="nope.onnx"):
+        create_method("simswap", backend="onnx", swapper_path=str(missing), arcface_path=str(arc))
+
+
+def test_simswap_onnx_swaps_inside_the_pasted_box(faces, onnx_models):
+    (a, la), (b, lb) = faces
+    arc, swap, swap_emap = onnx_models
+    method = create_method("simswap", backend="onnx", swapper_path=str(swap),
+                           arcface_path=str(arc), latent_map="none")
+    assert method.backend == "onnx" and method.emap is None
+    res = method(a, la, b, lb, np.random.default_rng(0))
+    assert res.image.shape == b.shape and res.image.dtype == np.uint8
+    changed = (res.image != b).any(2)
+    assert not changed[res.mask == 0].any()
+    assert changed[res.mask > 0].mean() > 0.5
+    assert 0.05 < (res.mask > 0).mean() < 0.8
+    # The identity vector matters: another source face gives another result.
+    c, lc = template_face(SIZE, seed=9)
+    other = method(c, lc, b, lb, np.random.default_rng(0))
+    assert not np.array_equal(other.image, res.image)
+    # latent_map="auto" finds the 512x512 map like insightface and uses it.
+    auto = create_method("simswap", backend="onnx", swapper_path=str(swap_emap),
+                         arcface_path=str(arc))
+    assert auto.emap is not None and auto.emap.shape == (512, 512)
+    via_map = auto(a, la, b, lb, np.random.default_rng(0))
+    assert not np.array_equal(via_map.image, res.image)
+
+
+# --------------------------------------------------------------------------- shard runner
+
+@pytest.fixture()
+def dataset(tmp_path):
+    """Crops on disk and a faces table: group A has 2 subjects x 2 images, B has 1 subject."""
+    rows = []
+    specs = [("A", "A_s0", 11), ("A", "A_s1", 12), ("B", "B_s0", 13)]
+    for group, subject, seed in specs:
+        for i in range(2):
+            image_id = f"{subject}_i{i}"
+            img, lm = template_face(SIZE, seed=seed * 10 + i, mouth_open=0.15 * i)
+            rel = f"faces/{image_id}.png"
+            write_image(tmp_path / rel, img)
+            rows.append({"image_id": image_id, "ok": True, "reason": "", "subject_id": subject,
+                         "group": group, "split": "test", "crop_path": rel,
+                         "landmarks": lm.reshape(-1).tolist()})
+    bad = dict(rows[1])
+    bad["landmarks"] = (np.asarray(bad["landmarks"]) + 1000).tolist()   # outside the crop
+    rows[1] = bad
+    rows.append({"image_id": "A_s1_i9", "ok": False, "reason": "no face detected",
+                 "subject_id": "A_s1", "group": "A", "split": "test", "crop_path": "",
+                 "landmarks": None})
+    return tmp_path, pd.DataFrame(rows)
+
+
+def test_forge_shard_writes_manifest_rows(dataset):
+    root, faces_df = dataset
+    pairs = make_pairs(faces_df, seed=3)
+    out = forge_shard("faceswap", "classical", pairs, faces_df, root, "forgeries/faceswap", 3,
+                      source_ids=faces_df.image_id)
+    check_columns(out, "forgery")
+    assert list(out.columns[:len(FORGERY_COLUMNS)]) == FORGERY_COLUMNS
+    assert list(out.image_id) == sorted(faces_df.image_id)
+    by_id = out.set_index("image_id")
+    # A face the faces stage could not use keeps its row, with the faces stage's reason.
+    assert by_id.loc["A_s1_i9", "reason"] == "face not usable: no face detected"
+    assert by_id.loc["A_s1_i9", "group"] == "A" and not by_id.loc["A_s1_i9", "ok"]
+    # The single-subject group cannot be swapped; the face with bad landmarks fails cleanly.
+    assert set(by_id.loc[["B_s0_i0", "B_s0_i1"], "reason"]) == {NO_TARGET}
+    assert not by_id.loc["A_s0_i1", "ok"] and "outside the crop" in by_id.loc["A_s0_i1", "reason"]
+    good = out[out.ok]
+    assert len(good) >= 2
+    for row in good.itertuples():
+        assert row.sample_id == f"faceswap__{row.image_id}" and row.backend == "classical"
+        img, mask = read_image(root / row.path), read_image(root / row.mask_path)
+        assert img.shape == (SIZE, SIZE, 3) and set(np.unique(mask)) <= {0, 255}
+        assert row.group == "A" and row.subject_id == row.image_id.rsplit("_", 1)[0]
+        assert json.loads(row.params)["blend"] == "feather"
+    write_manifest(out, root / "forgeries" / "faceswap.parquet", "forgery")
+    # Same inputs, same files and rows.
+    first = (root / good.path.iloc[0]).read_bytes()
+    again = forge_shard("faceswap", "classical", pairs, faces_df, root, "forgeries/faceswap", 3,
+                        source_ids=faces_df.image_id)
+    pd.testing.assert_frame_equal(out, again)
+    assert (root / good.path.iloc[0]).read_bytes() == first
+    # Identity-replacing methods share the pairs.
+    sim = forge_shard("simswap", "classical", pairs, faces_df, root, "forgeries/simswap", 3)
+    assert list(sim.image_id) == sorted(pairs.image_id)   # without source_ids: the pairs
+    assert list(sim.target_image_id) == list(out.set_index("image_id").loc[
+        sim.image_id, "target_image_id"])
+
+
+def test_forge_shard_self_methods_ignore_pairing(dataset):
+    root, faces_df = dataset
+    pairs = make_pairs(faces_df, seed=3)
+    out = forge_shard("sbi", "classical", pairs, faces_df, root, "forgeries/sbi", 3)
+    by_id = out.set_index("image_id")
+    assert by_id.loc["B_s0_i0", "ok"] and by_id.loc["B_s0_i0", "target_image_id"] == "B_s0_i0"
+    assert "xray_path" in out.columns
+    for row in out[out.ok].itertuples():
+        xray = cv2.imread(str(root / row.xray_path), cv2.IMREAD_UNCHANGED)
+        assert xray.shape == (SIZE, SIZE)
+        assert 0 < json.loads(row.params)["blend_ratio"] <= 1
+
+
+# --------------------------------------------------------------------------- real landmarks
+
+def test_methods_on_rendered_faces_with_dlib_landmarks():
+    """End to end on the synthetic renderer's faces, with landmarks from the faces stage."""
+    synthetic = pytest.importorskip("fairforge.sources.synthetic")
+    stage = pytest.importorskip("fairforge.faces.stage")
+    crops = []
+    for sid, tone, gender in (("s1", "tone1", "female"), ("s2", "tone4", "male")):
+        img = synthetic.render_face(synthetic.sample_subject(0, sid, tone, gender),
+                                    synthetic.sample_view(0, f"{sid}_0"), 400)
+        face = stage.detect_and_align(img, crop_size=SIZE)
+        assert face.ok, face.reason
+        crops.append((face.crop, face.landmarks))
+    for name in CLASSICAL:
+        method, res = _run(name, crops)
+        kept, _ = _kept(method, crops)
+        changed = (res.image != kept).any(2)
+        assert not changed[dilate(res.mask, 2) == 0].any(), name
+        assert changed[res.mask > 0].mean() > 0.3, name
