@@ -113,3 +113,13 @@ def test_derangement_has_no_fixed_point():
             assert not (perm == np.arange(n)).any()
     with pytest.raises(ValueError):
         derangement(1, rng)
+
+
+def test_targets_stay_in_the_source_split():
+    faces = _faces({"A": (6, 2)})
+    faces["split"] = faces["subject_id"].map(lambda s: "train" if s[-1] in "012" else "test")
+    pairs = make_pairs(faces, seed=3)
+    split_of = faces.set_index("subject_id")["split"].to_dict()
+    assert pairs["ok"].all()
+    for row in pairs.itertuples():
+        assert split_of[row.target_subject] == split_of[row.source_subject]

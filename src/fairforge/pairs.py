@@ -85,7 +85,10 @@ def make_pairs(faces_df: pd.DataFrame, seed: int, sources_df: pd.DataFrame | Non
         faces["split"] = None
     faces = faces.sort_values("image_id", kind="stable")
 
-    subjects_by_group = {g: sorted(s.unique()) for g, s in faces.groupby("group")["subject_id"]}
+    # Pools are group x split: a train fake must not carry a test subject's face or background
+    # (that would leak test identities into training). Without splits the pool is the group.
+    pool = faces["group"] + ("/" + faces["split"].astype(str)).where(faces["split"].notna(), "")
+    subjects_by_group = {g: sorted(s.unique()) for g, s in faces.groupby(pool)["subject_id"]}
     crossing = faces.groupby("subject_id")["group"].nunique()
     if (crossing > 1).any():
         raise ValueError(f"subjects in more than one group: {sorted(crossing[crossing > 1].index)[:5]}")
