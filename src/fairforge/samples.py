@@ -10,6 +10,7 @@ import pandas as pd
 
 SAMPLE_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group", "subject_id",
                   "path", "mask_path", "image_id", "backend"]
+VIDEO_COLUMNS = ["video_id", "frame_index"]
 
 
 def build_samples(dataset: str, sources: pd.DataFrame, faces: pd.DataFrame,
@@ -27,7 +28,13 @@ def build_samples(dataset: str, sources: pd.DataFrame, faces: pd.DataFrame,
         parts.append(ok)
     samples = pd.concat([p.assign(dataset=dataset) for p in parts], ignore_index=True)
     samples["label"] = samples["label"].astype("int8")
-    return samples[SAMPLE_COLUMNS].sort_values("sample_id").reset_index(drop=True)
+    # Frames of videos keep their clip and position, for video-level metrics and video ops.
+    video = [c for c in VIDEO_COLUMNS if c in sources.columns]
+    columns = SAMPLE_COLUMNS
+    if video:
+        samples = samples.merge(sources[["image_id", *video]], on="image_id", how="left")
+        columns = SAMPLE_COLUMNS + video
+    return samples[columns].sort_values("sample_id").reset_index(drop=True)
 
 
 def failure_counts(sources: pd.DataFrame, faces: pd.DataFrame,

@@ -108,8 +108,12 @@ def logged(log_path: str | None):
         root = logging.getLogger()
         root.addHandler(handler)
         root.setLevel(logging.INFO)
+        # Per-image work solves many tiny linear systems; multi-threaded BLAS is far slower on
+        # those than one thread, and Snakemake already runs jobs in parallel.
+        from threadpoolctl import threadpool_limits
         try:
-            yield
+            with threadpool_limits(limits=1, user_api="blas"):
+                yield
         except BaseException:
             import traceback
             traceback.print_exc(file=fh)
