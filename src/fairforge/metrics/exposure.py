@@ -1,0 +1,253 @@
+"""Visibility and exposure of demographic groups in face rankings (METRICS.md section 7).
+
+A ranking matrix ``R`` (n_probes × depth) holds gallery identity indices, best first, as
+:func:`rank_gallery` returns them. ``gallery_groups[j]`` is the group of gallery identity j,
+``groups`` the ordered group labels to report (identities of other groups take positions but
+count for no reported group). For a group g and cut-off k:
+
+* visibility  V(g, k) = 1/(n·k) Σ_i Σ_{pos≤k} 1[R_i[pos] ∈ g]
+* exposure    E(g, k) = 1/(n·o) Σ_i Σ_{pos≤k} 1[R_i[pos] ∈ g] / log2(pos + 1),
+  o = Σ_{pos≤k} 1/log2(pos + 1)
+
+Two counting conventions (``convention=``):
+
+* ``"all"``: every one of the first k positions counts, the probe's own identity included.
+  V and E of all groups then sum to 1.
+* ``"false_positive"``: only identities other than the probe's count, as when the ranking is
+  read as a list of possible suspects. The probe's own identity is removed from the ranking
+  and the positions renumbered, so the top k are the k best-ranked *other* identities and the
+  normalisation (n·k, n·o) is unchanged; V and E again sum to 1 over groups. ``R`` must then
+  have at least k + 1 columns so that every row still holds k others.
+
+Per-ranking values (:func:`per_ranking_visibility`, :func:`per_ranking_exposure`) are the
+inner sums of one probe, normalised by k or o; their mean over probes is V or E. A ranking in
+which a group holds no position has no exposure value for that group ("empty"): pass
+``absent=np.nan`` to mark it, and :func:`ks_tests` drops such values explicitly before
+comparing the distributions of two groups.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+CONVENTIONS = ("all", "false_positive")
+
+
+# --------------------------------------------------------------------------- ranking
+
+def rank_gallery(probe_emb: np.ndarray, gallery_templates: np.ndarray, k: int,
+                 batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k gallery indices (best first) and their cosine scores for every probe.
+
+    Embeddings are expected L2-normalised, so cosine similarity is a dot product: one matrix
+    product per batch of probes, ``np.argpartition`` for the k best, then a sort of those k
+    only. Ties are broken by the lower gallery index.
+    """
+    probes = np.asarray(probe_emb, dtype=np.float32)
+    gallery = np.asarray(gallery_templates, dtype=np.float32)
+    if probes.ndim != 2 or gallery.ndim != 2 or probes.shape[1] != gallery.shape[1]:
+        raise ValueError(f"embedding shapes do not match: probes {probes.shape}, "
+                         f"gallery {gallery.shape}")
+    n, n_gallery = len(probes), len(gallery)
+    if not 1 <= k <= n_gallery:
+        raise ValueError(f"k must be in 1..{n_gallery} (gallery size), got {k}")
+    indices = np.empty((n, k), dtype=np.int64)
+    scores = np.empty((n, k), dtype=np.float32)
+    gallery_t = np.ascontiguousarray(gallery.T)
+    for start in range(0, n, batch_size):
+        sim = probes[start:start + batch_size] @ gallery_t
+        if k < n_gallery:
+            top = np.argpartition(sim, n_gallery - k, axis=1)[:, n_gallery - k:]
+            top.sort(axis=1)
+        else:
+            top = np.broadcast_to(np.arange(n_gallery), sim.shape)
+        top_scores = np.take_along_axis(sim, top, axis=1)
+        order = np.argsort(-top_scores, axis=1, kind="stable")
+        indices[start:start + len(sim)] = np.take_along_axis(top, order, axis=1)
+        scores[start:start + len(sim)] = np.take_along_axis(top_scores, order, axis=1)
+    return indices, scores
+
+
+def hit_ratio(R: np.ndarray, probe_identity: np.ndarray, k: int) -> float:
+    """Share of probes whose own identity is among the first k positions."""
+    return float(hit_ratio_curve(R, probe_identity, [k])[0])
+
+
+def hit_ratio_curve(R: np.ndarray, probe_identity: np.ndarray, ks: Sequence[int]) -> np.ndarray:
+    """Hit ratio at every cut-off in ``ks`` (each at most ``R.shape[1]``)."""
+    R = _check_rankings(R)
+    ks = np.asarray(ks, dtype=np.int64)
+    if ks.size and (ks.min() < 1 or ks.max() > R.shape[1]):
+        raise ValueError(f"cut-offs must be in 1..{R.shape[1]}, got {ks.tolist()}")
+    is_self = R == np.asarray(probe_identity)[:, None]
+    # rank of the first hit (0-based), or the depth when the identity is absent
+    first = np.where(is_self.any(axis=1), is_self.argmax(axis=1), R.shape[1])
+    if len(R) == 0:
+        return np.full(len(ks), np.nan)
+    return (first[None, :] < ks[:, None]).mean(axis=1)
+
+
+# --------------------------------------------------------------------------- positions
+
+def position_discounts(k: int) -> np.ndarray:
+    """1/log2(pos + 1) for pos = 1..k."""
+    return 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
+
+
+def effective_rankings(R: np.ndarray, k: int, probe_identity: np.ndarray | None = None,
+                       convention: str = "all") -> np.ndarray:
+    """The k positions that count under ``convention`` (see the module docstring)."""
+    R = _check_rankings(R)
+    if convention == "all":
+        if R.shape[1] < k:
+            raise ValueError(f"rankings have {R.shape[1]} columns, k={k}")
+        return R[:, :k]
+    if convention == "false_positive":
+        if probe_identity is None:
+            raise ValueError("the false_positive convention needs probe_identity")
+        if R.shape[1] < k + 1:
+            raise ValueError(f"the false_positive convention needs k+1={k + 1} ranked "
+                             f"identities per probe (the probe's own may be among them), "
+                             f"got {R.shape[1]}")
+        is_self = R == np.asarray(probe_identity)[:, None]
+        # a stable sort on the flag moves the probe's own identity behind the others
+        order = np.argsort(is_self, axis=1, kind="stable")
+        return np.take_along_axis(R, order, axis=1)[:, :k]
+    raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+
+
+def group_codes(gallery_groups: Sequence, groups: Sequence) -> np.ndarray:
+    """Index into ``groups`` of each gallery identity's group (-1: not a reported group)."""
+    labels = np.asarray(gallery_groups, dtype=object)
+    lookup = {g: i for i, g in enumerate(groups)}
+    if len(lookup) != len(groups):
+        raise ValueError(f"group labels must be unique, got {list(groups)}")
+    return np.fromiter((lookup.get(g, -1) for g in labels), dtype=np.int64, count=len(labels))
+
+
+def _weighted_group_shares(R_eff: np.ndarray, codes: np.ndarray, n_groups: int,
+                           weights: np.ndarray, absent: float) -> np.ndarray:
+    """Σ_pos weights[pos]·1[group of R_eff[i, pos] == g] for every ranking i and group g."""
+    pos_codes = codes[R_eff]
+    n, k = pos_codes.shape
+    valid = pos_codes >= 0
+    rows = np.broadcast_to(np.arange(n)[:, None], (n, k))[valid]
+    flat = rows * n_groups + pos_codes[valid]
+    w = np.broadcast_to(weights, (n, k))[valid]
+    shares = np.bincount(flat, weights=w, minlength=n * n_groups).reshape(n, n_groups)
+    if absent != 0.0:
+        present = np.bincount(flat, minlength=n * n_groups).reshape(n, n_groups) > 0
+        shares = np.where(present, shares, absent)
+    return shares
+
+
+def per_ranking_visibility(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
+                           probe_identity: np.ndarray | None = None, convention: str = "all",
+                           absent: float = 0.0) -> np.ndarray:
+    """(n_probes, n_groups): share of the k counted positions held by each group."""
+    R_eff = effective_rankings(R, k, probe_identity, convention)
+    weights = np.full(k, 1.0 / k)
+    return _weighted_group_shares(R_eff, group_codes(gallery_groups, groups), len(groups),
+                                  weights, absent)
+
+
+def per_ranking_exposure(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
+                         probe_identity: np.ndarray | None = None, convention: str = "all",
+                         absent: float = 0.0) -> np.ndarray:
+    """(n_probes, n_groups): position-discounted share (÷ o) held by each group."""
+    R_eff = effective_rankings(R, k, probe_identity, convention)
+    discounts = position_discounts(k)
+    return _weighted_group_shares(R_eff, group_codes(gallery_groups, groups), len(groups),
+                                  discounts / discounts.sum(), absent)
+
+
+def visibility(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
+               probe_identity: np.ndarray | None = None, convention: str = "all") -> np.ndarray:
+    """V(g, k) for every group in ``groups`` (an array in that order)."""
+    return _mean_rows(per_ranking_visibility(R, gallery_groups, groups, k, probe_identity,
+                                             convention), len(groups))
+
+
+def exposure(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
+             probe_identity: np.ndarray | None = None, convention: str = "all") -> np.ndarray:
+    """E(g, k) for every group in ``groups`` (an array in that order)."""
+    return _mean_rows(per_ranking_exposure(R, gallery_groups, groups, k, probe_identity,
+                                           convention), len(groups))
+
+
+# --------------------------------------------------------------------------- comparisons
+
+def pairwise_disparity(values: np.ndarray) -> np.ndarray:
+    """(G, G) matrix of |v_i − v_j|."""
+    v = np.asarray(values, dtype=np.float64)
+    return np.abs(v[:, None] - v[None, :])
+
+
+def mean_disparity(values: np.ndarray) -> float:
+    """Mean of |v_i − v_j| over all unordered pairs of groups (NaN with fewer than two)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size < 2:
+        return float("nan")
+    i, j = np.triu_indices(v.size, k=1)
+    return float(np.abs(v[i] - v[j]).mean())
+
+
+def disparities(values: np.ndarray, groups: Sequence) -> dict[tuple, float]:
+    """|v_i − v_j| for every unordered pair of groups, keyed by (g_i, g_j)."""
+    d = pairwise_disparity(values)
+    return {(groups[i], groups[j]): float(d[i, j])
+            for i, j in combinations(range(len(groups)), 2)}
+
+
+def per_probe_group_matrix(per_ranking: np.ndarray, probe_groups: Sequence,
+                           probe_group_order: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """Mean per-ranking values over the probes of each probe group.
+
+    Returns (matrix (P, G): row p = probes of ``probe_group_order[p]``, column g = gallery
+    group; counts (P,): number of probes in each row). A probe group without probes gives a
+    row of NaN.
+    """
+    values = np.asarray(per_ranking, dtype=np.float64)
+    codes = group_codes(probe_groups, probe_group_order)
+    onehot = (codes[:, None] == np.arange(len(probe_group_order))[None, :]).astype(np.float64)
+    counts = onehot.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        matrix = (onehot.T @ values) / counts[:, None]
+    return matrix, counts.astype(np.int64)
+
+
+def ks_tests(per_ranking: np.ndarray, groups: Sequence) -> list[dict]:
+    """Two-sample Kolmogorov–Smirnov test between the value distributions of every pair of
+    groups (columns of ``per_ranking``). Empty values (NaN) are dropped first; a pair where
+    either side is left empty gets NaN statistic and p-value."""
+    values = np.asarray(per_ranking, dtype=np.float64)
+    columns = [col[~np.isnan(col)] for col in values.T]
+    rows = []
+    for i, j in combinations(range(len(groups)), 2):
+        a, b = columns[i], columns[j]
+        if len(a) and len(b):
+            res = stats.ks_2samp(a, b)
+            statistic, pvalue = float(res.statistic), float(res.pvalue)
+        else:
+            statistic = pvalue = float("nan")
+        rows.append({"group_a": groups[i], "group_b": groups[j], "n_a": len(a),
+                     "n_b": len(b), "statistic": statistic, "pvalue": pvalue})
+    return rows
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _check_rankings(R: np.ndarray) -> np.ndarray:
+    R = np.asarray(R)
+    if R.ndim != 2 or not np.issubdtype(R.dtype, np.integer):
+        raise ValueError(f"rankings must be a 2-D integer array, got {R.dtype} {R.shape}")
+    return R
+
+
+def _mean_rows(values: np.ndarray, n_groups: int) -> np.ndarray:
+    if len(values) == 0:
+        return np.full(n_groups, np.nan)
+    return values.mean(axis=0)

@@ -1,0 +1,338 @@
+"""Face-ranking exposure at a distance: the Exposure paper's protocol (METRICS.md section 7).
+
+1. Identities with at least ``l`` usable crops; ``l`` of them are drawn per identity
+   (``rng_for(seed, "exposure_sample", subject_id)``), 30% become probes and 70% gallery.
+2. Probes are seen far away: :func:`fairforge.perturb.distance.far_degrade` at ``distance``
+   (1..5), seeded by ``(seed, "far", image_id, distance)`` so the same probe is degraded the
+   same way in every setting and for every encoder, then upsampled to the encoder's input.
+3. Settings: ``reidentification`` (probe and gallery both far) and ``identification`` (far
+   probe against a close-range gallery, the crops as they are).
+4. Each gallery identity is one template, the mean of its gallery embeddings re-normalised;
+   each probe ranks all templates by cosine similarity.
+5. Metrics of :mod:`fairforge.metrics.exposure`, for both counting conventions.
+
+Outputs (:func:`exposure_study` writes them to ``out_dir``, the results folder by default):
+``exposure_table.csv`` (one row per encoder × setting × convention),
+``exposure_per_probe_group.csv``, ``exposure_ks.csv``, and for the figure ``exposure_per_ranking.parquet`` (per-ranking exposure
+of every group, NaN where the group holds no position) and ``exposure_hit_curve.csv``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fairforge.encoders import FaceEncoder, create_encoder, embed_in_batches, l2_normalise
+from fairforge.images import read_image
+from fairforge.metrics import exposure as xm
+from fairforge.seeding import rng_for
+
+SETTINGS = ("reidentification", "identification")
+OUTPUT_FILES = {
+    "exposure_table": "exposure_table.csv",
+    "per_probe_group": "exposure_per_probe_group.csv",
+    "ks": "exposure_ks.csv",
+    "per_ranking": "exposure_per_ranking.parquet",
+    "hit_curve": "exposure_hit_curve.csv",
+}
+
+
+# --------------------------------------------------------------------------- selection
+
+def resolve_groups(faces: pd.DataFrame, group_column: str | Sequence[str]) -> pd.Series:
+    """The group of every row: one column, or the intersection of several joined by ``_``
+    (``["tone", "gender"]``, or ``"tone_gender"`` when that is not itself a column)."""
+    if isinstance(group_column, str):
+        if group_column in faces.columns:
+            return faces[group_column].astype(str)
+        parts = group_column.split("_")
+        if len(parts) > 1 and all(p in faces.columns for p in parts):
+            group_column = parts
+        else:
+            raise KeyError(f"group column {group_column!r} not in the faces table "
+                           f"(columns: {list(faces.columns)})")
+    columns = list(group_column)
+    missing = [c for c in columns if c not in faces.columns]
+    if missing:
+        raise KeyError(f"group columns {missing} not in the faces table")
+    return faces[columns].astype(str).agg("_".join, axis=1)
+
+
+def split_probe_gallery(faces: pd.DataFrame, l: int = 10, seed: int = 0,
+                        group_column: str | Sequence[str] = "group",
+                        probe_fraction: float = 0.3) -> pd.DataFrame:
+    """Rows of the study: ``l`` crops of every identity with at least ``l``, each marked
+    ``role`` = probe or gallery, with its ``group``. Sorted by subject, role, image id."""
+    if l < 2:
+        raise ValueError(f"l must be at least 2 (one probe, one gallery image), got {l}")
+    needed = {"image_id", "subject_id", "crop_path"}
+    missing = needed - set(faces.columns)
+    if missing:
+        raise KeyError(f"the faces table lacks {sorted(missing)}")
+    rows = faces
+    if "ok" in rows.columns:
+        rows = rows[rows["ok"].astype(bool)]
+    rows = rows[rows["crop_path"].notna()].copy()
+    rows["group"] = resolve_groups(rows, group_column).to_numpy()
+    mixed = rows.groupby("subject_id")["group"].nunique()
+    if (mixed > 1).any():
+        raise ValueError(f"subjects with more than one group: {list(mixed[mixed > 1].index[:5])}")
+    rows = rows.sort_values(["subject_id", "image_id"], kind="stable")
+    n_probe = int(min(l - 1, max(1, round(probe_fraction * l))))
+    picked = []
+    for subject, items in rows.groupby("subject_id", sort=True):
+        if len(items) < l:
+            continue
+        order = rng_for(seed, "exposure_sample", subject).permutation(len(items))[:l]
+        chosen = items.iloc[order].copy()
+        chosen["role"] = ["probe"] * n_probe + ["gallery"] * (l - n_probe)
+        picked.append(chosen)
+    if not picked:
+        raise ValueError(f"no identity has at least l={l} usable crops")
+    out = pd.concat(picked, ignore_index=True)
+    out = out.sort_values(["subject_id", "role", "image_id"], ascending=[True, False, True],
+                          kind="stable").reset_index(drop=True)
+    return out[["image_id", "subject_id", "group", "crop_path", "role"]]
+
+
+# --------------------------------------------------------------------------- embeddings
+
+def _images(rows: pd.DataFrame, results_dir: Path, far: bool, distance: int, seed: int,
+            out_size: int, face_fraction: float) -> Iterator[np.ndarray]:
+    if far:
+        from fairforge.perturb.distance import far_degrade  # lazy: the perturb package is large
+    for image_id, crop_path in zip(rows["image_id"], rows["crop_path"]):
+        image = read_image(results_dir / crop_path)
+        if far:
+            image = far_degrade(image, distance, rng_for(seed, "far", image_id, distance),
+                                out_size=(out_size, out_size), face_fraction=face_fraction)
+        yield image
+
+
+def identity_templates(embeddings: np.ndarray, identity_index: np.ndarray,
+                       n_identities: int) -> np.ndarray:
+    """Mean embedding of each identity, re-normalised to unit length."""
+    sums = np.zeros((n_identities, embeddings.shape[1]), dtype=np.float64)
+    np.add.at(sums, identity_index, embeddings)
+    return l2_normalise(sums.astype(np.float32))
+
+
+def resolve_encoders(encoder) -> dict[str, FaceEncoder]:
+    """Encoders by label from a name, an instance, a list of those, or a mapping
+    label → instance | config dict (``{"encoder": registered name, **constructor args}``;
+    the registered name defaults to the label)."""
+    if isinstance(encoder, FaceEncoder):
+        return {encoder.name: encoder}
+    if isinstance(encoder, str):
+        return {encoder: create_encoder(encoder)}
+    if isinstance(encoder, Mapping):
+        out = {}
+        for label, value in encoder.items():
+            if isinstance(value, FaceEncoder):
+                out[label] = value
+            else:
+                cfg = dict(value or {})
+                out[label] = create_encoder(cfg.pop("encoder", label), **cfg)
+        return out
+    out = {}
+    for item in encoder:
+        out.update(resolve_encoders(item))
+    return out
+
+
+# --------------------------------------------------------------------------- the study
+
+def _convention_rows(R, probe_identity, gallery_groups, probe_groups, groups, k, convention,
+                     base, counts, hit_cols, probe_hits):
+    vis_rank = xm.per_ranking_visibility(R, gallery_groups, groups, k, probe_identity, convention)
+    exp_rank = xm.per_ranking_exposure(R, gallery_groups, groups, k, probe_identity, convention)
+    vis, exp = vis_rank.mean(axis=0), exp_rank.mean(axis=0)
+    summary = {**base, "convention": convention, **counts, **hit_cols}
+    summary.update({f"visibility_{g}": float(v) for g, v in zip(groups, vis)})
+    summary.update({f"exposure_{g}": float(e) for g, e in zip(groups, exp)})
+    summary["disparate_visibility"] = xm.mean_disparity(vis)
+    summary["disparate_exposure"] = xm.mean_disparity(exp)
+
+    vis_m, n_per_group = xm.per_probe_group_matrix(vis_rank, probe_groups, groups)
+    exp_m, _ = xm.per_probe_group_matrix(exp_rank, probe_groups, groups)
+    per_group = [{**base, "convention": convention, "probe_group": pg, "gallery_group": gg,
+                  "n_probes": int(n_per_group[p]), "visibility": float(vis_m[p, q]),
+                  "exposure": float(exp_m[p, q]), **probe_hits[pg]}
+                 for p, pg in enumerate(groups) for q, gg in enumerate(groups)]
+
+    # a ranking in which a group holds no position has no exposure value for it
+    exp_empty = np.where(vis_rank > 0, exp_rank, np.nan)
+    ks = [{**base, "convention": convention, **row} for row in xm.ks_tests(exp_empty, groups)]
+    return summary, per_group, ks, exp_empty
+
+
+def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
+                   encoder="dlib_resnet", settings: Sequence[str] = SETTINGS,
+                   distance: int = 3, l: int = 10, k: int = 10, seed: int = 0,
+                   group_column: str | Sequence[str] = "group", *,
+                   probe_fraction: float = 0.3, hit_ks: Sequence[int] = (1, 5, 10),
+                   conventions: Sequence[str] = xm.CONVENTIONS, face_fraction: float = 1.0,
+                   batch_size: int = 64, calibrate: bool = True,
+                   out_dir: str | Path | None = None,
+                   write: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Run the protocol for every encoder and setting; return (exposure_table,
+    per_probe_group, ks_table) and, with ``write``, write all outputs to ``out_dir``
+    (default ``results_dir``).
+
+    ``faces_df``: faces-manifest rows to use (e.g. the test split) with ``image_id``,
+    ``subject_id``, ``crop_path`` (relative to ``results_dir``) and the group column(s).
+    ``face_fraction``: share of the crop width the face spans, so that the far chain shrinks
+    the face, not the crop, to its target width. ``calibrate``: encoders with a
+    ``calibrate_fallback`` method (dlib_resnet) first fit their no-detection fallback box on
+    up to 64 close-range gallery crops.
+    """
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown or not settings:
+        raise ValueError(f"settings must be among {SETTINGS}, got {list(settings)}")
+    results_dir = Path(results_dir)
+    study = split_probe_gallery(faces_df, l, seed, group_column, probe_fraction)
+    identities = np.array(sorted(study["subject_id"].unique()), dtype=object)
+    n_id = len(identities)
+    if n_id < k + 1:
+        raise ValueError(f"{n_id} identities with l={l} crops; the false-positive ranking "
+                         f"at k={k} needs at least {k + 1}")
+    id_index = {s: i for i, s in enumerate(identities)}
+    id_group = study.groupby("subject_id")["group"].first()
+    gallery_groups = id_group.loc[identities].to_numpy(dtype=object)
+    groups = sorted(id_group.unique())
+
+    probes = study[study["role"] == "probe"].reset_index(drop=True)
+    gallery = study[study["role"] == "gallery"].reset_index(drop=True)
+    probe_identity = probes["subject_id"].map(id_index).to_numpy(dtype=np.int64)
+    gallery_identity = gallery["subject_id"].map(id_index).to_numpy(dtype=np.int64)
+    probe_groups = probes["group"].to_numpy(dtype=object)
+    depth = min(n_id, max([k + 1, *hit_ks]))
+
+    tables, per_group_rows, ks_rows, ranking_frames, curve_frames = [], [], [], [], []
+    for label, enc in resolve_encoders(encoder).items():
+        def embed(rows, far):
+            return embed_in_batches(enc, _images(rows, results_dir, far, distance, seed,
+                                                 enc.input_size, face_fraction), batch_size)
+
+        if calibrate and hasattr(enc, "calibrate_fallback"):
+            # crops share one geometry: where the face is found on near crops is where it
+            # is on far ones (see fairforge.encoders.dlib_resnet)
+            enc.calibrate_fallback(_images(gallery.iloc[:64], results_dir, False, distance,
+                                           seed, enc.input_size, face_fraction))
+        probe_emb = embed(probes, far=True)
+        for setting in settings:
+            gallery_emb = embed(gallery, far=(setting == "reidentification"))
+            templates = identity_templates(gallery_emb, gallery_identity, n_id)
+            R, _ = xm.rank_gallery(probe_emb, templates, depth)
+
+            curve = xm.hit_ratio_curve(R, probe_identity, np.arange(1, depth + 1))
+            hit_at = {c: float(curve[min(c, depth) - 1]) for c in hit_ks}
+            hit_cols = {f"hit_ratio@{c}": v for c, v in hit_at.items()}
+            probe_hits = {}
+            for g in groups:
+                mine = probe_groups == g
+                probe_hits[g] = {f"hit_ratio@{c}": (float(xm.hit_ratio(
+                    R[mine], probe_identity[mine], min(c, depth))) if mine.any() else np.nan)
+                    for c in hit_ks}
+            base = {"encoder": label, "setting": setting, "distance": int(distance),
+                    "k": int(k), "l": int(l)}
+            counts = {"n_identities": n_id, "n_probes": len(probes),
+                      "n_gallery_images": len(gallery)}
+            curve_frames.append(pd.DataFrame({"encoder": label, "setting": setting,
+                                              "distance": int(distance),
+                                              "k": np.arange(1, depth + 1), "hit_ratio": curve}))
+            for convention in conventions:
+                summary, per_group, ks, exp_empty = _convention_rows(
+                    R, probe_identity, gallery_groups, probe_groups, groups, k, convention,
+                    base, counts, hit_cols, probe_hits)
+                tables.append(summary)
+                per_group_rows.extend(per_group)
+                ks_rows.extend(ks)
+                ranking_frames.append(pd.DataFrame({
+                    "encoder": label, "setting": setting, "distance": int(distance),
+                    "convention": convention,
+                    "probe_image_id": np.repeat(probes["image_id"].to_numpy(), len(groups)),
+                    "probe_group": np.repeat(probe_groups, len(groups)),
+                    "group": np.tile(np.asarray(groups, dtype=object), len(probes)),
+                    "exposure": exp_empty.reshape(-1)}))
+
+    exposure_table = pd.DataFrame(tables)
+    per_probe_group = pd.DataFrame(per_group_rows)
+    ks_table = pd.DataFrame(ks_rows)
+    if write:
+        out = Path(out_dir) if out_dir is not None else results_dir
+        out.mkdir(parents=True, exist_ok=True)
+        exposure_table.to_csv(out / OUTPUT_FILES["exposure_table"], index=False)
+        per_probe_group.to_csv(out / OUTPUT_FILES["per_probe_group"], index=False)
+        ks_table.to_csv(out / OUTPUT_FILES["ks"], index=False)
+        per_ranking = pd.concat(ranking_frames, ignore_index=True)
+        per_ranking.to_parquet(out / OUTPUT_FILES["per_ranking"], index=False)
+        pd.concat(curve_frames, ignore_index=True).to_csv(out / OUTPUT_FILES["hit_curve"],
+                                                          index=False)
+    return exposure_table, per_probe_group, ks_table
+
+
+# --------------------------------------------------------------------------- figure
+
+def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str | Path,
+                  convention: str = "false_positive") -> Path:
+    """Box plots of per-ranking exposure per group (one panel per setting, one box per
+    encoder and group; empty values left out) and hit ratio against k per encoder."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    data = per_ranking[per_ranking["convention"] == convention]
+    settings = list(dict.fromkeys(data["setting"])) or list(dict.fromkeys(hit_curve["setting"]))
+    encoders = list(dict.fromkeys(per_ranking["encoder"]))
+    groups = sorted(per_ranking["group"].unique())
+    fig = Figure(figsize=(4.5 * (len(settings) + 1), 4.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(settings) + 1, squeeze=False)[0]
+    width = 0.8 / max(1, len(encoders))
+    colours = [f"C{i}" for i in range(len(encoders))]
+    for ax, setting in zip(axes, settings):
+        here = data[data["setting"] == setting]
+        for e, enc in enumerate(encoders):
+            values = [here.loc[(here["encoder"] == enc) & (here["group"] == g), "exposure"]
+                      .dropna().to_numpy() for g in groups]
+            positions = np.arange(len(groups)) + (e - (len(encoders) - 1) / 2) * width
+            keep = [i for i, v in enumerate(values) if len(v)]
+            if keep:
+                box = ax.boxplot([values[i] for i in keep], positions=positions[keep],
+                                 widths=width * 0.9, patch_artist=True, showfliers=False)
+                for patch in box["boxes"]:
+                    patch.set_facecolor(colours[e])
+                    patch.set_alpha(0.6)
+        ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right")
+        ax.set_title(f"{setting} ({convention})")
+        ax.set_ylabel("per-ranking exposure")
+    if len(encoders) > 1:
+        from matplotlib.patches import Patch
+        axes[0].legend([Patch(facecolor=c, alpha=0.6) for c in colours], encoders,
+                       fontsize="small")
+    ax = axes[-1]
+    for e, enc in enumerate(encoders):
+        for s, setting in enumerate(settings):
+            curve = hit_curve[(hit_curve["encoder"] == enc) & (hit_curve["setting"] == setting)]
+            ax.plot(curve["k"], curve["hit_ratio"], color=colours[e],
+                    linestyle=("-", "--", ":")[s % 3], marker=".", label=f"{enc} / {setting}")
+    ax.set_xlabel("k")
+    ax.set_ylabel("hit ratio @k")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize="small")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def plot_exposure_outputs(out_dir: str | Path, path: str | Path | None = None,
+                          convention: str = "false_positive") -> Path:
+    """:func:`plot_exposure` from the files :func:`exposure_study` wrote to ``out_dir``."""
+    out_dir = Path(out_dir)
+    per_ranking = pd.read_parquet(out_dir / OUTPUT_FILES["per_ranking"])
+    hit_curve = pd.read_csv(out_dir / OUTPUT_FILES["hit_curve"])
+    return plot_exposure(per_ranking, hit_curve, path or out_dir / "exposure_figure.png",
+                         convention)

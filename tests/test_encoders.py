@@ -1,0 +1,267 @@
+"""Face encoders: registry, dlib ResNet with its chip fallback, ONNX ArcFace on a tiny exported
+model, margin heads, and training / checkpoint round trips of the trainable encoders."""
+import math
+import warnings
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from fairforge.encoders import (EncoderError, FaceEncoder, create_encoder, list_encoders,
+                                register_encoder)
+from fairforge.encoders.trainable import (ENCODER_ARCHS, ArcFaceHead, NPCFaceHead,
+                                          train_encoder)
+from fairforge.seeding import rng_for
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    # tiny CPU workloads on a shared machine: extra threads only add contention
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _unit_rows(emb, dim, n):
+    assert emb.dtype == np.float32 and emb.shape == (n, dim)
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+
+
+def test_registry_lists_every_encoder_and_rejects_unknown_names():
+    assert set(list_encoders()) >= {"dlib_resnet", "onnx_arcface", *ENCODER_ARCHS}
+    with pytest.raises(KeyError, match="registered"):
+        create_encoder("no_such_encoder")
+    with pytest.raises(ValueError, match="twice"):
+        register_encoder("dlib_resnet")(type("Again", (FaceEncoder,), {}))
+
+
+# --------------------------------------------------------------------------- dlib
+
+@pytest.fixture(scope="module")
+def dlib_encoder():
+    return create_encoder("dlib_resnet")
+
+
+@pytest.fixture(scope="module")
+def face_crops():
+    from fairforge.sources.synthetic import render_face, sample_subject, sample_view
+
+    crops = []
+    for sid, tone, gender in (("s1", "tone1", "female"), ("s2", "tone4", "male")):
+        subject = sample_subject(7, sid, tone, gender)
+        for j in range(2):
+            img = render_face(subject, sample_view(7, f"{sid}_{j}"), 400)
+            crops.append(cv2.resize(img[60:340, 60:340], (150, 150), interpolation=cv2.INTER_AREA))
+    return crops
+
+
+def test_dlib_resnet_gives_unit_128d_embeddings_on_faces_and_on_any_image(dlib_encoder,
+                                                                          face_crops):
+    noise = rng_for(0, "noise").integers(0, 256, (37, 23, 3), dtype=np.uint8)
+    tiny = np.full((8, 8, 3), 120, dtype=np.uint8)
+    images = face_crops + [noise, tiny]
+    emb = dlib_encoder.embed(images)
+    _unit_rows(emb, 128, len(images))
+    _, detected = dlib_encoder.chips_for(images)
+    np.testing.assert_array_equal(detected, [True] * 4 + [False, False])
+    # batching does not mix images up; different faces give different embeddings
+    one_by_one = np.concatenate([dlib_encoder.embed([img]) for img in images[:3]])
+    np.testing.assert_allclose(emb[:3], one_by_one, atol=1e-5)
+    assert emb[0] @ emb[2] < 0.9999 and emb[0] @ emb[1] < 0.9999
+    assert dlib_encoder.dim == 128 and dlib_encoder.input_size == 150
+
+
+def test_dlib_fallback_box_calibrated_on_near_crops_matches_detection(face_crops):
+    # the crops are loose (face box ~64% of the side, low in the crop): the whole-crop box
+    # misframes the face, the box calibrated on near crops gives the detector's chip back
+    enc = create_encoder("dlib_resnet")
+    blind = create_encoder("dlib_resnet", detect=False)
+    detected_chips, detected = enc.chips_for(face_crops)
+    assert detected.all()
+
+    def chip_error():
+        chips, fell_back = blind.chips_for(face_crops)
+        assert not fell_back.any()
+        return np.mean([np.abs(a.astype(int) - b.astype(int)).mean()
+                        for a, b in zip(chips, detected_chips)])
+
+    whole_crop = chip_error()
+    box = blind.calibrate_fallback(face_crops)
+    assert box is not None and blind.fallback_box == box and blind._detector is None
+    x0, y0, x1, y1 = box
+    assert 0.1 < x0 < x1 < 0.9 and 0.5 < x1 - x0 < 0.8 and y0 > 0.1
+    calibrated = chip_error()
+    assert calibrated < 10 < whole_crop
+    emb_blind, emb_det = blind.embed(face_crops), enc.embed(face_crops)
+    assert (np.sum(emb_blind * emb_det, axis=1) > 0.97).all()
+    noise = rng_for(1, "noise").integers(0, 256, (60, 60, 3), dtype=np.uint8)
+    assert blind.calibrate_fallback([noise]) is None and blind.fallback_box == box
+    with pytest.raises(EncoderError, match="fallback_box"):
+        create_encoder("dlib_resnet", fallback_box=(0.5, 0, 0.4, 1))
+
+
+def test_embed_rejects_non_rgb_input(dlib_encoder):
+    with pytest.raises(EncoderError):
+        dlib_encoder.embed([np.zeros((20, 20), dtype=np.uint8)])
+    with pytest.raises(EncoderError):
+        dlib_encoder.embed(np.zeros((20, 20, 3), dtype=np.uint8))   # one image, not a batch
+
+
+# --------------------------------------------------------------------------- ONNX
+
+def _export(model, path, dynamic=True):
+    kwargs = {"dynamic_axes": {"data": {0: "n"}, "fc1": {0: "n"}}} if dynamic else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.zeros(1, 3, 112, 112),), str(path),
+                          input_names=["data"], output_names=["fc1"], dynamo=False, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tiny_arcface(tmp_path_factory):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 8, stride=8), torch.nn.Flatten(),
+                                    torch.nn.Linear(4 * 14 * 14, 512)).eval()
+    path = tmp_path_factory.mktemp("onnx") / "tiny.onnx"
+    _export(model, path)
+    return model, path
+
+
+def test_onnx_arcface_matches_the_model_with_insightface_preprocessing(tiny_arcface, tmp_path):
+    model, path = tiny_arcface
+    enc = create_encoder("onnx_arcface", model_path=path, threads=1)
+    assert enc.dim == 512 and enc.input_size == 112
+    rng = rng_for(0, "onnx")
+    images = [rng.integers(0, 256, (112, 112, 3), dtype=np.uint8) for _ in range(3)]
+    images.append(rng.integers(0, 256, (150, 130, 3), dtype=np.uint8))   # resized to 112
+    emb = enc.embed(images)
+    _unit_rows(emb, 512, 4)
+    x = (np.stack(images[:3]).astype(np.float32) - 127.5) / 127.5
+    with torch.no_grad():
+        ref = model(torch.from_numpy(x).permute(0, 3, 1, 2)).numpy()
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    np.testing.assert_allclose(emb[:3], ref, atol=1e-4)
+    # an export with a fixed batch of one is run image by image, same numbers
+    fixed = tmp_path / "fixed.onnx"
+    _export(model, fixed, dynamic=False)
+    fixed_enc = create_encoder("onnx_arcface", model_path=fixed, threads=1)
+    np.testing.assert_allclose(fixed_enc.embed(images), emb, atol=1e-5)
+
+
+def test_onnx_arcface_missing_model_names_the_expected_path(tmp_path):
+    missing = tmp_path / "models" / "w600k_r50.onnx"
+    with pytest.raises(EncoderError, match="w600k_r50.onnx") as err:
+        create_encoder("onnx_arcface", model_path=missing)
+    assert str(missing) in str(err.value)
+
+
+# --------------------------------------------------------------------------- margin heads
+
+def _head_case(head_cls, **kw):
+    head = head_cls(2, 3, scale=64.0, margin=0.5, **kw)
+    angles = torch.tensor([0.0, 1.2, 2.0])      # class directions in the plane
+    with torch.no_grad():
+        head.weight.copy_(torch.stack([torch.cos(angles), torch.sin(angles)], 1))
+    emb = torch.tensor([[math.cos(0.9), math.sin(0.9)]]) * 3.0   # norm is ignored
+    return head, emb, torch.tensor([0])
+
+
+def test_arcface_head_adds_the_angular_margin_to_the_target_only():
+    head, emb, label = _head_case(ArcFaceHead)
+    logits = head(emb, label)[0]
+    # θ to the classes: 0.9, 0.3, 1.1
+    expected = 64 * torch.tensor([math.cos(0.9 + 0.5), math.cos(0.3), math.cos(1.1)])
+    torch.testing.assert_close(logits, expected)
+
+
+def test_npcface_head_emphasises_hard_negatives_and_widens_the_margin():
+    head, emb, label = _head_case(NPCFaceHead, m0=0.4, m1=0.2, t=1.1, a=0.2)
+    logits = head(emb, label)[0]
+    # cos(θ_y + m) = cos(1.4) ≈ 0.17: class 1 (cos 0.3 ≈ 0.955) and class 2 (cos 1.1 ≈ 0.454)
+    # are both hard negatives; the positive margin is m0 + m1 * mean of their cosines
+    hard = [math.cos(0.3), math.cos(1.1)]
+    m_i = 0.4 + 0.2 * sum(hard) / 2
+    expected = 64 * torch.tensor([math.cos(0.9 + m_i), 1.1 * hard[0] + 0.2, 1.1 * hard[1] + 0.2])
+    torch.testing.assert_close(logits, expected)
+
+
+# --------------------------------------------------------------------------- training
+
+def _identity_images(n_ids=3, per_id=4, size=32):
+    rng = rng_for(0, "train-encoder")
+    images, labels = [], []
+    for c in range(n_ids):
+        base = cv2.resize(rng.integers(0, 256, (4, 4, 3), dtype=np.uint8), (size, size),
+                          interpolation=cv2.INTER_NEAREST)
+        for _ in range(per_id):
+            noisy = base.astype(np.int16) + rng.integers(-25, 26, base.shape)
+            images.append(np.clip(noisy, 0, 255).astype(np.uint8))
+            labels.append(f"id{c}")
+    return images, labels
+
+
+@pytest.mark.parametrize("head", ["arcface", "npcface"])
+def test_mobilefacenet_training_lowers_the_loss_and_round_trips(tmp_path, head):
+    images, labels = _identity_images()
+    ckpt = tmp_path / "mfn.pt"
+    trained = train_encoder(images, labels, "mobilefacenet", epochs=10, out_path=ckpt,
+                            head=head, input_size=32, embedding_dim=64, batch_size=12,
+                            max_steps=6, seed=1, device="cpu")
+    losses = trained.losses
+    assert len(losses) == 6 and all(np.isfinite(losses))
+    assert np.mean(losses[-2:]) < 0.5 * losses[0]
+    payload = torch.load(ckpt, map_location="cpu", weights_only=True)
+    assert payload["config"]["arch"] == "mobilefacenet" and payload["config"]["head"] == head
+    assert payload["classes"] == ["id0", "id1", "id2"]
+    enc = create_encoder("mobilefacenet", checkpoint=ckpt, device="cpu")
+    assert (enc.dim, enc.input_size) == (64, 32)
+    emb = enc.embed(images[:5] + [np.zeros((50, 70, 3), dtype=np.uint8)])
+    _unit_rows(emb, 64, 6)
+    with pytest.raises(EncoderError, match="mobilefacenet"):
+        create_encoder("resnet", checkpoint=ckpt)
+    # same seed, same weights
+    again = train_encoder(images, labels, "mobilefacenet", epochs=10, head=head,
+                          input_size=32, embedding_dim=64, batch_size=12, max_steps=6,
+                          seed=1, device="cpu")
+    assert again.losses == losses
+
+
+@pytest.mark.parametrize("arch", ["resnet", "resnest", "repvgg", "hrnet"])
+def test_timm_encoders_train_a_step_and_embed(tmp_path, arch):
+    size = 64 if arch == "hrnet" else 32   # HRNet fuses branches down to stride 32
+    images, labels = _identity_images(size=size)
+    ckpt = tmp_path / f"{arch}.pt"
+    trained = train_encoder(images, labels, arch, epochs=1, out_path=ckpt, input_size=size,
+                            embedding_dim=32, batch_size=6, max_steps=2, device="cpu")
+    assert len(trained.losses) == 2 and all(np.isfinite(trained.losses))
+    enc = create_encoder(arch, checkpoint=ckpt, device="cpu")
+    _unit_rows(enc.embed(images[:3]), 32, 3)
+    assert enc.config["backbone"] == ENCODER_ARCHS[arch].backbone
+
+
+def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
+    import pandas as pd
+    from fairforge.encoders.trainable import train_encoder_on_faces
+    from fairforge.images import write_image
+
+    images, labels = _identity_images()
+    rows = []
+    for i, (img, label) in enumerate(zip(images, labels)):
+        write_image(tmp_path / f"crops/{i}.png", img)
+        rows.append({"image_id": f"im{i:02d}", "subject_id": label, "crop_path": f"crops/{i}.png",
+                     "split": "test" if label == "id2" else "train", "ok": True})
+    rows.append({"image_id": "im99", "subject_id": "id9", "crop_path": None, "split": "train",
+                 "ok": False})
+    trained = train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet",
+                                     tmp_path / "mfn.pt", input_size=32, embedding_dim=16,
+                                     max_steps=1, device="cpu")
+    assert trained.classes == ["id0", "id1"] and len(trained.losses) == 1
+    assert (tmp_path / "mfn.pt").is_file()
+
+
+def test_trainable_encoder_needs_a_checkpoint():
+    with pytest.raises(EncoderError, match="checkpoint"):
+        create_encoder("mobilefacenet")
