@@ -24,6 +24,7 @@ include: "rules/forgery.smk"
 include: "rules/train.smk"
 include: "rules/infer.smk"
 include: "rules/metrics.smk"
+include: "rules/ranking.smk"
 
 
 rule all:
@@ -33,3 +34,4 @@ rule all:
         "results/fairness_ci.csv",
         "results/failures_per_group.csv",
         expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),
+        "results/exposure_table.csv" if config["ranking"]["enabled"] else [],

@@ -11,6 +11,7 @@ DETECTORS = list(config["detectors"])
 METHODS = list(config["forgery"]["methods"])
 VARIANTS = list(config["variants"])
 SHARD_SIZE = int(config["shard_size"])
+RANKING_DATASET = config["ranking"].get("dataset") or DATASETS[0]
 SHARDS = {d: shard_ids(count_source_items(d, config["datasets"][d]), SHARD_SIZE) for d in DATASETS}
 
 
@@ -21,8 +22,13 @@ wildcard_constraints:
     method=r"[a-z0-9_]+",
 
 
+# Gathers and concatenations: seconds of work, not worth a queue wait.
 localrules:
     all,
+    faces,
+    forgery,
+    samples,
+    failures_per_group,
 
 
 def dataset_shards(wildcards):

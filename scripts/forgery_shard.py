@@ -2,13 +2,13 @@ from pathlib import Path
 
 from fairforge.forgery import forge_shard
 from fairforge.manifest import read_manifest, write_manifest
-from fairforge.workflow import logged, shard_slice
+from fairforge.workflow import faces_with_attributes, logged, shard_slice
 
 with logged(snakemake.log[0]):
     p = snakemake.params
     sources = read_manifest(snakemake.input.sources, contract="sources")
     faces = read_manifest(snakemake.input.faces, contract="faces")
-    faces = faces.merge(sources[["image_id", "subject_id", "group", "split"]], on="image_id")
+    faces = faces_with_attributes(sources, faces)
     shard_ids = set(shard_slice(sources, snakemake.wildcards.shard, p.shard_size)["image_id"])
     pairs = read_manifest(snakemake.input.pairs, contract="pairs")
     results_dir = Path("results")

@@ -84,6 +84,10 @@ def _check_references(config: dict) -> None:
         if train_ds is not None and train_ds not in datasets:
             raise ConfigError(f"config: detectors.{name}.train_dataset: unknown dataset "
                               f"{train_ds!r} (configured: {datasets})")
+    ranking_ds = config["ranking"].get("dataset")
+    if ranking_ds is not None and ranking_ds not in datasets:
+        raise ConfigError(f"config: ranking.dataset: unknown dataset {ranking_ds!r} "
+                          f"(configured: {datasets})")
     total = sum(config["split"][k] for k in ("train", "val", "test"))
     if abs(total - 1.0) > 1e-6:
         raise ConfigError(f"config: split: fractions must sum to 1, got {total:g}")

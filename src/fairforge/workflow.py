@@ -70,6 +70,21 @@ def shard_slice(frame: pd.DataFrame, shard: str, shard_size: int) -> pd.DataFram
     return frame.iloc[start:start + shard_size]
 
 
+def faces_with_attributes(sources: pd.DataFrame, faces: pd.DataFrame) -> pd.DataFrame:
+    """Faces joined with their subject, group, split and every source attribute as a column."""
+    import json
+
+    meta = sources[["image_id", "subject_id", "group", "split"]].copy()
+    if "attributes" in sources.columns:
+        attrs = pd.DataFrame([json.loads(a) if isinstance(a, str) and a else {}
+                              for a in sources["attributes"]], index=sources.index)
+        attrs = attrs[[c for c in attrs.columns if c not in meta.columns]]
+        meta = pd.concat([meta, attrs], axis=1)
+    extra = [c for c in ("video_id", "frame_index") if c in sources.columns]
+    meta = pd.concat([meta, sources[extra]], axis=1) if extra else meta
+    return faces.merge(meta, on="image_id", how="left", validate="one_to_one")
+
+
 def detector_settings(config: dict, name: str) -> dict:
     """The resolved training settings of one detector: its block over the shared protocol."""
     det = config["detectors"][name]

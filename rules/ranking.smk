@@ -1,0 +1,27 @@
+rule exposure:
+    """Visibility and exposure of groups in face rankings at a distance (Exposure paper)."""
+    input:
+        sources=f"results/{RANKING_DATASET}/sources.parquet",
+        faces=f"results/{RANKING_DATASET}/faces.parquet",
+    output:
+        table="results/exposure_table.csv",
+        per_probe_group="results/exposure_per_probe_group.csv",
+        ks="results/exposure_ks.csv",
+        per_ranking="results/exposure_per_ranking.parquet",
+        hit_curve="results/exposure_hit_curve.csv",
+        figure="results/figures/exposure.png",
+    params:
+        ranking=config["ranking"],
+        group_by=config["ranking"].get("group_by")
+        or config["datasets"][RANKING_DATASET].get("group_by"),
+        margin=config["faces"]["margin"],
+        seed=config["seed"],
+    threads: 2
+    log:
+        "results/logs/ranking/exposure.log",
+    benchmark:
+        "results/pipeline_info/benchmarks/ranking/exposure.tsv"
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/exposure.py"
