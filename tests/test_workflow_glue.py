@@ -1,0 +1,54 @@
+import json
+
+import pandas as pd
+import pytest
+
+from fairforge.config import validate_config
+from fairforge.workflow import (count_source_items, detector_settings, faces_with_attributes,
+                                shard_ids, shard_slice, train_dataset)
+
+
+def test_shards_cover_every_row_once():
+    frame = pd.DataFrame({"image_id": [f"i{k:03d}" for k in range(23)]})
+    ids = shard_ids(len(frame), 5)
+    assert ids == ["000", "001", "002", "003", "004"]
+    parts = [shard_slice(frame, s, 5) for s in ids]
+    assert sum(len(p) for p in parts) == 23
+    assert pd.concat(parts)["image_id"].is_unique
+    assert shard_ids(0, 5) == ["000"]
+
+
+def test_source_counts_without_decoding(tmp_path):
+    assert count_source_items("s", {"adapter": "synthetic", "options": {
+        "subjects_per_group": 2, "images_per_subject": 3}}) == 4 * 2 * 2 * 3
+    table = tmp_path / "faces.csv"
+    table.write_text("path,subject_id,group\n" + "".join(f"x{i}.jpg,s{i},g\n" for i in range(7)))
+    assert count_source_items("c", {"adapter": "csv", "root": str(table)}) == 7
+    (tmp_path / "rfw" / "African" / "m1").mkdir(parents=True)
+    for i in range(3):
+        (tmp_path / "rfw" / "African" / "m1" / f"{i}.jpg").write_bytes(b"x")
+    assert count_source_items("r", {"adapter": "rfw", "root": str(tmp_path / "rfw")}) == 3
+    with pytest.raises(FileNotFoundError, match="datasets.r.root"):
+        count_source_items("r", {"adapter": "rfw", "root": str(tmp_path / "absent")})
+
+
+def test_detector_settings_override_the_shared_protocol():
+    config = validate_config({"training": {"epochs": 4},
+                              "detectors": {"a": {"arch": "meso4", "epochs": 9, "balanced": True},
+                                            "b": {}}})
+    a, b = detector_settings(config, "a"), detector_settings(config, "b")
+    assert (a["arch"], a["epochs"], a["balanced"], a["lr"]) == ("meso4", 9, True, 2e-4)
+    assert (b["arch"], b["epochs"], b["batch_size"]) == ("b", 4, 32)
+    assert train_dataset(config, "a") == "synthetic"
+
+
+def test_faces_get_attributes_as_columns():
+    sources = pd.DataFrame({"image_id": ["x", "y"], "subject_id": ["s", "t"],
+                            "group": ["tone1", "tone2"], "split": ["train", "test"],
+                            "attributes": [json.dumps({"tone": "tone1", "gender": "male"}),
+                                           json.dumps({"tone": "tone2", "gender": "female"})]})
+    faces = pd.DataFrame({"image_id": ["y", "x"], "ok": [True, False]})
+    out = faces_with_attributes(sources, faces)
+    assert list(out["image_id"]) == ["y", "x"]
+    assert list(out["gender"]) == ["female", "male"]
+    assert list(out["split"]) == ["test", "train"]
