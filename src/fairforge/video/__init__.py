@@ -1,0 +1,34 @@
+"""Videos: ffmpeg I/O, video operations, synthetic talking clips, frame sampling, clip pairing
+and video variants at inference (PERTURBATIONS.md sections 2-3, DESIGN.md section 6).
+
+- :mod:`.ffmpeg`: ``write_video``, ``read_video``, ``probe_video`` with imageio-ffmpeg's
+  binary driven by ffmpeg-python; ``VideoError`` is a per-video failure reason.
+- :mod:`.ops`: the video variants (``vid_h264@40``, ``vid_hflip@1``, ...), ``apply_video_op``.
+- :mod:`.clips`: ``synthetic_videos``, the synthetic world as talking H.264 clips.
+- :mod:`.frames`: evenly spaced frames as a frame-level sources listing; adapters
+  ``synthetic_video`` and ``video`` (registered on import).
+- :mod:`.pairs`: ``video_pairs``, one target clip per source clip.
+- :mod:`.variants`: ``video_variant_samples`` and ``predict_samples_path`` for inference.
+"""
+from fairforge.video.ffmpeg import (FFmpegNotFound, VideoError, VideoInfo, evenly_spaced,
+                                    ffmpeg_exe, probe_video, read_sampled, read_video,
+                                    write_video)
+from fairforge.video.ops import (VIDEO_OPS, VIDEO_SUITE, VideoOp, apply_video_op,
+                                 cached_video_op, get_video_op, is_video_variant,
+                                 list_video_ops, video_variant_pattern, video_variants)
+from fairforge.video.clips import render_clip, synthetic_videos
+from fairforge.video.frames import (extract_frames, frame_image_id, frame_listing,
+                                    planned_frame_count, with_video_columns)
+from fairforge.video.pairs import has_videos, video_pairs
+from fairforge.video.variants import (clip_keys, degrade_clip, loading_variant,
+                                      predict_samples_path, video_variant_samples)
+
+__all__ = [
+    "FFmpegNotFound", "VIDEO_OPS", "VIDEO_SUITE", "VideoError", "VideoInfo", "VideoOp",
+    "apply_video_op", "cached_video_op", "clip_keys", "degrade_clip", "evenly_spaced",
+    "extract_frames", "ffmpeg_exe", "frame_image_id", "frame_listing", "get_video_op",
+    "has_videos", "is_video_variant", "list_video_ops", "loading_variant",
+    "planned_frame_count", "predict_samples_path", "probe_video", "read_sampled",
+    "read_video", "render_clip", "synthetic_videos", "video_pairs", "video_variant_pattern",
+    "video_variant_samples", "video_variants", "with_video_columns", "write_video",
+]

@@ -1,0 +1,231 @@
+"""Frame sampling: videos become a frame-level sources table the image stages run on unchanged.
+
+Each video gives ``n`` evenly spaced frames (default 32, first and last included), written
+as PNGs ``{root}/frames/{video_id}/{video_id}_f{index:04d}.png``. The adapters below
+return the usual listing (image_id, path, subject_id, attributes, ok, reason) with two more
+columns, ``video_id`` and ``frame_index``; :func:`fairforge.sources.build_sources` then
+forms groups, splits by subject (all frames of a subject, hence of a video, share a split)
+and hashes every frame. A video that cannot be decoded stays as one row with
+``image_id = video_id``, ``frame_index = -1``, ``ok=False`` and the reason.
+
+Adapters:
+
+- ``synthetic_video``: renders the synthetic world as talking clips into ``{root}/videos``
+  (:func:`fairforge.video.clips.synthetic_videos`), then samples them.
+- ``video``: a folder of videos with a labels csv (``path``, ``subject_id``, optional
+  ``video_id``, every other column an attribute such as ``group``, ``race``, ``gender``).
+"""
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from fairforge.images import write_image
+from fairforge.sources.adapters import (LISTING_COLUMNS, SourceError, image_id_from_path,
+                                        listing_row, register_adapter, require_columns)
+from fairforge.sources.synthetic import DEFAULT_GENDERS, DEFAULT_TONES
+from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, read_sampled
+
+DEFAULT_FRAMES_PER_VIDEO = 32
+FRAMES_SUBDIR = "frames"
+VIDEO_LISTING_COLUMNS = (*LISTING_COLUMNS, "video_id", "frame_index")
+_FRAME_ID = re.compile(r"^(?P<video>.+)_f(?P<index>\d{4,})$")
+
+
+def frame_image_id(video_id: str, index: int) -> str:
+    return f"{video_id}_f{int(index):04d}"
+
+
+def extract_frames(video_path: str | Path, out_dir: str | Path, video_id: str,
+                   n: int = DEFAULT_FRAMES_PER_VIDEO) -> pd.DataFrame:
+    """Write ``n`` evenly spaced frames of a video as PNGs into ``out_dir/{video_id}/``.
+
+    Returns image_id, video_id, frame_index and path (absolute); raises
+    :class:`~fairforge.video.ffmpeg.VideoError` when the video cannot be decoded.
+    """
+    indices, frames, _ = read_sampled(video_path, n)
+    folder = Path(out_dir) / video_id
+    rows = []
+    for index, frame in zip(indices.tolist(), frames):
+        image_id = frame_image_id(video_id, index)
+        path = folder / f"{image_id}.png"
+        write_image(path, frame)
+        rows.append({"image_id": image_id, "video_id": video_id, "frame_index": int(index),
+                     "path": str(path)})
+    return pd.DataFrame(rows, columns=["image_id", "video_id", "frame_index", "path"])
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def frame_listing(videos: pd.DataFrame, root: str | Path, *,
+                  n_frames: int = DEFAULT_FRAMES_PER_VIDEO, workers: int | None = None
+                  ) -> pd.DataFrame:
+    """The frame-level listing of ``videos`` (video_id, path, subject_id, attributes[, ok,
+    reason]); video paths are absolute or relative to ``root``, frames go under
+    ``root/frames`` and their paths are relative to ``root``. Sorted by image_id.
+    """
+    root = Path(root)
+    require_columns(videos, ("video_id", "path", "subject_id", "attributes"), "video table")
+    dupes = videos["video_id"][videos["video_id"].duplicated()].unique().tolist()
+    if dupes:
+        raise SourceError(f"duplicate video ids {dupes[:5]}")
+    records = videos.to_dict("records")
+
+    def one(rec: dict) -> list[dict]:
+        video_path = Path(rec["path"])
+        full = video_path if video_path.is_absolute() else root / video_path
+        video_id, subject = str(rec["video_id"]), str(rec["subject_id"])
+        failed = None
+        if not rec.get("ok", True):
+            failed = str(rec.get("reason", "")) or "unusable video"
+        else:
+            try:
+                frames = extract_frames(full, root / FRAMES_SUBDIR, video_id, n_frames)
+            except VideoError as err:
+                failed = f"video: {err}"
+        if failed is not None:
+            row = listing_row(video_id, _relative(full, root), subject, rec["attributes"],
+                              ok=False, reason=failed)
+            return [{**row, "video_id": video_id, "frame_index": -1}]
+        return [{**listing_row(f.image_id, _relative(Path(f.path), root), subject,
+                               rec["attributes"]),
+                 "video_id": video_id, "frame_index": int(f.frame_index)}
+                for f in frames.itertuples(index=False)]
+
+    n_workers = workers or min(4, os.cpu_count() or 1)
+    if n_workers > 1 and len(records) > 1:
+        # Decoding runs in ffmpeg subprocesses and PNG encoding releases the GIL.
+        with ThreadPoolExecutor(n_workers) as pool:
+            parts = list(pool.map(one, records))
+    else:
+        parts = [one(r) for r in records]
+    listing = pd.DataFrame([row for part in parts for row in part],
+                           columns=list(VIDEO_LISTING_COLUMNS))
+    listing["frame_index"] = listing["frame_index"].astype(np.int64)
+    return listing.sort_values("image_id", kind="mergesort").reset_index(drop=True)
+
+
+def with_video_columns(sources: pd.DataFrame) -> pd.DataFrame:
+    """``sources`` with ``video_id`` and ``frame_index``, recovered from the frame image ids
+    (``{video_id}_f{index:04d}``; a failed video's row is ``{video_id}``, index -1) when a
+    sources manifest was built without them. Only for tables of video frames."""
+    if {"video_id", "frame_index"} <= set(sources.columns):
+        return sources
+    parsed = sources["image_id"].astype(str).str.extract(_FRAME_ID)
+    out = sources.copy()
+    out["video_id"] = parsed["video"].fillna(out["image_id"].astype(str)).astype(object)
+    out["frame_index"] = pd.to_numeric(parsed["index"]).fillna(-1).astype(np.int64)
+    return out
+
+
+# ------------------------------------------------------------------------------- adapters
+
+@register_adapter("synthetic_video", default_group_by=("tone", "gender"))
+def synthetic_video(root: Path, *, seed: int = 0, subjects_per_group: int = 4,
+                    clips_per_subject: int = 2, seconds: float = 2.0,
+                    fps: float = DEFAULT_FPS, size: int = 256,
+                    tones: Sequence[str] = DEFAULT_TONES,
+                    genders: Sequence[str] = DEFAULT_GENDERS, crf: int = 18,
+                    frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
+                    workers: int | None = None) -> pd.DataFrame:
+    """Synthetic talking clips rendered into ``root/videos``, sampled into ``root/frames``."""
+    from fairforge.video.clips import synthetic_videos
+
+    root = Path(root)
+    videos = synthetic_videos(root / "videos", subjects_per_group=subjects_per_group,
+                              clips_per_subject=clips_per_subject, seed=seed, seconds=seconds,
+                              fps=fps, size=size, tones=tones, genders=genders, crf=crf)
+    table = pd.DataFrame({
+        "video_id": videos["video_id"],
+        "path": ("videos/" + videos["path"]).to_numpy(object),
+        "subject_id": videos["subject_id"],
+        "attributes": [{"tone": t, "gender": g} for t, g in zip(videos["tone"],
+                                                               videos["gender"])],
+    })
+    return frame_listing(table, root, n_frames=frames_per_video, workers=workers)
+
+
+VIDEO_LABEL_COLUMNS = ("path", "subject_id")
+
+
+def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.DataFrame:
+    """Read a labels csv into video_id, path (absolute), subject_id, attributes, ok, reason.
+
+    Relative video paths start at ``videos`` (default: the csv's folder). ``video_id``
+    defaults to the relative path without its suffix, made file-name safe.
+    """
+    labels = Path(labels)
+    if not labels.is_file():
+        raise SourceError(f"video labels csv not found: {labels}")
+    base = Path(videos) if videos is not None else labels.parent
+    frame = pd.read_csv(labels, dtype=str, keep_default_na=False)
+    require_columns(frame, VIDEO_LABEL_COLUMNS, f"video labels {labels}")
+    attribute_cols = [c for c in frame.columns if c not in ("path", "subject_id", "video_id")]
+    rows = []
+    for rec in frame.to_dict("records"):
+        raw = Path(rec["path"].strip())
+        full = raw if raw.is_absolute() else base / raw
+        rel = _relative(full, base)
+        video_id = (rec.get("video_id") or "").strip() or image_id_from_path(
+            Path(rel).with_suffix(""))
+        empty = [c for c in VIDEO_LABEL_COLUMNS if not rec[c].strip()]
+        rows.append({"video_id": video_id, "path": str(full),
+                     "subject_id": rec["subject_id"].strip() or video_id,
+                     "attributes": {c: rec[c] for c in attribute_cols}, "ok": not empty,
+                     "reason": f"empty value(s) in {empty}" if empty else ""})
+    if not rows:
+        raise SourceError(f"no videos listed in {labels}")
+    return pd.DataFrame(rows, columns=["video_id", "path", "subject_id", "attributes", "ok",
+                                       "reason"])
+
+
+@register_adapter("video", default_group_by=("group",))
+def video(root: Path, *, seed: int = 0, labels: str = "labels.csv",
+          videos: str | Path | None = None,
+          frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
+          workers: int | None = None) -> pd.DataFrame:
+    """Videos listed in a labels csv, sampled into ``root/frames``.
+
+    ``videos`` is the folder of the videos and of the csv (default: ``root`` itself); a
+    relative ``labels`` is looked up there. Frame paths are relative to ``root``.
+    """
+    root = Path(root)
+    video_dir = Path(videos) if videos is not None else root
+    labels_path = Path(labels) if Path(labels).is_absolute() else video_dir / labels
+    table = video_table(labels_path, video_dir)
+    return frame_listing(table, root, n_frames=frames_per_video, workers=workers)
+
+
+def planned_frame_count(adapter: str, options: dict, labels_csv: str | Path | None = None
+                        ) -> int:
+    """An upper bound on the frame rows an adapter will list, without decoding (for shards).
+
+    ``synthetic_video``: clips x min(frames_per_video, seconds x fps); ``video``: rows of
+    the labels csv x frames_per_video.
+    """
+    n = int(options.get("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
+    if adapter == "synthetic_video":
+        tones = options.get("tones", DEFAULT_TONES)
+        genders = options.get("genders", DEFAULT_GENDERS)
+        clips = (len(tones) * len(genders) * int(options.get("subjects_per_group", 4))
+                 * int(options.get("clips_per_subject", 2)))
+        per_clip = max(1, int(round(float(options.get("seconds", 2.0))
+                                    * float(options.get("fps", DEFAULT_FPS)))))
+        return clips * min(n, per_clip)
+    if adapter == "video":
+        if labels_csv is None or not Path(labels_csv).is_file():
+            raise SourceError(f"video labels csv not found: {labels_csv}")
+        with open(labels_csv, "rb") as fh:
+            return max(0, sum(1 for _ in fh) - 1) * n
+    raise SourceError(f"not a video adapter: {adapter!r}")
