@@ -16,6 +16,9 @@ from fairforge.detectors.registry import (
 )
 
 # Importing the model files registers them.
-from fairforge.detectors import meso  # noqa: F401,E402
+from fairforge.detectors import (  # noqa: F401,E402
+    capsule, core, efficientnet, f3net, ffd, headpose, meso, patch, recce, spsl, srm, ucf,
+    xception,
+)
 
 __all__ = ["Detector", "create_detector", "detector_entry", "list_detectors", "register"]

@@ -1,0 +1,117 @@
+"""Capsule-Forensics (Nguyen, Yamagishi & Echizen, ICASSP 2019; v2 architecture).
+
+VGG-19 up to its third max-pooling (256 channels at stride 8) feeds ten primary capsules; each
+is conv-BN-ReLU ×2, statistical pooling (per-channel mean and standard deviation) and two 1-D
+convolutions, giving an 8-d vector that is squashed. Dynamic routing (2 iterations) maps them to
+two 4-d output capsules (real, fake). As in the paper, each output dimension votes with a
+softmax over the two capsules and the image probability is the mean vote; the loss is the
+cross-entropy of every dimension's vote.
+
+Simplifications: VGG starts from random weights (the paper uses ImageNet weights and freezes
+nothing either); the training-time noise on the routing weights and the routing dropout are
+left out. The logit returned is that of the mean fake probability, so sigmoid(logit) is
+exactly the paper's score.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+from timm.models.vgg import cfgs as vgg_cfgs
+
+from fairforge.detectors.auxiliary import AuxiliaryLossDetector
+from fairforge.detectors.registry import IMAGENET_MEAN, IMAGENET_STD, register
+
+
+def vgg19_head_layers(n_pools: int = 3) -> nn.Sequential:
+    """timm/torchvision VGG-19 ``features`` up to its ``n_pools``-th max-pooling (same names,
+    so the first 19 layers of an ImageNet VGG-19 state dict load onto it)."""
+    layers, cin, pools = [], 3, 0
+    for v in vgg_cfgs["vgg19"]:
+        if v == "M":
+            layers.append(nn.MaxPool2d(2, 2))
+            pools += 1
+            if pools == n_pools:
+                break
+        else:
+            conv = nn.Conv2d(cin, v, 3, padding=1)
+            nn.init.kaiming_normal_(conv.weight, mode="fan_out", nonlinearity="relu")
+            nn.init.zeros_(conv.bias)  # torchvision's and timm's VGG initialisation
+            layers += [conv, nn.ReLU(inplace=True)]
+            cin = v
+    return nn.Sequential(*layers)
+
+
+def squash(x: torch.Tensor, dim: int) -> torch.Tensor:
+    sq = (x * x).sum(dim=dim, keepdim=True)
+    return sq / (1.0 + sq) * x / torch.sqrt(sq + 1e-12)
+
+
+class _StatsPool(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.flatten(2)
+        return torch.stack((flat.mean(2), flat.std(2)), dim=1)  # (B, 2, C)
+
+
+def _primary_capsule(cin: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+        nn.Conv2d(64, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+        _StatsPool(),
+        nn.Conv1d(2, 8, 5, stride=2, padding=2), nn.BatchNorm1d(8),
+        nn.Conv1d(8, 1, 3, padding=1), nn.BatchNorm1d(1),
+        nn.Flatten(),  # (B, 8)
+    )
+
+
+class DynamicRouting(nn.Module):
+    """Routing-by-agreement from ``n_in`` capsules of ``d_in`` to ``n_out`` of ``d_out``."""
+
+    def __init__(self, n_in: int, n_out: int, d_in: int, d_out: int, iterations: int = 2):
+        super().__init__()
+        self.iterations = iterations
+        self.route_weights = nn.Parameter(torch.randn(n_out, n_in, d_out, d_in))
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        # u: (B, n_in, d_in) → priors (B, n_out, n_in, d_out)
+        priors = torch.einsum("oidk,bik->boid", self.route_weights, u)
+        logits = torch.zeros_like(priors)
+        for i in range(self.iterations):
+            probs = F.softmax(logits, dim=2)
+            outputs = squash((probs * priors).sum(dim=2, keepdim=True), dim=3)
+            if i < self.iterations - 1:
+                logits = logits + priors * outputs
+        return outputs.squeeze(2)  # (B, n_out, d_out)
+
+
+@register("capsule")
+class CapsuleForensics(AuxiliaryLossDetector):
+    default_input_size = 256
+    mean = IMAGENET_MEAN
+    std = IMAGENET_STD
+
+    def __init__(self, input_size: int = 256, n_capsules: int = 10, routing_iterations: int = 2):
+        super().__init__()
+        self.input_size = input_size
+        self.vgg = vgg19_head_layers(3)
+        self.capsules = nn.ModuleList(_primary_capsule(256) for _ in range(n_capsules))
+        self.routing = DynamicRouting(n_capsules, 2, 8, 4, routing_iterations)
+        for m in self.capsules.modules():  # the paper's initialisation
+            if isinstance(m, (nn.Conv2d, nn.Conv1d)):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+            elif isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d)):
+                nn.init.normal_(m.weight, 1.0, 0.02)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        feats = self.vgg(x)
+        primary = squash(torch.stack([c(feats) for c in self.capsules], dim=1), dim=-1)
+        out = self.routing(primary)                       # (B, 2, 4): (real, fake) × dims
+        votes = out[:, 1, :] - out[:, 0, :]               # per-dimension fake-vs-real logits
+        p_fake = torch.sigmoid(votes).mean(dim=1).clamp(1e-6, 1 - 1e-6)
+        return self._keep(torch.logit(p_fake), votes=votes)
+
+    def loss(self, logits, labels, batch=None):
+        votes = self._outputs_for(logits)["votes"]
+        target = labels.float()[:, None].expand_as(votes)
+        return F.binary_cross_entropy_with_logits(votes, target)

@@ -1,0 +1,217 @@
+"""Inconsistent head poses (Yang, Li & Lyu, ICASSP 2019): a classical, landmark-based detector.
+
+A face swap replaces the central face and keeps the outer contour, so a 3-D head pose fitted to
+all 68 landmarks and one fitted to the central landmarks alone disagree more on fakes than on
+real faces. Both poses come from ``cv2.solvePnP`` against a generic 3-D face (pinhole camera,
+focal length = image width, principal point at the centre, as in the paper); the feature is the
+relative rotation between the two poses (a rotation vector) and their translation difference
+(divided by the camera distance); an RBF SVM on standardised features, Platt-scaled, gives
+P(fake).
+
+This is not a torch module and is not in the ``create_detector`` registry: it has its own small
+registry (:data:`CLASSICAL_DETECTORS`, :func:`create_classical_detector`) and interface
+(``fit(landmarks, labels)``, ``predict_proba(landmarks)``, ``save``/``load``).
+:func:`sample_landmarks` runs dlib on the sample images (under a test-time variant) and
+:func:`headpose_predictions` writes the predictions contract.
+
+Simplifications: the generic 3-D face is built here from the package's 68-point mean face
+(:data:`fairforge.forgery.template.MEAN_FACE_68`) on an ellipsoidal head with a protruding nose,
+not the paper's 3-D model; the central region is brows, nose and mouth corners (landmarks
+18–36, 49, 55, 1-based), the whole face all 68 points.
+"""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+import pandas as pd
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from fairforge.forgery.template import MEAN_FACE_68
+
+WHOLE_FACE = np.arange(68)
+CENTRAL_FACE = np.r_[17:36, 48, 54]
+
+# Relief of the generic face in units of the landmark box width (z grows away from the camera).
+_NOSE_RELIEF = {27: -0.03, 28: -0.06, 29: -0.09, 30: -0.12, 31: -0.05, 32: -0.06, 33: -0.07,
+                34: -0.06, 35: -0.05}
+_EYE_RELIEF = 0.02
+_LIP_RELIEF = -0.02
+
+
+def generic_face_3d(width_mm: float = 150.0) -> np.ndarray:
+    """(68, 3) float64 model points in millimetres: x right, y down, z away from the camera.
+
+    x, y are the mean 2-D face; z puts the points on an ellipsoidal head (half axes 0.47 and
+    0.62 box widths, depth 0.5) with the nose standing out and the eyes set in.
+    """
+    xy = MEAN_FACE_68.astype(np.float64) - np.array([0.5, 0.55])
+    r2 = (xy[:, 0] / 0.47) ** 2 + (xy[:, 1] / 0.62) ** 2
+    z = -0.5 * np.sqrt(np.clip(1.0 - r2, 0.0, None))
+    for idx, dz in _NOSE_RELIEF.items():
+        z[idx] += dz
+    z[36:48] += _EYE_RELIEF
+    z[48:68] += _LIP_RELIEF
+    return np.column_stack([xy, z]) * width_mm
+
+
+def camera_matrix(image_size: float) -> np.ndarray:
+    f = float(image_size)
+    return np.array([[f, 0.0, f / 2], [0.0, f, f / 2], [0.0, 0.0, 1.0]])
+
+
+def head_pose(points_2d: np.ndarray, model_3d: np.ndarray,
+              camera: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rotation matrix (3, 3) and translation (3,) mapping model to camera coordinates."""
+    obj = np.ascontiguousarray(model_3d, dtype=np.float64)
+    img = np.ascontiguousarray(points_2d, dtype=np.float64)
+    dist = np.zeros(4)
+    # Start from a frontal face at the distance its image width implies (a weak-perspective
+    # guess) so that Levenberg-Marquardt converges to the face in front of the camera.
+    f, cx, cy = camera[0, 0], camera[0, 2], camera[1, 2]
+    z0 = f * np.ptp(obj[:, 0]) / max(np.ptp(img[:, 0]), 1e-6)
+    centre_obj, centre_img = obj.mean(axis=0), img.mean(axis=0)
+    tvec = np.array([[(centre_img[0] - cx) * z0 / f - centre_obj[0]],
+                     [(centre_img[1] - cy) * z0 / f - centre_obj[1]],
+                     [z0 - centre_obj[2]]])
+    rvec = np.zeros((3, 1))
+    ok, rvec, tvec = cv2.solvePnP(obj, img, camera, dist, rvec, tvec, useExtrinsicGuess=True,
+                                  flags=cv2.SOLVEPNP_ITERATIVE)
+    if not ok:
+        raise ValueError("solvePnP failed")
+    return cv2.Rodrigues(rvec)[0], tvec.ravel()
+
+
+def pose_difference_features(landmarks: np.ndarray, image_size: float,
+                             model_3d: np.ndarray | None = None) -> np.ndarray:
+    """(N, 6) features of (N, 68, 2) landmarks: the rotation vector of R_central · R_wholeᵀ and
+    (t_whole − t_central) / |t_whole|. Rows with non-finite landmarks are NaN."""
+    landmarks = np.asarray(landmarks, dtype=np.float64).reshape(-1, 68, 2)
+    model = generic_face_3d() if model_3d is None else np.asarray(model_3d, dtype=np.float64)
+    camera = camera_matrix(image_size)
+    out = np.full((len(landmarks), 6), np.nan)
+    for i, pts in enumerate(landmarks):
+        if not np.isfinite(pts).all():
+            continue
+        r_all, t_all = head_pose(pts[WHOLE_FACE], model[WHOLE_FACE], camera)
+        r_cen, t_cen = head_pose(pts[CENTRAL_FACE], model[CENTRAL_FACE], camera)
+        relative = cv2.Rodrigues(r_cen @ r_all.T)[0].ravel()
+        out[i, :3] = relative
+        out[i, 3:] = (t_all - t_cen) / np.linalg.norm(t_all)
+    return out
+
+
+class HeadPoseSVM:
+    """Yang et al.'s head-pose inconsistency detector: pose-difference features → RBF SVM."""
+
+    name = "headpose"
+
+    def __init__(self, image_size: float = 256, C: float = 1.0, gamma: str | float = "scale",
+                 seed: int = 0):
+        self.image_size = image_size
+        self.C, self.gamma, self.seed = C, gamma, seed
+        self.pipeline = None
+
+    def features(self, landmarks: np.ndarray) -> np.ndarray:
+        return pose_difference_features(landmarks, self.image_size)
+
+    def fit(self, landmarks: np.ndarray, labels) -> "HeadPoseSVM":
+        x = self.features(landmarks)
+        y = np.asarray(labels).astype(int)
+        keep = np.isfinite(x).all(axis=1)
+        if len(np.unique(y[keep])) < 2:
+            raise ValueError("headpose needs real and fake faces with landmarks to fit")
+        # Platt scaling on cross-validated decision values, the final SVM fit on all faces.
+        svm = SVC(C=self.C, gamma=self.gamma, random_state=self.seed)
+        self.pipeline = make_pipeline(
+            StandardScaler(), CalibratedClassifierCV(svm, method="sigmoid", ensemble=False))
+        self.pipeline.fit(x[keep], y[keep])
+        return self
+
+    def predict_proba(self, landmarks: np.ndarray) -> np.ndarray:
+        """P(fake) per face, float32; NaN where the landmarks are missing."""
+        if self.pipeline is None:
+            raise RuntimeError("HeadPoseSVM.predict_proba called before fit")
+        x = self.features(landmarks)
+        scores = np.full(len(x), np.nan, dtype=np.float32)
+        keep = np.isfinite(x).all(axis=1)
+        if keep.any():
+            fake_col = list(self.pipeline.classes_).index(1)
+            scores[keep] = self.pipeline.predict_proba(x[keep])[:, fake_col]
+        return scores
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            pickle.dump({"arch": self.name, "config": {"image_size": self.image_size, "C": self.C,
+                                                       "gamma": self.gamma, "seed": self.seed},
+                         "pipeline": self.pipeline}, fh)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "HeadPoseSVM":
+        """Unpickles: load only files you made (pickle runs code)."""
+        with open(path, "rb") as fh:
+            payload = pickle.load(fh)
+        model = cls(**payload["config"])
+        model.pipeline = payload["pipeline"]
+        return model
+
+
+#: Detectors that are not torch modules, by name (kept apart from ``create_detector``).
+CLASSICAL_DETECTORS: dict[str, type] = {"headpose": HeadPoseSVM}
+
+
+def list_classical_detectors() -> list[str]:
+    return sorted(CLASSICAL_DETECTORS)
+
+
+def create_classical_detector(name: str, **config):
+    try:
+        return CLASSICAL_DETECTORS[name](**config)
+    except KeyError:
+        raise KeyError(f"unknown classical detector {name!r}; "
+                       f"registered: {list_classical_detectors()}") from None
+
+
+def sample_landmarks(frame: pd.DataFrame, root: str | Path, variant: str = "clean",
+                     face_detector: str = "hog",
+                     read: Callable[[Path], np.ndarray] | None = None) -> np.ndarray:
+    """(N, 68, 2) dlib landmarks of the images of ``frame`` (``path`` relative to ``root``)
+    under ``variant``; NaN rows where no face is found."""
+    from fairforge.faces import detect_faces, predict_landmarks
+    from fairforge.images import read_image
+
+    read = read or read_image
+    apply = None
+    if variant != "clean":
+        from fairforge.perturb import apply_variant as apply
+    out = np.full((len(frame), 68, 2), np.nan, dtype=np.float32)
+    for i, row in enumerate(frame.itertuples(index=False)):
+        img = read(Path(root) / row.path)
+        if apply is not None:
+            img = apply(img, variant, row.sample_id)
+        faces = detect_faces(img, face_detector)
+        if faces:
+            out[i] = predict_landmarks(img, faces[0])
+    return out
+
+
+def headpose_predictions(model: HeadPoseSVM, frame: pd.DataFrame, landmarks: np.ndarray,
+                         detector: str = "headpose", variant: str = "clean") -> pd.DataFrame:
+    """The predictions contract for ``frame`` rows scored from their ``landmarks``
+    (faces without landmarks get a NaN score)."""
+    from fairforge.inference import PREDICTION_COLUMNS
+
+    out = frame.reset_index(drop=True)[[c for c in PREDICTION_COLUMNS if c in frame.columns]]
+    out = out.copy()
+    out["detector"] = detector
+    out["variant"] = variant
+    out["score"] = model.predict_proba(landmarks)
+    return out[PREDICTION_COLUMNS]

@@ -1,0 +1,69 @@
+"""Patch-based classifiers (Chai et al., "What makes fake images detectable?", ECCV 2020).
+
+A classifier truncated early has a small receptive field, so each output location judges one
+local patch. A 1×1 convolution turns the truncated features into a map of patch logits; every
+patch is trained with the image's label (patch-level BCE) and the image score is the mean patch
+logit.
+
+``patch_resnet``: ResNet-18 through ``layer1`` (64 channels, stride 4).
+``patch_xception``: Xception through block 2 (256 channels, stride 8).
+
+Simplifications: random initialisation; the paper averages patch *softmax* outputs, here the
+logits are averaged, which keeps one logit per image and ranks the same way for confident
+patches.
+"""
+from __future__ import annotations
+
+import timm
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from fairforge.detectors.auxiliary import AuxiliaryLossDetector
+from fairforge.detectors.registry import IMAGENET_MEAN, IMAGENET_STD, register
+from fairforge.detectors.xception import STEM, xception_net
+
+
+class _PatchClassifier(AuxiliaryLossDetector):
+    trunk: nn.Module
+    classifier: nn.Module
+
+    def patch_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, 1, h, w) logits, one per patch."""
+        return self.classifier(self.trunk(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        patches = self.patch_logits(x)
+        return self._keep(patches.mean(dim=(1, 2, 3)), patches=patches)
+
+    def loss(self, logits, labels, batch=None):
+        patches = self._outputs_for(logits)["patches"]
+        target = labels.float().view(-1, 1, 1, 1).expand_as(patches)
+        return F.binary_cross_entropy_with_logits(patches, target)
+
+
+@register("patch_resnet")
+class PatchResNet(_PatchClassifier):
+    default_input_size = 256
+    mean = IMAGENET_MEAN
+    std = IMAGENET_STD
+
+    def __init__(self, input_size: int = 256, backbone: str = "resnet18"):
+        super().__init__()
+        self.input_size = input_size
+        net = timm.create_model(backbone, pretrained=False)
+        self.trunk = nn.Sequential(net.conv1, net.bn1, net.act1, net.maxpool, net.layer1)
+        channels = next(i["num_chs"] for i in net.feature_info if i["module"] == "layer1")
+        self.classifier = nn.Conv2d(channels, 1, 1)
+
+
+@register("patch_xception")
+class PatchXception(_PatchClassifier):
+    default_input_size = 256
+
+    def __init__(self, input_size: int = 256):
+        super().__init__()
+        self.input_size = input_size
+        net = xception_net()
+        self.trunk = nn.Sequential(*(getattr(net, n) for n in STEM + ("block1", "block2")))
+        self.classifier = nn.Conv2d(256, 1, 1)

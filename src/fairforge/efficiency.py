@@ -1,0 +1,148 @@
+"""Detector cost: parameters, FLOPs per image, latency per image and peak memory.
+
+FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one image at the test
+resolution (multiply-adds count as 2 FLOPs; convolutions, matrix products and attention are
+counted, element-wise ops, normalisation and pooling are not). Latency is the median over
+``repeats`` timed batches, after ``warmup`` untimed ones, divided by the batch size, on the
+device used, in eval mode under ``torch.inference_mode`` (and, with ``bf16``, autocast). Peak
+memory is CUDA's ``max_memory_allocated`` above what was allocated before the batch, or on CPU
+the peak resident-set growth sampled every millisecond by a background thread, after returning
+freed heap pages to the OS (a coarse figure: memory the allocator still holds is reused
+without showing, so it can read low).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import statistics
+import threading
+import time
+
+import psutil
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _autocast(device: torch.device, bf16: bool):
+    if bf16:
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def flops_per_image(model: nn.Module, input_size: int, device="cpu", in_chans: int = 3) -> int:
+    """FLOPs of one forward pass on a single ``input_size``² image."""
+    device = torch.device(device)
+    model = model.to(device).eval()
+    x = torch.randn(1, in_chans, input_size, input_size, device=device)
+    counter = FlopCounterMode(display=False)
+    with torch.inference_mode(), counter:
+        model(x)
+    return int(counter.get_total_flops())
+
+
+def latency_per_image(model: nn.Module, input_size: int, batch_size: int, device="cpu",
+                      repeats: int = 10, warmup: int = 2, bf16: bool = False,
+                      in_chans: int = 3) -> float:
+    """Median seconds per image over ``repeats`` batches of ``batch_size``."""
+    device = torch.device(device)
+    model = model.to(device).eval()
+    x = torch.randn(batch_size, in_chans, input_size, input_size, device=device)
+    times = []
+    with torch.inference_mode(), _autocast(device, bf16):
+        for i in range(warmup + repeats):
+            _sync(device)
+            start = time.perf_counter()
+            model(x)
+            _sync(device)
+            if i >= warmup:
+                times.append(time.perf_counter() - start)
+    return statistics.median(times) / batch_size
+
+
+def _release_free_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc), so that a new peak shows in the RSS."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class _RssPeak:
+    """Peak resident-set size of this process while the block runs, sampled every ``interval``."""
+
+    def __init__(self, interval: float = 0.001):
+        self.interval = interval
+        self.process = psutil.Process()
+        self.peak = 0
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self.start = self.peak = self.process.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.process.memory_info().rss)
+
+    @property
+    def delta(self) -> int:
+        return max(0, self.peak - self.start)
+
+
+def peak_memory_bytes(model: nn.Module, input_size: int, batch_size: int, device="cpu",
+                      bf16: bool = False, in_chans: int = 3) -> int:
+    """Memory a forward pass of one batch needs beyond the model and its input."""
+    device = torch.device(device)
+    model = model.to(device).eval()
+    x = torch.randn(batch_size, in_chans, input_size, input_size, device=device)
+    with torch.inference_mode(), _autocast(device, bf16):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            before = torch.cuda.memory_allocated(device)
+            model(x)
+            torch.cuda.synchronize(device)
+            return int(torch.cuda.max_memory_allocated(device) - before)
+        _release_free_heap()
+        with _RssPeak() as rss:
+            model(x)
+        return int(rss.delta)
+
+
+def efficiency_row(model: nn.Module, input_size: int, device="cpu", batch_sizes=(1, 32),
+                   repeats: int = 10, warmup: int = 2, bf16: bool = False,
+                   name: str | None = None) -> dict:
+    """One row of the efficiency table for ``model`` at ``input_size`` on ``device``."""
+    device = torch.device(device)
+    row = {
+        "detector": name or getattr(model, "name", "") or type(model).__name__,
+        "input_size": int(input_size),
+        "device": str(device),
+        "dtype": "bf16" if bf16 else "fp32",
+        "params": count_parameters(model),
+        "gflops": flops_per_image(model, input_size, device) / 1e9,
+    }
+    for bs in batch_sizes:
+        seconds = latency_per_image(model, input_size, bs, device, repeats, warmup, bf16)
+        row[f"latency_ms_bs{bs}"] = seconds * 1e3
+        row[f"images_per_s_bs{bs}"] = 1.0 / seconds
+        row[f"peak_mem_mb_bs{bs}"] = peak_memory_bytes(model, input_size, bs, device, bf16) / 2**20
+    return row
