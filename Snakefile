@@ -23,6 +23,7 @@ include: "rules/faces.smk"
 include: "rules/forgery.smk"
 include: "rules/train.smk"
 include: "rules/infer.smk"
+include: "rules/video.smk"
 include: "rules/metrics.smk"
 include: "rules/ranking.smk"
 
@@ -35,3 +36,9 @@ rule all:
         "results/failures_per_group.csv",
         expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),
         "results/exposure_table.csv" if config["ranking"]["enabled"] else [],
+        expand(
+            "results/predictions/{detector}/{dataset}/{variant}.parquet",
+            detector=DETECTORS,
+            dataset=DATASETS,
+            variant=VARIANTS,
+        ),

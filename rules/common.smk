@@ -1,9 +1,11 @@
+from fairforge.video import predict_samples_path
 from fairforge.workflow import (
     count_source_items,
     dataset_root,
     detector_settings,
     shard_ids,
     train_dataset,
+    variant_options,
 )
 
 DATASETS = list(config["datasets"])

@@ -4,8 +4,11 @@ from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     ds = snakemake.params.dataset
+    options = dict(ds.get("options", {}))
+    if ds["adapter"] == "video":
+        options.setdefault("videos", ds["root"])  # frames go to params.root, videos stay put
     frame = build_sources(ds["adapter"], snakemake.params.root, snakemake.wildcards.dataset,
                           group_by=ds.get("group_by"), split_fractions=snakemake.params.split,
-                          seed=snakemake.params.seed, **ds.get("options", {}))
+                          seed=snakemake.params.seed, **options)
     write_manifest(frame, snakemake.output[0], contract="sources")
     print(f"{len(frame)} source images, {int((~frame['ok']).sum())} unusable")

@@ -38,3 +38,12 @@ def test_shipped_config_is_valid(repo_root):
     assert "synthetic" in config["datasets"]
     with open(repo_root / "config.yaml") as fh:
         assert yaml.safe_load(fh)["datasets"]["synthetic"]["adapter"] == "synthetic"
+
+
+def test_variants_are_checked_at_start():
+    validate_config({"variants": ["clean", "jpeg@30", "far@3", "vid_h264@40",
+                                  "learned_compression@3"]})  # missing weights: not an error
+    with pytest.raises(ConfigError, match="'jpeg@50'"):
+        validate_config({"variants": ["jpeg@50"]})
+    with pytest.raises(ConfigError, match="unknown operation 'blur'"):
+        validate_config({"variants": ["blur@3"]})

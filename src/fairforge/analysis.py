@@ -5,10 +5,14 @@ gets a ``dataset`` column (samples of different datasets can share ids).
 """
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 
 from fairforge.metrics.fairness import fairness_table, per_group_long
 from fairforge.metrics.uncertainty import bootstrap_table
+
+log = logging.getLogger(__name__)
 
 
 def _per_dataset(preds: pd.DataFrame):
@@ -24,12 +28,19 @@ def fairness_outputs(preds: pd.DataFrame, threshold: float = 0.5,
     ``bootstrap`` > 0, ``ci`` (subject-level bootstrap intervals of every metric)."""
     tables, per_group, cis = [], [], []
     for dataset, part in _per_dataset(preds):
+        if part["label"].nunique() < 2:
+            # e.g. a split where no forgery succeeded: nothing to measure, say so
+            log.warning("dataset %s: predictions hold only label %s; no fairness metrics",
+                        dataset, sorted(part["label"].unique()))
+            continue
         table = fairness_table(part, threshold=threshold, ur_denominator=ur_denominator)
         tables.append(table.reset_index().assign(dataset=dataset))
         per_group.append(per_group_long(part, threshold=threshold).assign(dataset=dataset))
         if bootstrap:
             cis.append(bootstrap_table(part, n_boot=bootstrap, seed=seed, threshold=threshold,
                                        ur_denominator=ur_denominator).assign(dataset=dataset))
+    if not tables:
+        raise ValueError("no dataset has both real and fake predictions to measure")
     table = pd.concat(tables, ignore_index=True)
     first = ["dataset", "metric"]
     out = {"table": table[first + [c for c in table.columns if c not in first]],

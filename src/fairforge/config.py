@@ -84,6 +84,8 @@ def _check_references(config: dict) -> None:
         if train_ds is not None and train_ds not in datasets:
             raise ConfigError(f"config: detectors.{name}.train_dataset: unknown dataset "
                               f"{train_ds!r} (configured: {datasets})")
+    for variant in config["variants"]:
+        _check_variant(variant)
     ranking_ds = config["ranking"].get("dataset")
     if ranking_ds is not None and ranking_ds not in datasets:
         raise ConfigError(f"config: ranking.dataset: unknown dataset {ranking_ds!r} "
@@ -91,6 +93,24 @@ def _check_references(config: dict) -> None:
     total = sum(config["split"][k] for k in ("train", "val", "test"))
     if abs(total - 1.0) > 1e-6:
         raise ConfigError(f"config: split: fractions must sum to 1, got {total:g}")
+
+
+def _check_variant(variant: str) -> None:
+    """Unknown operations and levels are config errors; missing weights are not (the variant
+    is then reported as unavailable)."""
+    if variant == "clean":
+        return
+    from fairforge.perturb import OperationUnavailable, op_for_variant
+    from fairforge.video import is_video_variant
+
+    if is_video_variant(variant):
+        return
+    try:
+        op_for_variant(variant)
+    except OperationUnavailable:
+        pass
+    except ValueError as err:
+        raise ConfigError(f"config: variants: {variant!r}: {err}") from None
 
 
 def load_config(path: str | Path) -> dict:

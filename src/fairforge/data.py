@@ -41,12 +41,13 @@ class FaceDataset(Dataset):
     def __init__(self, frame: pd.DataFrame, root: str | Path, input_size: int,
                  mean, std, variant: str = "clean",
                  augment: Callable | None = None, seed: int = 0,
-                 mask_column: str | None = None):
+                 mask_column: str | None = None, variant_options: dict | None = None):
         self.frame = frame.reset_index(drop=True)
         self.root = Path(root)
         self.input_size = int(input_size)
         self.mean, self.std = tuple(mean), tuple(std)
         self.variant = variant
+        self.variant_options = variant_options or {}
         self.augment = augment
         self.seed = seed
         self.epoch = 0
@@ -66,7 +67,7 @@ class FaceDataset(Dataset):
         row = self.frame.iloc[index]
         img = read_image(self.root / row["path"])
         if self._apply_variant is not None:
-            img = self._apply_variant(img, self.variant, row["sample_id"])
+            img = self._apply_variant(img, self.variant, row["sample_id"], self.variant_options)
         if self.augment is not None:
             img = self.augment(img, rng_for(self.seed, "augment", self.epoch, row["sample_id"]))
         item = {

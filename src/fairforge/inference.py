@@ -5,6 +5,7 @@ manifest order, and on CUDA the forward pass runs in channels_last under bf16 au
 """
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -16,17 +17,20 @@ from torch.utils.data import DataLoader
 from fairforge.data import FaceDataset
 from fairforge.training import load_checkpoint, pick_device
 
+log = logging.getLogger(__name__)
+
 PREDICTION_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group",
                       "subject_id", "detector", "variant", "score"]
 
 
 def score_frame(model: torch.nn.Module, meta: dict, frame: pd.DataFrame, root: str | Path,
                 variant: str = "clean", batch_size: int = 64, num_workers: int = 0,
-                device: torch.device | str = "cpu", progress: bool | None = None) -> np.ndarray:
+                device: torch.device | str = "cpu", progress: bool | None = None,
+                variant_options: dict | None = None) -> np.ndarray:
     """Probability of fake for every row of ``frame``, in row order (float32)."""
     device = torch.device(device)
     dataset = FaceDataset(frame, root, meta["input_size"], meta["mean"], meta["std"],
-                          variant=variant)
+                          variant=variant, variant_options=variant_options)
     loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
                         pin_memory=device.type == "cuda",
                         prefetch_factor=4 if num_workers > 0 else None)
@@ -52,19 +56,49 @@ def score_frame(model: torch.nn.Module, meta: dict, frame: pd.DataFrame, root: s
     return scores
 
 
+def variant_unavailable(variant: str, options: dict | None = None) -> str | None:
+    """Why a variant cannot run here (missing weights, with the expected path), else None."""
+    from fairforge.perturb import unavailable_reason
+    from fairforge.video import is_video_variant
+
+    if variant == "clean" or is_video_variant(variant):
+        return None
+    return unavailable_reason(variant, options)
+
+
+def empty_predictions() -> pd.DataFrame:
+    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in PREDICTION_COLUMNS})
+    return frame.astype({"label": "int8", "score": "float32"})
+
+
 def predict(checkpoint: str | Path, samples: pd.DataFrame, root: str | Path, detector: str,
             variant: str = "clean", splits=("val", "test"), batch_size: int = 64,
-            num_workers: int = 0, device: str = "auto", threads: int = 1) -> pd.DataFrame:
-    """Run a checkpoint on the samples of ``splits`` under ``variant``; predictions contract."""
+            num_workers: int = 0, device: str = "auto", threads: int = 1,
+            variant_options: dict | None = None) -> pd.DataFrame:
+    """Run a checkpoint on the samples of ``splits`` under ``variant``; predictions contract.
+
+    A video variant's samples are already degraded crops (``fairforge.video``), loaded as is;
+    its clips that failed to decode (``ok=False``) are left out and logged. An image variant
+    whose weights are missing raises :class:`~fairforge.perturb.OperationUnavailable`.
+    """
+    from fairforge.video import loading_variant
+
     torch.set_num_threads(max(1, threads))
     dev = pick_device(device)
     model, meta = load_checkpoint(checkpoint, dev)
     frame = samples.loc[samples["split"].isin(list(splits))]
+    if "ok" in frame.columns:
+        failed = frame.loc[~frame["ok"].astype(bool)]
+        if len(failed):
+            log.warning("%d samples failed under %s and are not scored: %s", len(failed),
+                        variant, failed["reason"].value_counts().to_dict())
+        frame = frame.loc[frame["ok"].astype(bool)]
     frame = frame.sort_values("sample_id").reset_index(drop=True)
-    scores = score_frame(model, meta, frame, root, variant, batch_size, num_workers, dev)
-    out = frame[[c for c in PREDICTION_COLUMNS if c in frame.columns]].copy()
+    scores = score_frame(model, meta, frame, root, loading_variant(variant), batch_size,
+                         num_workers, dev, variant_options=variant_options)
+    extra = [c for c in ("video_id", "frame_index") if c in frame.columns]
+    out = frame[[c for c in PREDICTION_COLUMNS if c in frame.columns] + extra].copy()
     out["detector"] = detector
     out["variant"] = variant
     out["score"] = scores
-    extra = [c for c in ("video_id",) if c in frame.columns]
     return out[PREDICTION_COLUMNS + extra]

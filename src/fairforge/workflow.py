@@ -27,6 +27,8 @@ def dataset_root(name: str, dataset_cfg: dict) -> Path:
     """Where a dataset's source paths are relative to (the renderer's folder for synthetic)."""
     if dataset_cfg["adapter"] == "synthetic":
         return Path(RESULTS) / name / "source_images"
+    if dataset_cfg["adapter"] in ("synthetic_video", "video"):
+        return Path(RESULTS) / name / "video_source"  # sampled frames are written here
     if "root" not in dataset_cfg:
         raise ValueError(f"config: datasets.{name}: 'root' is required for adapter "
                          f"{dataset_cfg['adapter']!r}")
@@ -41,6 +43,11 @@ def count_source_items(name: str, dataset_cfg: dict) -> int:
         o = synthetic_options(dataset_cfg)
         return (len(o["tones"]) * len(o["genders"]) * int(o["subjects_per_group"])
                 * int(o["images_per_subject"]))
+    if adapter in ("synthetic_video", "video"):
+        from fairforge.video.frames import planned_frame_count
+        options = dataset_cfg.get("options", {})
+        labels = Path(dataset_cfg.get("root", "")) / options.get("labels", "labels.csv")
+        return planned_frame_count(adapter, options, labels)
     root = Path(dataset_cfg.get("root", ""))
     if adapter == "csv":
         if not root.is_file():
@@ -104,6 +111,13 @@ def detector_settings(config: dict, name: str) -> dict:
         "device": config["device"],
         "seed": int(config["seed"]),
     }
+
+
+def variant_options(config: dict, variant: str) -> dict:
+    """The options (e.g. weights paths) of the operation(s) in one variant, and nothing else,
+    so that editing one operation's options reruns only its own jobs."""
+    ops = variant.split("@")[0].split("+")
+    return {op: opts for op, opts in config["variant_options"].items() if op in ops}
 
 
 def train_dataset(config: dict, name: str) -> str:

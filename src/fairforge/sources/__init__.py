@@ -34,3 +34,5 @@ __all__ = [
     "list_adapters", "parse_utkface_name", "register_adapter", "split_by_subject",
     "split_counts",
 ]
+
+from fairforge.video import frames as _video_frames  # noqa: E402,F401  (registers synthetic_video, video)

@@ -364,6 +364,11 @@ def _json_default(value: object):
     raise TypeError(f"attribute value {value!r} is not JSON serialisable")
 
 
+# Adapters that write their own images under ``root`` (rendered or decoded from videos).
+RENDERED_ADAPTERS = ("synthetic", "synthetic_video", "video")
+VIDEO_COLUMNS = ("video_id", "frame_index")
+
+
 def build_sources(adapter: str, root: str | Path, dataset: str,
                   group_by: Sequence[str] | None = None,
                   split_fractions: Mapping[str, float] | None = None, seed: int = 0,
@@ -377,7 +382,7 @@ def build_sources(adapter: str, root: str | Path, dataset: str,
     """
     spec = get_adapter(adapter)
     root = Path(root)
-    if spec.name != "synthetic" and not root.exists():
+    if spec.name not in RENDERED_ADAPTERS and not root.exists():
         raise SourceError(f"dataset root not found: {root}")
     group_by = list(group_by) if group_by else list(spec.default_group_by)
     fractions = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
@@ -424,5 +429,9 @@ def build_sources(adapter: str, root: str | Path, dataset: str,
     df["ok"] = labelled & np.asarray(file_ok, dtype=bool)
     df["reason"] = [lr if not lok else fr
                     for lok, lr, fr in zip(labelled, label_reason, file_reason)]
+    # Frames of videos keep their clip and position (video-level metrics, video operations).
+    video = [c for c in VIDEO_COLUMNS if c in listing.columns]
+    for column in video:
+        df[column] = listing[column].to_numpy()
     return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)[
-        list(SOURCE_COLUMNS)]
+        list(SOURCE_COLUMNS) + video]
