@@ -249,8 +249,8 @@ def test_headpose_separates_inconsistent_central_faces(tmp_path):
     assert scores.dtype == np.float32 and np.isnan(scores[3])
     keep = ~np.isnan(scores)
     assert auc(y_test[keep], scores[keep]) > 0.9
-    detector.save(tmp_path / "headpose.pkl")
-    again = HeadPoseSVM.load(tmp_path / "headpose.pkl")
+    detector.save(tmp_path / "headpose.pt")
+    again = HeadPoseSVM.load(tmp_path / "headpose.pt")
     np.testing.assert_array_equal(again.predict_proba(x_test), scores)
 
     frame = pd.DataFrame({"sample_id": [f"s{i:03d}" for i in range(80)], "dataset": "d",

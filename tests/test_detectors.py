@@ -94,3 +94,37 @@ def test_meso4_learns_an_easy_task_and_round_trips(blur_task, tmp_path):
 def test_missing_checkpoint_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "absent.pt")):
         load_checkpoint(tmp_path / "absent.pt")
+
+
+def test_headpose_trains_and_predicts_through_the_shared_protocol(tmp_path):
+    """The classical detector goes through the same train/predict entry points, and its
+    checkpoint holds tensors only (loadable with weights_only=True)."""
+    from fairforge.sources.synthetic import render_face, sample_subject, sample_view
+
+    rows = []
+    for split, n in (("train", 12), ("val", 6), ("test", 6)):
+        for i in range(n):
+            sid = f"{split}{i // 2}"
+            img = render_face(sample_subject(1, sid, "tone2", "female"),
+                              sample_view(1, f"{split}_{i}"), size=256)
+            label = i % 2
+            if label:  # rotate the central face only: the inconsistency the detector looks for
+                c = 128
+                rot = cv2.getRotationMatrix2D((c, c + 10), 12, 1.0)
+                warped = cv2.warpAffine(img, rot, (256, 256), borderMode=cv2.BORDER_REFLECT)
+                img[80:190, 80:176] = warped[80:190, 80:176]
+            path = f"{split}/{i:02d}.png"
+            write_image(tmp_path / path, img)
+            rows.append({"sample_id": f"{split}_{i:02d}", "dataset": "d", "split": split,
+                         "label": label, "method": "faceswap" if label else "real",
+                         "group": "g", "subject_id": sid, "path": path, "mask_path": None})
+    samples = pd.DataFrame(rows)
+    ckpt = tmp_path / "headpose.pt"
+    log = train_detector(samples, tmp_path, TrainConfig(arch="headpose", model={"image_size": 256}),
+                         ckpt)
+    assert log["n_train"].iloc[0] == 12
+    payload = torch.load(ckpt, weights_only=True)
+    assert payload["arch"] == "headpose" and payload["features"].shape[1] == 6
+    preds = predict(ckpt, samples, tmp_path, "headpose", splits=("test",))
+    assert len(preds) == 6 and preds["score"].between(0, 1).all()
+    assert (preds["detector"] == "headpose").all()

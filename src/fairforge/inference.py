@@ -66,6 +66,26 @@ def variant_unavailable(variant: str, options: dict | None = None) -> str | None
     return unavailable_reason(variant, options)
 
 
+def is_classical_checkpoint(path: str | Path) -> bool:
+    payload = torch.load(Path(path), map_location="cpu", weights_only=True)
+    return bool(payload.get("classical", False))
+
+
+def _classical_scores(checkpoint, frame, root, variant, variant_options) -> np.ndarray:
+    """Head-pose SVM scores; a face whose landmarks are not found scores 0.5 (undecided),
+    and the count is logged: such a detector abstains rather than guesses."""
+    from fairforge.detectors.headpose import HeadPoseSVM, sample_landmarks
+
+    model = HeadPoseSVM.load(checkpoint)
+    landmarks = sample_landmarks(frame, root, variant, variant_options=variant_options)
+    scores = model.predict_proba(landmarks)
+    missing = ~np.isfinite(scores)
+    if missing.any():
+        log.warning("%d of %d faces had no landmarks under %s; scored 0.5", int(missing.sum()),
+                    len(scores), variant)
+    return np.where(missing, np.float32(0.5), scores).astype(np.float32)
+
+
 def empty_predictions() -> pd.DataFrame:
     frame = pd.DataFrame({c: pd.Series(dtype=object) for c in PREDICTION_COLUMNS})
     return frame.astype({"label": "int8", "score": "float32"})
@@ -85,7 +105,6 @@ def predict(checkpoint: str | Path, samples: pd.DataFrame, root: str | Path, det
 
     torch.set_num_threads(max(1, threads))
     dev = pick_device(device)
-    model, meta = load_checkpoint(checkpoint, dev)
     frame = samples.loc[samples["split"].isin(list(splits))]
     if "ok" in frame.columns:
         failed = frame.loc[~frame["ok"].astype(bool)]
@@ -94,8 +113,13 @@ def predict(checkpoint: str | Path, samples: pd.DataFrame, root: str | Path, det
                         variant, failed["reason"].value_counts().to_dict())
         frame = frame.loc[frame["ok"].astype(bool)]
     frame = frame.sort_values("sample_id").reset_index(drop=True)
-    scores = score_frame(model, meta, frame, root, loading_variant(variant), batch_size,
-                         num_workers, dev, variant_options=variant_options)
+    if is_classical_checkpoint(checkpoint):
+        scores = _classical_scores(checkpoint, frame, root, loading_variant(variant),
+                                   variant_options)
+    else:
+        model, meta = load_checkpoint(checkpoint, dev)
+        scores = score_frame(model, meta, frame, root, loading_variant(variant), batch_size,
+                             num_workers, dev, variant_options=variant_options)
     extra = [c for c in ("video_id", "frame_index") if c in frame.columns]
     out = frame[[c for c in PREDICTION_COLUMNS if c in frame.columns] + extra].copy()
     out["detector"] = detector

@@ -83,10 +83,39 @@ def evaluate(model, loader, device) -> tuple[np.ndarray, float]:
     return scores, float(np.mean(losses)) if losses else math.nan
 
 
+def train_classical(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
+                    checkpoint_path: str | Path) -> pd.DataFrame:
+    """Fit a landmark-based classical detector (head pose + SVM) on the same splits."""
+    from fairforge.detectors.headpose import create_classical_detector, sample_landmarks
+    from fairforge.metrics.detection import auc
+
+    start = time.perf_counter()
+    train = training_frame(samples, "train", cfg.train_methods)
+    if cfg.balanced:
+        train = balance_groups(train, cfg.seed)
+    val = training_frame(samples, "val", cfg.train_methods)
+    model = create_classical_detector(cfg.arch, **cfg.model)
+    model.fit(sample_landmarks(train, root), train["label"].to_numpy())
+    scores = model.predict_proba(sample_landmarks(val, root))
+    found = np.isfinite(scores)
+    model.save(checkpoint_path)
+    return pd.DataFrame([{"epoch": 1, "train_loss": math.nan, "val_loss": math.nan,
+                          "val_auc": auc(val["label"].to_numpy()[found], scores[found]),
+                          "n_train": len(train), "n_val": len(val),
+                          "seconds": time.perf_counter() - start}])
+
+
 def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
                    checkpoint_path: str | Path, log_path: str | Path | None = None) -> pd.DataFrame:
     """Train ``cfg.arch`` and save the best-by-validation-AUC checkpoint; returns the log."""
+    from fairforge.detectors.headpose import list_classical_detectors
     from fairforge.metrics.detection import auc
+
+    if cfg.arch in list_classical_detectors():
+        log = train_classical(samples, root, cfg, checkpoint_path)
+        if log_path is not None:
+            log.to_csv(log_path, index=False)
+        return log
 
     torch.set_num_threads(max(1, cfg.threads))
     torch.manual_seed(derive_seed(cfg.seed, "init", cfg.arch))

@@ -21,12 +21,12 @@ not the paper's 3-D model; the central region is brows, nose and mouth corners (
 """
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Callable
 
 import cv2
 import numpy as np
+import torch
 import pandas as pd
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.pipeline import make_pipeline
@@ -117,13 +117,15 @@ class HeadPoseSVM:
         self.image_size = image_size
         self.C, self.gamma, self.seed = C, gamma, seed
         self.pipeline = None
+        self._train: tuple[np.ndarray, np.ndarray] | None = None
 
     def features(self, landmarks: np.ndarray) -> np.ndarray:
         return pose_difference_features(landmarks, self.image_size)
 
     def fit(self, landmarks: np.ndarray, labels) -> "HeadPoseSVM":
-        x = self.features(landmarks)
-        y = np.asarray(labels).astype(int)
+        return self._fit_features(self.features(landmarks), np.asarray(labels).astype(np.int64))
+
+    def _fit_features(self, x: np.ndarray, y: np.ndarray) -> "HeadPoseSVM":
         keep = np.isfinite(x).all(axis=1)
         if len(np.unique(y[keep])) < 2:
             raise ValueError("headpose needs real and fake faces with landmarks to fit")
@@ -132,6 +134,7 @@ class HeadPoseSVM:
         self.pipeline = make_pipeline(
             StandardScaler(), CalibratedClassifierCV(svm, method="sigmoid", ensemble=False))
         self.pipeline.fit(x[keep], y[keep])
+        self._train = (np.ascontiguousarray(x[keep], dtype=np.float64), y[keep].astype(np.int64))
         return self
 
     def predict_proba(self, landmarks: np.ndarray) -> np.ndarray:
@@ -147,20 +150,24 @@ class HeadPoseSVM:
         return scores
 
     def save(self, path: str | Path) -> None:
+        """Save the training features and labels, not the fitted SVM: a pickle could run code
+        on load, while tensors load with ``weights_only=True`` and the (deterministic, tiny)
+        SVM is refitted from them in milliseconds."""
+        if self._train is None:
+            raise RuntimeError("HeadPoseSVM.save called before fit")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as fh:
-            pickle.dump({"arch": self.name, "config": {"image_size": self.image_size, "C": self.C,
-                                                       "gamma": self.gamma, "seed": self.seed},
-                         "pipeline": self.pipeline}, fh)
+        x, y = self._train
+        torch.save({"arch": self.name, "classical": True,
+                    "model_config": {"image_size": float(self.image_size), "C": float(self.C),
+                                     "gamma": self.gamma, "seed": int(self.seed)},
+                    "features": torch.from_numpy(x), "labels": torch.from_numpy(y)}, path)
 
     @classmethod
     def load(cls, path: str | Path) -> "HeadPoseSVM":
-        """Unpickles: load only files you made (pickle runs code)."""
-        with open(path, "rb") as fh:
-            payload = pickle.load(fh)
-        model = cls(**payload["config"])
-        model.pipeline = payload["pipeline"]
+        payload = torch.load(Path(path), map_location="cpu", weights_only=True)
+        model = cls(**payload["model_config"])
+        model._fit_features(payload["features"].numpy(), payload["labels"].numpy())
         return model
 
 
@@ -182,7 +189,8 @@ def create_classical_detector(name: str, **config):
 
 def sample_landmarks(frame: pd.DataFrame, root: str | Path, variant: str = "clean",
                      face_detector: str = "hog",
-                     read: Callable[[Path], np.ndarray] | None = None) -> np.ndarray:
+                     read: Callable[[Path], np.ndarray] | None = None,
+                     variant_options: dict | None = None) -> np.ndarray:
     """(N, 68, 2) dlib landmarks of the images of ``frame`` (``path`` relative to ``root``)
     under ``variant``; NaN rows where no face is found."""
     from fairforge.faces import detect_faces, predict_landmarks
@@ -196,7 +204,7 @@ def sample_landmarks(frame: pd.DataFrame, root: str | Path, variant: str = "clea
     for i, row in enumerate(frame.itertuples(index=False)):
         img = read(Path(root) / row.path)
         if apply is not None:
-            img = apply(img, variant, row.sample_id)
+            img = apply(img, variant, row.sample_id, variant_options)
         faces = detect_faces(img, face_detector)
         if faces:
             out[i] = predict_landmarks(img, faces[0])
