@@ -34,6 +34,7 @@ rule all:
         "results/fairness_per_group.csv",
         "results/fairness_ci.csv",
         "results/failures_per_group.csv",
+        "results/pipeline_info/versions.yml",
         expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),
         "results/exposure_table.csv" if config["ranking"]["enabled"] else [],
         expand(
@@ -42,3 +43,14 @@ rule all:
             dataset=DATASETS,
             variant=VARIANTS,
         ),
+
+
+onsuccess:
+    from fairforge.records import write_rule_graph
+
+    write_rule_graph(
+        "results/pipeline_info/rulegraph.dot",
+        workflow.main_snakefile,
+        Path.cwd(),
+        list(workflow.overwrite_configfiles),
+    )

@@ -13,6 +13,9 @@ rule fairness_table:
     params:
         metrics=config["metrics"],
         seed=config["seed"],
+    resources:
+        mem_mb=lambda wc, attempt: 2000 * attempt,
+        runtime=lambda wc, attempt: 30 * attempt,
     log:
         "results/logs/metrics/fairness_table.log",
     conda:
@@ -33,3 +36,19 @@ rule failures_per_group:
         "../envs/fairforge.yaml"
     script:
         "../scripts/concat_tables.py"
+
+
+rule pipeline_info:
+    """Versions, git commit, config hash and the resolved config of this run."""
+    output:
+        versions="results/pipeline_info/versions.yml",
+        config="results/pipeline_info/config.resolved.yaml",
+    params:
+        config=config,
+        repo=workflow.basedir,
+    log:
+        "results/logs/pipeline_info.log",
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/pipeline_info.py"

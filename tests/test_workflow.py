@@ -99,3 +99,38 @@ def test_killed_run_resumes_to_identical_outputs(repo_root, tiny_run, tmp_path):
     assert sorted(got) == sorted(expected)
     differ = [name for name in expected if expected[name] != got[name]]
     assert not differ, f"outputs differ after resume: {differ[:10]}"
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """Rule -> job count from the 'Job stats' table of a dry run."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Job stats"))
+    jobs = {}
+    for line in lines[start + 3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        jobs[parts[0]] = int(parts[1])
+    jobs.pop("total", None)
+    return jobs
+
+
+def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
+    import yaml
+
+    config = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    config["detectors"]["meso4_wide"] = {"arch": "meso4", "input_size": 64,
+                                         "model": {"dropout": 0.3}}
+    (tiny_run / "more.yaml").write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--snakefile", str(repo_root / "Snakefile"), "--directory", str(tiny_run),
+         "--configfile", str(tiny_run / "more.yaml"), "-n", "--cores", "1", "all"],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    n_predict = len(config["datasets"]) * len(config["variants"])
+    assert jobs.get("train") == 1
+    assert jobs.get("predict") == n_predict
+    per_image = {"sources", "faces_shard", "faces", "pairs", "forgery_shard", "forgery",
+                 "samples", "exposure", "video_variant"}
+    assert not per_image & set(jobs), jobs
