@@ -35,7 +35,9 @@ rule all:
         "results/fairness_ci.csv",
         "results/failures_per_group.csv",
         "results/pipeline_info/versions.yml",
+        "results/efficiency.csv",
         expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),
+        expand("results/figures/{dataset}/forgery_examples.png", dataset=DATASETS),
         "results/exposure_table.csv" if config["ranking"]["enabled"] else [],
         expand(
             "results/predictions/{detector}/{dataset}/{variant}.parquet",

@@ -12,6 +12,9 @@ rule forgery_shard:
         options=lambda wc: config["forgery"]["options"].get(wc.method, {}),
         seed=config["seed"],
         shard_size=SHARD_SIZE,
+    resources:
+        mem_mb=lambda wc, attempt: 3000 * attempt,
+        runtime=lambda wc, attempt: 120 * attempt,
     log:
         "results/logs/forgery/{dataset}/{method}/shard_{shard}.log",
     benchmark:
@@ -53,3 +56,19 @@ rule samples:
         "../envs/fairforge.yaml"
     script:
         "../scripts/samples.py"
+
+
+rule forgery_examples:
+    """FairFD Figure 2: per group a source, its target, every method's fake and mask."""
+    input:
+        sources="results/{dataset}/sources.parquet",
+        faces="results/{dataset}/faces.parquet",
+        forgeries=expand("results/{{dataset}}/forgeries/{method}.parquet", method=METHODS),
+    output:
+        "results/figures/{dataset}/forgery_examples.png",
+    log:
+        "results/logs/forgery/{dataset}/examples.log",
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/forgery_examples.py"

@@ -22,3 +22,38 @@ rule predict:
         "../envs/fairforge.yaml"
     script:
         "../scripts/predict.py"
+
+
+rule efficiency:
+    """Parameters, FLOPs per image, latency at batch 1 and 32, peak memory of one detector."""
+    input:
+        model="results/models/{detector}/model.pt",
+    output:
+        "results/models/{detector}/efficiency.csv",
+    params:
+        device=config["device"],
+    # Latency is measured alone: two timing jobs must not share the cores.
+    threads: lambda wc: workflow.cores
+    resources:
+        gpu=0 if config["device"] == "cpu" else 1,
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: 30 * attempt,
+    log:
+        "results/logs/efficiency/{detector}.log",
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/efficiency.py"
+
+
+rule efficiency_table:
+    input:
+        expand("results/models/{detector}/efficiency.csv", detector=DETECTORS),
+    output:
+        "results/efficiency.csv",
+    log:
+        "results/logs/efficiency/table.log",
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/concat_tables.py"

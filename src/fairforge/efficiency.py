@@ -19,6 +19,8 @@ import threading
 import time
 
 import psutil
+from pathlib import Path
+
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -145,4 +147,23 @@ def efficiency_row(model: nn.Module, input_size: int, device="cpu", batch_sizes=
         row[f"latency_ms_bs{bs}"] = seconds * 1e3
         row[f"images_per_s_bs{bs}"] = 1.0 / seconds
         row[f"peak_mem_mb_bs{bs}"] = peak_memory_bytes(model, input_size, bs, device, bf16) / 2**20
+    return row
+
+
+def checkpoint_efficiency(checkpoint: str | Path, name: str, device: str = "auto",
+                          batch_sizes=(1, 32), repeats: int = 10) -> dict:
+    """:func:`efficiency_row` of a trained fairforge checkpoint at its own input size.
+
+    Classical (landmark) detectors have no network to time here; their row says so.
+    """
+    from fairforge.inference import is_classical_checkpoint
+    from fairforge.training import load_checkpoint, pick_device
+
+    if is_classical_checkpoint(checkpoint):
+        return {"detector": name, "note": "classical detector: cost is dlib landmarks + SVM"}
+    dev = pick_device(device)
+    model, meta = load_checkpoint(checkpoint, dev)
+    row = efficiency_row(model, meta["input_size"], dev, batch_sizes, repeats,
+                         bf16=dev.type == "cuda", name=name)
+    row["arch"] = meta["arch"]
     return row
