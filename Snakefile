@@ -25,12 +25,14 @@ include: "rules/train.smk"
 include: "rules/infer.smk"
 include: "rules/video.smk"
 include: "rules/metrics.smk"
+include: "rules/report.smk"
 include: "rules/ranking.smk"
 
 
 rule all:
     input:
         "results/fairness_table.csv",
+        "results/report.html",
         "results/fairness_per_group.csv",
         "results/fairness_ci.csv",
         "results/failures_per_group.csv",

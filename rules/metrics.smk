@@ -7,9 +7,21 @@ rule fairness_table:
             dataset=DATASETS,
         ),
     output:
-        table="results/fairness_table.csv",
-        per_group="results/fairness_per_group.csv",
-        ci="results/fairness_ci.csv",
+        table=report(
+            "results/fairness_table.csv",
+            caption="../resources/report/fairness_table.rst",
+            category="Fairness",
+        ),
+        per_group=report(
+            "results/fairness_per_group.csv",
+            caption="../resources/report/per_group.rst",
+            category="Fairness",
+        ),
+        ci=report(
+            "results/fairness_ci.csv",
+            caption="../resources/report/fairness_ci.rst",
+            category="Fairness",
+        ),
     params:
         metrics=config["metrics"],
         seed=config["seed"],
@@ -29,7 +41,11 @@ rule failures_per_group:
     input:
         expand("results/{dataset}/failures.csv", dataset=DATASETS),
     output:
-        "results/failures_per_group.csv",
+        report(
+            "results/failures_per_group.csv",
+            caption="../resources/report/failures.rst",
+            category="Failures",
+        ),
     log:
         "results/logs/metrics/failures_per_group.log",
     conda:

@@ -45,8 +45,9 @@ def fairness_outputs(preds: pd.DataFrame, threshold: float = 0.5,
     first = ["dataset", "metric"]
     out = {"table": table[first + [c for c in table.columns if c not in first]],
            "per_group": _dataset_first(pd.concat(per_group, ignore_index=True))}
-    if cis:
-        out["ci"] = _dataset_first(pd.concat(cis, ignore_index=True))
+    out["ci"] = (_dataset_first(pd.concat(cis, ignore_index=True)) if cis else
+                 pd.DataFrame(columns=["dataset", "detector", "metric", "estimate", "ci_low",
+                                       "ci_high", "n_valid", "n_boot"]))
     return out
 
 

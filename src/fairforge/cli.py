@@ -42,7 +42,7 @@ def cmd_fairness(args) -> int:
     if args.per_group:
         out["per_group"].to_csv(args.per_group, index=False, float_format="%.6g")
     if args.ci:
-        if "ci" not in out:
+        if not args.bootstrap:
             raise ValueError("--ci needs --bootstrap N (N > 0)")
         out["ci"].to_csv(args.ci, index=False, float_format="%.6g")
     print(out["table"].to_string(index=False, float_format=lambda v: f"{v:.4f}"))

@@ -1,0 +1,208 @@
+"""Figures of the report, drawn from the analysis tables with matplotlib's object API.
+
+Figures are built with :class:`matplotlib.figure.Figure` (no pyplot state, Agg canvas) and
+saved as PNG without the ``Software`` metadata entry, so the same tables give the same
+bytes. Every function takes a table and an output path and returns the path.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from fairforge.tables import CLEAN, evaluation_rows, sorted_variants
+
+DPI = 100
+PANEL = (4.0, 3.0)  # inches per panel
+
+
+def _colours(names: Sequence[str]) -> dict[str, tuple]:
+    from matplotlib import colormaps
+    cmap = colormaps["tab10"]
+    return {n: cmap(i % 10) for i, n in enumerate(names)}
+
+
+def save_png(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    return path
+
+
+def _grid(n_rows: int, n_cols: int, width: float = PANEL[0], height: float = PANEL[1]):
+    fig = Figure(figsize=(width * n_cols, height * n_rows + 0.6), layout="constrained")
+    axes = np.atleast_2d(fig.subplots(n_rows, n_cols, squeeze=False))
+    return fig, axes
+
+
+def _message(path: str | Path, text: str) -> Path:
+    """A small figure that says why there is nothing to draw (the report still shows it)."""
+    fig = Figure(figsize=(5, 1.2))
+    fig.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
+    return save_png(fig, path)
+
+
+# --------------------------------------------------------------------------- robustness
+
+def robustness_figure(robustness: pd.DataFrame, path: str | Path,
+                      twins: Sequence[tuple[str, str]] = (), metric: str = "AUC") -> Path:
+    """AUC against severity, one panel per operation (rows: datasets), one line per detector.
+
+    Severity 0 is ``clean``. A detector's SDAug-trained twin (``twins``: (base, twin) pairs)
+    is drawn dashed in its base's colour, so each pair reads side by side.
+    """
+    rows = robustness.loc[robustness["scope"] == "variant"]
+    ops = sorted(set(rows["operation"]) - {CLEAN})
+    if not ops:
+        return _message(path, "Only clean predictions were evaluated: no severity curve.")
+    datasets = sorted(rows["dataset"].unique())
+    twin_of = {t: b for b, t in twins}
+    detectors = sorted(rows["detector"].unique())
+    colours = _colours([d for d in detectors if d not in twin_of])
+    fig, axes = _grid(len(datasets), len(ops))
+    for r, dataset in enumerate(datasets):
+        data = rows.loc[rows["dataset"] == dataset]
+        clean = data.loc[data["variant"] == CLEAN].set_index("detector")[metric]
+        for c, op in enumerate(ops):
+            ax = axes[r, c]
+            part = data.loc[data["operation"] == op].sort_values("severity")
+            levels = part.drop_duplicates("severity")[["severity", "level"]]
+            for detector in detectors:
+                line = part.loc[part["detector"] == detector]
+                if line.empty:
+                    continue
+                x = np.r_[0, line["severity"].to_numpy(float)]
+                y = np.r_[clean.get(detector, np.nan), line[metric].to_numpy(float)]
+                base = twin_of.get(detector, detector)
+                ax.plot(x, y, marker="o", ms=3, color=colours.get(base, "k"),
+                        linestyle="--" if detector in twin_of else "-",
+                        label=f"{detector} (SDAug twin of {base})" if detector in twin_of
+                        else detector)
+            ax.set_xticks(np.r_[0, levels["severity"].to_numpy(float)],
+                          ["clean", *[f"{lv:g}" for lv in levels["level"]]])
+            ax.set_title(f"{op} ({dataset})" if len(datasets) > 1 else op, fontsize=10)
+            ax.set_xlabel("level (mildest to strongest)")
+            ax.set_ylabel(metric)
+            ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
+            ax.grid(alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)),
+               fontsize=8)
+    return save_png(fig, path)
+
+
+# --------------------------------------------------------------------------- fairness
+
+def default_heatmap_metrics(ur_denominator: str) -> list[str]:
+    return ["AUC", "AADPD", f"URDEOdds_{ur_denominator}", "pooled_DEOdds"]
+
+
+def fairness_heatmap(fup: pd.DataFrame, path: str | Path, metrics: Sequence[str]) -> Path:
+    """Detectors x variants heatmaps, one panel per metric (rows: datasets).
+
+    Fairness gaps use one colour scale per panel, from 0 (white) to the panel's largest gap;
+    AUC uses 0.5 (white, chance) to 1.
+    """
+    metrics = [m for m in metrics if m in fup.columns]
+    datasets = sorted(fup["dataset"].unique())
+    variants = sorted_variants(fup["variant"].unique())
+    detectors = sorted(fup["detector"].unique())
+    width = max(PANEL[0], 0.55 * len(variants) + 2.0)
+    height = max(2.0, 0.45 * len(detectors) + 1.6)
+    fig, axes = _grid(len(datasets), len(metrics), width, height)
+    for r, dataset in enumerate(datasets):
+        data = fup.loc[fup["dataset"] == dataset]
+        for c, metric in enumerate(metrics):
+            ax = axes[r, c]
+            grid = (data.pivot_table(index="detector", columns="variant", values=metric,
+                                     aggfunc="first", dropna=False)
+                    .reindex(index=detectors, columns=variants).to_numpy(float))
+            if metric == "AUC":
+                vmin, vmax, cmap = 0.5, 1.0, "Greens"
+            else:
+                top = np.nanmax(grid) if np.isfinite(grid).any() else 0.0
+                vmin, vmax, cmap = 0.0, top if top > 0 else 1.0, "Reds"
+            image = ax.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+            for (i, j), value in np.ndenumerate(grid):
+                if np.isfinite(value) and grid.size <= 400:
+                    dark = (value - vmin) / (vmax - vmin) > 0.6
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black")
+            ax.set_xticks(range(len(variants)), variants, rotation=60, ha="right", fontsize=8)
+            ax.set_yticks(range(len(detectors)), detectors, fontsize=8)
+            ax.set_title(f"{metric} ({dataset})" if len(datasets) > 1 else metric, fontsize=10)
+            fig.colorbar(image, ax=ax, shrink=0.8)
+    return save_png(fig, path)
+
+
+def score_distributions(preds: pd.DataFrame, path: str | Path, split: str | None = "test",
+                        variant: str = CLEAN, threshold: float = 0.5, bins: int = 20) -> Path:
+    """Score histograms per group (FairFD Fig. 4): one panel per detector (rows: datasets);
+    real samples solid, fakes dashed, one colour per group; the decision threshold dotted."""
+    data = evaluation_rows(preds, split)
+    if "variant" in data.columns:
+        data = data.loc[data["variant"] == variant]
+    if data.empty:
+        return _message(path, f"No {split} predictions under {variant}.")
+    datasets = sorted(data["dataset"].unique())
+    detectors = sorted(data["detector"].unique())
+    groups = sorted(data["group"].astype(str).unique())
+    colours = _colours(groups)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    fig, axes = _grid(len(datasets), len(detectors))
+    for r, dataset in enumerate(datasets):
+        for c, detector in enumerate(detectors):
+            ax = axes[r, c]
+            part = data.loc[(data["dataset"] == dataset) & (data["detector"] == detector)]
+            for group in groups:
+                for label, style, kind in ((0, "-", "real"), (1, "--", "fake")):
+                    scores = part.loc[(part["group"].astype(str) == group)
+                                      & (part["label"] == label), "score"].to_numpy(float)
+                    if scores.size == 0:
+                        continue
+                    density, _ = np.histogram(np.clip(scores, 0, 1), bins=edges, density=True)
+                    ax.stairs(density, edges, color=colours[group], linestyle=style,
+                              label=f"{group} {kind}")
+            ax.axvline(threshold, color="0.4", linestyle=":", lw=1)
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("score (probability of fake)")
+            ax.set_ylabel("density")
+            ax.set_title(f"{detector} ({dataset})" if len(datasets) > 1 else detector,
+                         fontsize=10)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, max(1, len(labels))),
+               fontsize=8)
+    return save_png(fig, path)
+
+
+def failure_figure(failures: pd.DataFrame, path: str | Path) -> Path:
+    """Failure rate per stage (face detection, each forgery method) and group (rows: datasets)."""
+    if failures.empty:
+        return _message(path, "No failure counts.")
+    frame = failures.assign(dataset=failures["dataset"] if "dataset" in failures else "data")
+    frame = frame.loc[frame["stage"] != "sources"] if (frame["stage"] != "sources").any() else frame
+    datasets = sorted(frame["dataset"].unique())
+    groups = sorted(frame["group"].astype(str).unique())
+    colours = _colours(groups)
+    stages = list(dict.fromkeys(frame["stage"]))
+    fig, axes = _grid(len(datasets), 1, max(PANEL[0], 1.2 * len(stages) + 2), PANEL[1])
+    width = 0.8 / max(1, len(groups))
+    for r, dataset in enumerate(datasets):
+        ax = axes[r, 0]
+        data = frame.loc[frame["dataset"] == dataset]
+        rates = data.pivot_table(index="stage", columns="group", values="failure_rate",
+                                 aggfunc="first").reindex(index=stages, columns=groups)
+        x = np.arange(len(stages))
+        for k, group in enumerate(groups):
+            ax.bar(x + (k - (len(groups) - 1) / 2) * width, rates[group].to_numpy(float),
+                   width, color=colours[group], label=group)
+        ax.set_xticks(x, [s.replace("forgery:", "forgery\n") for s in stages], fontsize=8)
+        ax.set_ylabel("failure rate")
+        ax.set_title(f"failures per group ({dataset})", fontsize=10)
+        ax.set_ylim(0, max(0.05, float(np.nanmax(rates.to_numpy(float), initial=0)) * 1.2))
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    return save_png(fig, path)

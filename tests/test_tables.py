@@ -1,0 +1,241 @@
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+
+from fairforge import tables
+from fairforge.metrics import fairness_report
+from fairforge.tables import (balanced_table, balanced_twins, describe_variant, detection_table,
+                              detector_settings_table, detectors_frame, fairness_under_perturbation,
+                              find_twins, generalization_table, grayscale_table, pvalue_table,
+                              robustness_table, sdaug_twins, split_variants, thresholds_table,
+                              twins_from_frame)
+
+GROUPS = ("g0", "g1", "g2", "g3")
+
+
+def predictions(accuracy, detector="det", variant="clean", dataset="data", split="test",
+                subjects=5, per_subject=4, seed=0):
+    """Predictions whose accuracy in group i is ``accuracy[i]``, on real and faceswap."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g, p in zip(GROUPS, accuracy):
+        for s in range(subjects):
+            for method, label in (("real", 0), ("faceswap", 1)):
+                correct = rng.random(per_subject) < p
+                fake = correct == (label == 1)
+                score = np.where(fake, rng.uniform(0.55, 1.0, per_subject),
+                                 rng.uniform(0.0, 0.45, per_subject))
+                for k in range(per_subject):
+                    rows.append({"sample_id": f"{method}_{g}_{s}_{k}", "dataset": dataset,
+                                 "split": split, "label": label, "method": method, "group": g,
+                                 "subject_id": f"{g}_s{s}", "detector": detector,
+                                 "variant": variant, "score": float(score[k])})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- variants
+
+def test_describe_variant_uses_the_registry_order_and_category():
+    assert describe_variant("clean") == {"variant": "clean", "operation": "clean", "level": 0,
+                                         "severity": 0, "category": "clean"}
+    jpeg = describe_variant("jpeg@30")  # quality 95, 80, 60, 45, 30: 30 is the strongest
+    assert (jpeg["operation"], jpeg["level"], jpeg["severity"], jpeg["category"]) == \
+        ("jpeg", 30, 5, "compression")
+    assert describe_variant("gaussian_blur@3")["severity"] == 1
+    assert tables.sorted_variants(["jpeg@30", "clean", "jpeg@95", "gamma@2"]) == \
+        ["clean", "gamma@2", "jpeg@95", "jpeg@30"]
+
+
+@pytest.mark.parametrize("video", [True, False])
+def test_unknown_operations_are_video_or_other(monkeypatch, video):
+    monkeypatch.setattr(tables, "has_video_pipeline", lambda: video)
+    assert describe_variant("made_up_op@2")["category"] == ("video" if video else "other")
+    _, unavailable = split_variants(["clean", "made_up_op@2"])
+    assert "made_up_op@2" in unavailable  # neither an image nor a video operation
+
+
+def test_split_variants_reports_missing_weights():
+    available, unavailable = split_variants(["jpeg@60", "learned_compression@3", "grayscale@1"])
+    assert available == ["clean", "grayscale@1", "jpeg@60"]
+    assert list(unavailable) == ["learned_compression@3"]
+    assert "weights" in unavailable["learned_compression@3"]
+
+
+# --------------------------------------------------------------------------- detection
+
+def test_detection_table_per_variant_and_video_level():
+    a = predictions((0.9, 0.8, 0.7, 0.6), variant="clean", seed=1)
+    b = predictions((0.6, 0.6, 0.6, 0.6), variant="jpeg@60", seed=2)
+    val = predictions((0.0, 0.0, 0.0, 0.0), split="val", seed=3)  # must be ignored
+    preds = pd.concat([b, a, val], ignore_index=True)
+    # two frames per video: sample k // 2 of each subject and method
+    preds["video_id"] = (preds["subject_id"] + "_v"
+                         + (preds["sample_id"].str.rsplit("_", n=1).str[1].astype(int) // 2).astype(str))
+    table = detection_table(preds)
+    frame = table.loc[table["unit"] == "frame"].set_index("variant")
+    assert list(frame.index) == ["clean", "jpeg@60"]
+    assert frame.loc["clean", "AUC"] == pytest.approx(roc_auc_score(a["label"], a["score"]))
+    assert frame.loc["clean", "n"] == len(a)
+    video = table.loc[(table["unit"] == "video") & (table["variant"] == "clean")].iloc[0]
+    # a real clip and the fake made from it share video_id but are two videos
+    clean_test = (preds["variant"] == "clean") & (preds["split"] == "test")
+    per_video = a.assign(v=preds.loc[clean_test, "video_id"].to_numpy())
+    means = per_video.groupby(["method", "v"]).agg(label=("label", "first"), score=("score", "mean"))
+    assert video["n"] == len(means)
+    assert video["AUC"] == pytest.approx(roc_auc_score(means["label"], means["score"]))
+
+
+def test_robustness_drop_mean_and_categories():
+    detection = pd.DataFrame({
+        "dataset": "data", "detector": "det", "unit": "frame",
+        "variant": ["clean", "jpeg@95", "jpeg@30", "gaussian_blur@3", "gamma@1"],
+        "AUC": [0.9, 0.8, 0.6, 0.7, 0.5]})
+    table = robustness_table(detection)
+    variants = table.loc[table["scope"] == "variant"].set_index("variant")
+    assert variants.loc["clean", "drop"] == 0
+    assert variants.loc["jpeg@30", "drop"] == pytest.approx(0.3)
+    assert variants.loc["jpeg@30", "severity"] == 5
+    categories = table.loc[table["scope"] == "category"].set_index("category")
+    assert set(categories.index) == {"compression", "blur", "enhancement"}
+    assert categories.loc["compression", "AUC"] == pytest.approx(0.7)
+    assert categories.loc["compression", "n_variants"] == 2
+    assert categories.loc["enhancement", "drop"] == pytest.approx(0.4)
+    overall = table.loc[table["scope"] == "overall"].iloc[0]
+    assert overall["AUC"] == pytest.approx(np.mean([0.8, 0.6, 0.7, 0.5]))  # clean excluded
+    assert overall["drop"] == pytest.approx(0.9 - 0.65)
+    assert overall["n_variants"] == 4
+
+
+# --------------------------------------------------------------------------- fairness
+
+def test_fairness_under_perturbation_equals_fairness_report_per_variant():
+    clean = predictions((1.0, 1.0, 1.0, 1.0), variant="clean", seed=4)
+    gray = predictions((1.0, 0.5, 1.0, 0.7), variant="grayscale@1", seed=5)
+    fup = fairness_under_perturbation(pd.concat([clean, gray]), ur_denominator="acc")
+    assert list(fup["variant"]) == ["clean", "grayscale@1"]
+    row = fup.set_index("variant").loc["grayscale@1"]
+    expected = fairness_report(gray, ur_denominator="acc")
+    for key, value in expected.items():
+        assert row[key] == pytest.approx(value, nan_ok=True), key
+    assert row["category"] == "color"
+    gs = grayscale_table(fup).set_index("metric")
+    assert gs.loc["AADPD", "change"] == pytest.approx(row["AADPD"] - fup.iloc[0]["AADPD"])
+    assert gs.loc["AADPD", "change"] > 0.2
+    assert grayscale_table(fup.loc[fup["variant"] == "clean"]).empty
+
+
+def test_pvalues_small_for_a_real_gap_and_large_without_one():
+    gap = predictions((0.98, 0.98, 0.3, 0.3), detector="biased", subjects=6, seed=6)
+    even = predictions((0.8, 0.8, 0.8, 0.8), detector="even", subjects=6, seed=7)
+    table = pvalue_table(pd.concat([gap, even]), n_perm=300, seed=1)
+    p = table.set_index(["detector", "metric"])["p_value"]
+    assert p["biased", "AADPD"] < 0.02
+    assert p["even", "AADPD"] > 0.05
+    assert ((table["p_value"] > 0) & (table["p_value"] <= 1)).all()
+    assert set(table.columns) == {"dataset", "detector", "metric", "value", "p_value", "n_perm"}
+
+
+def test_thresholds_table_fits_on_validation_and_maximises_its_accuracy():
+    rng = np.random.default_rng(8)
+    val = predictions((0.8, 0.8, 0.8, 0.8), split="val", seed=9)
+    # each group's scores shifted differently, so each group needs its own threshold
+    shift = val["group"].map({"g0": 0.0, "g1": 0.1, "g2": -0.1, "g3": 0.2})
+    val["score"] = np.clip(val["score"] + shift + rng.normal(0, 0.05, len(val)), 0, 1)
+    test = predictions((0.8, 0.8, 0.8, 0.8), seed=10)
+    table = thresholds_table(pd.concat([val, test]))
+    assert list(table.columns) == ["dataset", "detector", "metric", "global", "per_group", "change"]
+    rows = table.set_index("metric")
+    for metric in ("ACC", "AADPD", "URDEOdds_one_plus_acc", "pooled_DEOdds", "AUC"):
+        assert metric in rows.index
+    assert rows.loc["AUC", "change"] == 0  # thresholds do not move a ranking metric
+    for g in GROUPS:
+        t = rows.loc[f"threshold[{g}]", "per_group"]
+        assert rows.loc[f"threshold[{g}]", "global"] == 0.5
+        part = val.loc[val["group"] == g]
+        s, y = part["score"].to_numpy(), part["label"].to_numpy()
+        grid = np.r_[np.unique(s), (np.unique(s)[:-1] + np.unique(s)[1:]) / 2, -1, 2]
+        best = max(np.mean((s > c) == (y == 1)) for c in grid)
+        assert np.mean((s > t) == (y == 1)) == pytest.approx(best)
+    with pytest.raises(ValueError, match="splits"):
+        thresholds_table(test)
+
+
+# --------------------------------------------------------------------------- detector twins
+
+BASE = {"arch": "meso4", "model": {}, "input_size": 64, "train_methods": ["faceswap"],
+        "augment": "none", "balanced": False, "epochs": 2, "lr": 2e-4, "seed": 3,
+        "threads": 2, "device": "auto", "train_dataset": "d1"}
+
+
+def test_twins_differ_in_one_setting_only():
+    settings = {"m": BASE, "m_bal": {**BASE, "balanced": True, "threads": 8},
+                "m_bal_long": {**BASE, "balanced": True, "epochs": 9},
+                "m_sd": {**BASE, "augment": "sdaug"}, "x": {**BASE, "arch": "xception"}}
+    assert balanced_twins(settings) == [("m", "m_bal")]
+    assert sdaug_twins(settings) == [("m", "m_sd")]
+    assert find_twins(settings, "augment", "none", "daug") == []
+    frame = detectors_frame(settings)
+    assert twins_from_frame(frame, "balanced") == [("m", "m_bal")]
+    assert twins_from_frame(frame, "sdaug") == [("m", "m_sd")]
+    assert frame.set_index("detector").loc["m", "train_methods"] == "faceswap"
+
+
+def test_settings_come_from_the_checkpoint(tmp_path):
+    path = tmp_path / "model.pt"
+    torch.save({"arch": "meso4", "train_config": {**BASE, "balanced": True},
+                "state_dict": {}}, path)
+    settings = detector_settings_table({"a": path, "b": tmp_path / "missing.pt"},
+                                       fallback={"b": BASE}, train_datasets={"a": "d2", "b": "d1"})
+    assert settings["a"]["balanced"] is True and settings["a"]["train_dataset"] == "d2"
+    assert settings["b"] == BASE
+
+
+def test_balanced_table_side_by_side():
+    fairness = pd.DataFrame({"dataset": "data", "metric": ["AUC", "AADPD"],
+                             "m": [0.9, 0.2], "m_bal": [0.85, 0.1], "other": [0.5, 0.0]})
+    table = balanced_table(fairness, [("m", "m_bal")]).set_index("metric")
+    assert table.loc["AADPD", "standard"] == 0.2 and table.loc["AADPD", "balanced"] == 0.1
+    assert table.loc["AUC", "change"] == pytest.approx(-0.05)
+    assert balanced_table(fairness, []).empty
+
+
+def test_generalization_matrix_and_averages():
+    auc = {("m1", "d1"): 0.9, ("m1", "d2"): 0.6, ("m2", "d1"): 0.7, ("m2", "d2"): 0.95,
+           ("x", "d1"): 0.8, ("x", "d2"): 0.5}
+    detection = pd.DataFrame([{"dataset": ds, "detector": d, "variant": "clean", "unit": "frame",
+                               "AUC": v} for (d, ds), v in auc.items()]
+                             + [{"dataset": "d1", "detector": "m1", "variant": "jpeg@60",
+                                 "unit": "frame", "AUC": 0.1}])
+    settings = {"m1": BASE, "m2": {**BASE, "train_dataset": "d2"},
+                "x": {**BASE, "arch": "xception"}}
+    table = generalization_table(detection, settings)
+    assert list(table.columns) == ["family", "detector", "train_dataset", "d1", "d2", "average"]
+    meso = table.loc[table["family"] == "m1"].set_index("detector")
+    assert list(meso.index) == ["m1", "m2", "average"]
+    assert meso.loc["m1", "average"] == pytest.approx(0.75)
+    assert meso.loc["average", "d1"] == pytest.approx(0.8)
+    assert meso.loc["average", "d2"] == pytest.approx(0.775)
+    assert meso.loc["average", "average"] == pytest.approx((0.75 + 0.825) / 2)
+    assert meso.loc["m2", "train_dataset"] == "d2"
+    assert set(table.loc[table["family"] == "x", "detector"]) == {"x", "average"}
+    one = generalization_table(detection.loc[detection["dataset"] == "d1"], settings)
+    assert list(one.columns) == ["note"] and "one dataset" in one["note"].iloc[0]
+
+
+def test_tables_from_files_match_tables_of_the_pooled_frame(tmp_path):
+    from fairforge.manifest import write_manifest
+    parts = [predictions((0.9, 0.7, 0.8, 0.6), detector=d, variant=v, seed=i)
+             for i, (d, v) in enumerate([("b", "jpeg@30"), ("a", "clean"), ("b", "clean")])]
+    paths = []
+    for i, part in enumerate(parts):
+        paths.append(tmp_path / f"{i}.parquet")
+        write_manifest(part, paths[-1], contract="predictions")
+    pooled = pd.concat(parts, ignore_index=True)
+    from_files = tables.table_from_files(paths, detection_table)
+    pd.testing.assert_frame_equal(from_files, detection_table(pooled))
+    assert list(zip(from_files["detector"], from_files["variant"])) == \
+        [("a", "clean"), ("b", "clean"), ("b", "jpeg@30")]
+    fup = tables.table_from_files(paths, fairness_under_perturbation)
+    pd.testing.assert_frame_equal(fup, fairness_under_perturbation(pooled))
