@@ -41,12 +41,7 @@ rule all:
         expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),
         expand("results/figures/{dataset}/forgery_examples.png", dataset=DATASETS),
         "results/exposure_table.csv" if config["ranking"]["enabled"] else [],
-        expand(
-            "results/predictions/{detector}/{dataset}/{variant}.parquet",
-            detector=DETECTORS,
-            dataset=DATASETS,
-            variant=VARIANTS,
-        ),
+        REPORT_PREDICTIONS,
 
 
 onsuccess:

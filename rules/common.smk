@@ -1,5 +1,6 @@
 from fairforge.video import predict_samples_path
 from fairforge.workflow import (
+    all_variants,
     count_source_items,
     dataset_root,
     detector_settings,
@@ -11,7 +12,7 @@ from fairforge.workflow import (
 DATASETS = list(config["datasets"])
 DETECTORS = list(config["detectors"])
 METHODS = list(config["forgery"]["methods"])
-VARIANTS = list(config["variants"])
+VARIANTS = all_variants(config)
 SHARD_SIZE = int(config["shard_size"])
 RANKING_DATASET = config["ranking"].get("dataset") or DATASETS[0]
 SHARDS = {d: shard_ids(count_source_items(d, config["datasets"][d]), SHARD_SIZE) for d in DATASETS}
@@ -31,6 +32,7 @@ localrules:
     forgery,
     samples,
     failures_per_group,
+    pipeline_info,
 
 
 def dataset_shards(wildcards):

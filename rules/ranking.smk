@@ -16,7 +16,10 @@ rule exposure:
         or config["datasets"][RANKING_DATASET].get("group_by"),
         margin=config["faces"]["margin"],
         seed=config["seed"],
-    threads: 2
+    threads: 1  # dlib encodes on one core; leave the other to the forgery jobs
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: (30 + 2 * len(SHARDS[RANKING_DATASET])) * attempt,
     log:
         "results/logs/ranking/exposure.log",
     benchmark:

@@ -113,6 +113,17 @@ def detector_settings(config: dict, name: str) -> dict:
     }
 
 
+def all_variants(config: dict) -> list[str]:
+    """``variants`` plus the members of ``variant_suites``, in order, without repeats."""
+    from fairforge.perturb import suite
+    from fairforge.video import VIDEO_SUITE
+
+    names = list(config["variants"])
+    for name in config["variant_suites"]:
+        names += VIDEO_SUITE if name == "video" else suite(name, with_clean=False)
+    return list(dict.fromkeys(names))
+
+
 def variant_options(config: dict, variant: str) -> dict:
     """The options (e.g. weights paths) of the operation(s) in one variant, and nothing else,
     so that editing one operation's options reruns only its own jobs."""
