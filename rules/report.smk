@@ -22,6 +22,7 @@ report: "../resources/report/workflow.rst"
 # Seconds of work on small tables: not worth a queue wait.
 localrules:
     detector_studies,
+    efficiency_figure,
     report_html,
 
 
@@ -207,6 +208,25 @@ rule report_figures:
         "../scripts/report_figures.py"
 
 
+rule efficiency_figure:
+    """Clean AUC against GFLOPs, parameters and latency at batch 1, one point per detector."""
+    input:
+        efficiency="results/efficiency.csv",
+        detection="results/detection_table.csv",
+    output:
+        report(
+            "results/figures/efficiency.png",
+            caption="../resources/report/efficiency_figure.rst",
+            category="Efficiency",
+        ),
+    log:
+        "results/logs/report/efficiency_figure.log",
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/report_efficiency.py"
+
+
 rule report_html:
     """The self-contained HTML report: every table and figure, captions and a verdict."""
     input:
@@ -230,6 +250,25 @@ rule report_html:
         forgeries=expand(
             "results/{dataset}/forgeries/{method}.parquet", dataset=DATASETS, method=METHODS
         ),
+        efficiency="results/efficiency.csv",
+        efficiency_figure="results/figures/efficiency.png",
+        forgery_examples=expand(
+            "results/figures/{dataset}/forgery_examples.png", dataset=DATASETS
+        ),
+        face_detection_rates=expand(
+            "results/{dataset}/face_detection_rate.csv", dataset=DATASETS
+        ),
+        # The ranking study runs only when enabled; the report leaves its section out otherwise.
+        exposure_table=(
+            "results/exposure_table.csv" if config["ranking"]["enabled"] else []
+        ),
+        exposure_per_probe_group=(
+            "results/exposure_per_probe_group.csv" if config["ranking"]["enabled"] else []
+        ),
+        exposure_ks="results/exposure_ks.csv" if config["ranking"]["enabled"] else [],
+        exposure_figure=(
+            "results/figures/exposure.png" if config["ranking"]["enabled"] else []
+        ),
     output:
         report(
             "results/report.html",
@@ -240,6 +279,7 @@ rule report_html:
         datasets=config["datasets"],
         variants=VARIANTS,
         metrics=config["metrics"],
+        ranking={**config["ranking"], "dataset": RANKING_DATASET},
     log:
         "results/logs/report/report_html.log",
     conda:

@@ -1,5 +1,6 @@
 """The report builds from a small results tree written the way the report rules write it."""
 import base64
+import html
 import re
 
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 
 from fairforge import figures
 from fairforge.analysis import fairness_outputs
-from fairforge.report import FIGURES, TABLES, build_report, report_inputs
+from fairforge.images import write_image
+from fairforge.report import EXPOSURE, FIGURES, TABLES, build_report, report_inputs
 from fairforge.tables import (balanced_table, balanced_twins, detection_table, detectors_frame,
                               fairness_under_perturbation, generalization_table, grayscale_table,
                               pvalue_table, robustness_table, thresholds_table, twins_from_frame)
@@ -29,7 +31,50 @@ SETTINGS = {"fair": BASE, "fair_sd": {**BASE, "augment": "sdaug"},
 CONFIG = {"datasets": {"synthetic": {"adapter": "synthetic", "group_by": ["tone"]}},
           "variants": ["clean", "jpeg@60", "grayscale@1", "learned_compression@2"],
           "metrics": {"threshold": 0.5, "ur_denominator": "acc", "bootstrap": 40,
-                      "evaluation_split": "test"}}
+                      "evaluation_split": "test"},
+          "ranking": {"enabled": True, "dataset": "synthetic"}}
+NO_RANKING = {**CONFIG, "ranking": {"enabled": False}}
+# false-positive exposure per group of each encoder x setting: who the verdict must name
+FP_EXPOSURE = {("dlib_resnet", "reidentification"): (0.30, 0.40, 0.20, 0.10),
+               ("dlib_resnet", "identification"): (0.25, 0.25, 0.20, 0.30),
+               ("facenet", "reidentification"): (0.10, 0.20, 0.30, 0.40),
+               ("facenet", "identification"): (0.40, 0.20, 0.20, 0.20)}
+
+
+def efficiency_rows():
+    """Costs of the three trained detectors and a classical one with a note instead."""
+    costs = {"biased": (1.0e5, 0.05, 2.0), "fair": (2.0e6, 0.8, 9.0), "fair_sd": (2.0e6, 0.8, 8.5)}
+    rows = [{"detector": d, "input_size": 64, "device": "cpu", "dtype": "fp32", "params": p,
+             "gflops": g, "latency_ms_bs1": lat, "images_per_s_bs1": 1e3 / lat,
+             "peak_mem_mb_bs1": 1.5, "latency_ms_bs32": lat / 4,
+             "images_per_s_bs32": 4e3 / lat, "peak_mem_mb_bs32": 12.0, "arch": "meso4"}
+            for d, (p, g, lat) in costs.items()]
+    rows.append({"detector": "headpose", "note": "classical detector: cost is dlib landmarks + SVM"})
+    return pd.DataFrame(rows)
+
+
+def exposure_tables():
+    """The three ranking-study tables as ``fairforge.ranking.exposure_study`` writes them."""
+    base = {"distance": 3, "k": 5, "l": 4, "n_identities": 24, "n_probes": 24,
+            "n_gallery_images": 72}
+    summary, per_probe, ks = [], [], []
+    for (encoder, setting), fp in FP_EXPOSURE.items():
+        for convention, exposure in (("all", (0.25,) * 4), ("false_positive", fp)):
+            key = {"encoder": encoder, "setting": setting, "distance": 3, "k": 5, "l": 4,
+                   "convention": convention}
+            summary.append({**key, **base, "hit_ratio@1": 0.5, "hit_ratio@5": 0.8,
+                            "hit_ratio@10": 0.9,
+                            **{f"visibility_{g}": e for g, e in zip(GROUPS, exposure)},
+                            **{f"exposure_{g}": e for g, e in zip(GROUPS, exposure)},
+                            "disparate_visibility": 0.1, "disparate_exposure": 0.1})
+            per_probe += [{**key, "probe_group": p, "gallery_group": g, "n_probes": 6,
+                           "visibility": 0.7 if p == g else 0.1,
+                           "exposure": 0.61 if p == g else 0.13, "hit_ratio@1": 0.5}
+                          for p in GROUPS for g in GROUPS]
+            ks += [{**key, "group_a": a, "group_b": b, "n_a": 20, "n_b": 20,
+                    "statistic": 0.5, "pvalue": 0.01 if (a, b) == ("tone1", "tone2") else 0.6}
+                   for i, a in enumerate(GROUPS) for b in GROUPS[i + 1:]]
+    return pd.DataFrame(summary), pd.DataFrame(per_probe), pd.DataFrame(ks)
 
 
 def predictions(detector, variant, split, seed):
@@ -79,9 +124,29 @@ def results(tmp_path_factory):
     balanced_table(pd.read_csv(out / "fairness_table.csv"), balanced_twins(SETTINGS)).to_csv(
         out / TABLES["balanced"], index=False)
     generalization_table(detection, SETTINGS).to_csv(out / TABLES["generalization"], index=False)
-    pd.DataFrame({"sample_id": [f"f{i}" for i in range(10)], "method": "faceswap",
-                  "backend": "classical", "ok": [True] * 9 + [False]}).to_parquet(
-        out / "synthetic" / "forgeries" / "faceswap.parquet")
+    # 4 attempts per group; tone3 loses one and tone4 two (reasons kept)
+    ok = [True] * 4 + [True] * 4 + [True, True, True, False] + [True, True, False, False]
+    reasons = ["" if k else "face not usable: no face detected" for k in ok]
+    reasons[-1] = "target has no face"
+    pd.DataFrame({"sample_id": [f"f{i}" for i in range(16)], "method": "faceswap",
+                  "backend": "classical", "group": np.repeat(GROUPS, 4), "ok": ok,
+                  "reason": reasons}).to_parquet(out / "synthetic" / "forgeries" / "faceswap.parquet")
+    pd.DataFrame({"group": [*GROUPS, "(all)"], "n": [20, 20, 20, 20, 80],
+                  "n_detected": [20, 19, 18, 20, 77], "rate": [1.0, 0.95, 0.9, 1.0, 77 / 80],
+                  "failures": ["{}", '{"no face detected": 1}', '{"no face detected": 2}', "{}",
+                               '{"no face detected": 3}']}).to_csv(
+        out / "synthetic" / "face_detection_rate.csv", index=False)
+    sheet = np.zeros((24, 36, 3), np.uint8)
+    sheet[:, 12:24] = 200
+    write_image(out / "figures" / "synthetic" / "forgery_examples.png", sheet)
+    efficiency = efficiency_rows()
+    efficiency.to_csv(out / TABLES["efficiency"], index=False)
+    figures.efficiency_figure(efficiency, detection, out / FIGURES["efficiency_figure"])
+    exposure, per_probe, ks = exposure_tables()
+    exposure.to_csv(out / EXPOSURE["exposure_table"], index=False)
+    per_probe.to_csv(out / EXPOSURE["exposure_per_probe_group"], index=False)
+    ks.to_csv(out / EXPOSURE["exposure_ks"], index=False)
+    write_image(out / EXPOSURE["exposure_figure"], sheet[::-1])
     failures = pd.DataFrame([{"stage": stage, "group": g, "n": 20, "n_failed": k,
                               "failure_rate": k / 20, "reasons": "", "dataset": "synthetic"}
                              for stage in ("sources", "faces", "forgery:faceswap")
@@ -102,16 +167,33 @@ def page(results):
 
 
 def text_of(page: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+@pytest.fixture(scope="module")
+def page_without_ranking(results):
+    return build_report(report_inputs(results, ["synthetic"], ["faceswap"], ranking=False),
+                        NO_RANKING)
+
+
+def section(page: str, anchor: str) -> str:
+    start = page.index(f'<section id="{anchor}">')
+    return text_of(page[start:page.index("</section>", start)])
 
 
 def test_every_section_table_and_figure_is_in_the_report(page, results):
     for anchor in ("verdict", "run", "detection", "fairness", "robustness", "fairness-perturbed",
-                   "thresholds", "grayscale", "balanced", "generalization", "scores",
-                   "failures", "glossary"):
+                   "thresholds", "grayscale", "balanced", "generalization", "efficiency",
+                   "exposure", "scores", "forgeries", "failures", "glossary"):
         assert f'<section id="{anchor}">' in page, anchor
+        assert f'href="#{anchor}"' in page, anchor
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == len(FIGURES)
+    # every figure, the one dataset's forgery sheet and the exposure figure
+    assert len(images) == len(FIGURES) + 2
+    embedded = {base64.b64decode(i) for i in images}
+    for path in (results / "figures" / "synthetic" / "forgery_examples.png",
+                 results / EXPOSURE["exposure_figure"], results / FIGURES["efficiency_figure"]):
+        assert path.read_bytes() in embedded, path.name
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
     text = text_of(page)
     for marker in ("threshold[tone3]", "URDEOdds_acc", "overall robustness score",
@@ -152,3 +234,82 @@ def test_report_is_deterministic_and_names_missing_inputs(results, page, tmp_pat
     paths["thresholds"] = tmp_path / "nope.csv"
     with pytest.raises(FileNotFoundError, match="thresholds"):
         build_report(paths, CONFIG)
+
+
+def test_efficiency_section_has_costs_device_auc_and_the_classical_note(page, results):
+    text = section(page, "efficiency")
+    assert "Measured on cpu (fp32)." in text
+    assert "median time per image" in text and "warm-up" in text
+    for column in ("gflops", "params", "latency_ms_bs1", "latency_ms_bs32", "AUC clean (synthetic)"):
+        assert column in text, column
+    assert "classical detector: cost is dlib landmarks + SVM" in text
+    detection = pd.read_csv(results / TABLES["detection"])
+    auc = detection.loc[(detection["detector"] == "biased") & (detection["variant"] == "clean")
+                        & (detection["unit"] == "frame"), "AUC"].iloc[0]
+    row = text[text.index("biased"):text.index("fair ")]
+    assert f"{auc:.4g}" in row  # the clean AUC sits on the detector's own row
+
+
+def test_exposure_section_tables_and_verdict(page):
+    text = section(page, "exposure")
+    assert "Dataset synthetic: 24 identities with 4 images each" in text
+    assert "distance 3" in text and "k = 5" in text
+    for marker in ("hit_ratio@5", "disparate_visibility", "disparate_exposure",
+                   "exposure_tone4", "visibility of tone1", "exposure of tone4",
+                   "false_positive", "identification", "facenet"):
+        assert marker in text, marker
+    assert "visibility" in text and "log2(position + 1)" in text  # the caption explains
+    # one p < 0.05 pair per encoder x setting x convention: 8 of 48
+    assert "8 of 48 pairs differ at p < 0.05" in text
+    verdict = section(page, "verdict")
+    assert ("Face ranking at distance 3, dlib_resnet: the group most exposed as a wrong "
+            "suspect (largest false-positive exposure) is tone2 in reidentification "
+            "(exposure 0.4; next tone1 0.3), tone4 in identification (exposure 0.3; "
+            "next tone1 0.25).") in verdict
+    assert "facenet: the group most exposed as a wrong suspect (largest false-positive " \
+           "exposure) is tone4 in reidentification" in verdict
+    assert "tone1 in identification (exposure 0.4" in verdict
+
+
+def test_forgery_success_and_face_detection_rates(page):
+    text = section(page, "forgeries")
+    assert "synthetic faceswap 1.000 (4/4) 1.000 (4/4) 0.750 (3/4) 0.500 (2/4) 0.812 (13/16)" \
+        in text
+    assert "face not usable: no face detected: 2; target has no face: 1" in text
+    assert "forgery examples of synthetic" in page
+    failures = section(page, "failures")
+    assert "Face detection rate per group" in failures
+    assert ("synthetic 1.000 (20/20) 0.950 (19/20) 0.900 (18/20) 1.000 (20/20) 0.963 (77/80) "
+            "no face detected: 3") in failures
+
+
+def test_ranking_disabled_leaves_the_exposure_section_out(page_without_ranking, results,
+                                                          tmp_path):
+    assert '<section id="exposure">' not in page_without_ranking
+    assert 'href="#exposure"' not in page_without_ranking
+    assert "wrong suspect (largest" not in page_without_ranking
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page_without_ranking)
+    assert len(images) == len(FIGURES) + 1
+    for anchor in ("efficiency", "forgeries", "failures"):
+        assert f'<section id="{anchor}">' in page_without_ranking
+    # with ranking enabled the study's tables are required
+    paths = report_inputs(results, ["synthetic"], ["faceswap"])
+    paths["exposure_ks"] = tmp_path / "nope.csv"
+    with pytest.raises(FileNotFoundError, match="exposure_ks"):
+        build_report(paths, CONFIG)
+
+
+def test_efficiency_figure_is_a_deterministic_png_of_the_data(results, tmp_path):
+    efficiency = pd.read_csv(results / TABLES["efficiency"])
+    detection = pd.read_csv(results / TABLES["detection"])
+    a = figures.efficiency_figure(efficiency, detection, tmp_path / "a.png")
+    b = figures.efficiency_figure(efficiency, detection, tmp_path / "b.png")
+    assert a.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert a.read_bytes() == b.read_bytes()
+    assert b"Software" not in a.read_bytes()
+    moved = detection.assign(AUC=np.where(detection["detector"] == "fair", 0.55, detection["AUC"]))
+    c = figures.efficiency_figure(efficiency, moved, tmp_path / "c.png")
+    assert c.read_bytes() != a.read_bytes()  # the points are drawn from the AUC
+    only_classical = efficiency.loc[efficiency["detector"] == "headpose", ["detector", "note"]]
+    d = figures.efficiency_figure(only_classical, detection, tmp_path / "d.png")
+    assert d.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -239,3 +241,96 @@ def test_tables_from_files_match_tables_of_the_pooled_frame(tmp_path):
         [("a", "clean"), ("b", "clean"), ("b", "jpeg@30")]
     fup = tables.table_from_files(paths, fairness_under_perturbation)
     pd.testing.assert_frame_equal(fup, fairness_under_perturbation(pooled))
+
+
+# --------------------------------------------------------------------------- efficiency, forgeries, exposure
+
+def test_efficiency_with_metric_pairs_each_cost_with_the_clean_auc_per_dataset():
+    detection = pd.DataFrame(
+        [{"dataset": ds, "detector": d, "variant": v, "unit": u, "AUC": auc}
+         for ds, d, v, u, auc in [("d1", "a", "clean", "frame", 0.9), ("d1", "a", "clean", "video", 0.1),
+                                  ("d1", "a", "jpeg@30", "frame", 0.2), ("d2", "a", "clean", "frame", 0.7),
+                                  ("d1", "svm", "clean", "frame", 0.6)]])
+    efficiency = pd.DataFrame([{"detector": "a", "params": 10, "gflops": 0.5, "latency_ms_bs1": 2.0},
+                               {"detector": "svm", "note": "classical"}])
+    table = tables.efficiency_with_metric(efficiency, detection)
+    assert list(table[["detector", "dataset"]].itertuples(index=False, name=None)) == \
+        [("a", "d1"), ("a", "d2"), ("svm", "d1")]
+    assert table["AUC"].tolist() == [0.9, 0.7, 0.6]  # frame-level, clean only
+    assert table.loc[table["detector"] == "svm", "gflops"].isna().all()
+    assert table.loc[table["detector"] == "a", "params"].tolist() == [10, 10]
+
+
+def test_forgery_success_table_counts_made_and_reasons_per_group(tmp_path):
+    specs = {("d1", "faceswap"): ([True, False, True, True], ["", "no face", "", ""]),
+             ("d1", "blend"): ([False, False, True, True], ["no face", "bad mask", "", ""]),
+             ("d2", "faceswap"): ([True, True, True, True], [""] * 4)}
+    paths = []
+    for (dataset, method), (ok, reasons) in specs.items():
+        path = tmp_path / dataset / "forgeries" / f"{method}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"method": method, "group": ["g0", "g0", "g1", "g1"], "ok": ok,
+                      "reason": reasons}).to_parquet(path)
+        paths.append(path)
+    table = tables.forgery_success_table(paths).set_index(["dataset", "method", "group"])
+    assert list(table.index.get_level_values(0).unique()) == ["d1", "d2"]
+    assert table.loc[("d1", "faceswap", "g0"), ["attempted", "made"]].tolist() == [2, 1]
+    assert table.loc[("d1", "faceswap", "g0"), "success_rate"] == 0.5
+    assert table.loc[("d1", "faceswap", "g1"), "success_rate"] == 1.0
+    assert table.loc[("d1", "faceswap", "g0"), "failures"] == '{"no face": 1}'
+    assert table.loc[("d1", "blend", "g0"), "failures"] == '{"bad mask": 1, "no face": 1}'
+    assert table.loc[("d1", "blend", "(all)"), ["attempted", "made", "success_rate"]].tolist() \
+        == [4, 2, 0.5]
+    assert table.loc[("d2", "faceswap", "(all)"), "failures"] == "{}"
+    wide = tables.rate_cells(tables.forgery_success_table(paths), ["dataset", "method"],
+                             "success_rate", "made", "attempted")
+    assert list(wide.columns) == ["dataset", "method", "g0", "g1", "(all)"]
+    assert wide.iloc[0].tolist() == ["d1", "blend", "0.000 (0/2)", "1.000 (2/2)", "0.500 (2/4)"]
+
+
+def exposure_rows():
+    fp = {("e1", "reidentification"): (0.2, 0.5, 0.3), ("e1", "identification"): (0.4, 0.2, 0.4),
+          ("e2", "reidentification"): (0.1, 0.3, 0.6)}
+    rows = []
+    for (encoder, setting), values in fp.items():
+        for convention, vals in (("all", (0.6, 0.2, 0.2)), ("false_positive", values)):
+            rows.append({"encoder": encoder, "setting": setting, "distance": 2,
+                         "convention": convention, "hit_ratio@1": 0.5, "n_probes": 9,
+                         **{f"visibility_g{i}": v for i, v in enumerate(vals)},
+                         **{f"exposure_g{i}": v for i, v in enumerate(vals)},
+                         "disparate_visibility": 0.2, "disparate_exposure": 0.2})
+    return pd.DataFrame(rows)
+
+
+def test_most_exposed_groups_takes_the_false_positive_convention_and_breaks_ties_by_name():
+    top = tables.most_exposed_groups(exposure_rows())
+    assert list(zip(top["encoder"], top["setting"], top["group"], top["runner_up"])) == [
+        ("e1", "reidentification", "g1", "g2"), ("e1", "identification", "g0", "g2"),
+        ("e2", "reidentification", "g2", "g1")]
+    assert top["exposure"].tolist() == [0.5, 0.4, 0.6]
+    assert tables.most_exposed_groups(exposure_rows(), "all")["group"].tolist() == ["g0"] * 3
+    summary = tables.exposure_summary(exposure_rows())
+    assert list(summary.columns[:6]) == ["encoder", "setting", "convention", "hit_ratio@1",
+                                         "disparate_visibility", "disparate_exposure"]
+    assert "n_probes" not in summary.columns
+
+
+def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
+    rows = [{"encoder": e, "setting": s, "convention": "all", "probe_group": p,
+             "gallery_group": g, "n_probes": 3 + (p == "b"),
+             "visibility": 0.1 * (i + 1) + (e == "z"), "exposure": 0.01 * (i + 1)}
+            for e in ("z", "a") for s in ("reidentification", "identification")
+            for i, (p, g) in enumerate(itertools.product("ba", "ab"))]
+    wide = tables.exposure_matrix(pd.DataFrame(rows))
+    assert list(wide.columns) == ["encoder", "setting", "convention", "probe_group", "n_probes",
+                                  "visibility of a", "visibility of b", "exposure of a",
+                                  "exposure of b"]
+    # file order of encoders and settings, probe groups by name
+    assert list(zip(wide["encoder"], wide["setting"], wide["probe_group"]))[:3] == \
+        [("z", "reidentification", "a"), ("z", "reidentification", "b"),
+         ("z", "identification", "a")]
+    row = wide.loc[(wide["encoder"] == "a") & (wide["setting"] == "identification")
+                   & (wide["probe_group"] == "b")].iloc[0]
+    assert row["n_probes"] == 4
+    assert row["visibility of a"] == pytest.approx(0.1) and row["visibility of b"] == pytest.approx(0.2)
+    assert row["exposure of b"] == pytest.approx(0.02)

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from fairforge.tables import CLEAN, evaluation_rows, sorted_variants
+from fairforge.tables import (CLEAN, EFFICIENCY_AXES, efficiency_with_metric, evaluation_rows,
+                              sorted_variants)
 
 DPI = 100
 PANEL = (4.0, 3.0)  # inches per panel
@@ -205,4 +206,63 @@ def failure_figure(failures: pd.DataFrame, path: str | Path) -> Path:
         ax.set_ylim(0, max(0.05, float(np.nanmax(rates.to_numpy(float), initial=0)) * 1.2))
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8)
+    return save_png(fig, path)
+
+
+# --------------------------------------------------------------------------- efficiency
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def efficiency_figure(efficiency: pd.DataFrame, detection: pd.DataFrame, path: str | Path,
+                      metric: str = "AUC", variant: str = CLEAN,
+                      axes: Sequence[str] = tuple(EFFICIENCY_AXES)) -> Path:
+    """``metric`` on ``variant`` against each cost of ``axes`` (Benchmark paper's efficiency
+    plots): one panel per cost, one point per detector and dataset, labelled with the
+    detector, one colour per detector and one marker per dataset. Costs spanning more than
+    a factor of 10 are drawn on a log axis. Detectors without a timed network (classical
+    ones) are named under the panels, not drawn."""
+    frame = efficiency_with_metric(efficiency, detection, metric, variant)
+    axes = [a for a in axes if a in frame.columns]
+    if frame.empty or not axes:
+        return _message(path, "No detector has both a cost row and a clean " + metric + ".")
+    costed = frame.dropna(subset=axes, how="all")
+    untimed = sorted(set(frame["detector"]) - set(costed["detector"]))
+    if costed.empty:
+        return _message(path, "No detector has a timed network (classical detectors only).")
+    detectors = sorted(costed["detector"].unique())
+    datasets = sorted(costed["dataset"].unique())
+    colours = _colours(detectors)
+    markers = {d: MARKERS[i % len(MARKERS)] for i, d in enumerate(datasets)}
+    fig, grid = _grid(1, len(axes))
+    for ax, cost in zip(grid[0], axes):
+        data = costed.dropna(subset=[cost, metric])
+        for row in data.itertuples(index=False):
+            x, y = float(getattr(row, cost)), float(getattr(row, metric))
+            ax.scatter([x], [y], color=colours[row.detector], marker=markers[row.dataset],
+                       s=36, zorder=3)
+            ax.annotate(row.detector, (x, y), xytext=(4, 4), textcoords="offset points",
+                        fontsize=7)
+        values = data[cost].to_numpy(float)
+        if len(values) and values.min() > 0 and values.max() / values.min() > 10:
+            ax.set_xscale("log")
+        if len(values):
+            # room for the labels right of the points
+            low, high = values.min(), values.max()
+            if ax.get_xscale() == "log":
+                ax.set_xlim(low / 1.6, high * 2.5)
+            else:
+                pad = (high - low) * 0.15 or max(abs(high) * 0.2, 1e-9)
+                ax.set_xlim(low - pad, high + 2 * pad)
+        ax.set_xlabel(EFFICIENCY_AXES.get(cost, cost))
+        ax.set_ylabel(f"{metric} ({variant})")
+        ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
+        ax.grid(alpha=0.3)
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color="0.3", marker=markers[d], linestyle="", label=d)
+               for d in datasets]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)),
+               fontsize=8, title="dataset", title_fontsize=8)
+    if untimed:
+        fig.suptitle("not drawn (no network to time): " + ", ".join(untimed), fontsize=8)
     return save_png(fig, path)

@@ -15,7 +15,9 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fairforge.tables import CLEAN, GRAYSCALE, sorted_variants, split_variants
+from fairforge.tables import (CLEAN, GRAYSCALE, clean_metric, exposure_matrix,
+                              exposure_summary, face_detection_rates, forgery_success_table,
+                              most_exposed_groups, rate_cells, sorted_variants, split_variants)
 
 CAPTIONS = Path(__file__).resolve().parents[2] / "resources" / "report"
 
@@ -33,12 +35,21 @@ TABLES = {
     "balanced": "balanced_table.csv",
     "generalization": "generalization.csv",
     "failures": "failures_per_group.csv",
+    "efficiency": "efficiency.csv",
 }
 FIGURES = {
     "robustness_figure": "figures/robustness.png",
     "fairness_heatmap": "figures/fairness_heatmap.png",
     "score_distributions": "figures/score_distributions.png",
     "failures_figure": "figures/failures_per_group.png",
+    "efficiency_figure": "figures/efficiency.png",
+}
+# Outputs of the ranking study, read only when config ranking.enabled.
+EXPOSURE = {
+    "exposure_table": "exposure_table.csv",
+    "exposure_per_probe_group": "exposure_per_probe_group.csv",
+    "exposure_ks": "exposure_ks.csv",
+    "exposure_figure": "figures/exposure.png",
 }
 SYNTHETIC_NOTE = ("The data is the synthetic default: groups are skin-tone bins of a synthetic "
                   "renderer, not races. The numbers exercise the method; they say nothing "
@@ -50,13 +61,25 @@ ALPHA = 0.05
 
 
 def report_inputs(results: str | Path = "results", datasets: Sequence[str] = (),
-                  methods: Sequence[str] = ()) -> dict:
-    """Where :func:`build_report` reads each table and figure, under ``results``."""
+                  methods: Sequence[str] = (), ranking: bool = True) -> dict:
+    """Where :func:`build_report` reads each table and figure, under ``results``; the
+    ranking study's outputs only with ``ranking``."""
     results = Path(results)
     paths: dict = {k: results / v for k, v in {**TABLES, **FIGURES}.items()}
+    if ranking:
+        paths.update({k: results / v for k, v in EXPOSURE.items()})
     paths["forgeries"] = [results / d / "forgeries" / f"{m}.parquet"
                           for d in datasets for m in methods]
+    paths["forgery_examples"] = [results / "figures" / d / "forgery_examples.png"
+                                 for d in datasets]
+    paths["face_detection_rates"] = [results / d / "face_detection_rate.csv" for d in datasets]
     return paths
+
+
+def ranking_enabled(config: Mapping) -> bool:
+    """Whether the run studied ranking exposure (config ``ranking.enabled``, default true
+    as in the schema)."""
+    return bool(config.get("ranking", {}).get("enabled", True))
 
 
 # --------------------------------------------------------------------------- html pieces
@@ -463,10 +486,141 @@ def _generalization_section(generalization: pd.DataFrame) -> str:
                     caption_html("generalization"), body)
 
 
+def _reasons_text(failures_json: str) -> str:
+    """'reason: n; ...' from a JSON object reason -> count ('' when none)."""
+    import json
+
+    try:
+        counts = json.loads(failures_json) if isinstance(failures_json, str) else {}
+    except json.JSONDecodeError:
+        return str(failures_json)
+    return "; ".join(f"{k}: {v}" for k, v in counts.items())
+
+
+def rates_with_reasons(long: pd.DataFrame, index: Sequence[str], rate: str, count: str,
+                       total: str) -> pd.DataFrame:
+    """:func:`~fairforge.tables.rate_cells` plus a ``failures`` column: the reasons of the
+    ``(all)`` row, "reason: n; ..."."""
+    wide = rate_cells(long, index, rate, count, total)
+    if wide.empty or "failures" not in long.columns:
+        return wide
+    totals = long.loc[long["group"] == "(all)", [*index, "failures"]]
+    totals = totals.assign(failures=totals["failures"].map(_reasons_text))
+    return wide.merge(totals, on=list(index), how="left")
+
+
 def _failures_section(paths: Mapping, failures: pd.DataFrame) -> str:
+    rates = face_detection_rates(paths.get("face_detection_rates", []))
     return _section("failures", "Face-detection and forgery failures per group",
                     caption_html("failures"), table_html(failure_summary(failures)),
-                    figure_html(paths["failures_figure"], "failure rates per group"))
+                    figure_html(paths["failures_figure"], "failure rates per group"),
+                    "<h3>Face detection rate per group</h3>", caption_html("face_detection_rate"),
+                    table_html(rates_with_reasons(rates, ["dataset"], "rate", "n_detected", "n")))
+
+
+# --------------------------------------------------------------------------- efficiency
+
+def efficiency_report_table(efficiency: pd.DataFrame, detection: pd.DataFrame,
+                            metric: str = "AUC") -> pd.DataFrame:
+    """``efficiency.csv`` with each detector's clean ``metric`` per dataset appended
+    ("AUC clean (dataset)")."""
+    quality = clean_metric(detection, metric)
+    wide = quality.pivot_table(index="detector", columns="dataset", values=metric,
+                               aggfunc="first", sort=True)
+    wide.columns = [f"{metric} clean ({d})" for d in wide.columns]
+    return efficiency.merge(wide.reset_index(), on="detector", how="left")
+
+
+def measured_on(efficiency: pd.DataFrame) -> str:
+    """'cpu (fp32)' or 'cuda:0 (bf16)': where and in what precision costs were measured."""
+    if "device" not in efficiency.columns:
+        return "no device (no detector has a network to time)"
+    timed = efficiency.dropna(subset=["device"])
+    if timed.empty:
+        return "no device (no detector has a network to time)"
+    dtype = timed["dtype"] if "dtype" in timed.columns else pd.Series("", index=timed.index)
+    pairs = sorted(dict.fromkeys(zip(timed["device"].astype(str), dtype.astype(str))))
+    return ", ".join(f"{d} ({t})" if t else d for d, t in pairs)
+
+
+def _efficiency_section(paths: Mapping, detection: pd.DataFrame) -> str:
+    efficiency = _read(paths, "efficiency")
+    return _section("efficiency", "Efficiency", caption_html("efficiency"),
+                    _p(f"Measured on {measured_on(efficiency)}.", "note"),
+                    table_html(efficiency_report_table(efficiency, detection)),
+                    figure_html(paths["efficiency_figure"], "AUC against cost"),
+                    caption_html("efficiency_figure"))
+
+
+# --------------------------------------------------------------------------- forgeries
+
+def _forgeries_section(paths: Mapping) -> str:
+    manifests = [p for p in paths.get("forgeries", []) if Path(p).is_file()]
+    success = forgery_success_table(manifests)
+    parts = [caption_html("forgery_success"),
+             table_html(rates_with_reasons(success, ["dataset", "method"], "success_rate",
+                                           "made", "attempted")),
+             "<h3>Examples</h3>", caption_html("forgery_examples")]
+    sheets = []
+    for path in paths.get("forgery_examples", []):
+        dataset = Path(path).parent.name
+        sheets.append(f"<figure>{figure_html(path, f'forgery examples of {dataset}')}"
+                      f"<figcaption>{html.escape(dataset)}</figcaption></figure>")
+    parts.append('<div class="sheets">' + "".join(sheets) + "</div>")
+    return _section("forgeries", "Forgeries", *parts)
+
+
+# --------------------------------------------------------------------------- exposure
+
+def exposure_verdict(exposure: pd.DataFrame) -> list[str]:
+    """Per encoder, the group most exposed as a false-positive suspect in each setting."""
+    top = most_exposed_groups(exposure, "false_positive")
+    lines = []
+    for encoder, rows in top.groupby("encoder", sort=False):
+        said = []
+        for row in rows.itertuples(index=False):
+            text = f"{row.group} in {row.setting} (exposure {_fmt(row.exposure)}"
+            if row.runner_up:
+                text += f"; next {row.runner_up} {_fmt(row.runner_up_exposure)}"
+            said.append(text + ")")
+        distance = rows["distance"].iloc[0]
+        at = f" at distance {int(distance)}" if pd.notna(distance) else ""
+        lines.append(f"Face ranking{at}, {encoder}: the group most exposed as a wrong suspect "
+                     f"(largest false-positive exposure) is " + ", ".join(said) + ".")
+    return lines
+
+
+def _exposure_section(paths: Mapping, config: Mapping) -> str:
+    table = _read(paths, "exposure_table")
+    per_probe = _read(paths, "exposure_per_probe_group")
+    ks = _read(paths, "exposure_ks")
+    ranking = config.get("ranking", {})
+    facts = []
+    if not table.empty:
+        first = table.iloc[0]
+        dataset = ranking.get("dataset") or next(iter(config.get("datasets", {})), "")
+        facts.append(f"Dataset {dataset}: {int(first['n_identities'])} identities with "
+                     f"{int(first['l'])} images each, {int(first['n_probes'])} probes and "
+                     f"{int(first['n_gallery_images'])} gallery images; probes seen at "
+                     f"distance {int(first['distance'])}; the top k = {int(first['k'])} "
+                     "positions of each ranking are counted.")
+    ks_shown = ks.drop(columns=[c for c in ("distance", "k", "l") if c in ks.columns])
+    if not ks.empty:
+        n_small = int((ks["pvalue"] < ALPHA).sum())
+        facts_ks = _p(f"{n_small} of {len(ks)} pairs differ at p < {ALPHA} (no correction "
+                      "for the number of tests).", "note")
+    else:
+        facts_ks = ""
+    return _section("exposure", "Ranking exposure at a distance", caption_html("exposure"),
+                    *[_p(f, "note") for f in facts],
+                    table_html(exposure_summary(table)) if not table.empty else
+                    table_html(table),
+                    figure_html(paths["exposure_figure"], "exposure per group and hit ratio"),
+                    caption_html("exposure_figure"),
+                    "<h3>Per probe group</h3>", caption_html("exposure_per_probe_group"),
+                    table_html(exposure_matrix(per_probe) if not per_probe.empty else per_probe),
+                    "<h3>Kolmogorov–Smirnov tests between groups</h3>",
+                    caption_html("exposure_ks"), facts_ks, table_html(ks_shown))
 
 
 STYLE = """
@@ -479,12 +633,15 @@ table.t th{background:#f4f4f4}
 .warn{background:#fff4d6;border-left:4px solid #e0a800;padding:.6em 1em}
 .verdict{background:#eef6ee;border-left:4px solid #3a7d44;padding:.6em 1em}
 img{max-width:100%} nav a{margin-right:1em}
+.sheets{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}
+.sheets figure{margin:0} figcaption{text-align:center;font-weight:bold}
 """
 
 
 def build_report(paths: Mapping, config: Mapping) -> str:
     """The report page of one run. ``paths``: :func:`report_inputs`; ``config``: the run's
-    validated config (datasets, variants, metrics)."""
+    validated config (datasets, variants, metrics, ranking). The ranking-exposure section
+    and its verdict line appear only when ``ranking.enabled``."""
     ur = config.get("metrics", {}).get("ur_denominator", "one_plus_acc")
     detection = _read(paths, "detection")
     fairness = _read(paths, "fairness")
@@ -494,13 +651,18 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     robustness = _read(paths, "robustness")
     synthetic = any(d.get("adapter") == "synthetic" for d in config.get("datasets", {}).values())
     verdict_lines = verdict(fairness, ci, pvalues, fup, ur)
-    nav = ("<nav>" + "".join(f'<a href="#{a}">{t}</a>' for a, t in [
-        ("verdict", "Verdict"), ("run", "Run"), ("detection", "Detection"),
-        ("fairness", "Fairness"), ("robustness", "Robustness"),
-        ("fairness-perturbed", "Fairness under degradations"), ("thresholds", "Thresholds"),
-        ("grayscale", "Grayscale"), ("balanced", "Balanced training"),
-        ("generalization", "Generalization"), ("scores", "Scores"), ("failures", "Failures"),
-        ("glossary", "Glossary")]) + "</nav>")
+    ranking = ranking_enabled(config)
+    if ranking:
+        verdict_lines += exposure_verdict(_read(paths, "exposure_table"))
+    links = [("verdict", "Verdict"), ("run", "Run"), ("detection", "Detection"),
+             ("fairness", "Fairness"), ("robustness", "Robustness"),
+             ("fairness-perturbed", "Fairness under degradations"), ("thresholds", "Thresholds"),
+             ("grayscale", "Grayscale"), ("balanced", "Balanced training"),
+             ("generalization", "Generalization"), ("efficiency", "Efficiency"),
+             ("exposure", "Ranking exposure"), ("scores", "Scores"), ("forgeries", "Forgeries"),
+             ("failures", "Failures"), ("glossary", "Glossary")]
+    nav = ("<nav>" + "".join(f'<a href="#{a}">{t}</a>' for a, t in links
+                             if ranking or a != "exposure") + "</nav>")
     body = [
         "<h1>fairforge: detection, robustness and fairness of face-forgery detectors</h1>",
         nav,
@@ -518,9 +680,12 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         _grayscale_section(_read(paths, "grayscale"), list(fup["variant"].unique())),
         _balanced_section(_read(paths, "balanced")),
         _generalization_section(_read(paths, "generalization")),
+        _efficiency_section(paths, detection),
+        _exposure_section(paths, config) if ranking else "",
         _section("scores", "Score distributions per group (FairFD Fig. 4)",
                  figure_html(paths["score_distributions"], "score distributions"),
                  caption_html("score_distributions")),
+        _forgeries_section(paths),
         _failures_section(paths, _read(paths, "failures")),
         _section("glossary", "What the metrics mean", caption_html("glossary"),
                  _p(ur_convention(ur))),

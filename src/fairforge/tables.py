@@ -14,6 +14,10 @@ evaluated on one split (``test`` by default); the validation split only fits thr
 - :func:`grayscale_table`: FairFD Table 6, ``grayscale@1`` next to ``clean``.
 - :func:`balanced_table`: FairFD Table 4, detectors that differ only in ``balanced``.
 - :func:`generalization_table`: train-on x test-on AUC (Benchmark paper Table 5).
+- :func:`efficiency_with_metric`: each detector's cost next to its clean AUC per dataset.
+- :func:`forgery_success_table`: success rate of each forgery method per group.
+- :func:`exposure_summary`, :func:`exposure_matrix`, :func:`most_exposed_groups`: the
+  ranking-exposure tables as the report shows them.
 """
 from __future__ import annotations
 
@@ -491,3 +495,155 @@ def generalization_table(detection: pd.DataFrame, settings: Mapping[str, Mapping
         blocks.append(block.rename_axis("detector").reset_index())
     table = pd.concat(blocks, ignore_index=True)
     return table[["family", "detector", "train_dataset", *datasets, "average"]]
+
+
+# --------------------------------------------------------------------------- efficiency
+
+# Cost columns of efficiency.csv the figure plots AUC against, with their axis labels.
+EFFICIENCY_AXES = {"gflops": "GFLOPs per image", "params": "parameters",
+                   "latency_ms_bs1": "latency per image at batch 1 (ms)"}
+
+
+def clean_metric(detection: pd.DataFrame, metric: str = "AUC",
+                 variant: str = CLEAN) -> pd.DataFrame:
+    """``metric`` of every detector on every dataset under ``variant`` (frame level):
+    columns detector, dataset, ``metric``; sorted by detector then dataset."""
+    frame = detection.loc[detection["variant"] == variant]
+    if "unit" in frame.columns:
+        frame = frame.loc[frame["unit"] == "frame"]
+    return (frame[["detector", "dataset", metric]].sort_values(["detector", "dataset"])
+            .reset_index(drop=True))
+
+
+def efficiency_with_metric(efficiency: pd.DataFrame, detection: pd.DataFrame,
+                           metric: str = "AUC", variant: str = CLEAN) -> pd.DataFrame:
+    """One row per detector x dataset: the detector's cost (``efficiency.csv``) next to its
+    ``metric`` on that dataset under ``variant``. Detectors without a timed network
+    (classical ones: a ``note`` instead of costs) keep NaN costs."""
+    quality = clean_metric(detection, metric, variant)
+    merged = efficiency.merge(quality, on="detector", how="inner")
+    first = ["detector", "dataset", metric]
+    return (merged[first + [c for c in merged.columns if c not in first]]
+            .sort_values(["detector", "dataset"]).reset_index(drop=True))
+
+
+# --------------------------------------------------------------------------- forgeries
+
+def _reason_counts(reasons: pd.Series) -> str:
+    """A JSON object reason -> count (as in ``face_detection_rate.csv``), keys sorted."""
+    import json
+
+    counts = reasons.fillna("unknown").astype(str).replace("", "unknown").value_counts()
+    return json.dumps({k: int(counts[k]) for k in sorted(counts.index)})
+
+
+def forgery_success_table(manifests: Iterable[str | Path]) -> pd.DataFrame:
+    """Per dataset, forgery method and group: attempted, made (``ok``), success_rate and
+    ``failures`` (a JSON object reason -> count). Each method's last row, group ``(all)``,
+    totals every group. The dataset is read from the path
+    (``results/{dataset}/forgeries/{method}.parquet``)."""
+    rows = []
+    for path in manifests:
+        path = Path(path)
+        frame = pd.read_parquet(path, columns=["method", "group", "ok", "reason"])
+        frame = frame.assign(group=frame["group"].astype(str), ok=frame["ok"].astype(bool))
+        dataset = path.parent.parent.name
+
+        def summarise(part: pd.DataFrame, method: str, group: str) -> dict:
+            made = int(part["ok"].sum())
+            return {"dataset": dataset, "method": method, "group": group,
+                    "attempted": len(part), "made": made,
+                    "success_rate": made / len(part) if len(part) else np.nan,
+                    "failures": _reason_counts(part.loc[~part["ok"], "reason"])}
+
+        for method, by_method in frame.groupby("method", sort=True):
+            rows += [summarise(part, method, group)
+                     for group, part in by_method.groupby("group", sort=True)]
+            rows.append(summarise(by_method, method, "(all)"))
+    columns = ["dataset", "method", "group", "attempted", "made", "success_rate", "failures"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(["dataset", "method"], kind="stable").reset_index(drop=True)
+
+
+def rate_cells(table: pd.DataFrame, index: Sequence[str], rate: str, count: str,
+               total: str) -> pd.DataFrame:
+    """Rows ``index``, one column per group (``(all)`` last): "rate (count/total)"."""
+    if table.empty:
+        return table
+    frame = table.assign(cell=[f"{r:.3f} ({c}/{t})" for r, c, t in
+                               zip(table[rate], table[count], table[total])])
+    groups = sorted(set(frame["group"]) - {"(all)"}) + (["(all)"] if "(all)" in set(frame["group"])
+                                                        else [])
+    wide = frame.pivot_table(index=list(index), columns="group", values="cell",
+                             aggfunc="first", sort=True).reindex(columns=groups)
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def face_detection_rates(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """``face_detection_rate.csv`` of every dataset (``results/{dataset}/...``), with a
+    ``dataset`` column first."""
+    frames = []
+    for path in paths:
+        path = Path(path)
+        frame = pd.read_csv(path, dtype={"group": str})
+        frames.append(frame.assign(dataset=path.parent.name))
+    if not frames:
+        return pd.DataFrame(columns=["dataset", "group", "n", "n_detected", "rate", "failures"])
+    table = pd.concat(frames, ignore_index=True)
+    return table[["dataset"] + [c for c in table.columns if c != "dataset"]]
+
+
+# --------------------------------------------------------------------------- exposure
+
+def exposure_summary(exposure: pd.DataFrame) -> pd.DataFrame:
+    """The exposure table a reader compares encoders by: encoder, setting, convention, hit
+    ratios, disparate visibility and exposure, then visibility and exposure of each group."""
+    lead = ["encoder", "setting", "convention"]
+    hits = [c for c in exposure.columns if c.startswith("hit_ratio@")]
+    disparate = ["disparate_visibility", "disparate_exposure"]
+    per_group = ([c for c in exposure.columns if c.startswith("visibility_")]
+                 + [c for c in exposure.columns if c.startswith("exposure_")])
+    return exposure[lead + hits + disparate + per_group].reset_index(drop=True)
+
+
+def exposure_matrix(per_probe_group: pd.DataFrame,
+                    values: Sequence[str] = ("visibility", "exposure")) -> pd.DataFrame:
+    """The per-probe-group matrices side by side: rows encoder x setting x convention x
+    probe group (with its number of probes), for each of ``values`` one column per gallery
+    group ("exposure of tone2": the exposure of that gallery group in the rankings of
+    these probes). Encoders, settings and conventions keep their order in the file."""
+    keys = ["encoder", "setting", "convention"]
+    index = [*keys, "probe_group", "n_probes"]
+    galleries = sorted(per_probe_group["gallery_group"].astype(str).unique())
+    frame = per_probe_group.assign(gallery_group=per_probe_group["gallery_group"].astype(str))
+    wide = frame.pivot_table(index=index, columns="gallery_group", values=list(values),
+                             aggfunc="first", sort=False)
+    wide = wide.reindex(columns=[(v, g) for v in values for g in galleries])
+    wide.columns = [f"{v} of {g}" for v, g in wide.columns]
+    wide = wide.reset_index()
+    ranks = {f"_{k}": wide[k].map({v: i for i, v in enumerate(dict.fromkeys(frame[k]))})
+             for k in keys}
+    return (wide.assign(**ranks).sort_values([*ranks, "probe_group"], kind="stable")
+            .drop(columns=list(ranks)).reset_index(drop=True))
+
+
+def most_exposed_groups(exposure: pd.DataFrame, convention: str = "false_positive"
+                        ) -> pd.DataFrame:
+    """Per encoder and setting, the group with the largest exposure under ``convention``
+    (``false_positive``: the group most exposed as a wrong suspect), its exposure and the
+    runner-up's. Ties go to the first group by name."""
+    rows = []
+    groups = sorted(c[len("exposure_"):] for c in exposure.columns if c.startswith("exposure_"))
+    for _, row in exposure.loc[exposure["convention"] == convention].iterrows():
+        values = pd.Series({g: float(row[f"exposure_{g}"]) for g in groups}).dropna()
+        if values.empty:
+            continue
+        ordered = values.iloc[np.lexsort((np.arange(len(values)), -values.to_numpy()))]
+        rows.append({"encoder": row["encoder"], "setting": row["setting"],
+                     "distance": row.get("distance", np.nan), "group": ordered.index[0],
+                     "exposure": float(ordered.iloc[0]),
+                     "runner_up": ordered.index[1] if len(ordered) > 1 else "",
+                     "runner_up_exposure": float(ordered.iloc[1]) if len(ordered) > 1 else np.nan})
+    return pd.DataFrame(rows, columns=["encoder", "setting", "distance", "group", "exposure",
+                                       "runner_up", "runner_up_exposure"])
