@@ -4,12 +4,28 @@ rule exposure:
         sources=f"results/{RANKING_DATASET}/sources.parquet",
         faces=f"results/{RANKING_DATASET}/faces.parquet",
     output:
-        table="results/exposure_table.csv",
-        per_probe_group="results/exposure_per_probe_group.csv",
-        ks="results/exposure_ks.csv",
+        table=report(
+            "results/exposure_table.csv",
+            caption="../resources/report/exposure.rst",
+            category="Exposure",
+        ),
+        per_probe_group=report(
+            "results/exposure_per_probe_group.csv",
+            caption="../resources/report/exposure_per_probe_group.rst",
+            category="Exposure",
+        ),
+        ks=report(
+            "results/exposure_ks.csv",
+            caption="../resources/report/exposure_ks.rst",
+            category="Exposure",
+        ),
         per_ranking="results/exposure_per_ranking.parquet",
         hit_curve="results/exposure_hit_curve.csv",
-        figure="results/figures/exposure.png",
+        figure=report(
+            "results/figures/exposure.png",
+            caption="../resources/report/exposure_figure.rst",
+            category="Exposure",
+        ),
     params:
         ranking=config["ranking"],
         group_by=config["ranking"].get("group_by")

@@ -322,10 +322,9 @@ def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str 
     ax.set_ylabel("hit ratio @k")
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize="small")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    return path
+    from fairforge.figures import save_png
+
+    return save_png(fig, path)
 
 
 def plot_exposure_outputs(out_dir: str | Path, path: str | Path | None = None,
