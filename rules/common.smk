@@ -4,6 +4,9 @@ from fairforge.workflow import (
     count_source_items,
     dataset_root,
     detector_settings,
+    is_external,
+    model_input,
+    train_input,
     shard_ids,
     train_dataset,
     variant_options,
@@ -11,6 +14,8 @@ from fairforge.workflow import (
 
 DATASETS = list(config["datasets"])
 DETECTORS = list(config["detectors"])
+# Detectors with a network (trained or imported) that the workflow runs and times.
+RUN_DETECTORS = [d for d in DETECTORS if not is_external(config, d)]
 METHODS = list(config["forgery"]["methods"])
 VARIANTS = all_variants(config)
 SHARD_SIZE = int(config["shard_size"])
@@ -33,6 +38,8 @@ localrules:
     samples,
     failures_per_group,
     pipeline_info,
+    efficiency_table,
+    forgery_examples,
 
 
 def dataset_shards(wildcards):

@@ -1,7 +1,7 @@
 rule predict:
     """Scores of one detector on one dataset under one test-time variant."""
     input:
-        model="results/models/{detector}/model.pt",
+        model=lambda wc: model_input(config, wc.detector),
         samples=lambda wc: predict_samples_path(wc.dataset, wc.variant),
     output:
         "results/predictions/{detector}/{dataset}/{variant}.parquet",
@@ -9,6 +9,7 @@ rule predict:
         inference=config["inference"],
         device=config["device"],
         variant_options=lambda wc: variant_options(config, wc.variant),
+        external=lambda wc: is_external(config, wc.detector),
     threads: 2
     resources:
         gpu=0 if config["device"] == "cpu" else 1,
@@ -48,7 +49,7 @@ rule efficiency:
 
 rule efficiency_table:
     input:
-        expand("results/models/{detector}/efficiency.csv", detector=DETECTORS),
+        expand("results/models/{detector}/efficiency.csv", detector=RUN_DETECTORS),
     output:
         "results/efficiency.csv",
     log:

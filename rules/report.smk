@@ -135,7 +135,7 @@ rule thresholds_table:
 rule detector_studies:
     """What trained each detector; balanced twins (FairFD Table 4); train-on x test-on AUC."""
     input:
-        models=expand("results/models/{detector}/model.pt", detector=DETECTORS),
+        models=expand("results/models/{detector}/model.pt", detector=RUN_DETECTORS),
         fairness="results/fairness_table.csv",
         detection="results/detection_table.csv",
     output:

@@ -1,15 +1,19 @@
 rule train:
     """Train one detector under the shared protocol; keep the best-by-validation-AUC weights."""
     input:
-        samples=lambda wc: f"results/{train_dataset(config, wc.detector)}/samples.parquet",
+        samples=lambda wc: train_input(config, wc.detector),
     output:
         model="results/models/{detector}/model.pt",
         log_table="results/models/{detector}/training_log.csv",
     params:
         settings=lambda wc: detector_settings(config, wc.detector),
+        checkpoint=lambda wc: config["detectors"][wc.detector].get("checkpoint"),
+        checkpoint_format=lambda wc: config["detectors"][wc.detector]["checkpoint_format"],
     threads: 2
     resources:
-        gpu=0,
+        gpu=0 if config["device"] == "cpu" else 1,
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: 120 * attempt,
     log:
         "results/logs/train/{detector}.log",
     benchmark:

@@ -1,10 +1,17 @@
 from fairforge.manifest import read_manifest
-from fairforge.training import TrainConfig, train_detector
+from fairforge.training import TrainConfig, import_checkpoint, train_detector
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
-    cfg = TrainConfig(**snakemake.params.settings, threads=snakemake.threads)
-    samples = read_manifest(snakemake.input.samples, contract="samples")
-    log = train_detector(samples, "results", cfg, snakemake.output.model,
-                         snakemake.output.log_table)
-    print(log.to_string(index=False))
+    p = snakemake.params
+    cfg = TrainConfig(**p.settings, threads=snakemake.threads)
+    if p.checkpoint:
+        import_checkpoint(p.checkpoint, snakemake.output.model, cfg, p.checkpoint_format)
+        with open(snakemake.output.log_table, "w") as fh:
+            fh.write(f"imported,{p.checkpoint}\n")
+        print(f"imported {p.checkpoint_format} weights from {p.checkpoint}")
+    else:
+        samples = read_manifest(snakemake.input.samples, contract="samples")
+        log = train_detector(samples, "results", cfg, snakemake.output.model,
+                             snakemake.output.log_table)
+        print(log.to_string(index=False))

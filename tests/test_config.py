@@ -47,3 +47,10 @@ def test_variants_are_checked_at_start():
         validate_config({"variants": ["jpeg@50"]})
     with pytest.raises(ConfigError, match="unknown operation 'blur'"):
         validate_config({"variants": ["blur@3"]})
+
+
+def test_training_methods_must_be_generated():
+    with pytest.raises(ConfigError, match=r"detectors\.m\.train_methods: \['sbi'\]"):
+        validate_config({"detectors": {"m": {"arch": "meso4", "train_methods": ["sbi"]}}})
+    validate_config({"forgery": {"methods": ["faceswap", "sbi"]},
+                     "detectors": {"m": {"arch": "meso4", "train_methods": ["sbi"]}}})

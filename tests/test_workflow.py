@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -134,3 +135,45 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
     per_image = {"sources", "faces_shard", "faces", "pairs", "forgery_shard", "forgery",
                  "samples", "exposure", "video_variant"}
     assert not per_image & set(jobs), jobs
+
+
+def test_imported_external_and_failing_detectors(repo_root, tiny_run, tmp_path):
+    """User weights and score files enter as detectors; a detector that raises fails alone,
+    names its rule, input and log, and leaves no partial output (--keep-going); missing
+    weights are named before anything runs."""
+    import yaml
+
+    work = tmp_path / "run"
+    shutil.copytree(tiny_run, work, symlinks=True)
+    preds = pd.concat([pd.read_parquet(p) for p in
+                       (work / "results/predictions/meso4").glob("*/clean.parquet")])
+    preds[["dataset", "sample_id", "score"]].to_csv(work / "scores.csv", index=False)
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    config["detectors"].update({
+        "external": {"scores": "scores.csv"},
+        "imported": {"arch": "meso4", "input_size": 64,
+                     "checkpoint": str(work / "results/models/meso4/model.pt")},
+        "broken": {"arch": "meso4", "input_size": 64, "model": {"dropout": 1.5}},
+    })
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"results/predictions/{d}/synthetic/clean.parquet"
+               for d in ("external", "imported", "broken")]
+    proc = snakemake(repo_root, work, "--cores", "2", "--keep-going", *targets, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Error in rule train" in out and "results/logs/train/broken.log" in out
+    assert "results/synthetic/samples.parquet" in out  # the job's input
+    assert "dropout" in (work / "results/logs/train/broken.log").read_text()
+    assert not (work / "results/models/broken/model.pt").exists()
+    assert not (work / "results/predictions/broken").exists()
+
+    external = pd.read_parquet(work / targets[0])
+    clean = pd.read_parquet(work / "results/predictions/meso4/synthetic/clean.parquet")
+    pd.testing.assert_series_equal(external["score"], clean["score"])
+    imported = pd.read_parquet(work / targets[1])
+    np.testing.assert_array_equal(imported["score"].to_numpy(), clean["score"].to_numpy())
+
+    config["detectors"]["broken"] = {"arch": "meso4", "checkpoint": "/nonexistent/weights.pt"}
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = snakemake(repo_root, work, "-n", targets[2], check=False)
+    assert proc.returncode != 0 and "/nonexistent/weights.pt" in proc.stdout + proc.stderr

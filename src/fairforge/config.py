@@ -79,7 +79,13 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
 
 def _check_references(config: dict) -> None:
     datasets = list(config["datasets"])
+    methods = set(config["forgery"]["methods"])
     for name, det in config["detectors"].items():
+        unknown = sorted(set(det.get("train_methods", config["training"]["train_methods"]))
+                         - methods)
+        if unknown and "scores" not in det and "checkpoint" not in det:
+            raise ConfigError(f"config: detectors.{name}.train_methods: {unknown} not in "
+                              f"forgery.methods {sorted(methods)}")
         train_ds = det.get("train_dataset")
         if train_ds is not None and train_ds not in datasets:
             raise ConfigError(f"config: detectors.{name}.train_dataset: unknown dataset "

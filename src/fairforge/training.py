@@ -200,6 +200,33 @@ def save_checkpoint(path, model, cfg: TrainConfig, model_kwargs: dict, input_siz
     tmp.replace(path)
 
 
+def import_checkpoint(source: str | Path, out: str | Path, cfg: TrainConfig,
+                      fmt: str = "fairforge") -> None:
+    """Bring user-provided weights into the workflow as a fairforge checkpoint.
+
+    ``fmt='deepfakebench'`` maps a DeepfakeBench state dict onto ``cfg.arch`` (an error lists
+    unmatched keys); ``fairforge`` checkpoints are validated by rebuilding the model.
+    """
+    source = Path(source)
+    if not source.is_file():
+        raise FileNotFoundError(f"detector weights not found: expected a file at {source}")
+    entry = detector_entry(cfg.arch)
+    input_size = int(cfg.input_size or entry.default_input_size)
+    if fmt == "deepfakebench":
+        from fairforge.detectors.deepfakebench import load_deepfakebench
+        kwargs = dict(cfg.model)
+        if "input_size" in entry.__init__.__code__.co_varnames:
+            kwargs.setdefault("input_size", input_size)
+        model = load_deepfakebench(source, cfg.arch, **kwargs)
+        save_checkpoint(out, model, cfg, kwargs, input_size, epoch=0, val_auc=math.nan)
+        return
+    model, meta = load_checkpoint(source)
+    if meta["arch"] != cfg.arch:
+        raise ValueError(f"{source} holds a {meta['arch']!r} detector, config says {cfg.arch!r}")
+    save_checkpoint(out, model, cfg, meta["model_config"], meta["input_size"],
+                    epoch=int(meta.get("epoch", 0)), val_auc=float(meta.get("val_auc", math.nan)))
+
+
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
     """Rebuild a detector from a fairforge checkpoint; returns (model, metadata)."""
     path = Path(path)

@@ -126,9 +126,96 @@ def all_variants(config: dict) -> list[str]:
 
 def variant_options(config: dict, variant: str) -> dict:
     """The options (e.g. weights paths) of the operation(s) in one variant, and nothing else,
-    so that editing one operation's options reruns only its own jobs."""
+    so that editing one operation's options reruns only its own jobs.
+
+    ``far_learned`` gets the generator of the ``degradation`` block as its ``weights``;
+    keys set under ``variant_options.far_learned`` override it.
+    """
     ops = variant.split("@")[0].split("+")
-    return {op: opts for op, opts in config["variant_options"].items() if op in ops}
+    options = {op: opts for op, opts in config["variant_options"].items() if op in ops}
+    weights = degradation_checkpoint(config) if LEARNED_DEGRADATION_OP in ops else None
+    if weights:
+        options[LEARNED_DEGRADATION_OP] = {"weights": weights,
+                                           **options.get(LEARNED_DEGRADATION_OP, {})}
+    return options
+
+
+LEARNED_DEGRADATION_OP = "far_learned"
+DEGRADATION_CHECKPOINT = f"{RESULTS}/degradation/high_to_low.pt"
+DEGRADATION_SAMPLE_SHEET = f"{RESULTS}/degradation/samples.png"
+
+
+def trains_degradation(config: dict) -> bool:
+    """Whether the workflow trains the high-to-low generator: both folders set, no
+    ready checkpoint. One folder without the other is a configuration error."""
+    block = config.get("degradation") or {}
+    if block.get("checkpoint"):
+        return False
+    given = [key for key in ("high_dir", "low_dir") if block.get(key)]
+    if len(given) == 1:
+        missing = "low_dir" if given == ["high_dir"] else "high_dir"
+        raise ValueError(f"config: degradation: {given[0]} is set but {missing} is not; "
+                         "training the generator needs both (or set checkpoint)")
+    return len(given) == 2
+
+
+def degradation_checkpoint(config: dict) -> str | None:
+    """The generator ``far_learned`` uses: the configured checkpoint, else the one the
+    workflow trains, else None (the op then reports the default path it expected)."""
+    block = config.get("degradation") or {}
+    if block.get("checkpoint"):
+        return str(block["checkpoint"])
+    return DEGRADATION_CHECKPOINT if trains_degradation(config) else None
+
+
+def degradation_inputs(config: dict, variant: str) -> list[str]:
+    """Extra inputs of a prediction job: the trained generator when this variant uses it.
+
+    A configured checkpoint is not an input: when it is missing, the variant is reported as
+    unavailable with that path instead of failing the DAG.
+    """
+    weights = variant_options(config, variant).get(LEARNED_DEGRADATION_OP, {}).get("weights")
+    if trains_degradation(config) and weights == DEGRADATION_CHECKPOINT:
+        return [DEGRADATION_CHECKPOINT]
+    return []
+
+
+def degradation_images(config: dict, key: str) -> list[str]:
+    """The images under ``degradation.<key>`` (a folder), as inputs of the training job.
+
+    Listed file by file because Snakemake dates a folder by its own mtime, which misses a
+    face replaced in place. A missing folder is returned as is, so Snakemake names it.
+    """
+    folder = Path(config["degradation"][key])
+    if not folder.is_dir():
+        return [str(folder)]
+    return sorted(str(p) for p in folder.rglob("*")
+                  if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def degradation_settings(config: dict) -> dict:
+    """What trains the generator (its params, so changing any of them retrains it)."""
+    block = config["degradation"]
+    return {"high_dir": str(block["high_dir"]), "low_dir": str(block["low_dir"]),
+            "steps": int(block["steps"]), "batch_size": int(block["batch_size"]),
+            "seed": int(config["seed"]), "device": config["device"]}
+
+
+def is_external(config: dict, name: str) -> bool:
+    """An external detector brings its own scores: nothing to train, run or time."""
+    return "scores" in config["detectors"][name]
+
+
+def model_input(config: dict, name: str) -> str:
+    """What prediction for a detector reads: its score file, or its (trained) checkpoint."""
+    det = config["detectors"][name]
+    return det["scores"] if "scores" in det else f"{RESULTS}/models/{name}/model.pt"
+
+
+def train_input(config: dict, name: str) -> str:
+    """What the train rule reads: user weights to import, or the training samples."""
+    det = config["detectors"][name]
+    return det.get("checkpoint") or f"{RESULTS}/{train_dataset(config, name)}/samples.parquet"
 
 
 def train_dataset(config: dict, name: str) -> str:

@@ -46,6 +46,9 @@ def external_predictions(scores: str | Path | pd.DataFrame, samples: pd.DataFram
     lacking = [c for c in ("sample_id", "score") if c not in table.columns]
     if lacking:
         raise ScoreFileError(f"{where} lacks column(s) {lacking}; needs sample_id and score")
+    if "dataset" in table.columns and "dataset" in samples.columns:
+        # one file may score several datasets: keep this one's rows
+        table = table.loc[table["dataset"].isin(samples["dataset"].unique())]
     if "variant" in table.columns:
         table = table.loc[table["variant"] == variant]
         if table.empty:
