@@ -3,6 +3,7 @@ from fairforge.workflow import (
     all_variants,
     count_source_items,
     dataset_root,
+    degradation_inputs,
     detector_settings,
     is_external,
     model_input,

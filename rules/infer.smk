@@ -3,6 +3,7 @@ rule predict:
     input:
         model=lambda wc: model_input(config, wc.detector),
         samples=lambda wc: predict_samples_path(wc.dataset, wc.variant),
+        degradation=lambda wc: degradation_inputs(config, wc.variant),
     output:
         "results/predictions/{detector}/{dataset}/{variant}.parquet",
     params:

@@ -1,0 +1,183 @@
+"""The learned degradation in the workflow: which generator far_learned@1 reads, and the
+train_degradation rule run for real by Snakemake on two tiny folders."""
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from fairforge.config import validate_config
+from fairforge.images import read_image, write_image
+from fairforge.inference import variant_unavailable
+from fairforge.perturb import apply_variant
+from fairforge.perturb.learned_degradation import (
+    HighToLowGenerator,
+    load_generator,
+    train_high_to_low,
+)
+from fairforge.seeding import rng_for
+from fairforge.workflow import (
+    DEGRADATION_CHECKPOINT,
+    degradation_images,
+    degradation_inputs,
+    degradation_settings,
+    trains_degradation,
+    variant_options,
+)
+
+FAR_LEARNED = "far_learned@1"
+
+
+def tiny_config(repo_root: Path, degradation: dict | None = None,
+                options: dict | None = None) -> dict:
+    with open(repo_root / "tests" / "data" / "tiny_config.yaml") as fh:
+        config = yaml.safe_load(fh)
+    if degradation is not None:
+        config["degradation"] = copy.deepcopy(degradation)
+    if options is not None:
+        config["variant_options"] = copy.deepcopy(options)
+    return validate_config(config)
+
+
+def write_faces(folder: Path, count: int, size: int, name: str) -> None:
+    """Smooth colour fields with a bright blob: face-like enough to train on, and each differs."""
+    yy, xx = np.mgrid[0:size, 0:size] / size
+    for i in range(count):
+        rng = rng_for("test_degradation_rule", name, i)
+        base = rng.uniform(40, 200, 3)
+        slope = rng.uniform(-60, 60, (2, 3))
+        cy, cx = rng.uniform(0.3, 0.7, 2)
+        blob = 80 * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 0.02)
+        image = base + yy[..., None] * slope[0] + xx[..., None] * slope[1] + blob[..., None]
+        image += rng.normal(0, 6, image.shape)
+        write_image(folder / f"{name}_{i:02d}.png", np.clip(image, 0, 255).astype(np.uint8))
+
+
+@pytest.fixture(scope="module")
+def face_folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("degradation_faces")
+    write_faces(root / "high", 16, 64, "high")
+    write_faces(root / "low", 16, 16, "low")
+    return root / "high", root / "low"
+
+
+# --- which generator far_learned reads --------------------------------------------------------
+
+def test_nothing_configured_leaves_far_learned_unavailable_at_its_default_path(repo_root):
+    config = tiny_config(repo_root)
+    assert not trains_degradation(config)
+    assert variant_options(config, FAR_LEARNED) == {}
+    assert degradation_inputs(config, FAR_LEARNED) == []
+    reason = variant_unavailable(FAR_LEARNED, variant_options(config, FAR_LEARNED))
+    assert reason and str(Path("weights/high_to_low/generator.pt")) in reason
+
+
+def test_configured_folders_train_the_generator_far_learned_reads(repo_root):
+    config = tiny_config(repo_root, {"high_dir": "faces/high", "low_dir": "faces/low"})
+    assert trains_degradation(config)
+    assert variant_options(config, FAR_LEARNED) == {"far_learned": {"weights":
+                                                                    DEGRADATION_CHECKPOINT}}
+    assert degradation_inputs(config, FAR_LEARNED) == [DEGRADATION_CHECKPOINT]
+    # Other variants neither get the option nor wait for the generator.
+    for variant in ("clean", "jpeg@30", "far@3"):
+        assert "far_learned" not in variant_options(config, variant)
+        assert degradation_inputs(config, variant) == []
+    # Until the job has run, the variant names the file it waits for.
+    reason = variant_unavailable(FAR_LEARNED, variant_options(config, FAR_LEARNED))
+    assert reason and DEGRADATION_CHECKPOINT in reason
+    settings = degradation_settings(config)
+    assert settings == {"high_dir": "faces/high", "low_dir": "faces/low", "steps": 2000,
+                        "batch_size": 32, "seed": 3, "device": "auto"}
+
+
+def test_a_ready_checkpoint_is_used_without_training(repo_root, tmp_path, face_folders):
+    ckpt = tmp_path / "given.pt"
+    config = tiny_config(repo_root, {"high_dir": "faces/high", "low_dir": "faces/low",
+                                     "checkpoint": str(ckpt)})
+    assert not trains_degradation(config)
+    options = variant_options(config, FAR_LEARNED)
+    assert options == {"far_learned": {"weights": str(ckpt)}}
+    # Not an input: a missing checkpoint makes the variant unavailable, not the DAG fail.
+    assert degradation_inputs(config, FAR_LEARNED) == []
+    assert str(ckpt) in variant_unavailable(FAR_LEARNED, options)
+
+    high, low = face_folders
+    train_high_to_low(high, low, ckpt, steps=1, seed=0, batch_size=2, device="cpu")
+    assert variant_unavailable(FAR_LEARNED, options) is None
+    face = read_image(sorted(high.glob("*.png"))[0])
+    degraded = apply_variant(face, FAR_LEARNED, "sample-1", options)
+    assert degraded.shape == face.shape and degraded.dtype == np.uint8
+    assert not np.array_equal(degraded, face)
+    np.testing.assert_array_equal(degraded, apply_variant(face, FAR_LEARNED, "sample-1", options))
+
+
+def test_explicit_variant_options_win_over_the_degradation_block(repo_root):
+    block = {"high_dir": "faces/high", "low_dir": "faces/low"}
+    config = tiny_config(repo_root, block, {"far_learned": {"weights": "mine.pt"}})
+    assert variant_options(config, FAR_LEARNED) == {"far_learned": {"weights": "mine.pt"}}
+    assert degradation_inputs(config, FAR_LEARNED) == []  # the trained one is not read
+    config = tiny_config(repo_root, block, {"far_learned": {"device": "cpu"}})
+    assert variant_options(config, FAR_LEARNED) == {
+        "far_learned": {"weights": DEGRADATION_CHECKPOINT, "device": "cpu"}}
+    assert degradation_inputs(config, FAR_LEARNED) == [DEGRADATION_CHECKPOINT]
+
+
+def test_one_folder_without_the_other_is_a_config_error(repo_root):
+    config = tiny_config(repo_root, {"high_dir": "faces/high"})
+    with pytest.raises(ValueError, match="low_dir"):
+        trains_degradation(config)
+
+
+def test_training_inputs_are_the_images_of_each_folder(repo_root, face_folders, tmp_path):
+    high, low = face_folders
+    (high / "notes.txt").write_text("not a face")
+    config = tiny_config(repo_root, {"high_dir": str(high), "low_dir": str(tmp_path / "none")})
+    images = degradation_images(config, "high_dir")
+    assert len(images) == 16 and all(p.endswith(".png") for p in images)
+    assert images == sorted(images)
+    assert degradation_images(config, "low_dir") == [str(tmp_path / "none")]
+
+
+# --- the rule, run for real ----------------------------------------------------------------------
+
+@pytest.mark.workflow
+def test_train_degradation_rule_writes_a_loadable_generator(repo_root, face_folders, tmp_path):
+    high, low = face_folders
+    with open(repo_root / "tests" / "data" / "tiny_config.yaml") as fh:
+        config = yaml.safe_load(fh)
+    config["device"] = "cpu"
+    config["degradation"] = {"high_dir": str(high), "low_dir": str(low), "steps": 5,
+                             "batch_size": 4}
+    with open(tmp_path / "config.yaml", "w") as fh:
+        yaml.safe_dump(config, fh)
+
+    def snakemake(*args: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(repo_root / "Snakefile"),
+               "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
+               "--cores", "1", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        return proc
+
+    snakemake(DEGRADATION_CHECKPOINT)
+    gen = load_generator(tmp_path / DEGRADATION_CHECKPOINT)
+    assert isinstance(gen, HighToLowGenerator)
+    import torch
+
+    payload = torch.load(tmp_path / DEGRADATION_CHECKPOINT, map_location="cpu",
+                         weights_only=True)
+    assert payload["train"]["steps"] == 5 and payload["train"]["seed"] == 3
+    assert payload["train"]["n_high"] == 16 and payload["train"]["n_low"] == 16
+    assert len(payload["history"]["mse"]) == 5
+    sheet = read_image(tmp_path / "results/degradation/samples.png")
+    assert sheet.shape == (4 * 64, 8 * 64, 3)  # inputs, pools, generated, real x 8 faces
+    log = (tmp_path / "results/logs/degradation/train.log").read_text()
+    assert "steps 4-4" in log and "wrote" in log
+    assert (tmp_path / "results/pipeline_info/benchmarks/degradation/train.tsv").is_file()
+
+    # The outputs are up to date: a second run would not retrain.
+    proc = snakemake("-n", DEGRADATION_CHECKPOINT)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
