@@ -9,6 +9,9 @@ rule faces_shard:
         faces=config["faces"],
         root=lambda wc: str(dataset_root(wc.dataset, config["datasets"][wc.dataset])),
         shard_size=SHARD_SIZE,
+    resources:
+        mem_mb=lambda wc, attempt: 2000 * attempt,
+        runtime=lambda wc, attempt: 60 * attempt,
     log:
         "results/logs/faces/{dataset}/shard_{shard}.log",
     benchmark:
@@ -46,6 +49,9 @@ rule pairs:
         "results/{dataset}/pairs.parquet",
     params:
         seed=config["seed"],
+    resources:
+        mem_mb=lambda wc, attempt: 2000 * attempt,
+        runtime=lambda wc, attempt: 30 * attempt,
     log:
         "results/logs/pairs/{dataset}.log",
     conda:

@@ -7,6 +7,9 @@ rule sources:
         root=lambda wc: str(dataset_root(wc.dataset, config["datasets"][wc.dataset])),
         split=config["split"],
         seed=config["seed"],
+    resources:
+        mem_mb=lambda wc, attempt: 2000 * attempt,
+        runtime=lambda wc, attempt: (30 + len(SHARDS[wc.dataset]) // 4) * attempt,
     log:
         "results/logs/sources/{dataset}.log",
     benchmark:

@@ -1,6 +1,11 @@
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from snakemake_run import snakemake  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,3 +24,13 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(repo_root, tmp_path_factory) -> Path:
+    """One complete local run of tests/data/tiny_config.yaml, shared by the workflow and
+    SLURM tests (which compare against it)."""
+    workdir = tmp_path_factory.mktemp("tiny_run")
+    shutil.copy(repo_root / "tests" / "data" / "tiny_config.yaml", workdir / "config.yaml")
+    snakemake(repo_root, workdir, "--cores", "2", "all")
+    return workdir

@@ -1,7 +1,6 @@
 """The workflow, run for real by Snakemake on the tiny config."""
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,28 +8,10 @@ import pandas as pd
 import pytest
 
 from fairforge.manifest import CONTRACTS
+from snakemake_run import SNAKEMAKE, snakemake
 
 pytestmark = pytest.mark.workflow
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
-def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True):
-    cmd = [*SNAKEMAKE, "--snakefile", str(repo / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n"
-                             f"{proc.stderr[-8000:]}")
-    return proc
-
-
-@pytest.fixture(scope="module")
-def tiny_run(repo_root, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("tiny_run")
-    shutil.copy(repo_root / "tests" / "data" / "tiny_config.yaml", workdir / "config.yaml")
-    snakemake(repo_root, workdir, "--cores", "2", "all")
-    return workdir
 
 
 def test_outputs_follow_the_contracts(tiny_run):
