@@ -7,6 +7,7 @@ rule sources:
         root=lambda wc: str(dataset_root(wc.dataset, config["datasets"][wc.dataset])),
         split=config["split"],
         seed=config["seed"],
+        shard_size=SHARD_SIZE,
     resources:
         mem_mb=lambda wc, attempt: 2000 * attempt,
         runtime=lambda wc, attempt: (30 + len(SHARDS[wc.dataset]) // 4) * attempt,

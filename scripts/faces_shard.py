@@ -1,13 +1,13 @@
 from pathlib import Path
 
 from fairforge.faces import process_faces
-from fairforge.manifest import read_manifest, write_manifest
-from fairforge.workflow import logged, shard_slice
+from fairforge.manifest import check_columns, write_manifest
+from fairforge.workflow import logged, read_shard
 
 with logged(snakemake.log[0]):
     p = snakemake.params
-    sources = read_manifest(snakemake.input[0], contract="sources")
-    shard = shard_slice(sources, snakemake.wildcards.shard, p.shard_size)
+    shard = read_shard(snakemake.input[0], snakemake.wildcards.shard, p.shard_size)
+    check_columns(shard, "sources", snakemake.input[0])
     results_dir = Path("results")
     crops = Path(snakemake.output.crops)
     crops.mkdir(parents=True, exist_ok=True)

@@ -10,5 +10,7 @@ with logged(snakemake.log[0]):
     frame = build_sources(ds["adapter"], snakemake.params.root, snakemake.wildcards.dataset,
                           group_by=ds.get("group_by"), split_fractions=snakemake.params.split,
                           seed=snakemake.params.seed, **options)
-    write_manifest(frame, snakemake.output[0], contract="sources")
+    # One row group per shard: each shard job then reads its rows alone.
+    write_manifest(frame, snakemake.output[0], contract="sources",
+                   row_group_size=snakemake.params.shard_size)
     print(f"{len(frame)} source images, {int((~frame['ok']).sum())} unusable")

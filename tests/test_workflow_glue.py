@@ -52,3 +52,18 @@ def test_faces_get_attributes_as_columns():
     assert list(out["image_id"]) == ["y", "x"]
     assert list(out["gender"]) == ["female", "male"]
     assert list(out["split"]) == ["test", "train"]
+
+
+def test_a_shard_is_read_alone_and_equals_the_slice(tmp_path):
+    from fairforge.manifest import write_manifest
+    from fairforge.workflow import read_shard
+
+    frame = pd.DataFrame({"image_id": [f"i{k:03d}" for k in range(23)], "v": range(23)})
+    write_manifest(frame, tmp_path / "m.parquet", row_group_size=5)
+    for shard in shard_ids(len(frame), 5):
+        pd.testing.assert_frame_equal(read_shard(tmp_path / "m.parquet", shard, 5),
+                                      shard_slice(frame, shard, 5).reset_index(drop=True))
+    # a file written with other row groups still gives the right rows
+    write_manifest(frame, tmp_path / "n.parquet", row_group_size=7)
+    pd.testing.assert_frame_equal(read_shard(tmp_path / "n.parquet", "002", 5),
+                                  frame.iloc[10:15].reset_index(drop=True))

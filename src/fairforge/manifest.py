@@ -39,15 +39,20 @@ def check_columns(df: pd.DataFrame, contract: str, where: str = "") -> None:
             f"the {contract} contract needs {list(CONTRACTS[contract])}")
 
 
-def write_manifest(df: pd.DataFrame, path: str | Path, contract: str | None = None) -> None:
-    """Write ``df`` as parquet, byte-identical for identical frames (no index, fixed options)."""
+def write_manifest(df: pd.DataFrame, path: str | Path, contract: str | None = None,
+                   row_group_size: int | None = None) -> None:
+    """Write ``df`` as parquet, byte-identical for identical frames (no index, fixed options).
+
+    ``row_group_size`` = the shard size lets :func:`read_rows` load one shard alone.
+    """
     if contract:
         check_columns(df, contract, str(path))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
     tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+    pq.write_table(table, tmp, compression="zstd", write_statistics=False,
+                   row_group_size=row_group_size)
     tmp.replace(path)
 
 
@@ -60,6 +65,26 @@ def read_manifest(path: str | Path, contract: str | None = None,
     if contract and columns is None:
         check_columns(df, contract, str(path))
     return df
+
+
+def read_rows(path: str | Path, start: int, stop: int) -> pd.DataFrame:
+    """Rows ``start:stop`` of a manifest, decoding only the row groups that hold them, so a
+    shard job's memory follows the shard, not the dataset."""
+    path = Path(path)
+    if not path.is_file():
+        raise ManifestError(f"manifest not found: {path}")
+    source = pq.ParquetFile(path)
+    groups, offset, first = [], 0, None
+    for i in range(source.num_row_groups):
+        n = source.metadata.row_group(i).num_rows
+        if offset < stop and offset + n > start:
+            groups.append(i)
+            first = offset if first is None else first
+        offset += n
+    if not groups:
+        return source.schema_arrow.empty_table().to_pandas()
+    table = source.read_row_groups(groups)
+    return table.slice(start - first, stop - start).to_pandas()
 
 
 def concat_manifests(paths: Iterable[str | Path], contract: str | None = None) -> pd.DataFrame:

@@ -77,6 +77,14 @@ def shard_slice(frame: pd.DataFrame, shard: str, shard_size: int) -> pd.DataFram
     return frame.iloc[start:start + shard_size]
 
 
+def read_shard(path: str | Path, shard: str, shard_size: int) -> pd.DataFrame:
+    """Shard ``shard`` of a manifest written with ``row_group_size=shard_size``, read alone."""
+    from fairforge.manifest import read_rows
+
+    start = int(shard) * shard_size
+    return read_rows(path, start, start + shard_size).reset_index(drop=True)
+
+
 def faces_with_attributes(sources: pd.DataFrame, faces: pd.DataFrame) -> pd.DataFrame:
     """Faces joined with their subject, group, split and every source attribute as a column."""
     import json
