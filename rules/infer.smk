@@ -11,7 +11,9 @@ rule predict:
         device=config["device"],
         variant_options=lambda wc: variant_options(config, wc.variant),
         external=lambda wc: is_external(config, wc.detector),
-    threads: 2
+    # One core per job on a CPU: small models gain little from a second torch thread, and
+    # jobs run side by side instead (profiles/slurm gives GPU jobs more).
+    threads: 1
     resources:
         gpu=0 if config["device"] == "cpu" else 1,
         mem_mb=lambda wc, attempt: 3000 * attempt,

@@ -9,7 +9,9 @@ rule train:
         settings=lambda wc: detector_settings(config, wc.detector),
         checkpoint=lambda wc: config["detectors"][wc.detector].get("checkpoint"),
         checkpoint_format=lambda wc: config["detectors"][wc.detector]["checkpoint_format"],
-    threads: 2
+    # One core per job on a CPU: small models gain little from a second torch thread, and
+    # jobs run side by side instead (profiles/slurm gives GPU jobs more).
+    threads: 1
     resources:
         gpu=0 if config["device"] == "cpu" else 1,
         mem_mb=lambda wc, attempt: 4000 * attempt,
