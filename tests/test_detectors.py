@@ -72,22 +72,23 @@ def blur_task(tmp_path_factory):
     return root, pd.DataFrame(rows)
 
 
-def test_meso4_learns_an_easy_task_and_round_trips(blur_task, tmp_path):
+@pytest.mark.parametrize("arch", ["meso4", "meso4inception", "patch_resnet"])
+def test_small_detectors_learn_an_easy_task_and_round_trip(arch, blur_task, tmp_path):
     root, samples = blur_task
-    cfg = TrainConfig(arch="meso4", input_size=SMALL, epochs=8, batch_size=16, lr=1e-3, seed=1)
+    cfg = TrainConfig(arch=arch, input_size=SMALL, epochs=8, batch_size=16, lr=1e-3, seed=1)
     ckpt = tmp_path / "model.pt"
     log = train_detector(samples, root, cfg, ckpt, tmp_path / "log.csv")
     assert list(log.columns[:4]) == ["epoch", "train_loss", "val_loss", "val_auc"]
     assert log["train_loss"].iloc[-1] < log["train_loss"].iloc[0]
 
-    preds = predict(ckpt, samples, root, "meso4", splits=("test",))
+    preds = predict(ckpt, samples, root, arch, splits=("test",))
     assert auc(preds["label"].to_numpy(), preds["score"].to_numpy()) > 0.9
     assert preds["score"].dtype == np.float32
     assert list(preds["sample_id"]) == sorted(preds["sample_id"])
 
     model, meta = load_checkpoint(ckpt)
-    assert meta["arch"] == "meso4" and meta["input_size"] == SMALL
-    again = predict(ckpt, samples, root, "meso4", splits=("test",))
+    assert meta["arch"] == arch and meta["input_size"] == SMALL
+    again = predict(ckpt, samples, root, arch, splits=("test",))
     np.testing.assert_array_equal(preds["score"].to_numpy(), again["score"].to_numpy())
 
 
