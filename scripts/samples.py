@@ -1,11 +1,13 @@
-from fairforge.manifest import read_manifest, write_manifest
-from fairforge.samples import build_samples, failure_counts
+from fairforge.manifest import columns_in, read_manifest, write_manifest
+from fairforge.samples import (FACE_INPUTS, FORGERY_INPUTS, SOURCE_INPUTS, VIDEO_COLUMNS,
+                               build_samples, failure_counts)
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
-    sources = read_manifest(snakemake.input.sources, contract="sources")
-    faces = read_manifest(snakemake.input.faces, contract="faces")
-    forgeries = [read_manifest(p, contract="forgery") for p in snakemake.input.forgeries]
+    path = snakemake.input.sources
+    sources = read_manifest(path, "sources", [*SOURCE_INPUTS, *columns_in(path, VIDEO_COLUMNS)])
+    faces = read_manifest(snakemake.input.faces, "faces", FACE_INPUTS)
+    forgeries = [read_manifest(p, "forgery", FORGERY_INPUTS) for p in snakemake.input.forgeries]
     samples = build_samples(snakemake.wildcards.dataset, sources, faces, forgeries)
     write_manifest(samples, snakemake.output.samples, contract="samples")
     failure_counts(sources, faces, forgeries).assign(

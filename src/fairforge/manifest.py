@@ -9,6 +9,7 @@ from typing import Iterable
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 # Required columns of each contract (DESIGN.md section 2). Extra columns are allowed.
@@ -27,12 +28,23 @@ CONTRACTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Streaming reads take pages through a small buffer (not a row group's whole column chunks)
+# and decode this many rows at a time, on one thread (parallel column decoding holds several
+# batches at once): faces and pairs are written in pyarrow's default row groups of up to a
+# million rows, which a shard job must never hold whole.
+STREAM_BUFFER_BYTES = 1 << 20
+STREAM_BATCH_ROWS = 4096
+
+
 class ManifestError(ValueError):
     pass
 
 
-def check_columns(df: pd.DataFrame, contract: str, where: str = "") -> None:
-    missing = [c for c in CONTRACTS[contract] if c not in df.columns]
+def check_columns(table: pd.DataFrame | Iterable[str], contract: str, where: str = "") -> None:
+    """Fail with the contract's columns when ``table`` (a frame, or a file's column names)
+    lacks some, so a stage reports a wrong input by name instead of a KeyError later."""
+    names = set(table.columns if isinstance(table, pd.DataFrame) else table)
+    missing = [c for c in CONTRACTS[contract] if c not in names]
     if missing:
         raise ManifestError(
             f"{where or contract} manifest lacks column(s) {missing}; "
@@ -56,24 +68,39 @@ def write_manifest(df: pd.DataFrame, path: str | Path, contract: str | None = No
     tmp.replace(path)
 
 
+def _open(path: str | Path, contract: str | None = None, stream: bool = False
+          ) -> pq.ParquetFile:
+    """The manifest at ``path``, checked against ``contract`` from its schema alone, so a
+    reader of a few columns or rows still learns that the file breaks the contract."""
+    path = Path(path)
+    if not path.is_file():
+        raise ManifestError(f"manifest not found: {path}")
+    options = {"buffer_size": STREAM_BUFFER_BYTES, "pre_buffer": False} if stream else {}
+    source = pq.ParquetFile(path, **options)
+    if contract:
+        check_columns(source.schema_arrow.names, contract, str(path))
+    return source
+
+
 def read_manifest(path: str | Path, contract: str | None = None,
                   columns: Iterable[str] | None = None) -> pd.DataFrame:
-    path = Path(path)
-    if not path.is_file():
-        raise ManifestError(f"manifest not found: {path}")
-    df = pd.read_parquet(path, columns=list(columns) if columns else None)
-    if contract and columns is None:
-        check_columns(df, contract, str(path))
-    return df
+    _open(path, contract)
+    return pd.read_parquet(path, columns=list(columns) if columns is not None else None)
 
 
-def read_rows(path: str | Path, start: int, stop: int) -> pd.DataFrame:
+def columns_in(path: str | Path, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` the manifest has, in order: optional columns (e.g. video_id) to read
+    when present, learned without reading any rows."""
+    have = set(_open(path).schema_arrow.names)
+    return [n for n in names if n in have]
+
+
+def read_rows(path: str | Path, start: int, stop: int,
+              columns: Iterable[str] | None = None) -> pd.DataFrame:
     """Rows ``start:stop`` of a manifest, decoding only the row groups that hold them, so a
     shard job's memory follows the shard, not the dataset."""
-    path = Path(path)
-    if not path.is_file():
-        raise ManifestError(f"manifest not found: {path}")
-    source = pq.ParquetFile(path)
+    source = _open(path)
+    columns = list(columns) if columns is not None else None
     groups, offset, first = [], 0, None
     for i in range(source.num_row_groups):
         n = source.metadata.row_group(i).num_rows
@@ -82,9 +109,30 @@ def read_rows(path: str | Path, start: int, stop: int) -> pd.DataFrame:
             first = offset if first is None else first
         offset += n
     if not groups:
-        return source.schema_arrow.empty_table().to_pandas()
-    table = source.read_row_groups(groups)
+        empty = source.schema_arrow.empty_table()
+        return (empty if columns is None else empty.select(columns)).to_pandas()
+    table = source.read_row_groups(groups, columns=columns)
     return table.slice(start - first, stop - start).to_pandas()
+
+
+def read_ids(path: str | Path, ids: Iterable, columns: Iterable[str] | None = None,
+             id_column: str = "image_id", contract: str | None = None) -> pd.DataFrame:
+    """The rows whose ``id_column`` is in ``ids``, in file order.
+
+    Small batches are filtered as they are decoded, so memory follows the rows asked for (a
+    shard and its targets), not the manifest, whatever its row groups. Every batch is decoded:
+    manifests are written without statistics, so there is no row group to skip.
+    """
+    source = _open(path, contract, stream=True)
+    schema = source.schema_arrow
+    names = list(columns) if columns is not None else schema.names
+    read = list(dict.fromkeys([*names, id_column]))
+    wanted = pa.array(list(dict.fromkeys(ids)), type=schema.field(id_column).type)
+    batches = source.iter_batches(STREAM_BATCH_ROWS, columns=read, use_threads=False)
+    kept = [batch.filter(pc.is_in(batch.column(id_column), value_set=wanted))
+            for batch in batches] if len(wanted) else []
+    projected = pa.schema([schema.field(c) for c in read], metadata=schema.metadata)
+    return pa.Table.from_batches(kept, schema=projected).select(names).to_pandas()
 
 
 def concat_manifests(paths: Iterable[str | Path], contract: str | None = None) -> pd.DataFrame:

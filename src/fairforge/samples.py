@@ -11,6 +11,12 @@ import pandas as pd
 SAMPLE_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group", "subject_id",
                   "path", "mask_path", "image_id", "backend"]
 VIDEO_COLUMNS = ["video_id", "frame_index"]
+# What build_samples and failure_counts read of each manifest (sources also VIDEO_COLUMNS when
+# present): the samples job spans the dataset, so it loads these columns and no others.
+SOURCE_INPUTS = ["image_id", "split", "group", "subject_id", "ok", "reason"]
+FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
+FORGERY_INPUTS = ["sample_id", "method", "backend", "image_id", "path", "mask_path", "group",
+                  "subject_id", "split", "ok", "reason"]
 
 
 def build_samples(dataset: str, sources: pd.DataFrame, faces: pd.DataFrame,

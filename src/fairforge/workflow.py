@@ -77,19 +77,44 @@ def shard_slice(frame: pd.DataFrame, shard: str, shard_size: int) -> pd.DataFram
     return frame.iloc[start:start + shard_size]
 
 
-def read_shard(path: str | Path, shard: str, shard_size: int) -> pd.DataFrame:
+def read_shard(path: str | Path, shard: str, shard_size: int,
+               columns: list[str] | None = None) -> pd.DataFrame:
     """Shard ``shard`` of a manifest written with ``row_group_size=shard_size``, read alone."""
     from fairforge.manifest import read_rows
 
     start = int(shard) * shard_size
-    return read_rows(path, start, start + shard_size).reset_index(drop=True)
+    return read_rows(path, start, start + shard_size, columns).reset_index(drop=True)
+
+
+SOURCE_META = ["image_id", "subject_id", "group", "split"]
+
+
+def read_forgery_shard(sources: str | Path, faces: str | Path, pairs: str | Path, shard: str,
+                       shard_size: int) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
+    """The shard's image ids, their pairs rows, and the faces of them and of their targets
+    (which may lie in any shard) with subject, group and split: what one forgery job uses,
+    read alone, so its memory follows the shard, not the dataset."""
+    from fairforge.forgery.shard import FACE_INPUTS, PAIR_INPUTS
+    from fairforge.manifest import read_ids
+
+    ids = read_shard(sources, shard, shard_size, columns=["image_id"])["image_id"].tolist()
+    shard_pairs = read_ids(pairs, ids, PAIR_INPUTS, contract="pairs")
+    wanted = sorted({*ids, *shard_pairs["target_image_id"].dropna()})
+    shard_faces = faces_with_attributes(
+        read_ids(sources, wanted, SOURCE_META, contract="sources"),
+        read_ids(faces, wanted, FACE_INPUTS, contract="faces"))
+    return ids, shard_pairs, shard_faces
 
 
 def faces_with_attributes(sources: pd.DataFrame, faces: pd.DataFrame) -> pd.DataFrame:
-    """Faces joined with their subject, group, split and every source attribute as a column."""
+    """Faces joined with their subject, group, split and every source attribute as a column.
+
+    ``sources`` needs :data:`SOURCE_META`; attributes and video columns are joined when
+    present, so a stage that uses none of them need not read them.
+    """
     import json
 
-    meta = sources[["image_id", "subject_id", "group", "split"]].copy()
+    meta = sources[SOURCE_META].copy()
     if "attributes" in sources.columns:
         attrs = pd.DataFrame([json.loads(a) if isinstance(a, str) and a else {}
                               for a in sources["attributes"]], index=sources.index)

@@ -18,6 +18,11 @@ from .base import ForgeryError, as_landmarks, create_method
 
 FORGERY_COLUMNS = ["sample_id", "method", "backend", "image_id", "target_image_id", "path",
                    "mask_path", "group", "subject_id", "split", "ok", "reason", "params"]
+# What forge_shard reads of the pairs and faces manifests, so a shard job loads nothing else
+# (faces also need subject_id, group and split, joined from the sources).
+PAIR_INPUTS = ["image_id", "target_image_id", "source_subject", "group", "split", "ok",
+               "reason"]
+FACE_INPUTS = ["image_id", "ok", "reason", "crop_path", "landmarks"]
 
 
 def sample_id_for(method: str, image_id: str) -> str:
