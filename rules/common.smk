@@ -5,11 +5,15 @@ from fairforge.workflow import (
     dataset_root,
     degradation_inputs,
     detector_settings,
+    encoder_checkpoint,
+    encoder_training,
     is_external,
     model_input,
+    ranking_encoders,
     train_input,
     shard_ids,
     train_dataset,
+    trained_encoders,
     variant_options,
 )
 
@@ -29,6 +33,7 @@ wildcard_constraints:
     detector="|".join(DETECTORS),
     shard=r"\d+",
     method=r"[a-z0-9_]+",
+    encoder="|".join(trained_encoders(config)) or "(?!)",
 
 
 # Gathers and concatenations: seconds of work, not worth a queue wait.

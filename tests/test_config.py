@@ -54,3 +54,33 @@ def test_training_methods_must_be_generated():
         validate_config({"detectors": {"m": {"arch": "meso4", "train_methods": ["sbi"]}}})
     validate_config({"forgery": {"methods": ["faceswap", "sbi"]},
                      "detectors": {"m": {"arch": "meso4", "train_methods": ["sbi"]}}})
+
+
+def test_trained_encoders_are_checked_and_resolved():
+    from fairforge.workflow import encoder_training, ranking_encoders, trained_encoders
+
+    def ranking(encoders, splits=("val", "test")):
+        return {"ranking": {"encoders": encoders, "splits": list(splits), "distance": 4}}
+
+    config = validate_config(ranking({"dlib_resnet": {},
+                                      "far_mfn": {"encoder": "mobilefacenet",
+                                                  "train": {"far": True, "epochs": 2}}}))
+    assert trained_encoders(config) == ["far_mfn"]
+    assert ranking_encoders(config) == {
+        "dlib_resnet": {"encoder": "dlib_resnet"},
+        "far_mfn": {"encoder": "mobilefacenet",
+                    "checkpoint": "results/encoders/far_mfn/model.pt"}}
+    settings = encoder_training(config, "far_mfn")
+    assert settings["arch"] == "mobilefacenet" and settings["distance"] == 4
+    assert settings["far"] is True and settings["epochs"] == 2 and settings["head"] == "arcface"
+
+    with pytest.raises(ConfigError, match=r"ranking\.encoders\.r\.train: unknown key 'epoch'"):
+        validate_config(ranking({"r": {"encoder": "resnet", "train": {"epoch": 2}}}))
+    with pytest.raises(ConfigError, match=r"ranking\.encoders\.dlib_resnet\.train: "
+                                          "'dlib_resnet' is not a trainable encoder"):
+        validate_config(ranking({"dlib_resnet": {"train": {}}}))
+    with pytest.raises(ConfigError, match="either checkpoint"):
+        validate_config(ranking({"resnet": {"train": {}, "checkpoint": "r.pt"}}))
+    # ranking the identities an encoder trained on would flatter it
+    with pytest.raises(ConfigError, match=r"ranking\.splits: .*train split"):
+        validate_config(ranking({"resnet": {"train": {}}}, splits=("train", "test")))

@@ -66,6 +66,9 @@ def test_dlib_resnet_gives_unit_128d_embeddings_on_faces_and_on_any_image(dlib_e
     _unit_rows(emb, 128, len(images))
     _, detected = dlib_encoder.chips_for(images)
     np.testing.assert_array_equal(detected, [True] * 4 + [False, False])
+    before = len(dlib_encoder.fallbacks)
+    dlib_encoder.embed(images)
+    assert dlib_encoder.fallbacks[before:] == [False] * 4 + [True, True]
     # batching does not mix images up; different faces give different embeddings
     one_by_one = np.concatenate([dlib_encoder.embed([img]) for img in images[:3]])
     np.testing.assert_allclose(emb[:3], one_by_one, atol=1e-5)
@@ -260,6 +263,16 @@ def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
                                      max_steps=1, device="cpu")
     assert trained.classes == ["id0", "id1"] and len(trained.losses) == 1
     assert (tmp_path / "mfn.pt").is_file()
+
+    # far-trained: the crops are degraded (seeded per image) before training, so the first
+    # loss differs from the near one while the same seed repeats it exactly
+    def far(seed):
+        return train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet", None,
+                                      far=True, distance=5, seed=seed, input_size=32,
+                                      embedding_dim=16, max_steps=1, device="cpu").losses
+    assert far(0) == far(0) and far(0) != trained.losses
+    with pytest.raises(ValueError, match="no usable face crops in split 'val'"):
+        train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet", None, split="val")
 
 
 def test_trainable_encoder_needs_a_checkpoint():

@@ -205,6 +205,8 @@ def test_exposure_study_end_to_end_writes_all_tables(synthetic_faces, tmp_path):
     assert set(table["setting"]) == {"reidentification", "identification"}
     assert (table["n_identities"] == 7).all() and (table["n_probes"] == 7).all()
     assert (table["n_gallery_images"] == 21).all()
+    # the onnx encoder takes the crop as it is: no detection, no fallback to report
+    assert table.filter(like="fallback_").isna().all().all()
     for kind in ("visibility", "exposure"):
         np.testing.assert_allclose(table[[f"{kind}_{g}" for g in groups]].sum(axis=1), 1.0)
     assert table["hit_ratio@1"].between(0, 1).all()
@@ -236,6 +238,11 @@ def test_exposure_study_with_dlib_calibrates_the_chip_fallback(synthetic_faces, 
                                           distance=5, l=4, k=2, seed=0, group_column="tone",
                                           hit_ks=(1,), write=False)
     assert enc.fallback_box != (0.0, 0.0, 1.0, 1.0)     # fitted on the near gallery crops
+    # 16-px far probes are never detected; most close-range gallery faces are
+    assert (table["fallback_share_probes"] == 1.0).all()
+    assert (table["fallback_share_gallery"] < 0.5).all()
+    assert (table[[f"fallback_probes_{t}" for t in ("tone1", "tone2", "tone3", "tone4")]]
+            == 1.0).all().all()
     assert list(table["convention"]) == ["all", "false_positive"]
     assert table["encoder"].eq("dlib_resnet").all() and table["hit_ratio@1"].between(0, 1).all()
     assert len(ks) == 2 * 6 and len(per_group) == 2 * 16

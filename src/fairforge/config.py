@@ -96,9 +96,29 @@ def _check_references(config: dict) -> None:
     if ranking_ds is not None and ranking_ds not in datasets:
         raise ConfigError(f"config: ranking.dataset: unknown dataset {ranking_ds!r} "
                           f"(configured: {datasets})")
+    _check_trained_encoders(config["ranking"])
     total = sum(config["split"][k] for k in ("train", "val", "test"))
     if abs(total - 1.0) > 1e-6:
         raise ConfigError(f"config: split: fractions must sum to 1, got {total:g}")
+
+
+def _check_trained_encoders(ranking: dict) -> None:
+    trained = {label: opts for label, opts in ranking["encoders"].items() if "train" in opts}
+    if not trained:
+        return
+    from fairforge.encoders.trainable import ENCODER_ARCHS  # imports torch: only when needed
+
+    for label, opts in trained.items():
+        arch = opts.get("encoder", label)
+        if arch not in ENCODER_ARCHS:
+            raise ConfigError(f"config: ranking.encoders.{label}.train: {arch!r} is not a "
+                              f"trainable encoder (trainable: {sorted(ENCODER_ARCHS)})")
+        if "checkpoint" in opts:
+            raise ConfigError(f"config: ranking.encoders.{label}: give either checkpoint "
+                              "(trained elsewhere) or train, not both")
+    if "train" in ranking["splits"]:
+        raise ConfigError(f"config: ranking.splits: encoders {sorted(trained)} train on the "
+                          "train split, so it cannot be ranked; use e.g. [val, test]")
 
 
 def _check_variant(variant: str) -> None:

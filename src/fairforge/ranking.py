@@ -99,8 +99,12 @@ def split_probe_gallery(faces: pd.DataFrame, l: int = 10, seed: int = 0,
 
 # --------------------------------------------------------------------------- embeddings
 
-def _images(rows: pd.DataFrame, results_dir: Path, far: bool, distance: int, seed: int,
-            out_size: int, face_fraction: float) -> Iterator[np.ndarray]:
+def face_images(rows: pd.DataFrame, results_dir: str | Path, far: bool, distance: int,
+                seed: int, out_size: int, face_fraction: float = 1.0) -> Iterator[np.ndarray]:
+    """The crops of ``rows`` (``image_id``, ``crop_path`` relative to ``results_dir``), each
+    seen at ``distance`` through the classical far chain when ``far`` (seeded per image, so
+    the same image is degraded the same way wherever it is used)."""
+    results_dir = Path(results_dir)
     if far:
         from fairforge.perturb.distance import far_degrade  # lazy: the perturb package is large
     for image_id, crop_path in zip(rows["image_id"], rows["crop_path"]):
@@ -186,7 +190,10 @@ def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
     ``face_fraction``: share of the crop width the face spans, so that the far chain shrinks
     the face, not the crop, to its target width. ``calibrate``: encoders with a
     ``calibrate_fallback`` method (dlib_resnet) first fit their no-detection fallback box on
-    up to 64 close-range gallery crops.
+    up to 64 close-range gallery crops. The table's ``fallback_share_probes`` and
+    ``fallback_share_gallery`` are the shares of images such an encoder embedded without
+    finding the face (aligned on its fallback box; NaN for encoders that detect nothing), and
+    ``fallback_probes_<group>`` that share among each group's probes.
     """
     unknown = [s for s in settings if s not in SETTINGS]
     if unknown or not settings:
@@ -213,17 +220,23 @@ def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
     tables, per_group_rows, ks_rows, ranking_frames, curve_frames = [], [], [], [], []
     for label, enc in resolve_encoders(encoder).items():
         def embed(rows, far):
-            return embed_in_batches(enc, _images(rows, results_dir, far, distance, seed,
-                                                 enc.input_size, face_fraction), batch_size)
+            """Embeddings of ``rows`` and, per row, whether the encoder aligned it on its
+            fallback (NaN for encoders that do not detect faces)."""
+            start = None if enc.fallbacks is None else len(enc.fallbacks)
+            emb = embed_in_batches(enc, face_images(rows, results_dir, far, distance, seed,
+                                                    enc.input_size, face_fraction), batch_size)
+            fell_back = (np.full(len(rows), np.nan) if start is None
+                         else np.asarray(enc.fallbacks[start:], dtype=float))
+            return emb, fell_back
 
         if calibrate and hasattr(enc, "calibrate_fallback"):
             # crops share one geometry: where the face is found on near crops is where it
             # is on far ones (see fairforge.encoders.dlib_resnet)
-            enc.calibrate_fallback(_images(gallery.iloc[:64], results_dir, False, distance,
+            enc.calibrate_fallback(face_images(gallery.iloc[:64], results_dir, False, distance,
                                            seed, enc.input_size, face_fraction))
-        probe_emb = embed(probes, far=True)
+        probe_emb, probe_fallback = embed(probes, far=True)
         for setting in settings:
-            gallery_emb = embed(gallery, far=(setting == "reidentification"))
+            gallery_emb, gallery_fallback = embed(gallery, far=(setting == "reidentification"))
             templates = identity_templates(gallery_emb, gallery_identity, n_id)
             R, _ = xm.rank_gallery(probe_emb, templates, depth)
 
@@ -239,7 +252,11 @@ def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
             base = {"encoder": label, "setting": setting, "distance": int(distance),
                     "k": int(k), "l": int(l)}
             counts = {"n_identities": n_id, "n_probes": len(probes),
-                      "n_gallery_images": len(gallery)}
+                      "n_gallery_images": len(gallery),
+                      "fallback_share_probes": float(probe_fallback.mean()),
+                      "fallback_share_gallery": float(gallery_fallback.mean()),
+                      **{f"fallback_probes_{g}": float(probe_fallback[probe_groups == g].mean())
+                         for g in groups}}
             curve_frames.append(pd.DataFrame({"encoder": label, "setting": setting,
                                               "distance": int(distance),
                                               "k": np.arange(1, depth + 1), "hit_ratio": curve}))

@@ -590,6 +590,36 @@ def exposure_verdict(exposure: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _share(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def _encoder_facts(table: pd.DataFrame, encoders: Mapping) -> list[str]:
+    """How each encoder came to be (trained here or not) and how often it found no face."""
+    facts = []
+    for label, rows in table.groupby("encoder", sort=False):
+        train = (encoders.get(label) or {}).get("train")
+        if train is not None:
+            seen = "far crops at the ranking distance" if train.get("far") else "close-range crops"
+            facts.append(f"{label}: a {encoders[label].get('encoder', label)} encoder trained "
+                         f"here on the train-split identities ({seen}, {train.get('head')} "
+                         f"head, {train.get('epochs')} epochs); those identities are not ranked.")
+        if "fallback_share_probes" in rows and rows["fallback_share_probes"].notna().any():
+            first = rows.iloc[0]
+            per_group = {c.removeprefix("fallback_probes_"): first[c]
+                         for c in rows.columns if c.startswith("fallback_probes_")}
+            gallery = rows.drop_duplicates("setting").set_index("setting")[
+                "fallback_share_gallery"]
+            facts.append(
+                f"{label} found no face in {_share(first['fallback_share_probes'])} of the far "
+                "probes (" + ", ".join(f"{g} {_share(v)}" for g, v in per_group.items())
+                + ") and in " + ", ".join(f"{_share(v)} of the {s} gallery"
+                                          for s, v in gallery.items())
+                + "; it aligned those on a box calibrated on close-range crops. A group whose "
+                "far faces are found less often is ranked on worse chips.")
+    return facts
+
+
 def _exposure_section(paths: Mapping, config: Mapping) -> str:
     table = _read(paths, "exposure_table")
     per_probe = _read(paths, "exposure_per_probe_group")
@@ -604,6 +634,7 @@ def _exposure_section(paths: Mapping, config: Mapping) -> str:
                      f"{int(first['n_gallery_images'])} gallery images; probes seen at "
                      f"distance {int(first['distance'])}; the top k = {int(first['k'])} "
                      "positions of each ranking are counted.")
+        facts += _encoder_facts(table, ranking.get("encoders", {}))
     ks_shown = ks.drop(columns=[c for c in ("distance", "k", "l") if c in ks.columns])
     if not ks.empty:
         n_small = int((ks["pvalue"] < ALPHA).sum())

@@ -255,6 +255,36 @@ def train_dataset(config: dict, name: str) -> str:
     return config["detectors"][name].get("train_dataset") or next(iter(config["datasets"]))
 
 
+def trained_encoders(config: dict) -> list[str]:
+    """Labels of the ranking encoders that the workflow trains (those with a ``train`` block)."""
+    return [label for label, opts in config["ranking"]["encoders"].items() if "train" in opts]
+
+
+def encoder_checkpoint(label: str) -> str:
+    return f"{RESULTS}/encoders/{label}/model.pt"
+
+
+def ranking_encoders(config: dict) -> dict[str, dict]:
+    """Label → ``{"encoder": registered name, **constructor options}`` for the exposure study;
+    trained encoders load the checkpoint their rule writes."""
+    out = {}
+    for label, opts in config["ranking"]["encoders"].items():
+        opts = {k: v for k, v in opts.items() if k != "train"}
+        opts.setdefault("encoder", label)
+        if label in trained_encoders(config):
+            opts["checkpoint"] = encoder_checkpoint(label)
+        out[label] = opts
+    return out
+
+
+def encoder_training(config: dict, label: str) -> dict:
+    """Keyword arguments of :func:`fairforge.encoders.trainable.train_encoder_on_faces` for
+    one trained encoder; far-trained encoders see the ranking's distance."""
+    opts = config["ranking"]["encoders"][label]
+    return {"arch": opts.get("encoder", label), "distance": config["ranking"]["distance"],
+            **opts["train"]}
+
+
 @contextlib.contextmanager
 def logged(log_path: str | None):
     """Send logging, stdout and stderr of a script to its rule's log file."""

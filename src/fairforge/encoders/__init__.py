@@ -33,6 +33,10 @@ class FaceEncoder:
     name: str = ""
     dim: int = 0
     input_size: int = 112
+    # Per embedded image, in order: whether it was aligned without a detected face (a
+    # fallback). Kept by encoders that detect faces themselves; None for those that take
+    # the crop as it is.
+    fallbacks: list[bool] | None = None
 
     def embed(self, images: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
         """Embed uint8 RGB images (a list of HxWx3 arrays or one NxHxWx3 array)."""

@@ -17,7 +17,7 @@ box over near-range crops of the same geometry (the ranking protocol calls it on
 gallery crops before embedding far probes). On degraded faces the predictor lands on the
 landmarks when it can and otherwise stays near the mean shape, i.e. a fixed framing of the
 crop. Every input gets a chip, so no probe is missing from a ranking, and :meth:`chips_for`
-reports which images fell back. Images smaller than the chip are upscaled first (the detector
+reports which images fell back (``fallbacks`` records them). Images smaller than the chip are upscaled first (the detector
 does not see faces under ~80 px).
 """
 from __future__ import annotations
@@ -71,6 +71,7 @@ class DlibResNetEncoder(FaceEncoder):
         self.num_jitters = int(num_jitters)
         self.batch_size = int(batch_size)
         self.fallback_box = _check_box(fallback_box)
+        self.fallbacks = []
 
     def _prepare(self, img: np.ndarray) -> np.ndarray:
         h, w = img.shape[:2]
@@ -126,7 +127,8 @@ class DlibResNetEncoder(FaceEncoder):
     def _embed(self, images: list[np.ndarray]) -> np.ndarray:
         out = []
         for start in range(0, len(images), self.batch_size):
-            chips, _ = self.chips_for(images[start:start + self.batch_size])
+            chips, detected = self.chips_for(images[start:start + self.batch_size])
+            self.fallbacks.extend((~detected).tolist())
             if self.chip_size != 150:
                 # the ResNet expects 150 px chips
                 chips = [cv2.resize(c, (150, 150), interpolation=cv2.INTER_AREA) for c in chips]

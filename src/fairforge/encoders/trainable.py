@@ -304,20 +304,31 @@ def train_encoder(images: Sequence[np.ndarray], identity_labels: Sequence,
 
 
 def train_encoder_on_faces(faces: pd.DataFrame, results_dir: str | Path, arch: str,
-                          out_path: str | Path, split: str | None = "train",
-                          **train_kwargs) -> TrainedEncoder:
+                           out_path: str | Path, split: str | None = "train", *,
+                           far: bool = False, distance: int = 3, face_fraction: float = 1.0,
+                           seed: int = 0, **train_kwargs) -> TrainedEncoder:
     """:func:`train_encoder` on the usable crops (``ok``, ``crop_path`` relative to
     ``results_dir``) of the faces-table rows of ``split`` (all rows when None), labelled by
-    ``subject_id``, in image-id order."""
+    ``subject_id``, in image-id order.
+
+    ``far``: train on the crops seen at ``distance`` through the classical far chain (the
+    Exposure paper's far-trained encoders), degraded exactly as the ranking degrades probes;
+    ``face_fraction`` is the share of the crop width the face spans.
+    """
+    from fairforge.ranking import face_images  # the ranking module imports this package
+
     rows = faces
     if "ok" in rows.columns:
         rows = rows[rows["ok"].astype(bool)]
     if split is not None:
         rows = rows[rows["split"] == split]
     rows = rows[rows["crop_path"].notna()].sort_values("image_id", kind="stable")
-    images = [read_image(Path(results_dir) / p) for p in rows["crop_path"]]
+    if rows.empty:
+        raise ValueError(f"no usable face crops in split {split!r} to train an encoder on")
+    input_size = train_kwargs.get("input_size") or arch_spec(arch).input_size
+    images = list(face_images(rows, results_dir, far, distance, seed, input_size, face_fraction))
     return train_encoder(images, rows["subject_id"].astype(str).tolist(), arch,
-                         out_path=out_path, **train_kwargs)
+                         out_path=out_path, seed=seed, **train_kwargs)
 
 
 def save_encoder_checkpoint(trained: TrainedEncoder, path: str | Path) -> None:

@@ -80,6 +80,12 @@ def warp_crop(image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int) -> np.n
                           borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0))
 
 
+def face_fraction(margin: float) -> float:
+    """The share of a crop's width that the template box spans at ``margin``: what the far
+    chain shrinks to a target face width."""
+    return 1.0 / (1.0 + 2.0 * margin)
+
+
 def alignment_matrix(landmarks68: np.ndarray, crop_size: int, margin: float) -> np.ndarray:
     """The 2x3 similarity taking image pixels to crop pixels."""
     return umeyama_similarity(five_points(landmarks68), template_points(crop_size, margin))
