@@ -1,4 +1,5 @@
 import pandas as pd
+import torch
 
 from fairforge.encoders.trainable import train_encoder_on_faces
 from fairforge.faces.align import face_fraction
@@ -6,6 +7,7 @@ from fairforge.manifest import read_manifest
 from fairforge.workflow import faces_with_attributes, logged
 
 with logged(snakemake.log[0]):
+    torch.set_num_threads(snakemake.threads)
     settings = dict(snakemake.params.settings)
     faces = faces_with_attributes(read_manifest(snakemake.input.sources, contract="sources"),
                                   read_manifest(snakemake.input.faces, contract="faces"))

@@ -38,6 +38,23 @@ def test_outputs_follow_the_contracts(tiny_run):
     assert set(preds["split"]) <= {"val", "test"}
 
 
+def test_exposure_study_ranks_with_a_trained_encoder(tiny_run):
+    results = tiny_run / "results"
+    for name in ("exposure_table.csv", "exposure_per_probe_group.csv", "exposure_ks.csv"):
+        assert len(pd.read_csv(results / name)) > 0, name
+    log = pd.read_csv(results / "encoders/mobilefacenet_far/training_log.csv")
+    assert len(log) >= 1 and np.isfinite(log["loss"]).all()
+    table = pd.read_csv(results / "exposure_table.csv")
+    assert set(table["encoder"]) == {"dlib_resnet", "mobilefacenet_far"}
+    # val and test identities only: the encoder learned the train ones
+    sources = pd.read_parquet(results / "synthetic/sources.parquet")
+    ranked = sources.loc[sources["split"].isin(["val", "test"]), "subject_id"].nunique()
+    assert (table["n_identities"] <= ranked).all()
+    dlib = table[table["encoder"] == "dlib_resnet"]
+    assert dlib["fallback_share_probes"].between(0, 1).all()
+    assert table.loc[table["encoder"] == "mobilefacenet_far", "fallback_share_probes"].isna().all()
+
+
 def test_nothing_left_to_do(repo_root, tiny_run):
     proc = snakemake(repo_root, tiny_run, "-n", "--cores", "1", "all")
     assert "Nothing to be done" in proc.stdout + proc.stderr
@@ -119,7 +136,7 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
     assert jobs.get("train") == 1
     assert jobs.get("predict") == n_predict
     per_image = {"sources", "faces_shard", "faces", "pairs", "forgery_shard", "forgery",
-                 "samples", "exposure", "video_variant"}
+                 "samples", "exposure", "train_encoder", "video_variant"}
     assert not per_image & set(jobs), jobs
 
 
