@@ -2,7 +2,8 @@
 
 A `csv` dataset of N placeholder image paths (nothing is rendered or read: planning only
 counts the csv's rows to cut shards) with several forgery methods, detectors and variants. The job
-count must grow with shards x methods and detectors x variants, never with images.
+count must grow with shards x methods and detectors x variants x prediction shards, never
+with images.
 
     .venv/bin/python benchmarks/bench_plan.py                 # 10k, 100k, 1M images
     .venv/bin/python benchmarks/bench_plan.py --images 100000 --repeat 3
@@ -40,11 +41,15 @@ def write_placeholder_csv(path: Path, n_images: int, images_per_subject: int = 1
                              for i in ids))
 
 
+PREDICT_SHARD_FACTOR = 10   # inference.shard_size = 10 x shard_size (the default ratio)
+
+
 def plan_config(csv_path: Path, *, shard_size: int = 500, methods=METHODS,
                 detectors=DETECTORS, variants=VARIANTS) -> dict:
     return {
         "seed": 0,
         "shard_size": shard_size,
+        "inference": {"shard_size": PREDICT_SHARD_FACTOR * shard_size},
         "datasets": {"bench": {"adapter": "csv", "root": str(csv_path)}},
         "forgery": {"methods": list(methods)},
         "training": {"train_methods": list(methods)},
@@ -96,9 +101,11 @@ def repeated_jobs(n_images: int, shard_size: int, n_methods: int, n_detectors: i
     Every other rule of `all` runs once per dataset or once per run, i.e. once here.
     """
     shards = max(1, math.ceil(n_images / shard_size))
+    predict_shards = max(1, math.ceil(n_images / (PREDICT_SHARD_FACTOR * shard_size)))
     return {"faces_shard": shards, "forgery_shard": shards * n_methods,
             "forgery": n_methods, "train": n_detectors, "efficiency": n_detectors,
-            "predict": n_detectors * n_variants}
+            "predict": n_detectors * n_variants * predict_shards,
+            "predictions": n_detectors * n_variants}
 
 
 def single_jobs(counts: dict[str, int], repeated: dict[str, int]) -> dict[str, int]:

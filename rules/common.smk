@@ -1,3 +1,5 @@
+import re
+
 from fairforge.video import predict_samples_path
 from fairforge.workflow import (
     all_variants,
@@ -25,7 +27,12 @@ METHODS = list(config["forgery"]["methods"])
 VARIANTS = all_variants(config)
 SHARD_SIZE = int(config["shard_size"])
 RANKING_DATASET = config["ranking"].get("dataset") or DATASETS[0]
-SHARDS = {d: shard_ids(count_source_items(d, config["datasets"][d]), SHARD_SIZE) for d in DATASETS}
+RANKING_ENCODERS = list(config["ranking"]["encoders"])
+SOURCE_COUNTS = {d: count_source_items(d, config["datasets"][d]) for d in DATASETS}
+SHARDS = {d: shard_ids(n, SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
+# Prediction jobs cover more images than per-image shards: each loads its model once.
+PREDICT_SHARD_SIZE = int(config["inference"]["shard_size"])
+PREDICT_SHARDS = {d: shard_ids(n, PREDICT_SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
 
 
 wildcard_constraints:
@@ -33,7 +40,8 @@ wildcard_constraints:
     detector="|".join(DETECTORS),
     shard=r"\d+",
     method=r"[a-z0-9_]+",
-    encoder="|".join(trained_encoders(config)) or "(?!)",
+    variant="|".join(re.escape(v) for v in VARIANTS),
+    encoder="|".join(re.escape(e) for e in RANKING_ENCODERS),
 
 
 # Gathers and concatenations: seconds of work, not worth a queue wait.
@@ -41,6 +49,7 @@ localrules:
     all,
     faces,
     forgery,
+    predictions,
     samples,
     failures_per_group,
     pipeline_info,

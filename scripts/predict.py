@@ -1,24 +1,23 @@
-from fairforge.detectors.external import external_predictions
 from fairforge.inference import empty_predictions, predict, variant_unavailable
-from fairforge.manifest import read_manifest, write_manifest
-from fairforge.workflow import logged
+from fairforge.manifest import read_ids, write_manifest
+from fairforge.workflow import logged, read_shard
 
 with logged(snakemake.log[0]):
-    p = snakemake.params
-    inf, variant, detector = p.inference, snakemake.wildcards.variant, snakemake.wildcards.detector
-    reason = variant_unavailable(variant, p.variant_options)
+    p, wc = snakemake.params, snakemake.wildcards
+    inf = p.inference
+    reason = variant_unavailable(wc.variant, p.variant_options)
     if reason:
         # Reported as unavailable (with the expected weights path), never silently skipped.
-        print(f"variant {variant} unavailable: {reason}")
+        print(f"variant {wc.variant} unavailable: {reason}")
         preds = empty_predictions()
-    elif p.external:
-        samples = read_manifest(snakemake.input.samples, contract="samples")
-        preds = external_predictions(snakemake.input.model, samples, detector, variant=variant,
-                                     splits=inf["splits"])
     else:
-        samples = read_manifest(snakemake.input.samples, contract="samples")
-        preds = predict(snakemake.input.model, samples, "results", detector, variant=variant,
-                        splits=inf["splits"], batch_size=inf["batch_size"],
-                        num_workers=inf["num_workers"], device=p.device,
-                        threads=snakemake.threads, variant_options=p.variant_options)
+        ids = read_shard(snakemake.input.sources, wc.shard, inf["shard_size"],
+                         columns=["image_id"])["image_id"].tolist()
+        samples = read_ids(snakemake.input.samples, ids, contract="samples")
+        preds = predict(snakemake.input.model, samples, "results", wc.detector,
+                        variant=wc.variant, splits=inf["splits"],
+                        batch_size=inf["batch_size"], num_workers=inf["num_workers"],
+                        device=p.device, threads=snakemake.threads,
+                        variant_options=p.variant_options)
     write_manifest(preds, snakemake.output[0], contract="predictions")
+    print(f"{len(preds)} predictions")

@@ -32,7 +32,7 @@ def test_job_count_follows_shards_methods_detectors(plan_10k):
                                         len(bench_plan.DETECTORS), len(bench_plan.VARIANTS))
     assert {rule: plan_10k.get(rule) for rule in repeated} == repeated
     assert repeated["forgery_shard"] == 20 * 5  # shards x methods
-    assert repeated["predict"] == 3 * 3  # detectors x variants
+    assert repeated["predict"] == 3 * 3 * 2  # detectors x variants x prediction shards
     single = bench_plan.single_jobs(plan_10k, repeated)
     repeating = {rule: n for rule, n in single.items() if n != 1}
     assert not repeating, (f"rules {repeating} repeat: add them to "

@@ -1,0 +1,17 @@
+from fairforge.detectors.external import external_predictions
+from fairforge.inference import empty_predictions, variant_unavailable
+from fairforge.manifest import read_manifest, write_manifest
+from fairforge.workflow import logged
+
+with logged(snakemake.log[0]):
+    p, wc = snakemake.params, snakemake.wildcards
+    reason = variant_unavailable(wc.variant, p.variant_options)
+    if reason:
+        print(f"variant {wc.variant} unavailable: {reason}")
+        preds = empty_predictions()
+    else:
+        samples = read_manifest(snakemake.input.samples, contract="samples")
+        preds = external_predictions(snakemake.input.scores, samples, wc.detector,
+                                     variant=wc.variant, splits=p.splits)
+    write_manifest(preds, snakemake.output[0], contract="predictions")
+    print(f"{len(preds)} predictions")
