@@ -248,6 +248,36 @@ def test_exposure_study_with_dlib_calibrates_the_chip_fallback(synthetic_faces, 
     assert len(ks) == 2 * 6 and len(per_group) == 2 * 16
 
 
+def test_embedding_shard_by_shard_gives_the_same_study(synthetic_faces, tmp_path):
+    """The workflow embeds each shard in its own job (calibrating on the same close-range
+    crops) and ranks once: the numbers equal the one-process study."""
+    from fairforge.encoders import create_encoder
+    from fairforge.ranking import (calibration_rows, embed_study, exposure_study, rank_study,
+                                   split_probe_gallery)
+
+    root, faces = synthetic_faces
+    kw = dict(settings=["reidentification", "identification"], distance=4, l=4, k=2, seed=1)
+    whole, _, _ = exposure_study(faces, root, create_encoder("dlib_resnet"),
+                                 group_column="tone", hit_ks=(1,), write=False, **kw)
+    study = split_probe_gallery(faces, kw["l"], kw["seed"], "tone")
+    calibration = calibration_rows(study)
+    shards = [study.iloc[i::3] for i in range(3)] + [study.iloc[:0]]   # one shard empty
+    parts = [embed_study(part, root, create_encoder("dlib_resnet"), kw["settings"],
+                         kw["distance"], kw["seed"], calibration=calibration)
+             for part in shards]
+    embeddings = pd.concat(parts, ignore_index=True)
+    # far probes, far gallery, close-range gallery
+    assert len(embeddings) == len(study) + (study["role"] == "gallery").sum()
+    assert embeddings["fell_back"].isin([0.0, 1.0]).all()
+    outputs = rank_study(study, {"dlib_resnet": embeddings}, kw["settings"], kw["distance"],
+                         kw["l"], kw["k"], hit_ks=(1,))
+    pd.testing.assert_frame_equal(outputs["exposure_table"], whole)
+    with pytest.raises(ValueError, match="no close-range gallery embedding"):
+        rank_study(study, {"dlib_resnet": embeddings[~(embeddings["role"] == "gallery")
+                                                    | embeddings["far"]]},
+                   kw["settings"], kw["distance"], kw["l"], kw["k"])
+
+
 def test_exposure_study_rejects_too_few_identities(synthetic_faces, tmp_path):
     from fairforge.ranking import exposure_study
 

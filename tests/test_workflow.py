@@ -134,9 +134,11 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
     jobs = planned_jobs(proc.stdout + proc.stderr)
     n_predict = len(config["datasets"]) * len(config["variants"])
     assert jobs.get("train") == 1
-    assert jobs.get("predict") == n_predict
+    assert jobs.get("predict") == 2 * n_predict          # two prediction shards per dataset
+    assert jobs.get("predictions") == n_predict
     per_image = {"sources", "faces_shard", "faces", "pairs", "forgery_shard", "forgery",
-                 "samples", "exposure", "train_encoder", "video_variant"}
+                 "samples", "ranking_study", "embed_shard", "exposure", "train_encoder",
+                 "video_variant"}
     assert not per_image & set(jobs), jobs
 
 

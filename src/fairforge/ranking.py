@@ -11,7 +11,12 @@
    each probe ranks all templates by cosine similarity.
 5. Metrics of :mod:`fairforge.metrics.exposure`, for both counting conventions.
 
-Outputs (:func:`exposure_study` writes them to ``out_dir``, the results folder by default):
+:func:`exposure_study` runs it in one process; the workflow runs its steps as jobs:
+:func:`split_probe_gallery` once, :func:`embed_study` per encoder and shard (dlib's fallback
+box calibrated on the same :func:`calibration_rows` in every shard), :func:`rank_study` once.
+
+Outputs (:func:`write_exposure_outputs`; :func:`exposure_study` writes them to ``out_dir``,
+the results folder by default):
 ``exposure_table.csv`` (one row per encoder × setting × convention),
 ``exposure_per_probe_group.csv``, ``exposure_ks.csv``, and for the figure ``exposure_per_ranking.parquet`` (per-ranking exposure
 of every group, NaN where the group holds no position) and ``exposure_hit_curve.csv``.
@@ -172,39 +177,91 @@ def _convention_rows(R, probe_identity, gallery_groups, probe_groups, groups, k,
     return summary, per_group, ks, exp_empty
 
 
-def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
-                   encoder="dlib_resnet", settings: Sequence[str] = SETTINGS,
-                   distance: int = 3, l: int = 10, k: int = 10, seed: int = 0,
-                   group_column: str | Sequence[str] = "group", *,
-                   probe_fraction: float = 0.3, hit_ks: Sequence[int] = (1, 5, 10),
-                   conventions: Sequence[str] = xm.CONVENTIONS, face_fraction: float = 1.0,
-                   batch_size: int = 64, calibrate: bool = True,
-                   out_dir: str | Path | None = None,
-                   write: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Run the protocol for every encoder and setting; return (exposure_table,
-    per_probe_group, ks_table) and, with ``write``, write all outputs to ``out_dir``
-    (default ``results_dir``).
-
-    ``faces_df``: faces-manifest rows to use (e.g. the test split) with ``image_id``,
-    ``subject_id``, ``crop_path`` (relative to ``results_dir``) and the group column(s).
-    ``face_fraction``: share of the crop width the face spans, so that the far chain shrinks
-    the face, not the crop, to its target width. ``calibrate``: encoders with a
-    ``calibrate_fallback`` method (dlib_resnet) first fit their no-detection fallback box on
-    up to 64 close-range gallery crops. The table's ``fallback_share_probes`` and
-    ``fallback_share_gallery`` are the shares of images such an encoder embedded without
-    finding the face (aligned on its fallback box; NaN for encoders that detect nothing), and
-    ``fallback_probes_<group>`` that share among each group's probes.
-    """
+def study_views(settings: Sequence[str]) -> list[tuple[str, bool]]:
+    """The (role, far) views the settings compare: far probes always, the far gallery for
+    re-identification, the close-range gallery for identification."""
     unknown = [s for s in settings if s not in SETTINGS]
     if unknown or not settings:
         raise ValueError(f"settings must be among {SETTINGS}, got {list(settings)}")
-    results_dir = Path(results_dir)
-    study = split_probe_gallery(faces_df, l, seed, group_column, probe_fraction)
-    identities = np.array(sorted(study["subject_id"].unique()), dtype=object)
-    n_id = len(identities)
+    views = [("probe", True)]
+    if "reidentification" in settings:
+        views.append(("gallery", True))
+    if "identification" in settings:
+        views.append(("gallery", False))
+    return views
+
+
+def calibration_rows(study: pd.DataFrame, n: int = 64) -> pd.DataFrame:
+    """The close-range crops on which encoders with a ``calibrate_fallback`` method fit
+    their no-detection box: the first ``n`` gallery rows, the same for every shard."""
+    return study[study["role"] == "gallery"].iloc[:n]
+
+
+def check_study(study: pd.DataFrame, k: int, l: int) -> None:
+    n_id = study["subject_id"].nunique()
     if n_id < k + 1:
         raise ValueError(f"{n_id} identities with l={l} crops; the false-positive ranking "
                          f"at k={k} needs at least {k + 1}")
+
+
+def embed_study(study: pd.DataFrame, results_dir: str | Path, encoder: FaceEncoder,
+                settings: Sequence[str] = SETTINGS, distance: int = 3, seed: int = 0,
+                face_fraction: float = 1.0, batch_size: int = 64,
+                calibration: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The embeddings that ``settings`` compare of ``study`` rows (all of them, or one
+    shard's): one row per image and view with ``image_id``, ``role``, ``far``,
+    ``fell_back`` (1 where the encoder found no face and aligned on its fallback box; NaN
+    for encoders that detect nothing) and ``embedding`` (unit-norm float32).
+
+    ``calibration``: close-range crops (:func:`calibration_rows`) on which an encoder with
+    ``calibrate_fallback`` (dlib_resnet) first fits its fallback box; crops share one
+    geometry, so where the face is found on near crops is where it is on far ones.
+    """
+    views = study_views(settings)
+    results_dir = Path(results_dir)
+    if calibration is not None and len(study) and hasattr(encoder, "calibrate_fallback"):
+        encoder.calibrate_fallback(face_images(calibration, results_dir, False, distance, seed,
+                                               encoder.input_size, face_fraction))
+    frames = []
+    for role, far in views:
+        rows = study[study["role"] == role]
+        start = None if encoder.fallbacks is None else len(encoder.fallbacks)
+        emb = embed_in_batches(encoder, face_images(rows, results_dir, far, distance, seed,
+                                                    encoder.input_size, face_fraction),
+                               batch_size)
+        fell_back = (np.full(len(rows), np.nan) if start is None
+                     else np.asarray(encoder.fallbacks[start:], dtype=float))
+        frames.append(pd.DataFrame({"image_id": rows["image_id"].to_numpy(), "role": role,
+                                    "far": far, "fell_back": fell_back,
+                                    "embedding": list(emb)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _view(embeddings: pd.DataFrame, rows: pd.DataFrame, role: str, far: bool,
+          label: str) -> tuple[np.ndarray, np.ndarray]:
+    part = embeddings[(embeddings["role"] == role) & (embeddings["far"] == far)]
+    part = part.drop_duplicates("image_id").set_index("image_id")
+    missing = pd.Index(rows["image_id"]).difference(part.index)
+    if len(missing):
+        view = "far" if far else "close-range"
+        raise ValueError(f"{label}: no {view} {role} embedding for {len(missing)} image(s), "
+                         f"e.g. {list(missing[:3])}")
+    part = part.loc[rows["image_id"]]
+    emb = np.stack(part["embedding"].to_numpy()).astype(np.float32)
+    return emb, part["fell_back"].to_numpy(dtype=float)
+
+
+def rank_study(study: pd.DataFrame, embeddings: Mapping[str, pd.DataFrame],
+               settings: Sequence[str] = SETTINGS, distance: int = 3, l: int = 10,
+               k: int = 10, *, hit_ks: Sequence[int] = (1, 5, 10),
+               conventions: Sequence[str] = xm.CONVENTIONS) -> dict[str, pd.DataFrame]:
+    """Rank the gallery for every probe of ``study`` (:func:`split_probe_gallery`) with each
+    encoder's embeddings (:func:`embed_study`, label → frame) and measure; returns the
+    frames of :data:`OUTPUT_FILES` by key."""
+    study_views(settings)
+    check_study(study, k, l)
+    identities = np.array(sorted(study["subject_id"].unique()), dtype=object)
+    n_id = len(identities)
     id_index = {s: i for i, s in enumerate(identities)}
     id_group = study.groupby("subject_id")["group"].first()
     gallery_groups = id_group.loc[identities].to_numpy(dtype=object)
@@ -218,25 +275,11 @@ def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
     depth = min(n_id, max([k + 1, *hit_ks]))
 
     tables, per_group_rows, ks_rows, ranking_frames, curve_frames = [], [], [], [], []
-    for label, enc in resolve_encoders(encoder).items():
-        def embed(rows, far):
-            """Embeddings of ``rows`` and, per row, whether the encoder aligned it on its
-            fallback (NaN for encoders that do not detect faces)."""
-            start = None if enc.fallbacks is None else len(enc.fallbacks)
-            emb = embed_in_batches(enc, face_images(rows, results_dir, far, distance, seed,
-                                                    enc.input_size, face_fraction), batch_size)
-            fell_back = (np.full(len(rows), np.nan) if start is None
-                         else np.asarray(enc.fallbacks[start:], dtype=float))
-            return emb, fell_back
-
-        if calibrate and hasattr(enc, "calibrate_fallback"):
-            # crops share one geometry: where the face is found on near crops is where it
-            # is on far ones (see fairforge.encoders.dlib_resnet)
-            enc.calibrate_fallback(face_images(gallery.iloc[:64], results_dir, False, distance,
-                                           seed, enc.input_size, face_fraction))
-        probe_emb, probe_fallback = embed(probes, far=True)
+    for label, frame in embeddings.items():
+        probe_emb, probe_fallback = _view(frame, probes, "probe", True, label)
         for setting in settings:
-            gallery_emb, gallery_fallback = embed(gallery, far=(setting == "reidentification"))
+            gallery_emb, gallery_fallback = _view(frame, gallery, "gallery",
+                                                  setting == "reidentification", label)
             templates = identity_templates(gallery_emb, gallery_identity, n_id)
             R, _ = xm.rank_gallery(probe_emb, templates, depth)
 
@@ -275,20 +318,61 @@ def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
                     "group": np.tile(np.asarray(groups, dtype=object), len(probes)),
                     "exposure": exp_empty.reshape(-1)}))
 
-    exposure_table = pd.DataFrame(tables)
-    per_probe_group = pd.DataFrame(per_group_rows)
-    ks_table = pd.DataFrame(ks_rows)
+    return {"exposure_table": pd.DataFrame(tables),
+            "per_probe_group": pd.DataFrame(per_group_rows),
+            "ks": pd.DataFrame(ks_rows),
+            "per_ranking": pd.concat(ranking_frames, ignore_index=True),
+            "hit_curve": pd.concat(curve_frames, ignore_index=True)}
+
+
+def write_exposure_outputs(outputs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for key, frame in outputs.items():
+        path = out / OUTPUT_FILES[key]
+        if path.suffix == ".parquet":
+            frame.to_parquet(path, index=False)
+        else:
+            frame.to_csv(path, index=False)
+
+
+def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
+                   encoder="dlib_resnet", settings: Sequence[str] = SETTINGS,
+                   distance: int = 3, l: int = 10, k: int = 10, seed: int = 0,
+                   group_column: str | Sequence[str] = "group", *,
+                   probe_fraction: float = 0.3, hit_ks: Sequence[int] = (1, 5, 10),
+                   conventions: Sequence[str] = xm.CONVENTIONS, face_fraction: float = 1.0,
+                   batch_size: int = 64, calibrate: bool = True,
+                   out_dir: str | Path | None = None,
+                   write: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The whole protocol in one process: :func:`split_probe_gallery`, :func:`embed_study`
+    for every encoder, :func:`rank_study`. Returns (exposure_table, per_probe_group,
+    ks_table) and, with ``write``, writes all outputs to ``out_dir`` (default
+    ``results_dir``). The workflow runs the same steps as separate jobs, embedding shard
+    by shard.
+
+    ``faces_df``: faces-manifest rows to use (e.g. the test split) with ``image_id``,
+    ``subject_id``, ``crop_path`` (relative to ``results_dir``) and the group column(s).
+    ``face_fraction``: share of the crop width the face spans, so that the far chain shrinks
+    the face, not the crop, to its target width. ``calibrate``: encoders with a
+    ``calibrate_fallback`` method (dlib_resnet) first fit their no-detection fallback box on
+    up to 64 close-range gallery crops. The table's ``fallback_share_probes`` and
+    ``fallback_share_gallery`` are the shares of images such an encoder embedded without
+    finding the face (aligned on its fallback box; NaN for encoders that detect nothing), and
+    ``fallback_probes_<group>`` that share among each group's probes.
+    """
+    study_views(settings)
+    study = split_probe_gallery(faces_df, l, seed, group_column, probe_fraction)
+    check_study(study, k, l)
+    calibration = calibration_rows(study) if calibrate else None
+    embeddings = {label: embed_study(study, results_dir, enc, settings, distance, seed,
+                                     face_fraction, batch_size, calibration)
+                  for label, enc in resolve_encoders(encoder).items()}
+    outputs = rank_study(study, embeddings, settings, distance, l, k, hit_ks=hit_ks,
+                         conventions=conventions)
     if write:
-        out = Path(out_dir) if out_dir is not None else results_dir
-        out.mkdir(parents=True, exist_ok=True)
-        exposure_table.to_csv(out / OUTPUT_FILES["exposure_table"], index=False)
-        per_probe_group.to_csv(out / OUTPUT_FILES["per_probe_group"], index=False)
-        ks_table.to_csv(out / OUTPUT_FILES["ks"], index=False)
-        per_ranking = pd.concat(ranking_frames, ignore_index=True)
-        per_ranking.to_parquet(out / OUTPUT_FILES["per_ranking"], index=False)
-        pd.concat(curve_frames, ignore_index=True).to_csv(out / OUTPUT_FILES["hit_curve"],
-                                                          index=False)
-    return exposure_table, per_probe_group, ks_table
+        write_exposure_outputs(outputs, out_dir if out_dir is not None else results_dir)
+    return outputs["exposure_table"], outputs["per_probe_group"], outputs["ks"]
 
 
 # --------------------------------------------------------------------------- figure

@@ -1,0 +1,17 @@
+from fairforge.faces.align import face_fraction
+from fairforge.manifest import read_ids, read_manifest, write_manifest
+from fairforge.ranking import embed_study, resolve_encoders
+from fairforge.workflow import logged, read_shard
+
+with logged(snakemake.log[0]):
+    p, wc = snakemake.params, snakemake.wildcards
+    ids = read_shard(snakemake.input.sources, wc.shard, p.shard_size,
+                     columns=["image_id"])["image_id"].tolist()
+    rows = read_ids(snakemake.input.study, ids)
+    encoder = resolve_encoders({wc.encoder: p.encoder})[wc.encoder]
+    embeddings = embed_study(rows, "results", encoder, p.ranking["settings"],
+                             p.ranking["distance"], p.seed,
+                             face_fraction(p.margin),
+                             calibration=read_manifest(snakemake.input.calibration))
+    write_manifest(embeddings, snakemake.output[0])
+    print(f"{len(rows)} study images, {len(embeddings)} embeddings")
