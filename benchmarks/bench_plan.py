@@ -102,8 +102,9 @@ def repeated_jobs(n_images: int, shard_size: int, n_methods: int, n_detectors: i
     """
     shards = max(1, math.ceil(n_images / shard_size))
     predict_shards = max(1, math.ceil(n_images / (PREDICT_SHARD_FACTOR * shard_size)))
-    return {"faces_shard": shards, "forgery_shard": shards * n_methods,
+    return {"sources_shard": shards, "faces_shard": shards, "forgery_shard": shards * n_methods,
             "forgery": n_methods, "train": n_detectors, "efficiency": n_detectors,
+            "embed_shard": shards,   # the default ranking: one encoder
             "predict": n_detectors * n_variants * predict_shards,
             "predictions": n_detectors * n_variants}
 

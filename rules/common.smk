@@ -47,6 +47,7 @@ wildcard_constraints:
 # Gathers and concatenations: seconds of work, not worth a queue wait.
 localrules:
     all,
+    sources,
     faces,
     forgery,
     predictions,

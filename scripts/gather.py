@@ -4,4 +4,6 @@ from fairforge.workflow import logged
 with logged(snakemake.log[0]):
     frame = concat_manifests(snakemake.input)
     key = "sample_id" if "sample_id" in frame.columns else "image_id"
-    write_manifest(frame.sort_values(key), snakemake.output[0])
+    # sources keep one row group per shard, which shard jobs read alone
+    write_manifest(frame.sort_values(key), snakemake.output[0],
+                   row_group_size=snakemake.params.get("row_group_size"))

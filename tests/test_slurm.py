@@ -23,8 +23,8 @@ pytestmark = pytest.mark.slurm
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # localrules of rules/common.smk, and rules that must run as SLURM jobs (others may join).
-LOCAL_RULES = {"all", "faces", "forgery", "samples", "failures_per_group"}
-SUBMITTED_RULES = {"sources", "faces_shard", "pairs", "forgery_shard", "train", "predict",
+LOCAL_RULES = {"all", "sources", "faces", "forgery", "samples", "failures_per_group"}
+SUBMITTED_RULES = {"sources_listing", "sources_shard", "faces_shard", "pairs", "forgery_shard", "train", "predict",
                    "fairness_table"}
 # The manifests and result tables (not logs, timings or training curves, which vary).
 OUTPUTS = ["*/sources.parquet", "*/faces.parquet", "*/pairs.parquet", "*/samples.parquet",

@@ -314,11 +314,14 @@ SYNTHETIC_BASE_COLUMNS = ("image_id", "subject_id", "path")
 
 
 @register_adapter("synthetic", default_group_by=("tone", "gender"))
-def synthetic(root: Path, *, seed: int = 0, **options) -> pd.DataFrame:
-    """The embedded procedural faces, rendered into ``root`` (options go to the renderer)."""
-    from fairforge.sources.synthetic import synthetic_sources
+def synthetic(root: Path, *, seed: int = 0, render: bool = True, **options) -> pd.DataFrame:
+    """The embedded procedural faces, rendered into ``root`` (options go to the renderer).
+    ``render=False`` lists them only; the workflow renders them shard by shard
+    (:func:`fairforge.sources.synthetic.render_synthetic`)."""
+    from fairforge.sources.synthetic import synthetic_listing, synthetic_sources
 
-    table = synthetic_sources(root, seed=seed, **options)
+    table = (synthetic_sources(root, seed=seed, **options) if render
+             else synthetic_listing(seed=seed, **options))
     require_columns(table, SYNTHETIC_BASE_COLUMNS, "synthetic renderer output")
     attribute_cols = [c for c in table.columns if c not in SYNTHETIC_BASE_COLUMNS]
     rows = [listing_row(str(rec["image_id"]), Path(rec["path"]).as_posix(),
@@ -373,13 +376,26 @@ def build_sources(adapter: str, root: str | Path, dataset: str,
                   group_by: Sequence[str] | None = None,
                   split_fractions: Mapping[str, float] | None = None, seed: int = 0,
                   workers: int | None = None, **adapter_options) -> pd.DataFrame:
-    """The sources manifest of a dataset (columns :data:`SOURCE_COLUMNS`, sorted by image_id).
+    """The sources manifest of a dataset (columns :data:`SOURCE_COLUMNS`, sorted by image_id):
+    :func:`list_sources`, then :func:`inspect_sources` on every row.
 
     ``group_by`` lists the attributes whose values, joined by '_', form the group (default:
     the adapter's, e.g. ``['race']`` for RFW, ``['tone', 'gender']`` for synthetic). Rows an
     adapter could not label keep ``ok=False``, an empty group and an empty split; rows whose
     file cannot be decoded keep their subject's split with ``ok=False`` and the reason.
     """
+    listing = list_sources(adapter, root, dataset, group_by, split_fractions, seed,
+                           **adapter_options)
+    return inspect_sources(listing, root, workers)
+
+
+def list_sources(adapter: str, root: str | Path, dataset: str,
+                 group_by: Sequence[str] | None = None,
+                 split_fractions: Mapping[str, float] | None = None, seed: int = 0,
+                 **adapter_options) -> pd.DataFrame:
+    """Every image of a dataset with its subject, group, attributes and split, sorted by
+    image_id, without opening the files: ``ok``/``reason`` say whether the adapter could
+    label the image. :func:`inspect_sources` adds what the files say, shard by shard."""
     spec = get_adapter(adapter)
     root = Path(root)
     if spec.name not in RENDERED_ADAPTERS and not root.exists():
@@ -411,27 +427,37 @@ def build_sources(adapter: str, root: str | Path, dataset: str,
     if labelled.any():
         split[labelled] = split_by_subject(df[labelled], fractions, seed).to_numpy(object)
     df["split"] = split
+    df["ok"] = labelled
+    df["reason"] = listing["reason"].astype(str).to_numpy(object)
+    # Frames of videos keep their clip and position (video-level metrics, video operations).
+    for column in VIDEO_COLUMNS:
+        if column in listing.columns:
+            df[column] = listing[column].to_numpy()
+    return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
+
+def inspect_sources(listing: pd.DataFrame, root: str | Path,
+                    workers: int | None = None) -> pd.DataFrame:
+    """Rows of :func:`list_sources` (all, or one shard) with each file's width, height and
+    sha256; a file that cannot be read or decoded makes its row ``ok=False`` with the reason
+    (an adapter's own reason comes first)."""
     base = image_root(root)
-    paths = [base / p for p in df["path"]]
+    paths = [base / p for p in listing["path"]]
     n_workers = workers or min(8, os.cpu_count() or 1)
-    if n_workers > 1:
+    if n_workers > 1 and len(paths) > 1:
         # Decoding and hashing release the GIL; map keeps the order.
         with ThreadPoolExecutor(n_workers) as pool:
             info = list(pool.map(inspect_image_file, paths))
     else:
         info = [inspect_image_file(p) for p in paths]
-    width, height, sha, file_ok, file_reason = zip(*info)
+    width, height, sha, file_ok, file_reason = zip(*info) if info else ([],) * 5
+    df = listing.copy()
     df["width"] = np.asarray(width, dtype=np.int64)
     df["height"] = np.asarray(height, dtype=np.int64)
     df["sha256"] = np.asarray(sha, dtype=object)
-    label_reason = listing["reason"].astype(str).to_numpy(object)
+    labelled = listing["ok"].to_numpy(bool)
     df["ok"] = labelled & np.asarray(file_ok, dtype=bool)
     df["reason"] = [lr if not lok else fr
-                    for lok, lr, fr in zip(labelled, label_reason, file_reason)]
-    # Frames of videos keep their clip and position (video-level metrics, video operations).
+                    for lok, lr, fr in zip(labelled, listing["reason"], file_reason)]
     video = [c for c in VIDEO_COLUMNS if c in listing.columns]
-    for column in video:
-        df[column] = listing[column].to_numpy()
-    return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)[
-        list(SOURCE_COLUMNS) + video]
+    return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video]

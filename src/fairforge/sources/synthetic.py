@@ -954,6 +954,15 @@ def image_id_for(subject_id: str, index: int) -> str:
     return f"{subject_id}_{index:04d}"
 
 
+def subject_traits(tone: str, gender: str, tones: Sequence[str] = DEFAULT_TONES,
+                   genders: Sequence[str] = DEFAULT_GENDERS) -> dict:
+    """``darkness`` (the tone's place on the scale, 0..1) and ``masculine`` (the second
+    gender value) of a subject."""
+    ti = list(tones).index(tone)
+    return {"darkness": float(ti / (len(tones) - 1) if len(tones) > 1 else 0.5),
+            "masculine": list(genders).index(gender) == 1}
+
+
 def synthetic_subject_table(*, subjects_per_group: int, seed: int,
                             tones: Sequence[str] = DEFAULT_TONES,
                             genders: Sequence[str] = DEFAULT_GENDERS) -> pd.DataFrame:
@@ -964,15 +973,58 @@ def synthetic_subject_table(*, subjects_per_group: int, seed: int,
         raise ValueError("tone and gender names must be unique")
     if len(genders) != 2:
         raise ValueError(f"the synthetic world has a binary attribute; got genders={list(genders)}")
-    rows = []
-    for ti, tone in enumerate(tones):
-        darkness = ti / (len(tones) - 1) if len(tones) > 1 else 0.5
-        for gi, gender in enumerate(genders):
-            for k in range(subjects_per_group):
-                rows.append({"subject_id": subject_id_for(tone, gender, k), "tone": tone,
-                             "gender": gender, "darkness": float(darkness),
-                             "masculine": gi == 1})
+    rows = [{"subject_id": subject_id_for(tone, gender, k), "tone": tone, "gender": gender,
+             **subject_traits(tone, gender, tones, genders)}
+            for tone in tones for gender in genders for k in range(subjects_per_group)]
     return pd.DataFrame(rows).sort_values("subject_id", kind="stable").reset_index(drop=True)
+
+
+def synthetic_listing(*, subjects_per_group: int, images_per_subject: int, seed: int,
+                      tones: Sequence[str] = DEFAULT_TONES,
+                      genders: Sequence[str] = DEFAULT_GENDERS, size: int = 400,
+                      image_ext: str = ".png") -> pd.DataFrame:
+    """The images of the balanced synthetic world, not rendered: one row per image with
+    image_id, subject_id, path (``{subject_id}/{image_id}{ext}``), tone, gender."""
+    if images_per_subject < 1:
+        raise ValueError("images_per_subject must be >= 1")
+    subjects = synthetic_subject_table(subjects_per_group=subjects_per_group, seed=seed,
+                                       tones=tones, genders=genders)
+    ext = image_ext if image_ext.startswith(".") else "." + image_ext
+    rows = [{"image_id": image_id_for(rec.subject_id, j), "subject_id": rec.subject_id,
+             "path": f"{rec.subject_id}/{image_id_for(rec.subject_id, j)}{ext}",
+             "tone": rec.tone, "gender": rec.gender}
+            for rec in subjects.itertuples(index=False) for j in range(images_per_subject)]
+    return pd.DataFrame(rows, columns=["image_id", "subject_id", "path", "tone", "gender"])
+
+
+def render_synthetic(rows: pd.DataFrame, out_dir: str | Path, *, seed: int,
+                     tones: Sequence[str] = DEFAULT_TONES,
+                     genders: Sequence[str] = DEFAULT_GENDERS, size: int = 400) -> None:
+    """Render listed images (any subset, e.g. one shard; columns image_id, subject_id,
+    path, tone, gender) to ``out_dir/{path}``: each image depends only on the seed and its
+    ids, so shards rendered apart give the same files as one run."""
+    out_dir = Path(out_dir)
+    for subject_id, images in rows.groupby("subject_id", sort=True):
+        first = images.iloc[0]
+        subject = sample_subject(seed, subject_id, first["tone"], first["gender"],
+                                 **subject_traits(first["tone"], first["gender"], tones, genders))
+        for image_id, rel in zip(images["image_id"], images["path"]):
+            write_image(out_dir / rel, render_face(subject, sample_view(seed, image_id), size))
+
+
+def render_listed(rows: pd.DataFrame, out_dir: str | Path, *, seed: int,
+                  tones: Sequence[str] = DEFAULT_TONES,
+                  genders: Sequence[str] = DEFAULT_GENDERS, size: int = 400,
+                  **listing_options) -> None:
+    """:func:`render_synthetic` for sources-manifest rows (tone and gender in the
+    ``attributes`` JSON), with the dataset's synthetic options (those that only shape the
+    listing are ignored)."""
+    import json
+
+    attributes = [json.loads(a) for a in rows["attributes"]]
+    render_synthetic(rows.assign(tone=[a["tone"] for a in attributes],
+                                 gender=[a["gender"] for a in attributes]),
+                     out_dir, seed=seed, tones=tones, genders=genders, size=size)
 
 
 def synthetic_sources(out_dir: str | Path, *, subjects_per_group: int, images_per_subject: int,
@@ -984,20 +1036,8 @@ def synthetic_sources(out_dir: str | Path, *, subjects_per_group: int, images_pe
     Returns one row per image: image_id, subject_id, path (relative, posix), tone, gender.
     The second gender value gets the masculine appearance traits.
     """
-    if images_per_subject < 1:
-        raise ValueError("images_per_subject must be >= 1")
-    out_dir = Path(out_dir)
-    subjects = synthetic_subject_table(subjects_per_group=subjects_per_group, seed=seed,
-                                       tones=tones, genders=genders)
-    ext = image_ext if image_ext.startswith(".") else "." + image_ext
-    rows = []
-    for rec in subjects.itertuples(index=False):
-        subject = sample_subject(seed, rec.subject_id, rec.tone, rec.gender,
-                                 darkness=rec.darkness, masculine=rec.masculine)
-        for j in range(images_per_subject):
-            image_id = image_id_for(rec.subject_id, j)
-            rel = f"{rec.subject_id}/{image_id}{ext}"
-            write_image(out_dir / rel, render_face(subject, sample_view(seed, image_id), size))
-            rows.append({"image_id": image_id, "subject_id": rec.subject_id, "path": rel,
-                         "tone": rec.tone, "gender": rec.gender})
-    return pd.DataFrame(rows, columns=["image_id", "subject_id", "path", "tone", "gender"])
+    table = synthetic_listing(subjects_per_group=subjects_per_group,
+                              images_per_subject=images_per_subject, seed=seed, tones=tones,
+                              genders=genders, size=size, image_ext=image_ext)
+    render_synthetic(table, out_dir, seed=seed, tones=tones, genders=genders, size=size)
+    return table
