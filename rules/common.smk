@@ -52,6 +52,7 @@ localrules:
     forgery,
     predictions,
     samples,
+    video_variant,
     failures_per_group,
     pipeline_info,
     efficiency_table,

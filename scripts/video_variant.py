@@ -1,17 +1,18 @@
 from pathlib import Path
 
-from fairforge.manifest import read_manifest, write_manifest
-from fairforge.video import video_variant_samples
-from fairforge.workflow import RESULTS, logged
+from fairforge.manifest import write_manifest
+from fairforge.video import shard_clip_samples, video_variant_samples
+from fairforge.workflow import RESULTS, logged, read_shard
 
 with logged(snakemake.log[0]):
-    variant = snakemake.wildcards.variant
-    samples = read_manifest(snakemake.input[0], contract="samples")
-    frames = video_variant_samples(samples, variant, results_root=RESULTS,
-                                   out_dir=snakemake.output.frames,
-                                   cache_dir=snakemake.params.cache,
-                                   splits=snakemake.params.splits, workers=snakemake.threads)
+    p, wc = snakemake.params, snakemake.wildcards
+    ids = read_shard(snakemake.input.sources, wc.shard, p.shard_size,
+                     columns=["image_id"])["image_id"].tolist()
+    samples = shard_clip_samples(snakemake.input.samples, ids)
+    frames = video_variant_samples(samples, wc.variant, results_root=RESULTS,
+                                   out_dir=snakemake.output.frames, cache_dir=p.cache,
+                                   splits=p.splits, workers=snakemake.threads)
     Path(snakemake.output.frames).mkdir(parents=True, exist_ok=True)
     write_manifest(frames, snakemake.output.manifest, contract="samples")
     failed = int((~frames["ok"]).sum())
-    print(f"{variant}: {len(frames)} samples, {failed} in failed clips")
+    print(f"{wc.variant} shard {wc.shard}: {len(frames)} samples, {failed} in failed clips")

@@ -417,3 +417,30 @@ def test_predict_samples_path():
     assert predict_samples_path("ds", "jpeg@50") == "results/ds/samples.parquet"
     assert predict_samples_path("ds", "clean") == "results/ds/samples.parquet"
     assert loading_variant("vid_noise@1") == "clean" and loading_variant("jpeg@50") == "jpeg@50"
+
+
+def test_each_clip_is_encoded_by_the_shard_of_its_first_frame(tmp_path):
+    from fairforge.manifest import write_manifest
+    from fairforge.video import shard_clip_samples
+
+    rows = []
+    for v in range(3):                        # three 4-frame videos, real and one fake each
+        for f in range(4):
+            for method in ("real", "faceswap"):
+                image_id = f"v{v}_f{f}"
+                rows.append({"sample_id": f"{method}__{image_id}", "dataset": "d",
+                             "split": "test", "label": int(method != "real"),
+                             "method": method, "group": "g", "subject_id": f"s{v}",
+                             "path": f"{image_id}.png", "image_id": image_id,
+                             "video_id": f"v{v}", "frame_index": f})
+    rows.append({**rows[0], "sample_id": "real__still", "image_id": "still", "video_id": "",
+                 "frame_index": 0})
+    samples = pd.DataFrame(rows)
+    write_manifest(samples, tmp_path / "samples.parquet", contract="samples")
+    image_ids = sorted(samples["image_id"].unique())      # still, v0_f0 .. v2_f3
+    shards = [image_ids[i:i + 6] for i in range(0, len(image_ids), 6)]  # v1, v2 cross
+    parts = [shard_clip_samples(tmp_path / "samples.parquet", ids) for ids in shards]
+    assert sorted(pd.concat(parts)["sample_id"]) == sorted(samples["sample_id"])
+    assert set(parts[0]["video_id"]) == {"", "v0", "v1"} and len(parts[0]) == 17  # v1 whole
+    assert set(parts[1]["video_id"]) == {"v2"} and len(parts[1]) == 8
+    assert parts[2].empty                     # its one frame belongs to v2, done by shard 1

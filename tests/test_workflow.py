@@ -137,7 +137,8 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
     assert jobs.get("predict") == 2 * n_predict          # two prediction shards per dataset
     assert jobs.get("predictions") == n_predict
     per_image = {"sources_listing", "sources_shard", "sources", "faces_shard", "faces",
-                 "pairs", "forgery_shard", "forgery", "samples", "ranking_study", "embed_shard", "exposure", "train_encoder",
+                 "pairs", "forgery_shard", "forgery", "samples", "ranking_study",
+                 "embed_shard", "exposure", "train_encoder", "video_variant_shard",
                  "video_variant"}
     assert not per_image & set(jobs), jobs
 

@@ -139,4 +139,6 @@ def concat_manifests(paths: Iterable[str | Path], contract: str | None = None) -
     frames = [read_manifest(p, contract) for p in paths]
     if not frames:
         raise ManifestError("no manifests to concatenate")
-    return pd.concat(frames, ignore_index=True)
+    # an empty shard (no clip starts there, no study image in it) has untyped columns that
+    # would turn the others' into objects
+    return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)

@@ -21,7 +21,8 @@ from fairforge.video.frames import (extract_frames, frame_image_id, frame_listin
                                     planned_frame_count, with_video_columns)
 from fairforge.video.pairs import has_videos, video_pairs
 from fairforge.video.variants import (clip_keys, degrade_clip, loading_variant,
-                                      predict_samples_path, video_variant_samples)
+                                      predict_samples_path, shard_clip_samples,
+                                      video_variant_samples)
 
 __all__ = [
     "FFmpegNotFound", "VIDEO_OPS", "VIDEO_SUITE", "VideoError", "VideoInfo", "VideoOp",
@@ -29,6 +30,6 @@ __all__ = [
     "extract_frames", "ffmpeg_exe", "frame_image_id", "frame_listing", "get_video_op",
     "has_videos", "is_video_variant", "list_video_ops", "loading_variant",
     "planned_frame_count", "predict_samples_path", "probe_video", "read_sampled",
-    "read_video", "render_clip", "synthetic_videos", "video_pairs", "video_variant_pattern",
+    "read_video", "render_clip", "shard_clip_samples", "synthetic_videos", "video_pairs", "video_variant_pattern",
     "video_variant_samples", "video_variants", "with_video_columns", "write_video",
 ]

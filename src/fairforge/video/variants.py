@@ -67,6 +67,24 @@ def clip_keys(samples: pd.DataFrame) -> pd.Series:
     return keyed.where(vid.notna() & (vid.astype(str) != ""), single)
 
 
+def shard_clip_samples(samples_path: str | Path, image_ids: Sequence[str]) -> pd.DataFrame:
+    """The samples of the clips that start in one shard (``image_ids``: its source frames),
+    all their frames included: a clip is encoded whole, by the job of its first frame, so a
+    clip that crosses a shard boundary is neither cut nor done twice. Samples without a
+    ``video_id`` are single images and stay with their own shard."""
+    from fairforge.manifest import columns_in, read_ids
+
+    rows = read_ids(samples_path, image_ids, contract="samples")
+    if not columns_in(samples_path, ["video_id"]) or rows.empty:
+        return rows
+    in_video = rows["video_id"].notna() & (rows["video_id"].astype(str) != "")
+    videos = rows.loc[in_video, "video_id"].unique().tolist()
+    clips = pd.concat([rows[~in_video], read_ids(samples_path, videos, id_column="video_id")])
+    first = clips.groupby(clip_keys(clips))["image_id"].transform("min")
+    kept = clips[first.isin(set(map(str, image_ids)))]
+    return kept.sort_values("sample_id", kind="stable").reset_index(drop=True)
+
+
 def _clip_order(part: pd.DataFrame) -> pd.DataFrame:
     if "frame_index" in part.columns and part["frame_index"].notna().all():
         return part.sort_values(["frame_index", "sample_id"], kind="stable")
