@@ -279,7 +279,7 @@ def profile_for_node(profile: dict, *, partition: str, cpus: int, memory_mb: int
     """The profile with the edits a user makes for this one CPU node, and nothing else.
 
     Partitions become the node's, `gpu` becomes 0 for ``gpu_rules`` (the node has no
-    GRES), threads and memory requests are capped to what the node has; every other
+    GRES), threads are capped to half the node and memory requests to what it has; every other
     setting (executor, status command, retries, runtimes, cpus_per_gpu...) stays as is.
     """
     def fit(entry: str) -> str | None:
@@ -300,6 +300,9 @@ def profile_for_node(profile: dict, *, partition: str, cpus: int, memory_mb: int
         out["default-resources"].append(f"slurm_partition='{partition}'")
     out["set-resources"] = [e for e in map(fit, profile.get("set-resources", []))
                             if e is not None] + [f"{rule}:gpu=0" for rule in gpu_rules]
-    out["set-threads"] = {rule: min(int(n), cpus)
+    # Half the node per job: two jobs run side by side, as many do on a real cluster. One
+    # thread each also matches the local run's, which CPU training needs to give the same
+    # weights (the thread count changes the order of floating-point sums).
+    out["set-threads"] = {rule: min(int(n), max(1, cpus // 2))
                           for rule, n in (profile.get("set-threads") or {}).items()}
     return out

@@ -1,12 +1,12 @@
 """The SLURM profile, run for real on a one-node SLURM on this machine.
 
-The tiny config goes through `--profile profiles/slurm` (adapted to this node only where a
-user would: partition, no GPUs, threads and memory that fit) and must give the same
-manifests and tables as a local run; every non-local job must have gone through sbatch.
+A cut of the tiny config (see `tiny_workdir`) goes through `--profile profiles/slurm`
+(adapted to this node only where a user would: partition, no GPUs, threads and memory that
+fit) and must give the same manifests and tables as a local run; every non-local job must
+have gone through sbatch.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slurm
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # localrules of rules/common.smk, and rules that must run as SLURM jobs (others may join).
 LOCAL_RULES = {"all", "sources", "faces", "forgery", "samples", "failures_per_group"}
-SUBMITTED_RULES = {"sources_listing", "sources_shard", "faces_shard", "pairs", "forgery_shard", "train", "predict",
+SUBMITTED_RULES = {"sources_listing", "sources_shard", "faces_shard", "pairs", "forgery_shard",
+                   "train", "predict", "video_variant_shard", "train_encoder", "embed_shard",
                    "fairness_table"}
 # The manifests and result tables (not logs, timings or training curves, which vary).
 OUTPUTS = ["*/sources.parquet", "*/faces.parquet", "*/pairs.parquet", "*/samples.parquet",
@@ -59,7 +60,16 @@ def check(returncode: int, out: str, what: str) -> str:
 
 
 def tiny_workdir(repo: Path, workdir: Path) -> Path:
-    shutil.copy(repo / "tests" / "data" / "tiny_config.yaml", workdir / "config.yaml")
+    """The tiny config cut to what a cluster run must prove, so that it fits the CI: one
+    image dataset, three forgery methods, a clean and a video variant; still two shards of
+    every sharded stage and every GPU rule. A SLURM job costs seconds of overhead whatever
+    its work, and the full tiny config is over a hundred of them."""
+    config = yaml.safe_load((repo / "tests" / "data" / "tiny_config.yaml").read_text())
+    first = next(iter(config["datasets"]))
+    config["datasets"] = {first: config["datasets"][first]}
+    config["forgery"]["methods"] = ["faceswap", "sbi", "xray"]
+    config["variants"] = ["clean", "vid_h264@40"]
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return workdir
 
 
@@ -77,20 +87,13 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runs(request, repo_root, cluster, tmp_path_factory):
-    """(SLURM workdir, its Snakemake output, local workdir) of the tiny config.
-
-    The local run is the workflow tests' when they share it (a session fixture `tiny_run`
-    in conftest.py); else ours runs alongside the SLURM run, whose jobs mostly wait for
-    the executor's status checks.
-    """
-    try:
-        local, local_proc = request.getfixturevalue("tiny_run"), None
-    except pytest.FixtureLookupError:
-        local = tiny_workdir(repo_root, tmp_path_factory.mktemp("local_run"))
-        local_log = open(local / "snakemake.out", "w+")
-        local_proc = subprocess.Popen(snakemake_cmd(repo_root, local, "--cores", "2", "all"),
-                                      stdout=local_log, stderr=subprocess.STDOUT)
+def runs(repo_root, cluster, tmp_path_factory):
+    """(SLURM workdir, its Snakemake output, local workdir) of the cut tiny config; the
+    local run goes alongside the SLURM run, whose jobs mostly wait for status checks."""
+    local = tiny_workdir(repo_root, tmp_path_factory.mktemp("local_run"))
+    local_log = open(local / "snakemake.out", "w+")
+    local_proc = subprocess.Popen(snakemake_cmd(repo_root, local, "--cores", "1", "all"),
+                                  stdout=local_log, stderr=subprocess.STDOUT)
     workdir = tiny_workdir(repo_root, tmp_path_factory.mktemp("slurm_run"))
     profile = yaml.safe_load((repo_root / "profiles" / "slurm" / "config.yaml").read_text())
     node_profile = workdir / "profile"
@@ -109,15 +112,14 @@ def runs(request, repo_root, cluster, tmp_path_factory):
         if proc.returncode != 0:
             check(proc.returncode, out + cluster.logs(), "snakemake --profile profiles/slurm")
     finally:
-        if local_proc is not None:
-            try:
-                local_proc.wait(timeout=1500)
-            finally:
-                if local_proc.poll() is None:
-                    local_proc.kill()
-                local_log.seek(0)
-                check(local_proc.wait(), local_log.read(), "the local snakemake run")
-                local_log.close()
+        try:
+            local_proc.wait(timeout=1500)
+        finally:
+            if local_proc.poll() is None:
+                local_proc.kill()
+            local_log.seek(0)
+            check(local_proc.wait(), local_log.read(), "the local snakemake run")
+            local_log.close()
     return workdir, out, local
 
 
@@ -135,7 +137,7 @@ def test_profile_is_what_the_test_adapts(repo_root):
                                gpu_rules=gpu)
     assert "slurm_partition='debug'" in adapted["default-resources"]
     assert "train:gpu=0" in adapted["set-resources"]
-    assert all(n <= 2 for n in adapted["set-threads"].values())
+    assert all(n == 1 for n in adapted["set-threads"].values())  # two jobs per 2-cpu node
     assert "train:mem_mb=min(32000 * attempt, 3000)" in adapted["set-resources"]
     for key in ("executor", "retries", "jobs", "slurm-status-command"):
         assert adapted[key] == profile[key]
