@@ -20,7 +20,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -ra
 
+# Import layers (pyproject's [tool.importlinter]), Python lint and format, Snakemake format and lint.
 lint: $(STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/ruff check src scripts tests benchmarks
+	$(BIN)/ruff format --check src scripts tests benchmarks
+	$(BIN)/snakefmt --check Snakefile rules
 	$(BIN)/snakemake --lint
 
 dryrun: $(STAMP)
