@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 from contextlib import ExitStack
+from functools import cache
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -93,11 +94,13 @@ def caption_text(name: str) -> str:
 
 
 # Keeps the files that as_file had to extract (an install that is not a directory, e.g. a
-# zip) until the interpreter exits, so that the paths handed out stay valid.
+# zip) until the interpreter exits, so that the paths handed out stay valid; the cache
+# extracts each caption once.
 _EXTRACTED = ExitStack()
 atexit.register(_EXTRACTED.close)
 
 
+@cache
 def caption_path(name: str) -> str:
     """A real file path of the caption ``name``, for Snakemake's ``report(caption=...)``."""
     return str(_EXTRACTED.enter_context(as_file(_caption(name))))
