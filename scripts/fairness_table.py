@@ -1,5 +1,5 @@
-from fairforge.analysis import fairness_outputs
 from fairforge.manifest import concat_manifests
+from fairforge.tables import fairness_outputs
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):

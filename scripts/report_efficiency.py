@@ -1,6 +1,6 @@
 import pandas as pd
 
-from fairforge.figures import efficiency_figure
+from fairforge.report.figures import efficiency_figure
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):

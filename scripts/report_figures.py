@@ -1,8 +1,8 @@
 import pandas as pd
 
-from fairforge.figures import (default_heatmap_metrics, failure_figure, fairness_heatmap,
-                               robustness_figure, score_distributions)
 from fairforge.manifest import concat_manifests
+from fairforge.report.figures import (default_heatmap_metrics, failure_figure,
+                                      fairness_heatmap, robustness_figure, score_distributions)
 from fairforge.tables import twins_from_frame
 from fairforge.workflow import logged
 

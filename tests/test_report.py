@@ -7,13 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairforge import figures
-from fairforge.analysis import fairness_outputs
 from fairforge.images import write_image
-from fairforge.report import EXPOSURE, FIGURES, TABLES, build_report, report_inputs
+from fairforge.report import EXPOSURE, FIGURES, TABLES, build_report, figures, report_inputs
 from fairforge.tables import (balanced_table, balanced_twins, detection_table, detectors_frame,
-                              fairness_under_perturbation, generalization_table, grayscale_table,
-                              pvalue_table, robustness_table, thresholds_table, twins_from_frame)
+                              fairness_outputs, fairness_under_perturbation, generalization_table,
+                              grayscale_table, pvalue_table, robustness_table, thresholds_table,
+                              twins_from_frame)
 
 GROUPS = ("tone1", "tone2", "tone3", "tone4")
 EVEN, MILD, UNEVEN = (1.0, 1.0, 1.0, 1.0), (0.95, 1.0, 1.0, 0.85), (0.98, 0.9, 0.5, 0.4)

@@ -7,6 +7,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from fairforge import tables
+from fairforge.tables import variants
 from fairforge.metrics import fairness_report
 from fairforge.tables import (balanced_table, balanced_twins, describe_variant, detection_table,
                               detector_settings_table, detectors_frame, fairness_under_perturbation,
@@ -52,7 +53,7 @@ def test_describe_variant_uses_the_registry_order_and_category():
 
 @pytest.mark.parametrize("video", [True, False])
 def test_unknown_operations_are_video_or_other(monkeypatch, video):
-    monkeypatch.setattr(tables, "has_video_pipeline", lambda: video)
+    monkeypatch.setattr(variants, "has_video_pipeline", lambda: video)
     assert describe_variant("made_up_op@2")["category"] == ("video" if video else "other")
     _, unavailable = split_variants(["clean", "made_up_op@2"])
     assert "made_up_op@2" in unavailable  # neither an image nor a video operation

@@ -32,7 +32,7 @@ def _read_predictions(paths: list[str]) -> pd.DataFrame:
 
 
 def cmd_fairness(args) -> int:
-    from fairforge.analysis import fairness_outputs
+    from fairforge.tables import fairness_outputs
     preds = _read_predictions(args.predictions)
     if args.split and "split" in preds.columns:
         preds = preds.loc[preds["split"] == args.split]

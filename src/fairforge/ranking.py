@@ -423,7 +423,7 @@ def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str 
     ax.set_ylabel("hit ratio @k")
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize="small")
-    from fairforge.figures import save_png
+    from fairforge.plotting import save_png
 
     return save_png(fig, path)
 

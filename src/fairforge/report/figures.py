@@ -1,8 +1,8 @@
 """Figures of the report, drawn from the analysis tables with matplotlib's object API.
 
 Figures are built with :class:`matplotlib.figure.Figure` (no pyplot state, Agg canvas) and
-saved as PNG without the ``Software`` metadata entry, so the same tables give the same
-bytes. Every function takes a table and an output path and returns the path.
+saved by :func:`fairforge.plotting.save_png`, so the same tables give the same bytes. Every
+function takes a table and an output path and returns the path.
 """
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from fairforge.tables import (CLEAN, EFFICIENCY_AXES, efficiency_with_metric, evaluation_rows,
-                              sorted_variants)
+from fairforge.perturb import CLEAN
+from fairforge.plotting import save_png
+from fairforge.tables.efficiency import EFFICIENCY_AXES, efficiency_with_metric
+from fairforge.tables.predictions import evaluation_rows
+from fairforge.tables.variants import sorted_variants
 
-DPI = 100
 PANEL = (4.0, 3.0)  # inches per panel
 
 
@@ -24,13 +26,6 @@ def _colours(names: Sequence[str]) -> dict[str, tuple]:
     from matplotlib import colormaps
     cmap = colormaps["tab10"]
     return {n: cmap(i % 10) for i, n in enumerate(names)}
-
-
-def save_png(fig: Figure, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
-    return path
 
 
 def _grid(n_rows: int, n_cols: int, width: float = PANEL[0], height: float = PANEL[1]):

@@ -1,0 +1,181 @@
+"""The tables as the page shows them: wide layouts, "rate (count/total)" and
+"value [low, high] p=..." cells, facts in sentences. pandas in, pandas or text out; no HTML."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fairforge.report.text import format_number
+from fairforge.tables.efficiency import clean_metric
+from fairforge.tables.forgeries import rate_cells
+
+
+def backend_table(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """Per dataset and forgery method: the backend that made the fakes, attempts and successes."""
+    rows = []
+    for path in paths:
+        path = Path(path)
+        frame = pd.read_parquet(path, columns=["method", "backend", "ok"])
+        dataset = path.parent.parent.name
+        for (method, backend), part in frame.groupby(["method", "backend"], sort=True, dropna=False):
+            rows.append({"dataset": dataset, "method": method, "backend": backend,
+                         "attempted": len(part), "made": int(part["ok"].sum())})
+    return pd.DataFrame(rows, columns=["dataset", "method", "backend", "attempted", "made"])
+
+
+def failure_summary(failures: pd.DataFrame) -> pd.DataFrame:
+    """Rows dataset x stage, one column per group: "rate (failed/n)"."""
+    if failures.empty:
+        return failures
+    frame = failures.assign(dataset=failures["dataset"] if "dataset" in failures else "data")
+    frame = frame.assign(cell=[f"{r:.3f} ({f}/{n})" for r, f, n in
+                               zip(frame["failure_rate"], frame["n_failed"], frame["n"])])
+    wide = frame.pivot_table(index=["dataset", "stage"], columns="group", values="cell",
+                             aggfunc="first", sort=False)
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def per_group_accuracy(per_group: pd.DataFrame) -> pd.DataFrame:
+    """FairFD Table 1 layout: accuracy per approach and group, with mean, STD and AccGap."""
+    wide = per_group.pivot_table(index=["dataset", "detector", "approach"], columns="group",
+                                 values="accuracy", sort=True)
+    values = wide.to_numpy(float)
+    wide["mean"] = np.nanmean(values, axis=1)
+    wide["STD"] = np.nanstd(values, axis=1)
+    wide["AccGap"] = np.nanmax(values, axis=1) - np.nanmin(values, axis=1)
+    wide.columns.name = None
+    wide = wide.reset_index()
+    # real first, pooled ("all") last, as in the paper
+    order = wide["approach"].map(lambda a: (0 if a == "real" else 2 if a == "all" else 1, a))
+    return wide.assign(_o=order).sort_values(["dataset", "detector", "_o"]).drop(columns="_o")
+
+
+def fairness_with_uncertainty(fairness: pd.DataFrame, ci: pd.DataFrame | None,
+                              pvalues: pd.DataFrame | None) -> pd.DataFrame:
+    """The clean fairness table with "value [low, high] p=..." cells."""
+    detectors = [c for c in fairness.columns if c not in ("dataset", "metric")]
+    long = fairness.melt(id_vars=["dataset", "metric"], value_vars=detectors,
+                         var_name="detector", value_name="value")
+    if ci is not None and not ci.empty:
+        long = long.merge(ci[["dataset", "detector", "metric", "ci_low", "ci_high"]],
+                          on=["dataset", "detector", "metric"], how="left")
+    if pvalues is not None and not pvalues.empty:
+        long = long.merge(pvalues[["dataset", "detector", "metric", "p_value"]],
+                          on=["dataset", "detector", "metric"], how="left")
+
+    def cell(row) -> str:
+        text = format_number(row["value"])
+        if pd.notna(row.get("ci_low")) and pd.notna(row.get("ci_high")):
+            text += f" [{format_number(row['ci_low'])}, {format_number(row['ci_high'])}]"
+        if pd.notna(row.get("p_value")):
+            text += f" p={row['p_value']:.3g}"
+        return text
+
+    long["cell"] = long.apply(cell, axis=1)
+    wide = long.pivot_table(index=["dataset", "metric"], columns="detector", values="cell",
+                            aggfunc="first", sort=False)
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def wide_pvalues(pvalues: pd.DataFrame) -> pd.DataFrame:
+    if pvalues.empty:
+        return pvalues
+    wide = pvalues.pivot_table(index=["dataset", "metric"], columns="detector",
+                               values="p_value", aggfunc="first", sort=False)
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def side_by_side(frame: pd.DataFrame, by: str | Sequence[str], values: Sequence[str]) -> pd.DataFrame:
+    """Rows dataset x metric (in their order), one column per ``by`` value and value column
+    named "<by>: <value>" (the csv is long; the page reads better wide)."""
+    if frame.empty:
+        return frame
+    by = [by] if isinstance(by, str) else list(by)
+    wide = frame.pivot_table(index=["dataset", "metric"], columns=by, values=list(values),
+                             aggfunc="first", sort=False)
+    wide = wide.reorder_levels([*range(1, len(by) + 1), 0], axis=1)
+    order = list(dict.fromkeys(frame[by].itertuples(index=False, name=None)))
+    wide = wide[[(*key, v) for key in order for v in values]]
+    wide.columns = [" / ".join(map(str, c[:-1])) + f": {c[-1]}" for c in wide.columns]
+    return wide.reset_index()
+
+
+def _reasons_text(failures_json: str) -> str:
+    """'reason: n; ...' from a JSON object reason -> count ('' when none)."""
+    try:
+        counts = json.loads(failures_json) if isinstance(failures_json, str) else {}
+    except json.JSONDecodeError:
+        return str(failures_json)
+    return "; ".join(f"{k}: {v}" for k, v in counts.items())
+
+
+def rates_with_reasons(long: pd.DataFrame, index: Sequence[str], rate: str, count: str,
+                       total: str) -> pd.DataFrame:
+    """:func:`~fairforge.tables.rate_cells` plus a ``failures`` column: the reasons of the
+    ``(all)`` row, "reason: n; ..."."""
+    wide = rate_cells(long, index, rate, count, total)
+    if wide.empty or "failures" not in long.columns:
+        return wide
+    totals = long.loc[long["group"] == "(all)", [*index, "failures"]]
+    totals = totals.assign(failures=totals["failures"].map(_reasons_text))
+    return wide.merge(totals, on=list(index), how="left")
+
+
+def efficiency_report_table(efficiency: pd.DataFrame, detection: pd.DataFrame,
+                            metric: str = "AUC") -> pd.DataFrame:
+    """``efficiency.csv`` with each detector's clean ``metric`` per dataset appended
+    ("AUC clean (dataset)")."""
+    quality = clean_metric(detection, metric)
+    wide = quality.pivot_table(index="detector", columns="dataset", values=metric,
+                               aggfunc="first", sort=True)
+    wide.columns = [f"{metric} clean ({d})" for d in wide.columns]
+    return efficiency.merge(wide.reset_index(), on="detector", how="left")
+
+
+def measured_on(efficiency: pd.DataFrame) -> str:
+    """'cpu (fp32)' or 'cuda:0 (bf16)': where and in what precision costs were measured."""
+    if "device" not in efficiency.columns:
+        return "no device (no detector has a network to time)"
+    timed = efficiency.dropna(subset=["device"])
+    if timed.empty:
+        return "no device (no detector has a network to time)"
+    dtype = timed["dtype"] if "dtype" in timed.columns else pd.Series("", index=timed.index)
+    pairs = sorted(dict.fromkeys(zip(timed["device"].astype(str), dtype.astype(str))))
+    return ", ".join(f"{d} ({t})" if t else d for d, t in pairs)
+
+
+def _share(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def encoder_facts(table: pd.DataFrame, encoders: Mapping) -> list[str]:
+    """How each encoder came to be (trained here or not) and how often it found no face."""
+    facts = []
+    for label, rows in table.groupby("encoder", sort=False):
+        train = (encoders.get(label) or {}).get("train")
+        if train is not None:
+            seen = "far crops at the ranking distance" if train.get("far") else "close-range crops"
+            facts.append(f"{label}: a {encoders[label].get('encoder', label)} encoder trained "
+                         f"here on the train-split identities ({seen}, {train.get('head')} "
+                         f"head, {train.get('epochs')} epochs); those identities are not ranked.")
+        if "fallback_share_probes" in rows and rows["fallback_share_probes"].notna().any():
+            first = rows.iloc[0]
+            per_group = {c.removeprefix("fallback_probes_"): first[c]
+                         for c in rows.columns if c.startswith("fallback_probes_")}
+            gallery = rows.drop_duplicates("setting").set_index("setting")[
+                "fallback_share_gallery"]
+            facts.append(
+                f"{label} found no face in {_share(first['fallback_share_probes'])} of the far "
+                "probes (" + ", ".join(f"{g} {_share(v)}" for g, v in per_group.items())
+                + ") and in " + ", ".join(f"{_share(v)} of the {s} gallery"
+                                          for s, v in gallery.items())
+                + "; it aligned those on a box calibrated on close-range crops. A group whose "
+                "far faces are found less often is ranked on worse chips.")
+    return facts

@@ -1,0 +1,47 @@
+"""The analysis tables the workflow writes and the report shows, built from predictions (and
+from each other), one module per kind of table.
+
+Every table is computed per dataset (samples of different datasets can share ids) and is
+evaluated on one split (``test`` by default); the validation split only fits thresholds.
+
+- :mod:`.variants`: what a variant is (operation, level, severity, category), their order,
+  which configured variants can be evaluated.
+- :mod:`.predictions`: the rows of one split, grouped, read one predictions file at a time.
+- :mod:`.detection`: AUC, ACC, AP, EER per detector x dataset x variant, per frame and video.
+- :mod:`.robustness`: AUC per operation and level, drop from ``clean``, overall score.
+- :mod:`.fairness`: the clean fairness tables, fairness under every variant, permutation
+  p-values, per-group thresholds (FairFD Table 5), grayscale (FairFD Table 6).
+- :mod:`.detectors`: what trained each detector, its twins, balanced training (FairFD
+  Table 4), train-on x test-on generalization.
+- :mod:`.efficiency`: each detector's cost next to its clean AUC.
+- :mod:`.forgeries`: forgery and face-detection success per group.
+- :mod:`.exposure`: the ranking-exposure tables as the report shows them.
+
+The names below are the ones the scripts, the CLI, the rules and the report import from
+``fairforge.tables``.
+"""
+from fairforge.tables.variants import (GRAYSCALE, describe_variant, has_video_pipeline,
+                                       sorted_variants, split_variants, variant_sort_key,
+                                       variant_unavailable_reason)
+from fairforge.tables.predictions import evaluation_rows, table_from_files
+from fairforge.tables.detection import detection_table
+from fairforge.tables.robustness import robustness_table
+from fairforge.tables.fairness import (fairness_outputs, fairness_under_perturbation,
+                                       grayscale_table, pvalue_table, thresholds_table)
+from fairforge.tables.detectors import (balanced_table, balanced_twins, detector_settings_table,
+                                        detectors_frame, find_twins, generalization_table,
+                                        sdaug_twins, twins_from_frame)
+from fairforge.tables.efficiency import EFFICIENCY_AXES, clean_metric, efficiency_with_metric
+from fairforge.tables.forgeries import face_detection_rates, forgery_success_table, rate_cells
+from fairforge.tables.exposure import exposure_matrix, exposure_summary, most_exposed_groups
+
+__all__ = [
+    "EFFICIENCY_AXES", "GRAYSCALE", "balanced_table", "balanced_twins", "clean_metric",
+    "describe_variant", "detection_table", "detector_settings_table", "detectors_frame",
+    "efficiency_with_metric", "evaluation_rows", "exposure_matrix", "exposure_summary",
+    "face_detection_rates", "fairness_outputs", "fairness_under_perturbation", "find_twins",
+    "forgery_success_table", "generalization_table", "grayscale_table", "has_video_pipeline",
+    "most_exposed_groups", "pvalue_table", "rate_cells", "robustness_table", "sdaug_twins",
+    "sorted_variants", "split_variants", "table_from_files", "thresholds_table",
+    "twins_from_frame", "variant_sort_key", "variant_unavailable_reason",
+]

@@ -1,0 +1,46 @@
+"""Detection quality: AUC, ACC, AP, EER per detector x dataset x variant, per frame and,
+where ``video_id`` exists, per video (mean frame score)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fairforge.metrics.detection import detection_metrics, video_level
+from fairforge.tables.predictions import evaluation_rows, groups_of
+from fairforge.tables.variants import order_rows
+
+
+def _video_frames(part: pd.DataFrame) -> pd.DataFrame | None:
+    """Frames that belong to a video, keyed so that a fake clip and its source clip (which
+    share the source's ``video_id``) count as two videos."""
+    if "video_id" not in part.columns:
+        return None
+    frames = part.loc[part["video_id"].notna()]
+    if frames.empty:
+        return None
+    return frames.assign(video_key=frames["method"].astype(str) + "/" + frames["video_id"].astype(str))
+
+
+def detection_table(preds: pd.DataFrame, threshold: float = 0.5,
+                    split: str | None = "test") -> pd.DataFrame:
+    """AUC, ACC (at ``threshold``), AP, EER and counts per dataset x detector x variant.
+
+    ``unit`` is ``frame`` (every prediction) or ``video`` (one score per video, the mean of
+    its frame scores; only where ``video_id`` exists). Counts are of frames or videos.
+    """
+    rows = []
+    for (dataset, detector, variant), part in groups_of(evaluation_rows(preds, split)):
+        base = {"dataset": dataset, "detector": detector, "variant": variant}
+        rows.append({**base, "unit": "frame",
+                     **detection_metrics(part["label"].to_numpy(), part["score"].to_numpy(),
+                                         threshold)})
+        frames = _video_frames(part)
+        if frames is not None:
+            rows.append({**base, "unit": "video",
+                         **video_level(frames, video_col="video_key", threshold=threshold)})
+    if not rows:
+        raise ValueError(f"no predictions of split {split!r}")
+    table = order_rows(pd.DataFrame(rows), ("dataset", "detector", "unit"))
+    for col in ("n", "n_real", "n_fake"):
+        table[col] = table[col].astype(np.int64)
+    return table

@@ -1,0 +1,153 @@
+"""The detectors themselves: what trained each one, its twins (detectors whose settings
+differ in one key only: ``balanced``, ``augment``), FairFD Table 4 (standard versus balanced
+twin) and the train-on x test-on generalization table (families differing only in
+``train_dataset``)."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from fairforge.perturb import CLEAN
+
+# Settings that say where and how fast a model was trained, not what was trained.
+RUNTIME_SETTINGS = ("threads", "device", "num_workers")
+
+
+def detector_settings_table(checkpoints: Mapping[str, str | Path],
+                            fallback: Mapping[str, Mapping] | None = None,
+                            train_datasets: Mapping[str, str] | None = None) -> dict[str, dict]:
+    """What trained each detector: the ``train_config`` saved in its checkpoint (else the
+    ``fallback`` settings, e.g. from the config), with its ``train_dataset``."""
+    import torch
+
+    fallback = fallback or {}
+    out = {}
+    for name, path in checkpoints.items():
+        settings = None
+        if path is not None and Path(path).is_file():
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+            if isinstance(payload, dict) and isinstance(payload.get("train_config"), dict):
+                settings = dict(payload["train_config"])
+        if settings is None:
+            settings = dict(fallback.get(name, {}))
+        if train_datasets and name in train_datasets:
+            settings["train_dataset"] = train_datasets[name]
+        out[name] = settings
+    return out
+
+
+def _comparable(settings: Mapping, ignore: Iterable[str]) -> dict:
+    skip = set(RUNTIME_SETTINGS) | set(ignore)
+    return {k: v for k, v in settings.items() if k not in skip}
+
+
+def find_twins(settings: Mapping[str, Mapping], key: str, base_value, twin_value
+               ) -> list[tuple[str, str]]:
+    """Pairs ``(base, twin)`` of detectors whose settings differ only in ``key``, with
+    ``key`` equal to ``base_value`` and ``twin_value`` (runtime settings are ignored)."""
+    pairs = []
+    for a, b in itertools.permutations(sorted(settings), 2):
+        sa, sb = settings[a], settings[b]
+        if sa.get(key) == base_value and sb.get(key) == twin_value \
+                and _comparable(sa, [key]) == _comparable(sb, [key]):
+            pairs.append((a, b))
+    return pairs
+
+
+def balanced_twins(settings: Mapping[str, Mapping]) -> list[tuple[str, str]]:
+    return find_twins(settings, "balanced", False, True)
+
+
+def sdaug_twins(settings: Mapping[str, Mapping]) -> list[tuple[str, str]]:
+    return find_twins(settings, "augment", "none", "sdaug")
+
+
+DETECTOR_COLUMNS = ["arch", "train_dataset", "train_methods", "augment", "balanced", "epochs",
+                    "batch_size", "lr", "input_size"]
+
+
+def detectors_frame(settings: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per detector: what trained it, and the detector it is the SDAug or balanced
+    twin of (empty when none)."""
+    sdaug = {t: b for b, t in sdaug_twins(settings)}
+    balanced = {t: b for b, t in balanced_twins(settings)}
+    rows = []
+    for name in sorted(settings):
+        s = settings[name]
+        row = {"detector": name}
+        for col in DETECTOR_COLUMNS:
+            value = s.get(col)
+            row[col] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+        row["sdaug_twin_of"] = sdaug.get(name, "")
+        row["balanced_twin_of"] = balanced.get(name, "")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["detector", *DETECTOR_COLUMNS, "sdaug_twin_of",
+                                       "balanced_twin_of"])
+
+
+def twins_from_frame(detectors: pd.DataFrame, kind: str = "sdaug") -> list[tuple[str, str]]:
+    """``(base, twin)`` pairs recorded by :func:`detectors_frame` (``kind``: sdaug, balanced)."""
+    column = f"{kind}_twin_of"
+    if detectors.empty or column not in detectors.columns:
+        return []
+    rows = detectors.loc[detectors[column].fillna("").astype(str) != ""]
+    return sorted(zip(rows[column].astype(str), rows["detector"].astype(str)))
+
+
+def balanced_table(fairness: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """FairFD Table 4: utility and fairness of each (standard, balanced) pair side by side.
+
+    ``fairness`` is ``fairness_table.csv`` (rows dataset x metric, one column per detector).
+    """
+    columns = ["dataset", "detector", "balanced_detector", "metric", "standard", "balanced",
+               "change"]
+    rows = []
+    for base, twin in pairs:
+        if base not in fairness.columns or twin not in fairness.columns:
+            continue
+        rows.append(pd.DataFrame({"dataset": fairness["dataset"], "detector": base,
+                                  "balanced_detector": twin, "metric": fairness["metric"],
+                                  "standard": fairness[base].astype(float),
+                                  "balanced": fairness[twin].astype(float),
+                                  "change": fairness[twin].astype(float) - fairness[base].astype(float)}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
+
+
+def generalization_table(detection: pd.DataFrame, settings: Mapping[str, Mapping],
+                         metric: str = "AUC", variant: str = CLEAN) -> pd.DataFrame:
+    """Train-on x test-on ``metric`` (Benchmark paper Table 5), one block per detector family.
+
+    A family is a set of detectors whose settings differ only in ``train_dataset``; it is
+    named after its first member. Rows: one per detector (its training dataset), then an
+    ``average`` row (mean over training datasets); columns: each test dataset, then
+    ``average`` (mean over test datasets, in-domain included). With a single dataset the
+    table holds one ``note``.
+    """
+    frame = detection.loc[(detection["variant"] == variant)
+                          & (detection.get("unit", "frame") == "frame")]
+    datasets = sorted(frame["dataset"].unique())
+    if len(datasets) < 2:
+        return pd.DataFrame({"note": [
+            f"one dataset configured ({', '.join(datasets) or 'none'}): no cross-dataset "
+            "generalization to measure; configure two or more datasets"]})
+    values = frame.pivot_table(index="detector", columns="dataset", values=metric,
+                               aggfunc="first").reindex(columns=datasets)
+    families: dict[str, list[str]] = {}
+    for name in sorted(settings):
+        key = repr(sorted(_comparable(settings[name], ["train_dataset"]).items()))
+        families.setdefault(key, []).append(name)
+    blocks = []
+    for members in families.values():
+        members = sorted(members, key=lambda d: (str(settings[d].get("train_dataset")), d))
+        block = values.reindex(members)
+        block.insert(0, "train_dataset", [settings[d].get("train_dataset") for d in members])
+        block.insert(0, "family", members[0])
+        block["average"] = block[datasets].mean(axis=1)
+        avg = block[datasets + ["average"]].mean(axis=0)
+        block.loc["average"] = pd.Series({"family": members[0], "train_dataset": "average", **avg})
+        blocks.append(block.rename_axis("detector").reset_index())
+    table = pd.concat(blocks, ignore_index=True)
+    return table[["family", "detector", "train_dataset", *datasets, "average"]]
