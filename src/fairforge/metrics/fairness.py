@@ -1,4 +1,4 @@
-"""Group-fairness metrics of face-forgery detectors (METRICS.md sections 1 and 2).
+"""Group-fairness metrics of face-forgery detectors (docs/metrics.md sections 2 and 3).
 
 Two families, computed from the same predictions:
 
@@ -110,7 +110,7 @@ def _matrix_and_real_index(A: pd.DataFrame | np.ndarray, real_row: str | int) ->
 
 def fairfd_metrics(A: pd.DataFrame | np.ndarray, real_row: str | int = REAL,
                    ur_denominator: str = "one_plus_acc") -> dict[str, float | np.ndarray]:
-    """FairFD naive, AA and UR fairness metrics of an accuracy matrix (METRICS.md section 1).
+    """FairFD naive, AA and UR fairness metrics of an accuracy matrix (docs/metrics.md section 2).
 
     ``A`` is a DataFrame (rows: approaches, one of them ``real_row``; columns: groups), or an
     array of shape ``(F, S)`` or ``(B, F, S)`` whose real row is ``real_row`` if it is an int,

@@ -1,4 +1,4 @@
-"""Subject-level uncertainty of the fairness metrics (METRICS.md section 3).
+"""Subject-level uncertainty of the fairness metrics (docs/metrics.md section 4).
 
 FairFD shows that accuracy varies strongly between subjects, so samples of one subject are
 not independent: the bootstrap resamples subjects with replacement within each group (all
