@@ -1,4 +1,4 @@
-# Video variants (PERTURBATIONS.md sections 2-3): each clip of face crops is degraded by one
+# Video variants (docs/perturbations.md sections 3-4): each clip of face crops is degraded by one
 # ffmpeg operation and decoded back; prediction under a video variant reads the decoded crops
 # (fairforge.video.predict_samples_path) and scores them as 'clean'.
 from fairforge.video import video_variant_pattern

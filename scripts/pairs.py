@@ -1,13 +1,13 @@
+from fairforge.columns import VIDEO_FRAME_COLUMNS
 from fairforge.manifest import columns_in, read_manifest, write_manifest
 from fairforge.pairs import make_pairs
-from fairforge.sources.adapters import VIDEO_COLUMNS
 from fairforge.video import has_videos, video_pairs
 from fairforge.workflow import SOURCE_META, faces_with_attributes, logged
 
 with logged(snakemake.log[0]):
     # Pairing uses subjects, groups, splits and clips, never the attributes.
     path = snakemake.input.sources
-    sources = read_manifest(path, "sources", [*SOURCE_META, *columns_in(path, VIDEO_COLUMNS)])
+    sources = read_manifest(path, "sources", [*SOURCE_META, *columns_in(path, VIDEO_FRAME_COLUMNS)])
     faces = read_manifest(snakemake.input.faces, "faces", ["image_id", "ok"])
     faces = faces_with_attributes(sources, faces)
     # Clips are forged consistently: one target clip per source clip, frame i with frame i.

@@ -1,4 +1,4 @@
-"""Ranking exposure (METRICS.md section 7): hand-worked values, invariants, fast ranking and a
+"""Ranking exposure (docs/metrics.md section 9): hand-worked values, invariants, fast ranking and a
 tiny end-to-end study on synthetic identities."""
 import math
 import warnings

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from fairforge.columns import PREDICTION_FILE_COLUMNS
+
 
 def _read_predictions(paths: list[str]) -> pd.DataFrame:
     from fairforge.manifest import ManifestError, check_columns
@@ -23,8 +25,7 @@ def _read_predictions(paths: list[str]) -> pd.DataFrame:
         for column, default in (("detector", Path(path).stem), ("dataset", "data")):
             if column not in frame.columns:
                 frame[column] = default
-        needed = ["sample_id", "label", "method", "group", "subject_id", "detector", "score"]
-        missing = [c for c in needed if c not in frame.columns]
+        missing = [c for c in PREDICTION_FILE_COLUMNS if c not in frame.columns]
         if missing:
             raise ManifestError(f"{path}: missing prediction column(s) {missing}")
         frames.append(frame)

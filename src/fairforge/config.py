@@ -1,4 +1,4 @@
-"""Config loading and validation against ``schemas/config.schema.yaml``.
+"""Config loading and validation against the package's ``schemas/config.schema.yaml``.
 
 Defaults from the schema are filled in (nested blocks too), and every error names the key
 that is wrong, e.g. ``config: detectors.meso4: unknown key 'epoch'``.
@@ -6,12 +6,15 @@ that is wrong, e.g. ``config: detectors.meso4: unknown key 'epoch'``.
 from __future__ import annotations
 
 import copy
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+# Package data, read through importlib.resources so that an installed (not editable) package,
+# a wheel or a zip import finds it without the repository around it.
+SCHEMA_RESOURCE = "schemas/config.schema.yaml"
 
 
 class ConfigError(ValueError):
@@ -60,7 +63,11 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return prefix + error.message
 
 
-def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+def load_schema(path: str | Path | None = None) -> dict:
+    """The config schema: the package's own, or the one at ``path``."""
+    if path is None:
+        return yaml.safe_load(resources.files("fairforge").joinpath(SCHEMA_RESOURCE)
+                              .read_text(encoding="utf-8"))
     with open(path) as fh:
         return yaml.safe_load(fh)
 

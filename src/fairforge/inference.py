@@ -14,13 +14,11 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader
 
+from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.data import FaceDataset
 from fairforge.training import load_checkpoint, pick_device
 
 log = logging.getLogger(__name__)
-
-PREDICTION_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group",
-                      "subject_id", "detector", "variant", "score"]
 
 
 def score_frame(model: torch.nn.Module, meta: dict, frame: pd.DataFrame, root: str | Path,

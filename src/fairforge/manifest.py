@@ -12,20 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-# Required columns of each contract (DESIGN.md section 2). Extra columns are allowed.
-CONTRACTS: dict[str, tuple[str, ...]] = {
-    "sources": ("image_id", "dataset", "path", "subject_id", "group", "split",
-                "width", "height", "sha256", "ok", "reason"),
-    "faces": ("image_id", "ok", "reason", "bbox", "det_score", "landmarks", "crop_path",
-              "detector"),
-    "pairs": ("image_id", "target_image_id", "source_subject", "target_subject", "group"),
-    "forgery": ("sample_id", "method", "backend", "image_id", "target_image_id", "path",
-                "mask_path", "group", "subject_id", "split", "ok", "reason"),
-    "samples": ("sample_id", "dataset", "split", "label", "method", "group", "subject_id",
-                "path"),
-    "predictions": ("sample_id", "dataset", "split", "label", "method", "group",
-                    "subject_id", "detector", "variant", "score"),
-}
+from fairforge.columns import CONTRACTS
 
 
 # Streaming reads take pages through a small buffer (not a row group's whole column chunks)

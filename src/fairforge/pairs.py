@@ -14,13 +14,12 @@ import logging
 import numpy as np
 import pandas as pd
 
+from .columns import PAIR_COLUMNS
 from .seeding import derive_seed, rng_for
 
 log = logging.getLogger(__name__)
 
 NO_TARGET = "no target subject in group"
-PAIR_COLUMNS = ["image_id", "target_image_id", "source_subject", "target_subject", "group",
-                "split", "ok", "reason"]
 
 
 def derangement(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Face-ranking exposure at a distance: the Exposure paper's protocol (METRICS.md section 7).
+"""Face-ranking exposure at a distance: the Exposure paper's protocol (docs/metrics.md section 9).
 
 1. Identities with at least ``l`` usable crops; ``l`` of them are drawn per identity
    (``rng_for(seed, "exposure_sample", subject_id)``), 30% become probes and 70% gallery.

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-SAMPLE_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group", "subject_id",
-                  "path", "mask_path", "image_id", "backend"]
-VIDEO_COLUMNS = ["video_id", "frame_index"]
-# What build_samples and failure_counts read of each manifest (sources also VIDEO_COLUMNS when
+from .columns import SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS
+
+# What build_samples and failure_counts read of each manifest (sources also VIDEO_FRAME_COLUMNS when
 # present): the samples job spans the dataset, so it loads these columns and no others.
 SOURCE_INPUTS = ["image_id", "split", "group", "subject_id", "ok", "reason"]
 FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
@@ -35,7 +34,7 @@ def build_samples(dataset: str, sources: pd.DataFrame, faces: pd.DataFrame,
     samples = pd.concat([p.assign(dataset=dataset) for p in parts], ignore_index=True)
     samples["label"] = samples["label"].astype("int8")
     # Frames of videos keep their clip and position, for video-level metrics and video ops.
-    video = [c for c in VIDEO_COLUMNS if c in sources.columns]
+    video = [c for c in VIDEO_FRAME_COLUMNS if c in sources.columns]
     columns = SAMPLE_COLUMNS
     if video:
         samples = samples.merge(sources[["image_id", *video]], on="image_id", how="left")

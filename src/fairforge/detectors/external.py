@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.inference import PREDICTION_COLUMNS
+from fairforge.columns import PREDICTION_COLUMNS
 
 
 class ScoreFileError(ValueError):

@@ -33,6 +33,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
+from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.forgery.template import MEAN_FACE_68
 
 WHOLE_FACE = np.arange(68)
@@ -215,8 +216,6 @@ def headpose_predictions(model: HeadPoseSVM, frame: pd.DataFrame, landmarks: np.
                          detector: str = "headpose", variant: str = "clean") -> pd.DataFrame:
     """The predictions contract for ``frame`` rows scored from their ``landmarks``
     (faces without landmarks get a NaN score)."""
-    from fairforge.inference import PREDICTION_COLUMNS
-
     out = frame.reset_index(drop=True)[[c for c in PREDICTION_COLUMNS if c in frame.columns]]
     out = out.copy()
     out["detector"] = detector

@@ -16,13 +16,12 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import FACES_COLUMNS
 from fairforge.faces.align import alignment_matrix, transform_points, warp_crop
 from fairforge.faces.detect import detect_faces, detector_name, predict_landmarks
 from fairforge.images import ImageError, to_rgb_uint8, write_image
 from fairforge.sources.adapters import image_root
 
-FACES_COLUMNS = ("image_id", "ok", "reason", "bbox", "det_score", "n_faces", "landmarks",
-                 "crop_path", "detector")
 DEFAULT_MARGIN = 0.25
 DEFAULT_MIN_IMAGE_SIZE = 48
 

@@ -11,13 +11,12 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from ..columns import FORGERY_COLUMNS
 from ..images import ImageError, read_image, write_image
 from ..pairs import NO_TARGET
 from ..seeding import rng_for
 from .base import ForgeryError, as_landmarks, create_method
 
-FORGERY_COLUMNS = ["sample_id", "method", "backend", "image_id", "target_image_id", "path",
-                   "mask_path", "group", "subject_id", "split", "ok", "reason", "params"]
 # What forge_shard reads of the pairs and faces manifests, so a shard job loads nothing else
 # (faces also need subject_id, group and split, joined from the sources).
 PAIR_INPUTS = ["image_id", "target_image_id", "source_subject", "group", "split", "ok",

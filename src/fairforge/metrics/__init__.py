@@ -1,4 +1,4 @@
-"""Metrics as plain functions over arrays and prediction frames (METRICS.md sections 1-4, 6).
+"""Metrics as plain functions over arrays and prediction frames (docs/metrics.md sections 2-5, 8).
 
 - :mod:`.detection`: AUC, ACC, AP, EER, frame and video level.
 - :mod:`.fairness`: FairFD accuracy-matrix metrics (naive, AA, UR) and textbook pooled metrics;

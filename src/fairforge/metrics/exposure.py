@@ -1,4 +1,4 @@
-"""Visibility and exposure of demographic groups in face rankings (METRICS.md section 7).
+"""Visibility and exposure of demographic groups in face rankings (docs/metrics.md section 9).
 
 A ranking matrix ``R`` (n_probes × depth) holds gallery identity indices, best first, as
 :func:`rank_gallery` returns them. ``gallery_groups[j]`` is the group of gallery identity j,

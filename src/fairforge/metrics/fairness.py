@@ -1,4 +1,4 @@
-"""Group-fairness metrics of face-forgery detectors (METRICS.md sections 1 and 2).
+"""Group-fairness metrics of face-forgery detectors (docs/metrics.md sections 2 and 3).
 
 Two families, computed from the same predictions:
 
@@ -31,6 +31,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..columns import FAIRNESS_INPUT_COLUMNS
 from . import detection
 
 REAL = "real"
@@ -39,7 +40,6 @@ FAIRFD_KEYS = ("DPD", "DEOdds", "DEO", "STD", "AADPD", "AADEOdds", "AADEO", "AAS
                "URDPD", "URDEOdds", "URDEO", "URSTD", "AccGap")
 # Report order: naive (with AccGap, Table 1's overall gap) then AA; UR keys follow per denominator.
 REPORT_ORDER_NON_UR = ("DPD", "DEOdds", "DEO", "STD", "AccGap", "AADPD", "AADEOdds", "AADEO", "AASTD")
-PREDICTION_COLUMNS = ("label", "method", "group", "score")
 
 Threshold = float | Mapping[str, float]
 
@@ -110,7 +110,7 @@ def _matrix_and_real_index(A: pd.DataFrame | np.ndarray, real_row: str | int) ->
 
 def fairfd_metrics(A: pd.DataFrame | np.ndarray, real_row: str | int = REAL,
                    ur_denominator: str = "one_plus_acc") -> dict[str, float | np.ndarray]:
-    """FairFD naive, AA and UR fairness metrics of an accuracy matrix (METRICS.md section 1).
+    """FairFD naive, AA and UR fairness metrics of an accuracy matrix (docs/metrics.md section 2).
 
     ``A`` is a DataFrame (rows: approaches, one of them ``real_row``; columns: groups), or an
     array of shape ``(F, S)`` or ``(B, F, S)`` whose real row is ``real_row`` if it is an int,
@@ -385,7 +385,7 @@ def metrics_from_cell_counts(correct: np.ndarray, total: np.ndarray, real_index:
 
 # --------------------------------------------------------------------------- frames
 
-def _check_frame(predictions: pd.DataFrame, needed: Sequence[str] = PREDICTION_COLUMNS) -> None:
+def _check_frame(predictions: pd.DataFrame, needed: Sequence[str] = FAIRNESS_INPUT_COLUMNS) -> None:
     missing = [c for c in needed if c not in predictions.columns]
     if missing:
         raise ValueError(f"predictions lack column(s) {missing}")

@@ -1,4 +1,4 @@
-"""Per-group decision thresholds (FairFD Table 5, METRICS.md section 6).
+"""Per-group decision thresholds (FairFD Table 5, docs/metrics.md section 8).
 
 For each group, the threshold that maximises that group's accuracy on validation data is
 fitted, then applied to the test data; utility and fairness at the global threshold and at

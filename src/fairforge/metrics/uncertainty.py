@@ -1,4 +1,4 @@
-"""Subject-level uncertainty of the fairness metrics (METRICS.md section 3).
+"""Subject-level uncertainty of the fairness metrics (docs/metrics.md section 4).
 
 FairFD shows that accuracy varies strongly between subjects, so samples of one subject are
 not independent: the bootstrap resamples subjects with replacement within each group (all
@@ -21,8 +21,9 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from ..columns import FAIRNESS_INPUT_COLUMNS
 from ..seeding import rng_for
-from .fairness import (PREDICTION_COLUMNS, Threshold, _check_frame, _select, _split_by,
+from .fairness import (Threshold, _check_frame, _select, _split_by,
                        _by_columns, encode_predictions, metrics_from_cell_counts)
 
 # Resamples are drawn and evaluated in chunks of this many, bounding memory at
@@ -106,7 +107,7 @@ def stats_from_frame(predictions: pd.DataFrame, threshold: Threshold = 0.5,
                      approaches: Sequence[str] | None = None,
                      groups: Sequence[str] | None = None) -> SubjectStats:
     """:func:`subject_stats` of a predictions frame (columns label, method, group, subject_id, score)."""
-    _check_frame(predictions, (*PREDICTION_COLUMNS, "subject_id"))
+    _check_frame(predictions, (*FAIRNESS_INPUT_COLUMNS, "subject_id"))
     frame = _select(predictions, approaches, groups)
     return subject_stats(frame["label"], frame["method"], frame["group"], frame["subject_id"],
                          frame["score"], threshold, approaches, groups)

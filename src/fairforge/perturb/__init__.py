@@ -1,5 +1,5 @@
 """Image perturbations with severity levels, training augmentations (SDAug/DAug) and
-near-to-far degradation. Variants are named ``{op}@{level}`` (PERTURBATIONS.md)."""
+near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbations.md)."""
 from fairforge.perturb.registry import (
     CLEAN, InvalidImage, InvalidLevel, Operation, OperationUnavailable, PerturbationError,
     UnknownOperation, VideoOnlyOperation, apply_variant, available, check_image, create_op,

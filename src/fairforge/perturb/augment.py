@@ -1,4 +1,4 @@
-"""SDAug and DAug training augmentations (Assessment paper; PERTURBATIONS.md section 4).
+"""SDAug and DAug training augmentations (Assessment paper; docs/perturbations.md section 6).
 
 Both run the same four-step chain: enhancement (brightness or contrast), smoothing
 (Gaussian or average blur), Gaussian noise, JPEG. SDAug fires each step independently with

@@ -1,4 +1,4 @@
-"""The DeeperForensics-1.0 perturbation suite (PERTURBATIONS.md, table 2), levels 1..5.
+"""The DeeperForensics-1.0 perturbation suite (docs/perturbations.md section 3), levels 1..5.
 
 Follows the reference implementation (colour work in YCbCr normalised to [0, 1]).
 ``df_video_compression`` is registered so that variant lists and reports can name it, but

@@ -1,4 +1,4 @@
-"""Near-to-far degradation, classical chain (Exposure paper; PERTURBATIONS.md section 5).
+"""Near-to-far degradation, classical chain (Exposure paper; docs/perturbations.md section 5).
 
 A face seen from further away: optical blur (an anisotropic Gaussian with random axes and
 orientation, growing with distance), sampling on fewer pixels (the face ends 64/32/24/16/12

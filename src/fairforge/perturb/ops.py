@@ -1,4 +1,4 @@
-"""Image operations of the real-world assessment framework (PERTURBATIONS.md, table 1).
+"""Image operations of the real-world assessment framework (docs/perturbations.md section 2).
 
 Levels are 1..5 (mildest to harshest; for brightness, contrast and gamma they index the
 table, which runs from one side of the identity to the other) except where the level is

@@ -1,7 +1,7 @@
 """Data sources: adapters that list a dataset's images, groups and subject-level splits.
 
 ``build_sources('rfw', root, 'rfw', group_by=['race'], split_fractions={...}, seed=0)``
-returns the sources manifest (DESIGN.md section 2): :func:`list_sources` (labels and splits,
+returns the sources manifest (docs/architecture.md section 2): :func:`list_sources` (labels and splits,
 files unopened) then :func:`inspect_sources` (each file's size and hash), which the workflow
 runs shard by shard. Adapters: ``list_adapters()``.
 """

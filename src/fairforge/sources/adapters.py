@@ -22,14 +22,12 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
 from fairforge.images import ImageError, to_rgb_uint8
 from fairforge.sources.split import split_by_subject
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 DEFAULT_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
-SOURCE_COLUMNS = ("image_id", "dataset", "path", "subject_id", "group", "attributes", "split",
-                  "width", "height", "sha256", "ok", "reason")
-LISTING_COLUMNS = ("image_id", "path", "subject_id", "attributes", "ok", "reason")
 
 
 class SourceError(ValueError):
@@ -369,7 +367,6 @@ def _json_default(value: object):
 
 # Adapters that write their own images under ``root`` (rendered or decoded from videos).
 RENDERED_ADAPTERS = ("synthetic", "synthetic_video", "video")
-VIDEO_COLUMNS = ("video_id", "frame_index")
 
 
 def build_sources(adapter: str, root: str | Path, dataset: str,
@@ -430,7 +427,7 @@ def list_sources(adapter: str, root: str | Path, dataset: str,
     df["ok"] = labelled
     df["reason"] = listing["reason"].astype(str).to_numpy(object)
     # Frames of videos keep their clip and position (video-level metrics, video operations).
-    for column in VIDEO_COLUMNS:
+    for column in VIDEO_FRAME_COLUMNS:
         if column in listing.columns:
             df[column] = listing[column].to_numpy()
     return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
@@ -459,5 +456,5 @@ def inspect_sources(listing: pd.DataFrame, root: str | Path,
     df["ok"] = labelled & np.asarray(file_ok, dtype=bool)
     df["reason"] = [lr if not lok else fr
                     for lok, lr, fr in zip(labelled, listing["reason"], file_reason)]
-    video = [c for c in VIDEO_COLUMNS if c in listing.columns]
+    video = [c for c in VIDEO_FRAME_COLUMNS if c in listing.columns]
     return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video]

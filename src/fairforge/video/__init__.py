@@ -1,5 +1,5 @@
 """Videos: ffmpeg I/O, video operations, synthetic talking clips, frame sampling, clip pairing
-and video variants at inference (PERTURBATIONS.md sections 2-3, DESIGN.md section 6).
+and video variants at inference (docs/perturbations.md sections 3-4).
 
 - :mod:`.ffmpeg`: ``write_video``, ``read_video``, ``probe_video`` with imageio-ffmpeg's
   binary driven by ffmpeg-python; ``VideoError`` is a per-video failure reason.

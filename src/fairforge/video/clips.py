@@ -17,13 +17,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import CLIP_COLUMNS
 from fairforge.seeding import rng_for
 from fairforge.sources.synthetic import (DEFAULT_GENDERS, DEFAULT_TONES, SubjectParams,
                                          ViewParams, render_face, sample_subject, sample_view,
                                          synthetic_subject_table)
 from fairforge.video.ffmpeg import DEFAULT_FPS, write_video
-
-VIDEO_COLUMNS = ["video_id", "subject_id", "path", "tone", "gender", "n_frames", "fps"]
 
 
 def video_id_for(subject_id: str, index: int) -> str:
@@ -111,7 +110,7 @@ def synthetic_videos(out_dir: str | Path, *, subjects_per_group: int, clips_per_
                      genders: Sequence[str] = DEFAULT_GENDERS, crf: int = 18) -> pd.DataFrame:
     """Render the balanced synthetic world as talking clips, ``{subject}/{video_id}.mp4``.
 
-    Returns one row per clip (:data:`VIDEO_COLUMNS`), paths relative to ``out_dir``. Clips
+    Returns one row per clip (:data:`fairforge.columns.CLIP_COLUMNS`), paths relative to ``out_dir``. Clips
     are H.264 (yuv420p) at ``crf``; the default 18 keeps the sources close to visually
     lossless so that compression variants start from a clean clip.
     """
@@ -135,4 +134,4 @@ def synthetic_videos(out_dir: str | Path, *, subjects_per_group: int, clips_per_
             rows.append({"video_id": video_id, "subject_id": rec.subject_id, "path": rel,
                          "tone": rec.tone, "gender": rec.gender, "n_frames": n_frames,
                          "fps": float(fps)})
-    return pd.DataFrame(rows, columns=VIDEO_COLUMNS)
+    return pd.DataFrame(rows, columns=CLIP_COLUMNS)

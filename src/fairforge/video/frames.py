@@ -26,15 +26,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import VIDEO_LISTING_COLUMNS
 from fairforge.images import write_image
-from fairforge.sources.adapters import (LISTING_COLUMNS, SourceError, image_id_from_path,
+from fairforge.sources.adapters import (SourceError, image_id_from_path,
                                         listing_row, register_adapter, require_columns)
 from fairforge.sources.synthetic import DEFAULT_GENDERS, DEFAULT_TONES
 from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, read_sampled
 
 DEFAULT_FRAMES_PER_VIDEO = 32
 FRAMES_SUBDIR = "frames"
-VIDEO_LISTING_COLUMNS = (*LISTING_COLUMNS, "video_id", "frame_index")
 _FRAME_ID = re.compile(r"^(?P<video>.+)_f(?P<index>\d{4,})$")
 
 

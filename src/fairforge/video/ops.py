@@ -1,10 +1,10 @@
-"""Video operations through ffmpeg (Assessment paper; PERTURBATIONS.md sections 2 and 3).
+"""Video operations through ffmpeg (Assessment paper; docs/perturbations.md sections 3 and 4).
 
 Variants are named ``{op}@{level}`` like image variants. Levels are 1 for single-setting
 operations; for compression the level is the H.264 CRF itself.
 
 ====================  ======  =============================================  ===========
-variant               output  ffmpeg                                         PERTURBATIONS
+variant               output  ffmpeg                                         paper name
 ====================  ======  =============================================  ===========
 vid_h264@23, @40      H.264   libx264 yuv420p, CRF 23 / 40                   h264 CRF 23, 40
 df_video_compression  H.264   libx264 yuv420p, CRF 30, 32, 35, 38, 40        DeeperForensics
