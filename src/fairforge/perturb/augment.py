@@ -1,4 +1,4 @@
-"""SDAug and DAug training augmentations (Assessment paper; PERTURBATIONS.md section 4).
+"""SDAug and DAug training augmentations (Assessment paper; docs/perturbations.md section 4).
 
 Both run the same four-step chain: enhancement (brightness or contrast), smoothing
 (Gaussian or average blur), Gaussian noise, JPEG. SDAug fires each step independently with
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from fairforge.perturb.base import check_image
 from fairforge.perturb.ops import add_gaussian_noise, gray_mean, jpeg_roundtrip, lut
-from fairforge.perturb.registry import check_image
 from fairforge.seeding import rng_for
 
 ENHANCE_KINDS = ("brightness", "contrast")

@@ -3,7 +3,7 @@
 The generator maps a 64x64 face and a noise vector to a 16x16 face through residual
 blocks. It is trained against unpaired real low-resolution faces with a hinge GAN loss,
 plus an MSE term to the 4x average-pooled input that keeps content and colour in place
-(PERTURBATIONS.md section 5). ``train_high_to_low`` writes a checkpoint (state dicts and the
+(docs/perturbations.md section 5). ``train_high_to_low`` writes a checkpoint (state dicts and the
 config, loadable with ``torch.load(..., weights_only=True)``) and a PNG sample sheet.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
 from fairforge.images import ImageError, read_image, write_image
-from fairforge.perturb.registry import OperationUnavailable, check_image
+from fairforge.perturb.base import OperationUnavailable, check_image
 from fairforge.seeding import derive_seed, rng_for
 
 HIGH_SIZE = 64
