@@ -5,7 +5,7 @@ and near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbat
 - :mod:`.ops`, :mod:`.deeperforensics`, :mod:`.distance`: image operations;
 - :mod:`.video_ops`: video operations (run on clips by :mod:`fairforge.video.ops`);
 - :mod:`.variants`: the variant grammar and whether a variant can run here;
-- :mod:`.augment`: training augmentations (``none``, ``sdaug``, ``daug``);
+- :mod:`.augment`: the ``AUGMENTATIONS`` registry (``none``, ``sdaug``, ``daug``);
 - :mod:`.suites`: named variant lists.
 """
 from fairforge.perturb.base import (
@@ -13,7 +13,7 @@ from fairforge.perturb.base import (
     UnknownOperation, VideoOnlyOperation, VideoOperation, check_image, create_op, get_op_class,
     list_ops, register)
 from fairforge.perturb import deeperforensics, distance, ops, video_ops  # noqa: F401  (registration)
-from fairforge.perturb.augment import DAug, SDAug, create_augment
+from fairforge.perturb.augment import AUGMENTATIONS, DAug, SDAug, create_augment
 from fairforge.perturb.distance import far_degrade
 from fairforge.perturb.suites import (DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, SUITES,
                                       VIDEO_SUITE, suite)
@@ -22,7 +22,7 @@ from fairforge.perturb.variants import (
     parse_variant, unavailable_reason, variant_name, variants_of, video_variant_pattern)
 
 __all__ = [
-    "CLEAN", "DAug", "DEFAULT_SUITE", "DF_SUITE", "DISTANCE_SUITE",
+    "AUGMENTATIONS", "CLEAN", "DAug", "DEFAULT_SUITE", "DF_SUITE", "DISTANCE_SUITE",
     "InvalidImage", "InvalidLevel", "OPERATIONS", "Operation", "OperationUnavailable",
     "PerturbationError", "SDAug", "SUITES", "UnknownOperation", "VIDEO_SUITE",
     "VideoOnlyOperation", "VideoOperation", "apply_variant", "available", "check_image",
