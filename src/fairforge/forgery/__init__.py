@@ -15,5 +15,5 @@ from . import blend, faceswap, maskgan, reenact, simswap  # noqa: F401  (registe
 from .shard import FORGERY_COLUMNS, file_stem, forge_shard, sample_id_for
 
 __all__ = ["FORGERY_COLUMNS", "FORGERY_METHODS", "ForgeryError", "ForgeryMethod",
-           "ForgeryResult", "as_landmarks", "create_method", "file_stem", "forge_shard", "list_backends", "list_methods",
-           "method_key", "register_method", "sample_id_for"]
+           "ForgeryResult", "as_landmarks", "create_method", "file_stem", "forge_shard",
+           "list_backends", "list_methods", "method_key", "register_method", "sample_id_for"]

@@ -10,9 +10,10 @@ and near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbat
 """
 from fairforge.perturb.base import (
     OPERATIONS, InvalidImage, InvalidLevel, Operation, OperationUnavailable, PerturbationError,
-    UnknownOperation, VideoOnlyOperation, VideoOperation, check_image, create_op, get_op_class,
-    list_ops, register)
-from fairforge.perturb import deeperforensics, distance, ops, video_ops  # noqa: F401  (registration)
+    VideoOnlyOperation, VideoOperation, check_image, create_op, get_op_class, list_ops,
+    register)
+# The member modules register their operations on import.
+from fairforge.perturb import deeperforensics, distance, ops, video_ops  # noqa: F401
 from fairforge.perturb.augment import AUGMENTATIONS, DAug, SDAug, create_augment
 from fairforge.perturb.distance import far_degrade
 from fairforge.perturb.suites import (DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, SUITES,
@@ -24,7 +25,7 @@ from fairforge.perturb.variants import (
 __all__ = [
     "AUGMENTATIONS", "CLEAN", "DAug", "DEFAULT_SUITE", "DF_SUITE", "DISTANCE_SUITE",
     "InvalidImage", "InvalidLevel", "OPERATIONS", "Operation", "OperationUnavailable",
-    "PerturbationError", "SDAug", "SUITES", "UnknownOperation", "VIDEO_SUITE",
+    "PerturbationError", "SDAug", "SUITES", "VIDEO_SUITE",
     "VideoOnlyOperation", "VideoOperation", "apply_variant", "available", "check_image",
     "check_variant", "create_augment", "create_op", "far_degrade", "get_op_class",
     "is_video_variant", "list_ops", "op_for_variant", "parse_variant", "register", "suite",

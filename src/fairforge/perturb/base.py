@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fairforge.registry import Registry, UnknownName
+from fairforge.registry import Registry
 
 OPERATIONS: Registry[type["Operation"]] = Registry("operation")
 
@@ -28,10 +28,6 @@ KINDS = ("image", "video")
 
 class PerturbationError(ValueError):
     """A perturbation that cannot be built or applied; the message names what is wrong."""
-
-
-# Unknown operations raise the registry's one error; the old name stays importable.
-UnknownOperation = UnknownName
 
 
 class InvalidLevel(PerturbationError):
