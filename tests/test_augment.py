@@ -11,6 +11,7 @@ import torch
 from fairforge.perturb import DAug, SDAug, create_augment
 from fairforge.perturb.augment import AugmentPlan, apply_plan, enhance, smooth
 from fairforge.perturb.ops import jpeg_roundtrip
+from fairforge.registry import UnknownName
 from fairforge.seeding import rng_for
 
 N_PLANS = 4000
@@ -117,7 +118,7 @@ def test_create_augment():
     assert create_augment(None).name == "none"
     assert isinstance(create_augment("SDAug", seed=1), SDAug)
     assert isinstance(create_augment("daug"), DAug)
-    with pytest.raises(ValueError, match="randaug"):
+    with pytest.raises(UnknownName, match="unknown augmentation 'randaug'"):
         create_augment("randaug")
     with pytest.raises(ValueError):
         SDAug(kernel_range=(2, 15))

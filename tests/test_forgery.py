@@ -10,6 +10,7 @@ from fairforge.forgery import (FORGERY_COLUMNS, ForgeryError, create_method, for
                                list_backends, list_methods)
 from fairforge.forgery.base import dilate, erode, polygon_mask
 from fairforge.forgery.parsing import PARTS, face_region, measure_expression, parse_parts
+from fairforge.registry import UnknownName
 from fairforge.forgery.reenact import apply_expression_delta, fit_blendshapes
 from fairforge.forgery.template import template_face
 from fairforge.forgery.warp import piecewise_affine_maps, triangulate
@@ -44,9 +45,9 @@ def _kept(method, faces):
 def test_registry():
     assert set(CLASSICAL) <= set(list_methods())
     assert list_backends("simswap") == ["classical", "onnx"]
-    with pytest.raises(KeyError, match="unknown forgery method"):
+    with pytest.raises(UnknownName, match="unknown forgery method 'deepfacelab/classical'"):
         create_method("deepfacelab")
-    with pytest.raises(ValueError, match="no backend 'onnx'"):
+    with pytest.raises(UnknownName, match="unknown forgery method 'faceswap/onnx'.*simswap/onnx"):
         create_method("faceswap", backend="onnx")
     with pytest.raises(ValueError, match="no option"):
         create_method("faceswap", blur=3)

@@ -10,12 +10,13 @@ import torch
 
 from fairforge.perturb import (
     DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, InvalidImage, InvalidLevel, OperationUnavailable,
-    PerturbationError, UnknownOperation, VideoOnlyOperation, apply_variant, available,
+    PerturbationError, VideoOnlyOperation, apply_variant, available,
     create_op, get_op_class, list_ops, parse_variant, unavailable_reason, variants_of)
 from fairforge.perturb.deeperforensics import BLOCK_GREY, block_side
 from fairforge.perturb.learned_ops import (
     FactorizedPriorCodec, codec_from_compressai, compressai_state_dict, run_codec)
 from fairforge.perturb.ops import encode_jpeg, gaussian_blur, jpeg_roundtrip
+from fairforge.registry import UnknownName
 from fairforge.seeding import rng_for
 
 
@@ -163,22 +164,28 @@ def test_denoise_nlm_removes_noise():
 
 
 def test_suites_cover_every_op_and_level():
-    image_ops = [n for n in list_ops() if get_op_class(n).category not in ("video", "distance")]
+    image_ops = [n for n in list_ops(kind="image") if get_op_class(n).category != "distance"]
     suite_ops = {parse_variant(v)[0] for v in DEFAULT_SUITE + DF_SUITE}
     assert suite_ops == set(image_ops)
     for name in suite_ops:
         levels = [parse_variant(v)[1] for v in DEFAULT_SUITE + DF_SUITE if v.startswith(name + "@")]
         assert levels == list(get_op_class(name).levels)
-    assert list_ops("video") == ["df_video_compression"]
+    assert {"df_video_compression", "vid_h264", "vid_hflip"} <= set(list_ops(kind="video"))
+    assert list_ops(category="compression", kind="video") == ["df_video_compression", "vid_h264"]
     assert set(list_ops("distance")) == {"far", "far_learned"}
     assert DISTANCE_SUITE == [f"far@{d}" for d in range(1, 6)]
 
 
 def test_video_only_op_refuses_images():
     op = create_op("df_video_compression", 35)
-    assert op.category == "video" and get_op_class(op.name).levels == (30, 32, 35, 38, 40)
+    assert op.kind == "video" and get_op_class(op.name).levels == (30, 32, 35, 38, 40)
     with pytest.raises(VideoOnlyOperation, match="video"):
         op(IMG, rng_for(0))
+    with pytest.raises(VideoOnlyOperation, match="vid_hflip@1"):
+        apply_variant(IMG, "vid_hflip@1", "s")
+    assert unavailable_reason("vid_h264@40") is None  # runs on clips, in fairforge.video
+    with pytest.raises(InvalidLevel):
+        unavailable_reason("vid_h264@41")
 
 
 def test_parse_variant():
@@ -190,7 +197,7 @@ def test_parse_variant():
 
 
 def test_clear_errors():
-    with pytest.raises(UnknownOperation, match="sharpen"):
+    with pytest.raises(UnknownName, match="unknown operation 'sharpen'"):
         create_op("sharpen", 1)
     with pytest.raises(ValueError, match=r"level 50 .*\[95, 80, 60, 45, 30\]"):
         create_op("jpeg", 50)

@@ -7,7 +7,8 @@ import pytest
 
 from fairforge.images import read_image, write_image
 from fairforge.pairs import NO_TARGET, make_pairs
-from fairforge.perturb.registry import InvalidLevel, UnknownOperation
+from fairforge.perturb import InvalidLevel
+from fairforge.registry import UnknownName
 from fairforge.sources import build_sources
 from fairforge.seeding import rng_for
 from fairforge.sources.synthetic import sample_subject, sample_view
@@ -146,7 +147,7 @@ def test_video_variant_names():
     assert output_suffix("vid_h264@40") == ".mp4" and output_suffix("vid_hflip@1") == ".mkv"
     with pytest.raises(InvalidLevel):
         apply_video_op("x.mkv", "y.mkv", "vid_h264@41")
-    with pytest.raises(UnknownOperation):
+    with pytest.raises(UnknownName, match="unknown operation 'vid_blur'"):
         apply_video_op("x.mkv", "y.mkv", "vid_blur@1")
 
 

@@ -131,17 +131,10 @@ def _check_trained_encoders(ranking: dict) -> None:
 def _check_variant(variant: str) -> None:
     """Unknown operations and levels are config errors; missing weights are not (the variant
     is then reported as unavailable)."""
-    if variant == "clean":
-        return
-    from fairforge.perturb import OperationUnavailable, op_for_variant
-    from fairforge.video import is_video_variant
+    from fairforge.perturb.variants import check_variant
 
-    if is_video_variant(variant):
-        return
     try:
-        op_for_variant(variant)
-    except OperationUnavailable:
-        pass
+        check_variant(variant)
     except ValueError as err:
         raise ConfigError(f"config: variants: {variant!r}: {err}") from None
 

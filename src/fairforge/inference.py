@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 
 from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.data import FaceDataset
+from fairforge.perturb.variants import unavailable_reason
 from fairforge.training import load_checkpoint, pick_device
 
 log = logging.getLogger(__name__)
@@ -56,11 +57,6 @@ def score_frame(model: torch.nn.Module, meta: dict, frame: pd.DataFrame, root: s
 
 def variant_unavailable(variant: str, options: dict | None = None) -> str | None:
     """Why a variant cannot run here (missing weights, with the expected path), else None."""
-    from fairforge.perturb import unavailable_reason
-    from fairforge.video import is_video_variant
-
-    if variant == "clean" or is_video_variant(variant):
-        return None
     return unavailable_reason(variant, options)
 
 

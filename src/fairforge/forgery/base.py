@@ -24,6 +24,8 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
+from fairforge.registry import Registry
+
 N_LANDMARKS = 68
 
 
@@ -113,37 +115,37 @@ def single_threaded_blas():
     return ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()
 
 
-_REGISTRY: dict[tuple[str, str], type[ForgeryMethod]] = {}
+# One member per implementation, keyed "{method}/{backend}" (``method_key``); the metadata
+# says which method and backend it is, so the methods and their backends are listed from it.
+FORGERY_METHODS: Registry[type[ForgeryMethod]] = Registry("forgery method")
+
+
+def method_key(name: str, backend: str) -> str:
+    return f"{name}/{backend}"
 
 
 def register_method(name: str) -> Callable[[type[ForgeryMethod]], type[ForgeryMethod]]:
     """Class decorator: register a method implementation under ``(name, cls.backend)``."""
     def wrap(cls: type[ForgeryMethod]) -> type[ForgeryMethod]:
-        key = (name, cls.backend)
-        if key in _REGISTRY and _REGISTRY[key] is not cls:
-            raise ValueError(f"forgery method {name!r} backend {cls.backend!r} registered twice")
         cls.name = name
-        _REGISTRY[key] = cls
-        return cls
+        return FORGERY_METHODS.register(method_key(name, cls.backend), cls, method=name,
+                                        backend=cls.backend, kept=cls.kept)
     return wrap
 
 
 def list_methods() -> list[str]:
-    return sorted({name for name, _ in _REGISTRY})
+    return sorted({FORGERY_METHODS.metadata(key)["method"] for key in FORGERY_METHODS})
 
 
 def list_backends(name: str) -> list[str]:
-    return sorted(backend for n, backend in _REGISTRY if n == name)
+    return sorted(FORGERY_METHODS.metadata(key)["backend"]
+                  for key in FORGERY_METHODS.names(method=name))
 
 
 def create_method(name: str, backend: str = "classical", **options: Any) -> ForgeryMethod:
-    if name not in list_methods():
-        raise KeyError(f"unknown forgery method {name!r}; known: {list_methods()}")
-    cls = _REGISTRY.get((name, backend))
-    if cls is None:
-        raise ValueError(f"forgery method {name!r} has no backend {backend!r}; "
-                         f"available: {list_backends(name)}")
-    return cls(**options)
+    """Build method ``name`` with ``backend``; an unknown pair raises
+    :class:`~fairforge.registry.UnknownName`, which lists the ``method/backend`` pairs."""
+    return FORGERY_METHODS.create(method_key(name, backend), **options)
 
 
 # --------------------------------------------------------------------------- input checks

@@ -1,20 +1,33 @@
-"""Image perturbations with severity levels, training augmentations (SDAug/DAug) and
-near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbations.md)."""
-from fairforge.perturb.registry import (
-    CLEAN, InvalidImage, InvalidLevel, Operation, OperationUnavailable, PerturbationError,
-    UnknownOperation, VideoOnlyOperation, apply_variant, available, check_image, create_op,
-    get_op_class, list_ops, op_for_variant, parse_variant, register, unavailable_reason,
-    variants_of)
-from fairforge.perturb import deeperforensics, distance, ops  # noqa: F401  (registration)
-from fairforge.perturb.augment import DAug, SDAug, create_augment
+"""Operations with severity levels (image and video), training augmentations (SDAug/DAug)
+and near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbations.md).
+
+- :mod:`.base`: the :class:`Operation` model, the ``OPERATIONS`` registry, the errors;
+- :mod:`.ops`, :mod:`.deeperforensics`, :mod:`.distance`: image operations;
+- :mod:`.video_ops`: video operations (run on clips by :mod:`fairforge.video.ops`);
+- :mod:`.variants`: the variant grammar and whether a variant can run here;
+- :mod:`.augment`: the ``AUGMENTATIONS`` registry (``none``, ``sdaug``, ``daug``);
+- :mod:`.suites`: named variant lists.
+"""
+from fairforge.perturb.base import (
+    OPERATIONS, InvalidImage, InvalidLevel, Operation, OperationUnavailable, PerturbationError,
+    VideoOnlyOperation, VideoOperation, check_image, create_op, get_op_class, list_ops,
+    register)
+# The member modules register their operations on import.
+from fairforge.perturb import deeperforensics, distance, ops, video_ops  # noqa: F401
+from fairforge.perturb.augment import AUGMENTATIONS, DAug, SDAug, create_augment
 from fairforge.perturb.distance import far_degrade
-from fairforge.perturb.suites import DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, SUITES, suite
+from fairforge.perturb.suites import (DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, SUITES,
+                                      VIDEO_SUITE, suite)
+from fairforge.perturb.variants import (
+    CLEAN, apply_variant, available, check_variant, is_video_variant, op_for_variant,
+    parse_variant, unavailable_reason, variant_name, variants_of, video_variant_pattern)
 
 __all__ = [
-    "CLEAN", "DAug", "DEFAULT_SUITE", "DF_SUITE", "DISTANCE_SUITE", "InvalidImage",
-    "InvalidLevel", "Operation", "OperationUnavailable", "PerturbationError", "SDAug",
-    "SUITES", "UnknownOperation", "VideoOnlyOperation", "apply_variant", "available",
-    "check_image", "create_augment", "create_op", "far_degrade", "get_op_class", "list_ops",
-    "op_for_variant", "parse_variant", "register", "suite", "unavailable_reason",
-    "variants_of",
+    "AUGMENTATIONS", "CLEAN", "DAug", "DEFAULT_SUITE", "DF_SUITE", "DISTANCE_SUITE",
+    "InvalidImage", "InvalidLevel", "OPERATIONS", "Operation", "OperationUnavailable",
+    "PerturbationError", "SDAug", "SUITES", "VIDEO_SUITE",
+    "VideoOnlyOperation", "VideoOperation", "apply_variant", "available", "check_image",
+    "check_variant", "create_augment", "create_op", "far_degrade", "get_op_class",
+    "is_video_variant", "list_ops", "op_for_variant", "parse_variant", "register", "suite",
+    "unavailable_reason", "variant_name", "variants_of", "video_variant_pattern",
 ]

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from fairforge.perturb.base import check_image
 from fairforge.perturb.ops import add_gaussian_noise, gray_mean, jpeg_roundtrip, lut
-from fairforge.perturb.registry import check_image
+from fairforge.registry import Registry
 from fairforge.seeding import rng_for
+
+AUGMENTATIONS: Registry[type["Augmentation"]] = Registry("augmentation")
 
 ENHANCE_KINDS = ("brightness", "contrast")
 SMOOTH_KINDS = ("gaussian", "average")
@@ -72,7 +75,9 @@ def apply_plan(image: np.ndarray, plan: AugmentPlan, rng: np.random.Generator) -
     return image
 
 
-class _Augment:
+class Augmentation:
+    """A training-time transform; subclasses draw an :class:`AugmentPlan` in :meth:`plan`."""
+
     name = ""
 
     def __init__(self, seed: int = 0):
@@ -98,14 +103,16 @@ class _Augment:
         return f"{type(self).__name__}({fields})"
 
 
-class NoAugment(_Augment):
+@AUGMENTATIONS.register("none")
+class NoAugment(Augmentation):
     name = "none"
 
     def plan(self, rng):
         return AugmentPlan()
 
 
-class SDAug(_Augment):
+@AUGMENTATIONS.register("sdaug")
+class SDAug(Augmentation):
     """Stochastic degradation augmentation: each step fires independently."""
 
     name = "sdaug"
@@ -143,7 +150,8 @@ class SDAug(_Augment):
             jpeg_quality=quality if fires[3] else None)
 
 
-class DAug(_Augment):
+@AUGMENTATIONS.register("daug")
+class DAug(Augmentation):
     """Deterministic-strength degradation augmentation: every step fires at mid strength.
 
     Only the kinds (brightness or contrast, Gaussian or average blur) are still drawn, 50/50.
@@ -167,12 +175,7 @@ class DAug(_Augment):
                            noise_sigma=self.sigma, jpeg_quality=self.quality)
 
 
-AUGMENTS: dict[str, type[_Augment]] = {"none": NoAugment, "sdaug": SDAug, "daug": DAug}
-
-
-def create_augment(name: str | None, **kwargs) -> _Augment:
-    """``'none'`` (or ``None``), ``'sdaug'`` or ``'daug'``, as named in a training config."""
-    key = "none" if name is None else str(name).lower()
-    if key not in AUGMENTS:
-        raise ValueError(f"unknown augmentation {name!r}; known: {sorted(AUGMENTS)}")
-    return AUGMENTS[key](**kwargs)
+def create_augment(name: str | None, **kwargs) -> Augmentation:
+    """``'none'`` (or ``None``), ``'sdaug'`` or ``'daug'``, as named in a training config
+    (any case); an unknown name raises :class:`~fairforge.registry.UnknownName`."""
+    return AUGMENTATIONS.create("none" if name is None else str(name).lower(), **kwargs)

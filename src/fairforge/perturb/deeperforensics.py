@@ -1,8 +1,7 @@
 """The DeeperForensics-1.0 perturbation suite (docs/perturbations.md section 3), levels 1..5.
 
 Follows the reference implementation (colour work in YCbCr normalised to [0, 1]).
-``df_video_compression`` is registered so that variant lists and reports can name it, but
-it needs a video file and refuses images.
+``df_video_compression`` needs a video file: it is a video operation (video_ops.py).
 """
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import cv2
 import numpy as np
 
 from fairforge.perturb.ops import gaussian_blur, to_uint8
-from fairforge.perturb.registry import Operation, VideoOnlyOperation, register
+from fairforge.perturb.base import Operation, register
 
 # df_block places 8x8 blocks on the reference side; other sizes scale the block side so that
 # the covered fraction of the image does not depend on resolution.
@@ -106,17 +105,3 @@ class DfPixelate(Operation):
                            interpolation=cv2.INTER_AREA)
         return cv2.resize(small, (w, h), interpolation=cv2.INTER_NEAREST)
 
-
-@register
-class DfVideoCompression(Operation):
-    name = "df_video_compression"
-    category = "video"
-    levels = (30, 32, 35, 38, 40)  # the level is the H.264 CRF
-
-    def apply(self, image, rng):
-        raise VideoOnlyOperation(
-            f"{self.variant} is a video operation (H.264 CRF {self.level} via ffmpeg); it "
-            "applies to video files in the video pipeline, not to single images")
-
-    def __call__(self, image, rng):
-        return self.apply(image, rng)

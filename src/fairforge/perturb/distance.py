@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from fairforge.perturb.ops import WEIGHTS_DIR, jpeg_roundtrip, to_uint8
-from fairforge.perturb.registry import (
+from fairforge.perturb.base import (
     InvalidLevel, Operation, OperationUnavailable, check_image, register)
 
 
@@ -137,6 +137,7 @@ class FarLearned(Operation):
                 self.weights)
 
     def apply(self, image, rng):
+        # Imported on first use: torch (see ops.LearnedCompression.apply).
         from fairforge.perturb.learned_degradation import apply_generator, cached_generator
 
         self.check_available()

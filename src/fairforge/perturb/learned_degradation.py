@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
 from fairforge.images import ImageError, read_image, write_image
-from fairforge.perturb.registry import OperationUnavailable, check_image
+from fairforge.perturb.base import OperationUnavailable, check_image
 from fairforge.seeding import derive_seed, rng_for
 
 HIGH_SIZE = 64

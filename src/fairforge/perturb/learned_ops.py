@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.perturb.registry import OperationUnavailable
+from fairforge.perturb.base import OperationUnavailable
+
 
 def load_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     path = Path(path)

@@ -14,8 +14,7 @@ from typing import ClassVar
 import cv2
 import numpy as np
 
-from fairforge.perturb.registry import (
-    Operation, OperationUnavailable, PerturbationError, register)
+from fairforge.perturb.base import Operation, OperationUnavailable, PerturbationError, register
 
 
 # Relative to the working directory (the workflow root) unless the config gives a path.
@@ -174,6 +173,8 @@ class LearnedCompression(Operation):
                 self.weights)
 
     def apply(self, image, rng):
+        # Imported on first use: the module loads torch (about 2 s), and importing
+        # fairforge.perturb must stay cheap (the Snakefile does it on every parse).
         from fairforge.perturb.learned_ops import load_codec, run_codec
 
         self.check_available()
@@ -227,6 +228,7 @@ class Denoise(Operation):
             bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
             out = cv2.fastNlMeansDenoisingColored(bgr, None, h, h, 7, 21)
             return cv2.cvtColor(out, cv2.COLOR_BGR2RGB)
+        # Imported on first use: torch (see LearnedCompression.apply).
         from fairforge.perturb.learned_ops import load_dncnn, run_dncnn
 
         self.check_available()
@@ -282,12 +284,11 @@ class Grayscale(Operation):
 
 class Combination(Operation):
     category = "combination"
-    parts: ClassVar[tuple[str, ...]] = ()
+    parts: ClassVar[tuple[type[Operation], ...]] = ()
 
     def __init__(self, level: int):
         super().__init__(level)
-        self.steps = [cls(cls.levels[self.level - 1]) for cls in map(_PART_CLASSES.get,
-                                                                     self.parts)]
+        self.steps = [cls(cls.levels[self.level - 1]) for cls in self.parts]
 
     def apply(self, image, rng):
         for step in self.steps:
@@ -295,25 +296,19 @@ class Combination(Operation):
         return image
 
 
-_PART_CLASSES: dict[str, type[Operation]] = {
-    "jpeg": Jpeg, "gaussian_noise": GaussianNoise, "noise": GaussianNoise,
-    "blur": GaussianBlur, "resize": Resize,
-}
-
-
 @register
 class JpegNoise(Combination):
     name = "jpeg+gaussian_noise"
-    parts = ("jpeg", "gaussian_noise")
+    parts = (Jpeg, GaussianNoise)
 
 
 @register
 class BlurJpeg(Combination):
     name = "blur+jpeg"
-    parts = ("blur", "jpeg")
+    parts = (GaussianBlur, Jpeg)
 
 
 @register
 class ResizeNoiseJpeg(Combination):
     name = "resize+noise+jpeg"
-    parts = ("resize", "noise", "jpeg")
+    parts = (Resize, GaussianNoise, Jpeg)

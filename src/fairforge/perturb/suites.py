@@ -1,7 +1,7 @@
-"""Default variant lists, as data: every op at each of its levels, mildest first."""
+"""Named variant lists, as data: every op of a suite at each of its levels, mildest first."""
 from __future__ import annotations
 
-from fairforge.perturb.registry import CLEAN, variants_of
+from fairforge.perturb.variants import CLEAN, variants_of
 
 ASSESSMENT_OPS = (
     "gaussian_noise", "poisson_gaussian_noise", "resize", "jpeg", "learned_compression",
@@ -10,17 +10,23 @@ ASSESSMENT_OPS = (
 )
 DF_IMAGE_OPS = ("df_saturation", "df_contrast", "df_block", "df_noise", "df_blur",
                 "df_pixelate")
+# The order of the table in video_ops.py.
+VIDEO_OPS = ("vid_h264", "df_video_compression", "vid_hflip", "vid_vflip", "vid_vintage",
+             "vid_grayscale", "vid_lighten", "vid_darken", "vid_contrast", "vid_noise",
+             "vid_scale", "vid_stretch")
 
 # learned_compression stays in the default suite: without weights its variants are reported
-# as unavailable (registry.unavailable_reason), never silently dropped.
+# as unavailable (variants.unavailable_reason), never silently dropped.
 DEFAULT_SUITE: list[str] = [v for op in ASSESSMENT_OPS for v in variants_of(op)]
 DF_SUITE: list[str] = [v for op in DF_IMAGE_OPS for v in variants_of(op)]
 DISTANCE_SUITE: list[str] = variants_of("far")
+VIDEO_SUITE: list[str] = [v for op in VIDEO_OPS for v in variants_of(op)]
 
 SUITES: dict[str, list[str]] = {
     "default": DEFAULT_SUITE,
     "deeperforensics": DF_SUITE,
     "distance": DISTANCE_SUITE,
+    "video": VIDEO_SUITE,
 }
 
 

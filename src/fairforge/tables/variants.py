@@ -10,9 +10,9 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fairforge.perturb import (CLEAN, PerturbationError, UnknownOperation, get_op_class,
-                               list_ops, parse_variant, unavailable_reason)
-from fairforge.video.ops import get_video_op
+from fairforge.perturb import (CLEAN, OPERATIONS, PerturbationError, parse_variant,
+                               unavailable_reason)
+from fairforge.registry import UnknownName
 
 # The variant FairFD Table 6 compares with ``clean``.
 GRAYSCALE = "grayscale@1"
@@ -26,39 +26,21 @@ def has_video_pipeline() -> bool:
 def describe_variant(variant: str) -> dict:
     """Operation, level, severity rank (1 = mildest) and category of a variant.
 
-    ``clean`` has category ``clean`` and severity 0. An operation the image registry does not
-    know is a video operation when the video pipeline exists (category ``video``), else
-    ``other``; its severity is its rank among the levels seen (filled in by the tables).
+    ``clean`` has category ``clean`` and severity 0. Video operations share the category
+    ``video``. An operation nobody registered is ``video`` when the video pipeline exists,
+    else ``other``; its severity is its rank among the levels seen (filled in by the tables).
     """
     if variant == CLEAN:
         return {"variant": variant, "operation": CLEAN, "level": 0, "severity": 0,
                 "category": CLEAN}
     name, level = parse_variant(variant)
-    try:
-        cls = get_op_class(name)
-    except UnknownOperation:
-        levels = _video_op_levels(name)
-        return {"variant": variant, "operation": name, "level": level,
-                "severity": levels.index(level) + 1 if level in levels else np.nan,
+    if name not in OPERATIONS:
+        return {"variant": variant, "operation": name, "level": level, "severity": np.nan,
                 "category": "video" if has_video_pipeline() else "other"}
-    severity = cls.levels.index(level) + 1 if level in cls.levels else np.nan
+    meta = OPERATIONS.metadata(name)
+    severity = meta["levels"].index(level) + 1 if level in meta["levels"] else np.nan
     return {"variant": variant, "operation": name, "level": level, "severity": severity,
-            "category": cls.category}
-
-
-def _video_op(name: str):
-    """The video pipeline's operation ``name``; None when it or the pipeline is missing."""
-    if not has_video_pipeline():
-        return None
-    try:
-        return get_video_op(name)
-    except UnknownOperation:
-        return None
-
-
-def _video_op_levels(name: str) -> tuple[int, ...]:
-    op = _video_op(name)
-    return tuple(op.levels) if op is not None else ()
+            "category": "video" if meta["kind"] == "video" else meta["category"]}
 
 
 def variant_sort_key(variant: str) -> tuple:
@@ -79,27 +61,15 @@ def sorted_variants(variants: Iterable[str]) -> list[str]:
 
 def variant_unavailable_reason(variant: str,
                                options: Mapping[str, Mapping] | None = None) -> str | None:
-    """Why a configured variant cannot be evaluated, or None.
-
-    Beyond :func:`fairforge.perturb.unavailable_reason` (missing weights), video operations
-    need the video pipeline. Malformed variants and invalid levels still raise: they are
+    """Why a configured variant cannot be evaluated, or None
+    (:func:`fairforge.perturb.variants.unavailable_reason`); an unknown operation is
+    reported, not raised. Malformed variants and invalid levels still raise: they are
     configuration errors.
     """
-    if variant == CLEAN:
-        return None
-    info = describe_variant(variant)
-    if info["category"] in ("video", "other"):
-        if not has_video_pipeline():
-            return (f"{variant} is not an image operation and the video pipeline "
-                    "(fairforge.video) is not installed")
-        if _video_op(info["operation"]) is None and info["operation"] not in _image_ops():
-            return f"unknown operation {info['operation']!r} (neither an image nor a video operation)"
-        return None
-    return unavailable_reason(variant, options)
-
-
-def _image_ops() -> set[str]:
-    return set(list_ops())
+    try:
+        return unavailable_reason(variant, options)
+    except UnknownName as err:
+        return str(err)
 
 
 def split_variants(variants: Iterable[str], options: Mapping[str, Mapping] | None = None

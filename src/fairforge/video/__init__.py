@@ -3,7 +3,8 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 
 - :mod:`.ffmpeg`: ``write_video``, ``read_video``, ``probe_video`` with imageio-ffmpeg's
   binary driven by ffmpeg-python; ``VideoError`` is a per-video failure reason.
-- :mod:`.ops`: the video variants (``vid_h264@40``, ``vid_hflip@1``, ...), ``apply_video_op``.
+- :mod:`.ops`: ``apply_video_op`` runs a video variant (``vid_h264@40``, ``vid_hflip@1``, ...;
+  the operations are registered in :mod:`fairforge.perturb.video_ops`) on a file.
 - :mod:`.clips`: ``synthetic_videos``, the synthetic world as talking H.264 clips.
 - :mod:`.frames`: evenly spaced frames as a frame-level sources listing; adapters
   ``synthetic_video`` and ``video`` (registered on import).
@@ -13,9 +14,8 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 from fairforge.video.ffmpeg import (FFmpegNotFound, VideoError, VideoInfo, evenly_spaced,
                                     ffmpeg_exe, probe_video, read_sampled, read_video,
                                     write_video)
-from fairforge.video.ops import (VIDEO_OPS, VIDEO_SUITE, VideoOp, apply_video_op,
-                                 cached_video_op, get_video_op, is_video_variant,
-                                 list_video_ops, video_variant_pattern, video_variants)
+from fairforge.video.ops import (VIDEO_SUITE, apply_video_op, cached_video_op,
+                                 is_video_variant, video_op_for, video_variant_pattern)
 from fairforge.video.clips import render_clip, synthetic_videos
 from fairforge.video.frames import (extract_frames, frame_image_id, frame_listing,
                                     planned_frame_count, with_video_columns)
@@ -25,11 +25,12 @@ from fairforge.video.variants import (clip_keys, degrade_clip, loading_variant,
                                       video_variant_samples)
 
 __all__ = [
-    "FFmpegNotFound", "VIDEO_OPS", "VIDEO_SUITE", "VideoError", "VideoInfo", "VideoOp",
+    "FFmpegNotFound", "VIDEO_SUITE", "VideoError", "VideoInfo",
     "apply_video_op", "cached_video_op", "clip_keys", "degrade_clip", "evenly_spaced",
-    "extract_frames", "ffmpeg_exe", "frame_image_id", "frame_listing", "get_video_op",
-    "has_videos", "is_video_variant", "list_video_ops", "loading_variant",
+    "extract_frames", "ffmpeg_exe", "frame_image_id", "frame_listing",
+    "has_videos", "is_video_variant", "loading_variant",
     "planned_frame_count", "predict_samples_path", "probe_video", "read_sampled",
-    "read_video", "render_clip", "shard_clip_samples", "synthetic_videos", "video_pairs", "video_variant_pattern",
-    "video_variant_samples", "video_variants", "with_video_columns", "write_video",
+    "read_video", "render_clip", "shard_clip_samples", "synthetic_videos", "video_op_for",
+    "video_pairs", "video_variant_pattern", "video_variant_samples", "with_video_columns",
+    "write_video",
 ]

@@ -29,7 +29,8 @@ import pandas as pd
 from fairforge.images import ImageError, read_image, write_image
 from fairforge.video.ffmpeg import (DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video,
                                     write_video)
-from fairforge.video.ops import cached_video_op, is_video_variant, video_op_for
+from fairforge.perturb.variants import CLEAN, is_video_variant
+from fairforge.video.ops import cached_video_op, video_op_for
 from fairforge.workflow import RESULTS
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ def predict_samples_path(dataset: str, variant: str, results: str = RESULTS) -> 
 
 def loading_variant(variant: str) -> str:
     """The variant a data loader applies: ``clean`` for video variants (already applied)."""
-    return "clean" if is_video_variant(variant) else variant
+    return CLEAN if is_video_variant(variant) else variant
 
 
 def clip_keys(samples: pd.DataFrame) -> pd.Series:
@@ -106,7 +107,7 @@ def degrade_clip(frames: np.ndarray, variant: str, cache_dir: str | Path, *,
     Geometry-keeping ops return frames of the input size (H.264 padding removed); scaling
     ops return their own size. Raises VideoError when the frame count changes.
     """
-    op, _ = video_op_for(variant)
+    op = video_op_for(variant)
     cache_dir = Path(cache_dir)
     clean = cache_dir / "clean" / f"{frames_digest(frames)}{LOSSLESS_SUFFIX}"
     if not clean.is_file():

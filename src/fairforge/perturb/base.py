@@ -1,0 +1,172 @@
+"""The operation model: one :class:`Operation` base class for image and video operations,
+the ``OPERATIONS`` registry, and the errors of the perturbation stage.
+
+An operation is a small class (albumentations style) built for one severity level::
+
+    op = create_op("jpeg", level=60)
+    out = op(image, rng)            # uint8 RGB HxWx3 in, same shape and dtype out
+
+Image operations (``kind="image"``) implement :meth:`Operation.apply` on one image. Video
+operations (``kind="video"``, :class:`VideoOperation`) describe an ffmpeg filter chain and
+encoding that :mod:`fairforge.video.ops` runs on whole clips; called on an image they raise
+:class:`VideoOnlyOperation`. Variant names (``{op}@{level}``) and whether a variant can run
+here are the business of :mod:`fairforge.perturb.variants`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fairforge.registry import Registry
+
+OPERATIONS: Registry[type["Operation"]] = Registry("operation")
+
+KINDS = ("image", "video")
+
+
+class PerturbationError(ValueError):
+    """A perturbation that cannot be built or applied; the message names what is wrong."""
+
+
+class InvalidLevel(PerturbationError):
+    pass
+
+
+class InvalidImage(PerturbationError):
+    pass
+
+
+class OperationUnavailable(PerturbationError):
+    """The op exists but lacks what it needs (weights). ``path`` is the file it expected."""
+
+    def __init__(self, message: str, path: str | Path | None = None):
+        super().__init__(message)
+        self.path = None if path is None else Path(path)
+
+
+class VideoOnlyOperation(PerturbationError):
+    pass
+
+
+def check_image(image: np.ndarray, where: str = "image") -> np.ndarray:
+    """Raise :class:`InvalidImage` unless ``image`` is a non-empty uint8 HxWx3 array."""
+    if not isinstance(image, np.ndarray):
+        raise InvalidImage(f"{where}: expected a numpy array, got {type(image).__name__}")
+    if image.dtype != np.uint8:
+        raise InvalidImage(f"{where}: expected uint8 pixels, got {image.dtype}")
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise InvalidImage(f"{where}: expected an RGB HxWx3 array, got shape {image.shape}")
+    if image.shape[0] < 2 or image.shape[1] < 2:
+        raise InvalidImage(f"{where}: image too small {image.shape[:2]}")
+    return image
+
+
+class Operation:
+    """One operation at one severity level.
+
+    Subclasses set ``name``, ``category``, ``levels`` and ``params`` (the parameter of each
+    level, aligned with ``levels``) and implement :meth:`apply`. ``self.param`` is the
+    parameter of the chosen level (the level itself when ``params`` is empty).
+    """
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = "image"
+    category: ClassVar[str] = ""
+    levels: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5)
+    params: ClassVar[tuple[Any, ...]] = ()
+
+    def __init__(self, level: int):
+        if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
+            raise InvalidLevel(f"{self.name}: level must be an integer, got {level!r}")
+        if int(level) not in self.levels:
+            raise InvalidLevel(
+                f"{self.name}: level {level} is not one of {list(self.levels)}")
+        self.level = int(level)
+        self.param = self.params[self.levels.index(self.level)] if self.params else self.level
+
+    def check_available(self) -> None:
+        """Raise :class:`OperationUnavailable` when the op cannot run (missing weights)."""
+
+    def __call__(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        check_image(image, f"{self.name}@{self.level} input")
+        out = self.apply(image, rng)
+        if out.shape != image.shape or out.dtype != np.uint8:
+            raise AssertionError(f"{self.name} returned {out.dtype} {out.shape}")
+        return out
+
+    def apply(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(level={self.level}, param={self.param!r})"
+
+
+# An ffmpeg filter: (filter name, positional args, keyword args).
+Filter = tuple[str, tuple, dict]
+
+
+class VideoOperation(Operation):
+    """An operation on whole clips through ffmpeg: a filter chain and an encoding.
+
+    ``compression``: the output is H.264 at CRF = the level; otherwise the output is
+    lossless. ``keeps_size``: decoded frames have the input's size (flips, colour, noise).
+    """
+
+    kind: ClassVar[str] = "video"
+    compression: ClassVar[bool] = False
+    keeps_size: ClassVar[bool] = True
+    description: ClassVar[str] = ""
+
+    def filters(self, seed: int) -> list[Filter]:
+        """The ffmpeg filter chain; ``seed`` drives random filters (temporal noise)."""
+        return []
+
+    def __call__(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.apply(image, rng)
+
+    def apply(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        raise VideoOnlyOperation(
+            f"{self.name}@{self.level} is a video operation ({self.description}, via ffmpeg); "
+            "it applies to video files in the video pipeline, not to single images")
+
+
+def register(cls: type[Operation]) -> type[Operation]:
+    """Class decorator adding an op to ``OPERATIONS`` under ``cls.name``."""
+    if not cls.name or not cls.category:
+        raise TypeError(f"{cls.__name__} needs a name and a category")
+    if cls.kind not in KINDS:
+        raise TypeError(f"{cls.name}: kind {cls.kind!r} is not one of {KINDS}")
+    if cls.params and len(cls.params) != len(cls.levels):
+        raise TypeError(f"{cls.name}: params and levels differ in length")
+    return OPERATIONS.register(cls.name, cls, kind=cls.kind, category=cls.category,
+                               levels=tuple(cls.levels))
+
+
+def get_op_class(name: str) -> type[Operation]:
+    return OPERATIONS.get(name)
+
+
+def list_ops(category: str | None = None, kind: str | None = None) -> list[str]:
+    """Registered op names (sorted), optionally of one category and/or kind."""
+    where = {k: v for k, v in (("category", category), ("kind", kind)) if v is not None}
+    return OPERATIONS.names(**where)
+
+
+def create_op(name: str, level: int, **options: Any) -> Operation:
+    """Build op ``name`` at ``level``; ``options`` go to ops that take them (weights paths).
+
+    Raises :class:`~fairforge.registry.UnknownName`, :class:`InvalidLevel`, or
+    :class:`OperationUnavailable` when the op's weights are missing.
+    """
+    cls = get_op_class(name)
+    try:
+        op = cls(level, **options)
+    except TypeError as err:
+        if options and "argument" in str(err):
+            raise PerturbationError(
+                f"{name}: unsupported option(s) {sorted(options)}") from None
+        raise
+    op.check_available()
+    return op
