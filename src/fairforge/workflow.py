@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from fairforge.sources.synthetic import synthetic_options as synthetic_world_options
+
 RESULTS = "results"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
-SYNTHETIC_DEFAULTS = {"subjects_per_group": 8, "images_per_subject": 10, "size": 400,
-                      "tones": ["tone1", "tone2", "tone3", "tone4"],
-                      "genders": ["female", "male"]}
 
 
 def synthetic_options(dataset_cfg: dict) -> dict:
-    return {**SYNTHETIC_DEFAULTS, **dataset_cfg.get("options", {})}
+    return synthetic_world_options(dataset_cfg.get("options", {}))
 
 
 def dataset_root(name: str, dataset_cfg: dict) -> Path:
