@@ -30,7 +30,7 @@ from fairforge.images import ImageError, read_image, write_image
 from fairforge.video.ffmpeg import (DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video,
                                     write_video)
 from fairforge.video.ops import cached_video_op, is_video_variant, video_op_for
-from fairforge.workflow import RESULTS
+from fairforge.paths import RESULTS
 
 log = logging.getLogger(__name__)
 
