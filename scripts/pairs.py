@@ -1,6 +1,6 @@
 from fairforge.manifest import columns_in, read_manifest, write_manifest
 from fairforge.pairs import make_pairs
-from fairforge.sources.adapters import VIDEO_COLUMNS
+from fairforge.sources import VIDEO_COLUMNS
 from fairforge.video import has_videos, video_pairs
 from fairforge.workflow import SOURCE_META, faces_with_attributes, logged
 
