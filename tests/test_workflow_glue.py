@@ -7,8 +7,16 @@ import pytest
 from fairforge.config import validate_config
 from fairforge.registry import UnknownName
 from fairforge.sources import get_adapter
-from fairforge.workflow import (RESULTS, count_source_items, dataset_root, detector_settings,
-                                faces_with_attributes, shard_ids, shard_slice, train_dataset)
+from fairforge.workflow import (
+    RESULTS,
+    count_source_items,
+    dataset_root,
+    detector_settings,
+    faces_with_attributes,
+    shard_ids,
+    shard_slice,
+    train_dataset,
+)
 
 
 def test_shards_cover_every_row_once():
