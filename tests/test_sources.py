@@ -154,6 +154,7 @@ def test_every_adapter_is_registered_with_its_hooks():
         adapter = get_adapter(name)
         assert isinstance(adapter, SourceAdapter) and adapter.default_group_by
         assert type(adapter).list is not SourceAdapter.list, name
+    assert [n for n in ADAPTERS if get_adapter(n).synthetic] == ["synthetic", "synthetic_video"]
 
 
 # -------------------------------------------------------------------------------- utkface

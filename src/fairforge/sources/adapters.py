@@ -316,6 +316,7 @@ class Synthetic(SourceAdapter):
 
     default_group_by = ("tone", "gender")
     writes_images = True
+    synthetic = True
 
     def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
         return Path(results_dir) / name / SYNTHETIC_SUBDIR

@@ -46,6 +46,8 @@ class SourceAdapter:
     # The adapter writes its images (rendered or decoded) under the root it is given, so the
     # root need not exist before listing.
     writes_images: ClassVar[bool] = False
+    # Its faces are invented by the renderer, not photographs of people (the report says so).
+    synthetic: ClassVar[bool] = False
 
     def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
         """The folder that the listed paths are relative to."""

@@ -166,6 +166,7 @@ class SyntheticVideo(VideoSource):
     (options over :data:`SYNTHETIC_VIDEO_DEFAULTS`, plus ``workers``)."""
 
     default_group_by = ("tone", "gender")
+    synthetic = True
 
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         """Clips x min(frames_per_video, seconds x fps)."""
