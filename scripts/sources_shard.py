@@ -1,13 +1,12 @@
 from fairforge.manifest import write_manifest
-from fairforge.sources import inspect_sources
-from fairforge.sources.synthetic import render_listed
-from fairforge.workflow import logged, read_shard, synthetic_options
+from fairforge.sources import get_adapter, inspect_sources
+from fairforge.workflow import logged, read_shard
 
 with logged(snakemake.log[0]):
     p = snakemake.params
     rows = read_shard(snakemake.input[0], snakemake.wildcards.shard, p.shard_size)
-    if p.dataset["adapter"] == "synthetic":
-        render_listed(rows, p.root, seed=p.seed, **synthetic_options(p.dataset))
+    get_adapter(p.dataset["adapter"]).prepare_shard(
+        rows, p.root, seed=p.seed, name=snakemake.wildcards.dataset, dataset_cfg=p.dataset)
     sources = inspect_sources(rows, p.root, workers=snakemake.threads)
     write_manifest(sources, snakemake.output[0], contract="sources")
     print(f"{len(sources)} source images, {int((~sources['ok']).sum())} unusable")

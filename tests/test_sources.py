@@ -10,14 +10,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import fairforge.video  # noqa: F401  (registers the video adapters)
 from fairforge.manifest import check_columns, write_manifest
+from fairforge.registry import DuplicateName, UnknownName
 from fairforge.sources import (
+    ADAPTERS,
     SOURCE_COLUMNS,
+    SourceAdapter,
     SourceError,
     SplitError,
     assign_subject_splits,
     build_sources,
     diveface_group,
+    get_adapter,
     list_adapters,
     parse_utkface_name,
     split_by_subject,
@@ -129,8 +134,27 @@ def test_group_by_unknown_attribute_is_named(rfw_root: Path):
 
 def test_unknown_adapter_lists_known():
     assert {"rfw", "utkface", "fairface", "diveface", "csv", "synthetic"} <= set(list_adapters())
-    with pytest.raises(SourceError, match="available"):
+    with pytest.raises(UnknownName, match="valid: csv, diveface"):
         build_sources("celeba", ".", "x")
+
+
+def test_adapter_names_are_unique():
+    class Other(SourceAdapter):
+        pass
+
+    with pytest.raises(DuplicateName, match="'rfw'"):
+        ADAPTERS.register("rfw", Other)
+    assert ADAPTERS.get("rfw") is not Other
+
+
+def test_every_adapter_is_registered_with_its_hooks():
+    assert set(ADAPTERS.names()) == {"csv", "diveface", "fairface", "rfw", "synthetic",
+                                     "synthetic_video", "utkface", "video"}
+    for name in ADAPTERS:
+        adapter = get_adapter(name)
+        assert isinstance(adapter, SourceAdapter) and adapter.default_group_by
+        assert type(adapter).list is not SourceAdapter.list, name
+    assert [n for n in ADAPTERS if get_adapter(n).synthetic] == ["synthetic", "synthetic_video"]
 
 
 # -------------------------------------------------------------------------------- utkface
@@ -201,6 +225,10 @@ def test_fairface_adapter(tmp_path: Path):
     only_val = build_sources("fairface", root, "ff", labels=["fairface_label_val.csv"],
                              split_fractions={"test": 1.0})
     assert len(only_val) == 6 and set(only_val["split"]) == {"test"}
+    # One name, as the config documents it (`options: {labels: fairface_label_val.csv}`).
+    one_name = build_sources("fairface", root, "ff", labels="fairface_label_val.csv",
+                             split_fractions={"test": 1.0})
+    assert one_name.equals(only_val)
 
 
 def test_fairface_missing_column_is_named(tmp_path: Path):

@@ -1,11 +1,22 @@
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from fairforge.config import validate_config
-from fairforge.workflow import (count_source_items, detector_settings, faces_with_attributes,
-                                shard_ids, shard_slice, train_dataset)
+from fairforge.registry import UnknownName
+from fairforge.sources import get_adapter
+from fairforge.workflow import (
+    RESULTS,
+    count_source_items,
+    dataset_root,
+    detector_settings,
+    faces_with_attributes,
+    shard_ids,
+    shard_slice,
+    train_dataset,
+)
 
 
 def test_shards_cover_every_row_once():
@@ -30,6 +41,53 @@ def test_source_counts_without_decoding(tmp_path):
     assert count_source_items("r", {"adapter": "rfw", "root": str(tmp_path / "rfw")}) == 3
     with pytest.raises(FileNotFoundError, match="datasets.r.root"):
         count_source_items("r", {"adapter": "rfw", "root": str(tmp_path / "absent")})
+
+
+def test_csv_dataset_in_both_documented_forms(tmp_path):
+    folder = tmp_path / "my_faces"
+    folder.mkdir()
+    (folder / "labels.csv").write_text("path,subject_id,group\n"
+                                       + "".join(f"x{i}.jpg,s{i},g\n" for i in range(5)))
+    as_file = {"adapter": "csv", "root": str(folder / "labels.csv")}
+    as_folder = {"adapter": "csv", "root": str(folder), "options": {"table": "labels.csv"}}
+    for cfg in (as_file, as_folder):
+        assert count_source_items("mine", cfg) == 5
+        # Paths in the csv are relative to its folder; every stage reads them from there.
+        assert dataset_root("mine", cfg) == folder
+        assert get_adapter("csv").listing_options("mine", cfg) == {"table": "labels.csv"}
+    with pytest.raises(FileNotFoundError, match="options.table"):
+        count_source_items("mine", {"adapter": "csv", "root": str(folder)})
+    with pytest.raises(FileNotFoundError, match="other.csv"):
+        count_source_items("mine", {**as_folder, "options": {"table": "other.csv"}})
+    with pytest.raises(ValueError, match="folder root"):
+        count_source_items("mine", {**as_file, "options": {"table": "labels.csv"}})
+
+
+def test_every_adapter_answers_the_workflow_without_decoding(tmp_path):
+    (tmp_path / "ff").mkdir()
+    (tmp_path / "ff" / "fairface_label_val.csv").write_text(
+        "file,age,gender,race\n" + "".join(f"val/{i}.jpg,3-9,Male,White\n" for i in range(4)))
+    # The config documents one label file as a plain string.
+    fairface = {"adapter": "fairface", "root": str(tmp_path / "ff"),
+                "options": {"labels": "fairface_label_val.csv"}}
+    assert count_source_items("ff", fairface) == 4
+    assert count_source_items("ff", {"adapter": "fairface", "root": str(tmp_path / "ff")}) == 4
+    (tmp_path / "vids" / "labels.csv").parent.mkdir()
+    (tmp_path / "vids" / "labels.csv").write_text("path,subject_id,group\na.mp4,s1,g\n"
+                                                  "b.mp4,s2,g\n")
+    video = {"adapter": "video", "root": str(tmp_path / "vids"),
+             "options": {"frames_per_video": 3}}
+    assert count_source_items("v", video) == 2 * 3
+    assert dataset_root("v", video) == Path(RESULTS) / "v" / "video_source"
+    assert get_adapter("video").listing_options("v", video)["videos"] == str(tmp_path / "vids")
+    assert dataset_root("s", {"adapter": "synthetic"}) == Path(RESULTS) / "s" / "source_images"
+    assert count_source_items("s", {"adapter": "synthetic"}) == 4 * 2 * 8 * 10
+    assert count_source_items("sv", {"adapter": "synthetic_video", "options": {
+        "subjects_per_group": 1, "clips_per_subject": 1, "frames_per_video": 4}}) == 8 * 4
+    with pytest.raises(UnknownName, match="valid: csv"):
+        count_source_items("x", {"adapter": "celeba", "root": str(tmp_path)})
+    with pytest.raises(ValueError, match="'root' is required"):
+        dataset_root("r", {"adapter": "rfw"})
 
 
 def test_detector_settings_override_the_shared_protocol():

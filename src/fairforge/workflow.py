@@ -12,57 +12,21 @@ from pathlib import Path
 
 import pandas as pd
 
-RESULTS = "results"
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
-SYNTHETIC_DEFAULTS = {"subjects_per_group": 8, "images_per_subject": 10, "size": 400,
-                      "tones": ["tone1", "tone2", "tone3", "tone4"],
-                      "genders": ["female", "male"]}
-
-
-def synthetic_options(dataset_cfg: dict) -> dict:
-    return {**SYNTHETIC_DEFAULTS, **dataset_cfg.get("options", {})}
+# The video package registers the video adapters on ADAPTERS.
+import fairforge.video  # noqa: F401
+from fairforge.paths import RESULTS
+from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
 
 
 def dataset_root(name: str, dataset_cfg: dict) -> Path:
-    """Where a dataset's source paths are relative to (the renderer's folder for synthetic)."""
-    if dataset_cfg["adapter"] == "synthetic":
-        return Path(RESULTS) / name / "source_images"
-    if dataset_cfg["adapter"] in ("synthetic_video", "video"):
-        return Path(RESULTS) / name / "video_source"  # sampled frames are written here
-    if "root" not in dataset_cfg:
-        raise ValueError(f"config: datasets.{name}: 'root' is required for adapter "
-                         f"{dataset_cfg['adapter']!r}")
-    root = Path(dataset_cfg["root"])
-    return root.parent if dataset_cfg["adapter"] == "csv" else root
+    """Where a dataset's source paths are relative to (where rendered images are written,
+    for the adapters that write them)."""
+    return ADAPTERS.create(dataset_cfg["adapter"]).resolve_root(name, dataset_cfg, RESULTS)
 
 
 def count_source_items(name: str, dataset_cfg: dict) -> int:
-    """How many source images a dataset has, cheaply (no decoding), to plan shards."""
-    adapter = dataset_cfg["adapter"]
-    if adapter == "synthetic":
-        o = synthetic_options(dataset_cfg)
-        return (len(o["tones"]) * len(o["genders"]) * int(o["subjects_per_group"])
-                * int(o["images_per_subject"]))
-    if adapter in ("synthetic_video", "video"):
-        from fairforge.video.frames import planned_frame_count
-        options = dataset_cfg.get("options", {})
-        labels = Path(dataset_cfg.get("root", "")) / options.get("labels", "labels.csv")
-        return planned_frame_count(adapter, options, labels)
-    root = Path(dataset_cfg.get("root", ""))
-    if adapter == "csv":
-        if not root.is_file():
-            raise FileNotFoundError(f"config: datasets.{name}.root: csv not found: {root}")
-        with open(root, "rb") as fh:
-            return max(0, sum(1 for _ in fh) - 1)
-    if adapter == "fairface":
-        labels = dataset_cfg.get("options", {}).get("labels")
-        if labels:
-            with open(Path(root) / labels if not Path(labels).is_absolute() else labels,
-                      "rb") as fh:
-                return max(0, sum(1 for _ in fh) - 1)
-    if not root.is_dir():
-        raise FileNotFoundError(f"config: datasets.{name}.root: folder not found: {root}")
-    return sum(1 for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+    """At least how many source images a dataset has, cheaply (no decoding), to plan shards."""
+    return ADAPTERS.create(dataset_cfg["adapter"]).count_items(name, dataset_cfg)
 
 
 def shard_ids(n_items: int, shard_size: int) -> list[str]:

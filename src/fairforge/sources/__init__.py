@@ -1,26 +1,32 @@
 """Data sources: adapters that list a dataset's images, groups and subject-level splits.
 
 ``build_sources('rfw', root, 'rfw', group_by=['race'], split_fractions={...}, seed=0)``
-returns the sources manifest (docs/architecture.md section 2): :func:`list_sources` (labels and splits,
-files unopened) then :func:`inspect_sources` (each file's size and hash), which the workflow
-runs shard by shard. Adapters: ``list_adapters()``.
+returns the sources manifest (docs/architecture.md section 2): :func:`list_sources` (labels and
+splits, files unopened) then :func:`inspect_sources` (each file's size and hash), which the workflow
+runs shard by shard. Adapters are registered on :data:`ADAPTERS` (``list_adapters()``); the
+video adapters register when :mod:`fairforge.video` is imported, since they sample frames
+with it.
 """
-from fairforge.sources.adapters import (
-    DEFAULT_SPLIT,
-    SOURCE_COLUMNS,
+# Importing the adapters module registers the image adapters.
+from fairforge.sources.adapters import diveface_group, parse_utkface_name
+from fairforge.sources.base import (
+    ADAPTERS,
+    IMAGE_SUFFIXES,
+    SourceAdapter,
     SourceError,
-    build_sources,
-    diveface_group,
     get_adapter,
-    group_of,
     image_id_from_path,
     image_root,
+    list_adapters,
+)
+from fairforge.sources.build import (
+    DEFAULT_SPLIT,
+    SOURCE_COLUMNS,
+    build_sources,
+    group_of,
     inspect_image_file,
     inspect_sources,
-    list_adapters,
     list_sources,
-    parse_utkface_name,
-    register_adapter,
 )
 from fairforge.sources.split import (
     SPLITS,
@@ -32,11 +38,27 @@ from fairforge.sources.split import (
 )
 
 __all__ = [
-    "DEFAULT_SPLIT", "SOURCE_COLUMNS", "SPLITS", "SourceError", "SplitError",
-    "assign_subject_splits", "build_sources", "check_fractions", "diveface_group",
-    "get_adapter", "group_of", "image_id_from_path", "image_root", "inspect_image_file",
-    "inspect_sources", "list_adapters", "list_sources", "parse_utkface_name", "register_adapter", "split_by_subject",
+    "ADAPTERS",
+    "DEFAULT_SPLIT",
+    "IMAGE_SUFFIXES",
+    "SOURCE_COLUMNS",
+    "SPLITS",
+    "SourceAdapter",
+    "SourceError",
+    "SplitError",
+    "assign_subject_splits",
+    "build_sources",
+    "check_fractions",
+    "diveface_group",
+    "get_adapter",
+    "group_of",
+    "image_id_from_path",
+    "image_root",
+    "inspect_image_file",
+    "inspect_sources",
+    "list_adapters",
+    "list_sources",
+    "parse_utkface_name",
+    "split_by_subject",
     "split_counts",
 ]
-
-from fairforge.video import frames as _video_frames  # noqa: E402,F401  (registers synthetic_video, video)

@@ -8,7 +8,7 @@ subjects in its group, not on file order or sharding.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd

@@ -19,18 +19,27 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from fairforge.columns import VIDEO_LISTING_COLUMNS
 from fairforge.images import write_image
-from fairforge.sources.adapters import (SourceError, image_id_from_path,
-                                        listing_row, register_adapter, require_columns)
+from fairforge.sources.base import (
+    ADAPTERS,
+    SourceAdapter,
+    SourceError,
+    configured_root,
+    count_csv_rows,
+    image_id_from_path,
+    listing_row,
+    require_columns,
+)
 from fairforge.sources.synthetic import DEFAULT_GENDERS, DEFAULT_TONES
+from fairforge.video.clips import synthetic_videos
 from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, read_sampled
 
 DEFAULT_FRAMES_PER_VIDEO = 32
@@ -131,29 +140,61 @@ def with_video_columns(sources: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------- adapters
 
-@register_adapter("synthetic_video", default_group_by=("tone", "gender"))
-def synthetic_video(root: Path, *, seed: int = 0, subjects_per_group: int = 4,
-                    clips_per_subject: int = 2, seconds: float = 2.0,
-                    fps: float = DEFAULT_FPS, size: int = 256,
-                    tones: Sequence[str] = DEFAULT_TONES,
-                    genders: Sequence[str] = DEFAULT_GENDERS, crf: int = 18,
-                    frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
-                    workers: int | None = None) -> pd.DataFrame:
-    """Synthetic talking clips rendered into ``root/videos``, sampled into ``root/frames``."""
-    from fairforge.video.clips import synthetic_videos
+# Sampled frames are written under the workflow's results, next to the other stages.
+VIDEO_SOURCE_SUBDIR = "video_source"
 
-    root = Path(root)
-    videos = synthetic_videos(root / "videos", subjects_per_group=subjects_per_group,
-                              clips_per_subject=clips_per_subject, seed=seed, seconds=seconds,
-                              fps=fps, size=size, tones=tones, genders=genders, crf=crf)
-    table = pd.DataFrame({
-        "video_id": videos["video_id"],
-        "path": ("videos/" + videos["path"]).to_numpy(object),
-        "subject_id": videos["subject_id"],
-        "attributes": [{"tone": t, "gender": g} for t, g in zip(videos["tone"],
-                                                               videos["gender"])],
-    })
-    return frame_listing(table, root, n_frames=frames_per_video, workers=workers)
+
+class VideoSource(SourceAdapter):
+    """What the video adapters share: they write frames into the root they are given."""
+
+    writes_images = True
+
+    def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
+        return Path(results_dir) / name / VIDEO_SOURCE_SUBDIR
+
+
+SYNTHETIC_VIDEO_DEFAULTS = {"subjects_per_group": 4, "clips_per_subject": 2, "seconds": 2.0,
+                            "fps": DEFAULT_FPS, "size": 256, "tones": DEFAULT_TONES,
+                            "genders": DEFAULT_GENDERS, "crf": 18,
+                            "frames_per_video": DEFAULT_FRAMES_PER_VIDEO}
+
+
+@ADAPTERS.register("synthetic_video")
+class SyntheticVideo(VideoSource):
+    """Synthetic talking clips rendered into ``root/videos``, sampled into ``root/frames``
+    (options over :data:`SYNTHETIC_VIDEO_DEFAULTS`, plus ``workers``)."""
+
+    default_group_by = ("tone", "gender")
+    synthetic = True
+
+    def count_items(self, name: str, dataset_cfg: Mapping) -> int:
+        """Clips x min(frames_per_video, seconds x fps)."""
+        o = {**SYNTHETIC_VIDEO_DEFAULTS, **(dataset_cfg.get("options") or {})}
+        clips = (len(o["tones"]) * len(o["genders"]) * int(o["subjects_per_group"])
+                 * int(o["clips_per_subject"]))
+        per_clip = max(1, int(round(float(o["seconds"]) * float(o["fps"]))))
+        return clips * min(int(o["frames_per_video"]), per_clip)
+
+    def list(self, root: Path, *, seed: int = 0, workers: int | None = None, **options
+             ) -> pd.DataFrame:
+        unknown = sorted(set(options) - set(SYNTHETIC_VIDEO_DEFAULTS))
+        if unknown:
+            raise SourceError(f"unknown synthetic_video option(s) {unknown}; valid: "
+                              f"{sorted([*SYNTHETIC_VIDEO_DEFAULTS, 'workers'])}")
+        o = {**SYNTHETIC_VIDEO_DEFAULTS, **options}
+        root = Path(root)
+        videos = synthetic_videos(root / "videos", subjects_per_group=o["subjects_per_group"],
+                                  clips_per_subject=o["clips_per_subject"], seed=seed,
+                                  seconds=o["seconds"], fps=o["fps"], size=o["size"],
+                                  tones=o["tones"], genders=o["genders"], crf=o["crf"])
+        table = pd.DataFrame({
+            "video_id": videos["video_id"],
+            "path": ("videos/" + videos["path"]).to_numpy(object),
+            "subject_id": videos["subject_id"],
+            "attributes": [{"tone": t, "gender": g} for t, g in zip(videos["tone"],
+                                                                   videos["gender"])],
+        })
+        return frame_listing(table, root, n_frames=o["frames_per_video"], workers=workers)
 
 
 VIDEO_LABEL_COLUMNS = ("path", "subject_id")
@@ -190,42 +231,56 @@ def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.Data
                                        "reason"])
 
 
-@register_adapter("video", default_group_by=("group",))
-def video(root: Path, *, seed: int = 0, labels: str = "labels.csv",
-          videos: str | Path | None = None,
-          frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
-          workers: int | None = None) -> pd.DataFrame:
+DEFAULT_VIDEO_LABELS = "labels.csv"
+
+
+def labels_path(video_dir: str | Path, labels: str | Path = DEFAULT_VIDEO_LABELS) -> Path:
+    """The labels csv of a folder of videos: ``labels`` itself when absolute."""
+    return Path(labels) if Path(labels).is_absolute() else Path(video_dir) / labels
+
+
+@ADAPTERS.register("video")
+class LabelledVideos(VideoSource):
     """Videos listed in a labels csv, sampled into ``root/frames``.
 
-    ``videos`` is the folder of the videos and of the csv (default: ``root`` itself); a
+    ``videos`` is the folder of the videos and of the csv (default: ``root`` itself; the
+    workflow passes the config's ``root``, since ``root`` is then where frames go); a
     relative ``labels`` is looked up there. Frame paths are relative to ``root``.
     """
-    root = Path(root)
-    video_dir = Path(videos) if videos is not None else root
-    labels_path = Path(labels) if Path(labels).is_absolute() else video_dir / labels
-    table = video_table(labels_path, video_dir)
-    return frame_listing(table, root, n_frames=frames_per_video, workers=workers)
+
+    def listing_options(self, name: str, dataset_cfg: Mapping) -> dict:
+        options = super().listing_options(name, dataset_cfg)
+        if "videos" not in options:
+            options["videos"] = str(configured_root(name, dataset_cfg))
+        return options
+
+    def count_items(self, name: str, dataset_cfg: Mapping) -> int:
+        """Rows of the labels csv x frames_per_video."""
+        options = self.listing_options(name, dataset_cfg)
+        csv = labels_path(options["videos"], options.get("labels", DEFAULT_VIDEO_LABELS))
+        if not csv.is_file():
+            raise SourceError(f"video labels csv not found: {csv}")
+        n = int(options.get("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
+        return count_csv_rows(csv) * n
+
+    def list(self, root: Path, *, seed: int = 0, labels: str = DEFAULT_VIDEO_LABELS,
+             videos: str | Path | None = None,
+             frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
+             workers: int | None = None) -> pd.DataFrame:
+        root = Path(root)
+        video_dir = Path(videos) if videos is not None else root
+        table = video_table(labels_path(video_dir, labels), video_dir)
+        return frame_listing(table, root, n_frames=frames_per_video, workers=workers)
 
 
-def planned_frame_count(adapter: str, options: dict, labels_csv: str | Path | None = None
+def planned_frame_count(adapter: str, options: Mapping, labels_csv: str | Path | None = None
                         ) -> int:
-    """An upper bound on the frame rows an adapter will list, without decoding (for shards).
-
-    ``synthetic_video``: clips x min(frames_per_video, seconds x fps); ``video``: rows of
-    the labels csv x frames_per_video.
-    """
-    n = int(options.get("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
-    if adapter == "synthetic_video":
-        tones = options.get("tones", DEFAULT_TONES)
-        genders = options.get("genders", DEFAULT_GENDERS)
-        clips = (len(tones) * len(genders) * int(options.get("subjects_per_group", 4))
-                 * int(options.get("clips_per_subject", 2)))
-        per_clip = max(1, int(round(float(options.get("seconds", 2.0))
-                                    * float(options.get("fps", DEFAULT_FPS)))))
-        return clips * min(n, per_clip)
-    if adapter == "video":
-        if labels_csv is None or not Path(labels_csv).is_file():
-            raise SourceError(f"video labels csv not found: {labels_csv}")
-        with open(labels_csv, "rb") as fh:
-            return max(0, sum(1 for _ in fh) - 1) * n
-    raise SourceError(f"not a video adapter: {adapter!r}")
+    """An upper bound on the frame rows a video adapter will list, without decoding: its
+    :meth:`~fairforge.sources.base.SourceAdapter.count_items` for a dataset with these
+    ``options`` (``labels_csv``: the labels of a ``video`` dataset)."""
+    dataset_cfg = {"adapter": adapter, "options": dict(options)}
+    if labels_csv is not None:
+        dataset_cfg["root"] = str(Path(labels_csv).parent)
+        dataset_cfg["options"].update(videos=str(Path(labels_csv).parent),
+                                      labels=Path(labels_csv).name)
+    return ADAPTERS.create(adapter).count_items(adapter, dataset_cfg)

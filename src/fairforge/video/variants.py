@@ -29,9 +29,9 @@ import pandas as pd
 from fairforge.images import ImageError, read_image, write_image
 from fairforge.video.ffmpeg import (DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video,
                                     write_video)
+from fairforge.paths import RESULTS
 from fairforge.perturb.variants import CLEAN, is_video_variant
 from fairforge.video.ops import cached_video_op, video_op_for
-from fairforge.workflow import RESULTS
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,160 @@
+"""The source-adapter family: :data:`ADAPTERS` and the :class:`SourceAdapter` hooks every
+member implements, with the helpers adapters share to build a listing.
+
+An adapter owns everything the rest of the package needs to know about one kind of
+dataset, so that the workflow and the scripts call its hooks and never ask for its name:
+
+- :attr:`~SourceAdapter.default_group_by`: the attributes that form a group by default;
+- :meth:`~SourceAdapter.resolve_root`: the folder that listed paths are relative to;
+- :meth:`~SourceAdapter.count_items`: how many rows the listing will have at most, cheaply
+  (no decoding), so that the workflow can plan shards before listing;
+- :meth:`~SourceAdapter.listing_options`: the keyword arguments of :meth:`~SourceAdapter.list`
+  for a dataset block of the config;
+- :meth:`~SourceAdapter.list`: one row per image with the columns :data:`LISTING_COLUMNS`;
+- :meth:`~SourceAdapter.prepare_shard`: make one shard's files exist before they are read
+  (the synthetic world renders them there).
+
+A row whose labels cannot be read (a malformed UTKFace name) stays with ``ok=False``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import ClassVar
+
+import pandas as pd
+
+from fairforge.columns import LISTING_COLUMNS
+from fairforge.registry import Registry
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+
+
+class SourceError(ValueError):
+    """A dataset that cannot be listed as asked (layout, columns, options)."""
+
+
+class SourceAdapter:
+    """One kind of dataset. Subclasses override :meth:`list` and whichever hooks differ
+    from a dataset on disk under the configured ``root``."""
+
+    default_group_by: ClassVar[tuple[str, ...]] = ("group",)
+    # The adapter writes its images (rendered or decoded) under the root it is given, so the
+    # root need not exist before listing.
+    writes_images: ClassVar[bool] = False
+    # Its faces are invented by the renderer, not photographs of people (the report says so).
+    synthetic: ClassVar[bool] = False
+
+    def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
+        """The folder that the listed paths are relative to."""
+        return configured_root(name, dataset_cfg)
+
+    def listing_options(self, name: str, dataset_cfg: Mapping) -> dict:
+        """Keyword arguments of :meth:`list` for a dataset block of the config."""
+        return dict(dataset_cfg.get("options") or {})
+
+    def count_items(self, name: str, dataset_cfg: Mapping) -> int:
+        """An upper bound on the rows :meth:`list` returns, without decoding anything."""
+        root = configured_root(name, dataset_cfg)
+        if not root.is_dir():
+            raise FileNotFoundError(f"config: datasets.{name}.root: folder not found: {root}")
+        return len(iter_images(root))
+
+    def list(self, root: Path, *, seed: int = 0, **options) -> pd.DataFrame:
+        """One row per image (columns :data:`LISTING_COLUMNS`, paths relative to ``root``
+        or absolute)."""
+        raise NotImplementedError
+
+    def prepare_shard(self, rows: pd.DataFrame, root: Path, *, seed: int,
+                      name: str, dataset_cfg: Mapping) -> None:
+        """Make the files of ``rows`` (one shard of the listing) exist under ``root``."""
+
+
+ADAPTERS: Registry[type[SourceAdapter]] = Registry("adapter")
+
+
+def get_adapter(name: str) -> SourceAdapter:
+    """The adapter registered under ``name`` (:class:`~fairforge.registry.UnknownName` lists
+    the others)."""
+    return ADAPTERS.create(name)
+
+
+def list_adapters() -> list[str]:
+    return ADAPTERS.names()
+
+
+# --------------------------------------------------------------------------------- config
+
+def configured_root(name: str, dataset_cfg: Mapping) -> Path:
+    if not dataset_cfg.get("root"):
+        raise ValueError(f"config: datasets.{name}: 'root' is required for adapter "
+                         f"{dataset_cfg['adapter']!r}")
+    return Path(dataset_cfg["root"])
+
+
+def count_csv_rows(path: str | Path) -> int:
+    """Lines after the header: at least the records (a quoted field may span lines)."""
+    with open(path, "rb") as fh:
+        return max(0, sum(1 for _ in fh) - 1)
+
+
+def image_root(root: str | Path) -> Path:
+    """The folder that relative manifest paths start from (a csv file's folder for `csv`)."""
+    root = Path(root)
+    return root.parent if root.is_file() else root
+
+
+# --------------------------------------------------------------------------------- listing
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def image_id_from_path(rel_path: str | os.PathLike) -> str:
+    """A file-name-safe id from a relative path: folders joined by '__', image suffixes
+    dropped (UTKFace's ``.jpg.chip.jpg`` drops both), other characters mapped to '_'."""
+    p = PurePosixPath(Path(rel_path).as_posix())
+    name = p.name
+    while True:
+        stem, ext = os.path.splitext(name)
+        if ext.lower() in IMAGE_SUFFIXES or (ext.lower() == ".chip" and stem):
+            name = stem
+        else:
+            break
+    parts = [x for x in (*p.parent.parts, name) if x not in ("", ".", "/")]
+    return "__".join(_UNSAFE.sub("_", x) for x in parts)
+
+
+def is_image_file(path: Path) -> bool:
+    # Hidden files include macOS '._x.jpg' resource forks, which carry an image suffix.
+    return path.suffix.lower() in IMAGE_SUFFIXES and not path.name.startswith(".")
+
+
+def iter_images(folder: Path) -> list[Path]:
+    """Image files below ``folder``, recursively, in a fixed (sorted) order."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        found.extend(Path(dirpath) / f for f in sorted(filenames) if is_image_file(Path(f)))
+    return sorted(found)
+
+
+def subdirs(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def listing_row(image_id: str, path: str, subject_id: str, attributes: Mapping[str, object],
+                ok: bool = True, reason: str = "") -> dict:
+    return {"image_id": image_id, "path": path, "subject_id": str(subject_id),
+            "attributes": dict(attributes), "ok": bool(ok), "reason": reason}
+
+
+def listing_frame(rows: Iterable[dict]) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=list(LISTING_COLUMNS))
+
+
+def require_columns(table: pd.DataFrame, needed: Sequence[str], where: str) -> None:
+    missing = [c for c in needed if c not in table.columns]
+    if missing:
+        raise SourceError(f"{where} lacks column(s) {missing}; it has {list(table.columns)}")

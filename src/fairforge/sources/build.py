@@ -1,0 +1,153 @@
+"""The sources manifest: an adapter's listing with groups and subject-level splits
+(:func:`list_sources`, files unopened), then what each file says (:func:`inspect_sources`),
+which the workflow runs shard by shard; :func:`build_sources` does both at once.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+
+from fairforge.columns import LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
+from fairforge.images import ImageError, to_rgb_uint8
+from fairforge.sources.base import (
+    SourceError,
+    get_adapter,
+    image_root,
+    require_columns,
+)
+from fairforge.sources.split import split_by_subject
+
+DEFAULT_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
+
+
+def inspect_image_file(path: Path) -> tuple[int, int, str, bool, str]:
+    """(width, height, sha256, ok, reason) of one file, decoding it once."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0, 0, "", False, "file not found"
+    except OSError as err:
+        return 0, 0, "", False, f"unreadable file ({err.strerror or err})"
+    digest = hashlib.sha256(data).hexdigest()
+    if not data:
+        return 0, 0, digest, False, "empty file"
+    decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    if decoded is None:
+        return 0, 0, digest, False, "unreadable image"
+    try:
+        rgb = to_rgb_uint8(decoded)
+    except ImageError as err:
+        return 0, 0, digest, False, str(err)
+    return int(rgb.shape[1]), int(rgb.shape[0]), digest, True, ""
+
+
+def group_of(attributes: Mapping[str, object], group_by: Sequence[str]) -> str:
+    missing = [k for k in group_by if k not in attributes]
+    if missing:
+        raise SourceError(f"group_by attribute(s) {missing} not in the image attributes "
+                          f"{sorted(attributes)}")
+    return "_".join(str(attributes[k]) for k in group_by)
+
+
+def _json_default(value: object):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"attribute value {value!r} is not JSON serialisable")
+
+
+def build_sources(adapter: str, root: str | Path, dataset: str,
+                  group_by: Sequence[str] | None = None,
+                  split_fractions: Mapping[str, float] | None = None, seed: int = 0,
+                  workers: int | None = None, **adapter_options) -> pd.DataFrame:
+    """The sources manifest of a dataset (columns :data:`SOURCE_COLUMNS`, sorted by image_id):
+    :func:`list_sources`, then :func:`inspect_sources` on every row.
+
+    ``group_by`` lists the attributes whose values, joined by '_', form the group (default:
+    the adapter's, e.g. ``['race']`` for RFW, ``['tone', 'gender']`` for synthetic). Rows an
+    adapter could not label keep ``ok=False``, an empty group and an empty split; rows whose
+    file cannot be decoded keep their subject's split with ``ok=False`` and the reason.
+    """
+    listing = list_sources(adapter, root, dataset, group_by, split_fractions, seed,
+                           **adapter_options)
+    return inspect_sources(listing, root, workers)
+
+
+def list_sources(adapter: str, root: str | Path, dataset: str,
+                 group_by: Sequence[str] | None = None,
+                 split_fractions: Mapping[str, float] | None = None, seed: int = 0,
+                 **adapter_options) -> pd.DataFrame:
+    """Every image of a dataset with its subject, group, attributes and split, sorted by
+    image_id, without opening the files: ``ok``/``reason`` say whether the adapter could
+    label the image. :func:`inspect_sources` adds what the files say, shard by shard."""
+    source = get_adapter(adapter)
+    root = Path(root)
+    if not source.writes_images and not root.exists():
+        raise SourceError(f"dataset root not found: {root}")
+    group_by = list(group_by) if group_by else list(source.default_group_by)
+    fractions = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
+
+    listing = source.list(root, seed=seed, **adapter_options)
+    require_columns(listing, LISTING_COLUMNS, f"adapter {adapter!r} output")
+    if listing.empty:
+        raise SourceError(f"adapter {adapter!r} found no images under {root}")
+    dupes = listing["image_id"][listing["image_id"].duplicated()].unique().tolist()
+    if dupes:
+        raise SourceError(f"duplicate image ids {dupes[:5]} in {adapter!r} listing of {root}")
+
+    labelled = listing["ok"].to_numpy(bool)
+    groups = [group_of(a, group_by) if ok else ""
+              for a, ok in zip(listing["attributes"], labelled)]
+    df = pd.DataFrame({
+        "image_id": listing["image_id"].astype(str).to_numpy(object),
+        "dataset": dataset,
+        "path": listing["path"].astype(str).to_numpy(object),
+        "subject_id": listing["subject_id"].astype(str).to_numpy(object),
+        "group": np.asarray(groups, dtype=object),
+        "attributes": [json.dumps(a, sort_keys=True, default=_json_default)
+                       for a in listing["attributes"]],
+    })
+    split = np.full(len(df), "", dtype=object)
+    if labelled.any():
+        split[labelled] = split_by_subject(df[labelled], fractions, seed).to_numpy(object)
+    df["split"] = split
+    df["ok"] = labelled
+    df["reason"] = listing["reason"].astype(str).to_numpy(object)
+    for column in VIDEO_FRAME_COLUMNS:
+        if column in listing.columns:
+            df[column] = listing[column].to_numpy()
+    return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
+
+
+def inspect_sources(listing: pd.DataFrame, root: str | Path,
+                    workers: int | None = None) -> pd.DataFrame:
+    """Rows of :func:`list_sources` (all, or one shard) with each file's width, height and
+    sha256; a file that cannot be read or decoded makes its row ``ok=False`` with the reason
+    (an adapter's own reason comes first)."""
+    base = image_root(root)
+    paths = [base / p for p in listing["path"]]
+    n_workers = workers or min(8, os.cpu_count() or 1)
+    if n_workers > 1 and len(paths) > 1:
+        # Decoding and hashing release the GIL; map keeps the order.
+        with ThreadPoolExecutor(n_workers) as pool:
+            info = list(pool.map(inspect_image_file, paths))
+    else:
+        info = [inspect_image_file(p) for p in paths]
+    width, height, sha, file_ok, file_reason = zip(*info) if info else ([],) * 5
+    df = listing.copy()
+    df["width"] = np.asarray(width, dtype=np.int64)
+    df["height"] = np.asarray(height, dtype=np.int64)
+    df["sha256"] = np.asarray(sha, dtype=object)
+    labelled = listing["ok"].to_numpy(bool)
+    df["ok"] = labelled & np.asarray(file_ok, dtype=bool)
+    df["reason"] = [lr if not lok else fr
+                    for lok, lr, fr in zip(labelled, listing["reason"], file_reason)]
+    video = [c for c in VIDEO_FRAME_COLUMNS if c in listing.columns]
+    return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video]
