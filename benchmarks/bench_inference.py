@@ -100,7 +100,7 @@ def run(args) -> pd.DataFrame:
     device = pick_device(args.device)
     bf16 = device.type == "cuda" if args.bf16 is None else args.bf16
     torch.set_num_threads(max(1, args.threads))
-    names = list_detectors() if args.detectors == "all" else args.detectors.split(",")
+    names = list_detectors(kind="network") if args.detectors == "all" else args.detectors.split(",")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_inference_") as tmp:
         root = Path(tmp)

@@ -1,4 +1,4 @@
-from fairforge.detectors.external import external_predictions
+from fairforge.detector_kinds import predict
 from fairforge.inference import empty_predictions, variant_unavailable
 from fairforge.manifest import read_manifest, write_manifest
 from fairforge.workflow import logged
@@ -11,7 +11,7 @@ with logged(snakemake.log[0]):
         preds = empty_predictions()
     else:
         samples = read_manifest(snakemake.input.samples, contract="samples")
-        preds = external_predictions(snakemake.input.scores, samples, wc.detector,
-                                     variant=wc.variant, splits=p.splits)
+        preds = predict(snakemake.input.scores, samples, "results", wc.detector,
+                        variant=wc.variant, splits=p.splits, arch="external")
     write_manifest(preds, snakemake.output[0], contract="predictions")
     print(f"{len(preds)} predictions")

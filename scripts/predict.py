@@ -1,4 +1,5 @@
-from fairforge.inference import empty_predictions, predict, variant_unavailable
+from fairforge.detector_kinds import predict
+from fairforge.inference import empty_predictions, variant_unavailable
 from fairforge.manifest import read_ids, write_manifest
 from fairforge.workflow import logged, read_shard
 

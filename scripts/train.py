@@ -1,5 +1,6 @@
 from fairforge.manifest import read_manifest
-from fairforge.training import TrainConfig, import_checkpoint, train_detector
+from fairforge.detector_kinds import train_detector
+from fairforge.training import TrainConfig, import_checkpoint
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):

@@ -7,19 +7,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fairforge.detectors import create_detector, detector_entry, list_detectors
+from fairforge.detectors import DETECTORS, create_detector, detector_entry, list_detectors
 from fairforge.detectors.capsule import squash
 from fairforge.detectors.core import crop_flip_view
 from fairforge.detectors.deepfakebench import CheckpointMismatch, load_deepfakebench
 from fairforge.detectors.external import ScoreFileError, external_predictions
 from fairforge.detectors.f3net import band_mask, dct_matrix
 from fairforge.detectors.headpose import (
-    CENTRAL_FACE, HeadPoseSVM, camera_matrix, create_classical_detector, generic_face_3d,
-    headpose_predictions, list_classical_detectors, pose_difference_features,
+    CENTRAL_FACE, HeadPoseSVM, camera_matrix, generic_face_3d, headpose_predictions,
+    pose_difference_features,
 )
 from fairforge.detectors.spsl import phase_image
 from fairforge.detectors.srm import SRMFilter
-from fairforge.inference import PREDICTION_COLUMNS
+from fairforge.registry import UnknownName
+from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.metrics.detection import auc
 from fairforge.seeding import rng_for
 
@@ -47,15 +48,16 @@ def _images(n, size=SMALL, seed=0):
 
 # --- registry --------------------------------------------------------------------------------
 
-def test_the_zoo_is_registered_and_headpose_is_kept_apart():
+def test_the_zoo_is_registered_on_one_registry_by_kind():
     expected = {"xception", "meso4", "meso4inception", "capsule", "ffd", "recce", "ucf", "core",
                 "efficientnet_b4", "patch_resnet", "patch_xception", "f3net", "srm", "spsl"}
-    assert expected <= set(list_detectors())
-    assert "headpose" not in list_detectors()
-    assert list_classical_detectors() == ["headpose"]
-    assert isinstance(create_classical_detector("headpose", image_size=128), HeadPoseSVM)
-    with pytest.raises(KeyError, match="headpose"):
-        create_classical_detector("nope")
+    assert expected <= set(list_detectors(kind="network"))
+    assert list_detectors(kind="classical") == ["headpose"]
+    assert list_detectors(kind="external") == ["external"]
+    assert set(list_detectors()) == set(DETECTORS.names())
+    assert isinstance(create_detector("headpose", image_size=128), HeadPoseSVM)
+    with pytest.raises(UnknownName, match="headpose"):
+        create_detector("nope")
     assert detector_entry("ffd").needs_masks
     assert not detector_entry("xception").needs_masks
 
@@ -244,7 +246,7 @@ def test_headpose_separates_inconsistent_central_faces(tmp_path):
     x_train, y_train = _landmark_sets(120, "train")
     x_test, y_test = _landmark_sets(80, "test")
     x_test[3] = np.nan
-    detector = create_classical_detector("headpose", image_size=256).fit(x_train, y_train)
+    detector = create_detector("headpose", image_size=256).fit(x_train, y_train)
     scores = detector.predict_proba(x_test)
     assert scores.dtype == np.float32 and np.isnan(scores[3])
     keep = ~np.isnan(scores)

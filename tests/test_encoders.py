@@ -12,6 +12,7 @@ from fairforge.encoders import (EncoderError, FaceEncoder, create_encoder, list_
                                 register_encoder)
 from fairforge.encoders.trainable import (ENCODER_ARCHS, ArcFaceHead, NPCFaceHead,
                                           train_encoder)
+from fairforge.registry import DuplicateName, UnknownName
 from fairforge.seeding import rng_for
 
 
@@ -31,9 +32,10 @@ def _unit_rows(emb, dim, n):
 
 def test_registry_lists_every_encoder_and_rejects_unknown_names():
     assert set(list_encoders()) >= {"dlib_resnet", "onnx_arcface", *ENCODER_ARCHS}
-    with pytest.raises(KeyError, match="registered"):
+    with pytest.raises(UnknownName, match="dlib_resnet"):
         create_encoder("no_such_encoder")
-    with pytest.raises(ValueError, match="twice"):
+    assert list_encoders(trainable=True) == sorted(ENCODER_ARCHS)
+    with pytest.raises(DuplicateName, match="twice"):
         register_encoder("dlib_resnet")(type("Again", (FaceEncoder,), {}))
 
 

@@ -90,7 +90,7 @@ def cmd_forge(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from fairforge.inference import predict
+    from fairforge.detector_kinds import predict
     from fairforge.manifest import read_manifest, write_manifest
     samples = read_manifest(args.samples, contract="samples")
     preds = predict(args.checkpoint, samples, args.results, args.detector or Path(args.checkpoint).parent.name,

@@ -25,6 +25,8 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from fairforge.training import load_checkpoint, pick_device
+
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
@@ -152,15 +154,7 @@ def efficiency_row(model: nn.Module, input_size: int, device="cpu", batch_sizes=
 
 def checkpoint_efficiency(checkpoint: str | Path, name: str, device: str = "auto",
                           batch_sizes=(1, 32), repeats: int = 10) -> dict:
-    """:func:`efficiency_row` of a trained fairforge checkpoint at its own input size.
-
-    Classical (landmark) detectors have no network to time here; their row says so.
-    """
-    from fairforge.inference import is_classical_checkpoint
-    from fairforge.training import load_checkpoint, pick_device
-
-    if is_classical_checkpoint(checkpoint):
-        return {"detector": name, "note": "classical detector: cost is dlib landmarks + SVM"}
+    """:func:`efficiency_row` of a trained network checkpoint at its own input size."""
     dev = pick_device(device)
     model, meta = load_checkpoint(checkpoint, dev)
     row = efficiency_row(model, meta["input_size"], dev, batch_sizes, repeats,

@@ -1,7 +1,8 @@
-"""Batched inference that writes the predictions contract.
+"""Batched inference of the network detectors, and the predictions contract every kind writes.
 
 The loader decodes (and perturbs) in worker processes while the model runs, batches stay in
 manifest order, and on CUDA the forward pass runs in channels_last under bf16 autocast.
+:mod:`fairforge.detector_kinds` predicts with a detector of any kind.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.data import FaceDataset
 from fairforge.perturb.variants import unavailable_reason
 from fairforge.training import load_checkpoint, pick_device
+from fairforge.video import loading_variant
 
 log = logging.getLogger(__name__)
 
@@ -60,45 +62,17 @@ def variant_unavailable(variant: str, options: dict | None = None) -> str | None
     return unavailable_reason(variant, options)
 
 
-def is_classical_checkpoint(path: str | Path) -> bool:
-    payload = torch.load(Path(path), map_location="cpu", weights_only=True)
-    return bool(payload.get("classical", False))
-
-
-def _classical_scores(checkpoint, frame, root, variant, variant_options) -> np.ndarray:
-    """Head-pose SVM scores; a face whose landmarks are not found scores 0.5 (undecided),
-    and the count is logged: such a detector abstains rather than guesses."""
-    from fairforge.detectors.headpose import HeadPoseSVM, sample_landmarks
-
-    model = HeadPoseSVM.load(checkpoint)
-    landmarks = sample_landmarks(frame, root, variant, variant_options=variant_options)
-    scores = model.predict_proba(landmarks)
-    missing = ~np.isfinite(scores)
-    if missing.any():
-        log.warning("%d of %d faces had no landmarks under %s; scored 0.5", int(missing.sum()),
-                    len(scores), variant)
-    return np.where(missing, np.float32(0.5), scores).astype(np.float32)
-
-
 def empty_predictions() -> pd.DataFrame:
     frame = pd.DataFrame({c: pd.Series(dtype=object) for c in PREDICTION_COLUMNS})
     return frame.astype({"label": "int8", "score": "float32"})
 
 
-def predict(checkpoint: str | Path, samples: pd.DataFrame, root: str | Path, detector: str,
-            variant: str = "clean", splits=("val", "test"), batch_size: int = 64,
-            num_workers: int = 0, device: str = "auto", threads: int = 1,
-            variant_options: dict | None = None) -> pd.DataFrame:
-    """Run a checkpoint on the samples of ``splits`` under ``variant``; predictions contract.
+def scored_frame(samples: pd.DataFrame, splits, variant: str) -> pd.DataFrame:
+    """The samples of ``splits`` that a detector scores under ``variant``, in sample order.
 
-    A video variant's samples are already degraded crops (``fairforge.video``), loaded as is;
-    its clips that failed to decode (``ok=False``) are left out and logged. An image variant
-    whose weights are missing raises :class:`~fairforge.perturb.OperationUnavailable`.
+    A video variant's samples are already degraded crops (``fairforge.video``); its clips that
+    failed to decode (``ok=False``) are left out and logged.
     """
-    from fairforge.video import loading_variant
-
-    torch.set_num_threads(max(1, threads))
-    dev = pick_device(device)
     frame = samples.loc[samples["split"].isin(list(splits))]
     if "ok" in frame.columns:
         failed = frame.loc[~frame["ok"].astype(bool)]
@@ -106,17 +80,29 @@ def predict(checkpoint: str | Path, samples: pd.DataFrame, root: str | Path, det
             log.warning("%d samples failed under %s and are not scored: %s", len(failed),
                         variant, failed["reason"].value_counts().to_dict())
         frame = frame.loc[frame["ok"].astype(bool)]
-    frame = frame.sort_values("sample_id").reset_index(drop=True)
-    if is_classical_checkpoint(checkpoint):
-        scores = _classical_scores(checkpoint, frame, root, loading_variant(variant),
-                                   variant_options)
-    else:
-        model, meta = load_checkpoint(checkpoint, dev)
-        scores = score_frame(model, meta, frame, root, loading_variant(variant), batch_size,
-                             num_workers, dev, variant_options=variant_options)
+    return frame.sort_values("sample_id").reset_index(drop=True)
+
+
+def prediction_frame(frame: pd.DataFrame, detector: str, variant: str,
+                     scores: np.ndarray) -> pd.DataFrame:
+    """The predictions contract for the rows of ``frame`` and their ``scores``."""
     extra = [c for c in ("video_id", "frame_index") if c in frame.columns]
     out = frame[[c for c in PREDICTION_COLUMNS if c in frame.columns] + extra].copy()
     out["detector"] = detector
     out["variant"] = variant
     out["score"] = scores
     return out[PREDICTION_COLUMNS + extra]
+
+
+def network_scores(checkpoint: str | Path, frame: pd.DataFrame, root: str | Path,
+                   variant: str = "clean", batch_size: int = 64, num_workers: int = 0,
+                   device: str = "auto", variant_options: dict | None = None) -> np.ndarray:
+    """Scores of a network checkpoint on the rows of ``frame`` under ``variant``.
+
+    An image variant whose weights are missing raises
+    :class:`~fairforge.perturb.OperationUnavailable`.
+    """
+    dev = pick_device(device)
+    model, meta = load_checkpoint(checkpoint, dev)
+    return score_frame(model, meta, frame, root, loading_variant(variant), batch_size,
+                       num_workers, dev, variant_options=variant_options)

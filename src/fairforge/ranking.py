@@ -24,13 +24,13 @@ of every group, NaN where the group holds no position) and ``exposure_hit_curve.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from fairforge.encoders import FaceEncoder, create_encoder, embed_in_batches, l2_normalise
-from fairforge.images import read_image
+from fairforge.encoders.crops import face_images
 from fairforge.metrics import exposure as xm
 from fairforge.seeding import rng_for
 
@@ -103,22 +103,6 @@ def split_probe_gallery(faces: pd.DataFrame, l: int = 10, seed: int = 0,
 
 
 # --------------------------------------------------------------------------- embeddings
-
-def face_images(rows: pd.DataFrame, results_dir: str | Path, far: bool, distance: int,
-                seed: int, out_size: int, face_fraction: float = 1.0) -> Iterator[np.ndarray]:
-    """The crops of ``rows`` (``image_id``, ``crop_path`` relative to ``results_dir``), each
-    seen at ``distance`` through the classical far chain when ``far`` (seeded per image, so
-    the same image is degraded the same way wherever it is used)."""
-    results_dir = Path(results_dir)
-    if far:
-        from fairforge.perturb.distance import far_degrade  # lazy: the perturb package is large
-    for image_id, crop_path in zip(rows["image_id"], rows["crop_path"]):
-        image = read_image(results_dir / crop_path)
-        if far:
-            image = far_degrade(image, distance, rng_for(seed, "far", image_id, distance),
-                                out_size=(out_size, out_size), face_fraction=face_fraction)
-        yield image
-
 
 def identity_templates(embeddings: np.ndarray, identity_index: np.ndarray,
                        n_identities: int) -> np.ndarray:

@@ -1,9 +1,11 @@
 """One training protocol for every detector (FairFD: Adam, lr 2e-4, batch 32).
 
 Train and validation sets come from the samples manifest's train and val splits, restricted
-to the real images and the detector's training methods. The checkpoint with the best
-validation AUC is kept, together with the architecture name and the config that built it,
-so that :func:`load_checkpoint` can rebuild the model with ``weights_only=True``.
+to the real images and the detector's training methods (:func:`training_sets`, shared by every
+kind of detector). This module trains the network detectors (:func:`train_network`): the
+checkpoint with the best validation AUC is kept, together with the architecture name and the
+config that built it, so that :func:`load_checkpoint` can rebuild the model with
+``weights_only=True``. :mod:`fairforge.detector_kinds` trains a detector of any kind.
 """
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ from torch.utils.data import DataLoader
 
 from fairforge.data import FaceDataset
 from fairforge.detectors import create_detector, detector_entry
+from fairforge.detectors.deepfakebench import load_deepfakebench
+from fairforge.metrics.detection import auc
+from fairforge.perturb.augment import create_augment
 from fairforge.seeding import derive_seed
 
 
@@ -64,6 +69,14 @@ def balance_groups(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
     return pd.concat(parts).drop(columns="_key").sort_values("sample_id").reset_index(drop=True)
 
 
+def training_sets(samples: pd.DataFrame, cfg: TrainConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The training frame (group-balanced when ``cfg.balanced``) and the validation frame."""
+    train = training_frame(samples, "train", cfg.train_methods)
+    if cfg.balanced:
+        train = balance_groups(train, cfg.seed)
+    return train, training_frame(samples, "val", cfg.train_methods)
+
+
 def _collate_device(batch: dict, device: torch.device) -> dict:
     return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
             for k, v in batch.items()}
@@ -83,40 +96,10 @@ def evaluate(model, loader, device) -> tuple[np.ndarray, float]:
     return scores, float(np.mean(losses)) if losses else math.nan
 
 
-def train_classical(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
-                    checkpoint_path: str | Path) -> pd.DataFrame:
-    """Fit a landmark-based classical detector (head pose + SVM) on the same splits."""
-    from fairforge.detectors.headpose import create_classical_detector, sample_landmarks
-    from fairforge.metrics.detection import auc
-
-    start = time.perf_counter()
-    train = training_frame(samples, "train", cfg.train_methods)
-    if cfg.balanced:
-        train = balance_groups(train, cfg.seed)
-    val = training_frame(samples, "val", cfg.train_methods)
-    model = create_classical_detector(cfg.arch, **cfg.model)
-    model.fit(sample_landmarks(train, root), train["label"].to_numpy())
-    scores = model.predict_proba(sample_landmarks(val, root))
-    found = np.isfinite(scores)
-    model.save(checkpoint_path)
-    return pd.DataFrame([{"epoch": 1, "train_loss": math.nan, "val_loss": math.nan,
-                          "val_auc": auc(val["label"].to_numpy()[found], scores[found]),
-                          "n_train": len(train), "n_val": len(val),
-                          "seconds": time.perf_counter() - start}])
-
-
-def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
-                   checkpoint_path: str | Path, log_path: str | Path | None = None) -> pd.DataFrame:
-    """Train ``cfg.arch`` and save the best-by-validation-AUC checkpoint; returns the log."""
-    from fairforge.detectors.headpose import list_classical_detectors
-    from fairforge.metrics.detection import auc
-
-    if cfg.arch in list_classical_detectors():
-        log = train_classical(samples, root, cfg, checkpoint_path)
-        if log_path is not None:
-            log.to_csv(log_path, index=False)
-        return log
-
+def train_network(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
+                  checkpoint_path: str | Path) -> pd.DataFrame:
+    """Train the network detector ``cfg.arch`` and save the best-by-validation-AUC
+    checkpoint; returns the log, one row per epoch."""
     torch.set_num_threads(max(1, cfg.threads))
     torch.manual_seed(derive_seed(cfg.seed, "init", cfg.arch))
     device = pick_device(cfg.device)
@@ -127,17 +110,11 @@ def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
         model_kwargs.setdefault("input_size", input_size)
     model = create_detector(cfg.arch, **model_kwargs).to(device)
 
-    train = training_frame(samples, "train", cfg.train_methods)
-    if cfg.balanced:
-        train = balance_groups(train, cfg.seed)
-    val = training_frame(samples, "val", cfg.train_methods)
+    train, val = training_sets(samples, cfg)
     if train["label"].nunique() < 2:
         raise ValueError(f"training set for {cfg.arch} needs real and fake samples; "
                          f"methods {cfg.train_methods} gave labels {sorted(train['label'].unique())}")
-    augment = None
-    if cfg.augment != "none":
-        from fairforge.perturb.augment import create_augment
-        augment = create_augment(cfg.augment)
+    augment = None if cfg.augment == "none" else create_augment(cfg.augment)
     mask_column = "mask_path" if entry.needs_masks else None
     train_ds = FaceDataset(train, root, input_size, entry.mean, entry.std, augment=augment,
                            seed=cfg.seed, mask_column=mask_column)
@@ -172,11 +149,7 @@ def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
         if epoch == 1 or score > best_auc:
             best_auc = score
             save_checkpoint(checkpoint_path, model, cfg, model_kwargs, input_size, epoch, val_auc)
-    log = pd.DataFrame(rows)
-    if log_path is not None:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        log.to_csv(log_path, index=False)
-    return log
+    return pd.DataFrame(rows)
 
 
 def save_checkpoint(path, model, cfg: TrainConfig, model_kwargs: dict, input_size: int,
@@ -213,7 +186,6 @@ def import_checkpoint(source: str | Path, out: str | Path, cfg: TrainConfig,
     entry = detector_entry(cfg.arch)
     input_size = int(cfg.input_size or entry.default_input_size)
     if fmt == "deepfakebench":
-        from fairforge.detectors.deepfakebench import load_deepfakebench
         kwargs = dict(cfg.model)
         if "input_size" in entry.__init__.__code__.co_varnames:
             kwargs.setdefault("input_size", input_size)
@@ -227,12 +199,22 @@ def import_checkpoint(source: str | Path, out: str | Path, cfg: TrainConfig,
                     epoch=int(meta.get("epoch", 0)), val_auc=float(meta.get("val_auc", math.nan)))
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
-    """Rebuild a detector from a fairforge checkpoint; returns (model, metadata)."""
+def read_checkpoint(path: str | Path) -> dict:
+    """The payload of a detector checkpoint (network or classical), tensors only."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"detector checkpoint not found: expected a file at {path}")
-    payload = torch.load(path, map_location="cpu", weights_only=True)
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def checkpoint_arch(path: str | Path) -> str:
+    """The registered detector a checkpoint was written for."""
+    return read_checkpoint(path)["arch"]
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
+    """Rebuild a network detector from a fairforge checkpoint; returns (model, metadata)."""
+    payload = read_checkpoint(path)
     for key in ("arch", "model_config", "state_dict"):
         if key not in payload:
             raise ValueError(f"{path} is not a fairforge checkpoint (no {key!r}); "

@@ -1,24 +1,31 @@
-"""Face-forgery detectors, created by name (the timm habit).
+"""Face-forgery detectors of every kind, created by name (the timm habit).
 
     >>> from fairforge.detectors import create_detector, list_detectors
     >>> model = create_detector("meso4", input_size=128)
+    >>> list_detectors(kind="classical")
+    ['headpose']
 
-Every detector is an ``nn.Module`` whose ``forward`` takes a float batch (B, 3, H, W), already
-normalised with the detector's ``mean``/``std``, and returns one logit per image (B,).
-Detectors with auxiliary objectives override :meth:`Detector.loss`.
+Network detectors are ``nn.Module``s whose ``forward`` takes a float batch (B, 3, H, W),
+already normalised with the detector's ``mean``/``std``, and returns one logit per image (B,);
+those with auxiliary objectives override :meth:`Detector.loss`. The ``classical`` and
+``external`` kinds are described in :mod:`fairforge.detectors.base`.
 """
-from fairforge.detectors.registry import (
+from fairforge.detectors.base import (
+    DETECTORS,
+    KINDS,
     Detector,
     create_detector,
     detector_entry,
+    detector_kind,
     list_detectors,
     register,
 )
 
-# Importing the model files registers them.
+# Importing the member modules registers them.
 from fairforge.detectors import (  # noqa: F401,E402
-    capsule, core, efficientnet, f3net, ffd, headpose, meso, patch, recce, spsl, srm, ucf,
-    xception,
+    capsule, core, efficientnet, external, f3net, ffd, headpose, meso, patch, recce, spsl, srm,
+    ucf, xception,
 )
 
-__all__ = ["Detector", "create_detector", "detector_entry", "list_detectors", "register"]
+__all__ = ["DETECTORS", "KINDS", "Detector", "create_detector", "detector_entry",
+           "detector_kind", "list_detectors", "register"]

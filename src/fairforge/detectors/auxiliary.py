@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from fairforge.detectors.registry import Detector
+from fairforge.detectors.base import Detector
 
 
 class AuxiliaryLossDetector(Detector):

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from timm.models.vgg import cfgs as vgg_cfgs
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.registry import IMAGENET_MEAN, IMAGENET_STD, register
+from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register
 
 
 def vgg19_head_layers(n_pools: int = 3) -> nn.Sequential:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.registry import register
+from fairforge.detectors.base import register
 from fairforge.detectors.xception import xception_features, xception_net
 from fairforge.seeding import rng_for
 

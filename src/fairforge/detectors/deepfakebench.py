@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from fairforge.detectors.registry import Detector, create_detector
+from fairforge.detectors.base import Detector, create_detector
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import timm
 import torch
 
-from fairforge.detectors.registry import IMAGENET_MEAN, IMAGENET_STD, Detector, register
+from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
 
 
 @register("efficientnet_b4")

@@ -4,7 +4,8 @@ A detector run elsewhere enters as a parquet or csv file with ``sample_id`` and 
 (probability of fake, in [0, 1]) and optionally ``variant``. It is checked against the samples
 manifest: every sample of the requested splits needs exactly one score, and every scored id must
 be a sample of the manifest (ids of other splits are ignored). The result is the predictions
-contract, like :func:`fairforge.inference.predict`.
+contract, like a network's predictions. Such a detector is registered as the one ``external``
+detector: nothing is trained, run or timed here.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fairforge.columns import PREDICTION_COLUMNS
+from fairforge.detectors.base import register
 
 
 class ScoreFileError(ValueError):
@@ -79,3 +81,15 @@ def external_predictions(scores: str | Path | pd.DataFrame, samples: pd.DataFram
     out["score"] = by_id.loc[frame["sample_id"].astype(str).to_numpy()].to_numpy(np.float32)
     extra = [c for c in ("video_id",) if c in frame.columns]
     return out[PREDICTION_COLUMNS + extra]
+
+
+@register("external", kind="external")
+class ScoreFile:
+    """An external detector: the score file it brought, scored against a samples manifest."""
+
+    def __init__(self, path: str | Path | pd.DataFrame):
+        self.path = path
+
+    def predictions(self, samples: pd.DataFrame, detector: str, variant: str = "clean",
+                    splits=("val", "test")) -> pd.DataFrame:
+        return external_predictions(self.path, samples, detector, variant, splits)

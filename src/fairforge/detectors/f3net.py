@@ -24,7 +24,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from fairforge.detectors.registry import Detector, register
+from fairforge.detectors.base import Detector, register
 from fairforge.detectors.xception import FEATURE_CHANNELS, xception_features, xception_net
 
 

@@ -20,7 +20,7 @@ from torch import nn
 import torch.nn.functional as F
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector, batch_mask
-from fairforge.detectors.registry import register
+from fairforge.detectors.base import register
 from fairforge.detectors.xception import ENTRY, EXIT, MIDDLE, STEM, run_stages, xception_net
 
 _BEFORE_MAP = STEM + ENTRY + MIDDLE[:4]   # through block 7

@@ -8,9 +8,8 @@ relative rotation between the two poses (a rotation vector) and their translatio
 (divided by the camera distance); an RBF SVM on standardised features, Platt-scaled, gives
 P(fake).
 
-This is not a torch module and is not in the ``create_detector`` registry: it has its own small
-registry (:data:`CLASSICAL_DETECTORS`, :func:`create_classical_detector`) and interface
-(``fit(landmarks, labels)``, ``predict_proba(landmarks)``, ``save``/``load``).
+This is not a torch module: it is registered as a ``classical`` detector, whose interface is
+``fit(landmarks, labels)``, ``predict_proba(landmarks)``, ``save``/``load``.
 :func:`sample_landmarks` runs dlib on the sample images (under a test-time variant) and
 :func:`headpose_predictions` writes the predictions contract.
 
@@ -34,7 +33,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from fairforge.columns import PREDICTION_COLUMNS
+from fairforge.detectors.base import register
+from fairforge.faces import detect_faces, predict_landmarks
 from fairforge.forgery.template import MEAN_FACE_68
+from fairforge.images import read_image
+from fairforge.perturb import apply_variant
 
 WHOLE_FACE = np.arange(68)
 CENTRAL_FACE = np.r_[17:36, 48, 54]
@@ -108,10 +111,9 @@ def pose_difference_features(landmarks: np.ndarray, image_size: float,
     return out
 
 
+@register("headpose", kind="classical")
 class HeadPoseSVM:
     """Yang et al.'s head-pose inconsistency detector: pose-difference features → RBF SVM."""
-
-    name = "headpose"
 
     def __init__(self, image_size: float = 256, C: float = 1.0, gamma: str | float = "scale",
                  seed: int = 0):
@@ -172,35 +174,14 @@ class HeadPoseSVM:
         return model
 
 
-#: Detectors that are not torch modules, by name (kept apart from ``create_detector``).
-CLASSICAL_DETECTORS: dict[str, type] = {"headpose": HeadPoseSVM}
-
-
-def list_classical_detectors() -> list[str]:
-    return sorted(CLASSICAL_DETECTORS)
-
-
-def create_classical_detector(name: str, **config):
-    try:
-        return CLASSICAL_DETECTORS[name](**config)
-    except KeyError:
-        raise KeyError(f"unknown classical detector {name!r}; "
-                       f"registered: {list_classical_detectors()}") from None
-
-
 def sample_landmarks(frame: pd.DataFrame, root: str | Path, variant: str = "clean",
                      face_detector: str = "hog",
                      read: Callable[[Path], np.ndarray] | None = None,
                      variant_options: dict | None = None) -> np.ndarray:
     """(N, 68, 2) dlib landmarks of the images of ``frame`` (``path`` relative to ``root``)
     under ``variant``; NaN rows where no face is found."""
-    from fairforge.faces import detect_faces, predict_landmarks
-    from fairforge.images import read_image
-
     read = read or read_image
-    apply = None
-    if variant != "clean":
-        from fairforge.perturb import apply_variant as apply
+    apply = None if variant == "clean" else apply_variant
     out = np.full((len(frame), 68, 2), np.nan, dtype=np.float32)
     for i, row in enumerate(frame.itertuples(index=False)):
         img = read(Path(root) / row.path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fairforge.detectors.registry import Detector, register
+from fairforge.detectors.base import Detector, register
 
 
 def _block(cin: int, cout: int, kernel: int, pool: int) -> nn.Sequential:

@@ -20,7 +20,7 @@ from torch import nn
 import torch.nn.functional as F
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.registry import IMAGENET_MEAN, IMAGENET_STD, register
+from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register
 from fairforge.detectors.xception import STEM, xception_net
 
 

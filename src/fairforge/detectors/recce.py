@@ -18,7 +18,7 @@ from torch import nn
 import torch.nn.functional as F
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.registry import register
+from fairforge.detectors.base import register
 from fairforge.detectors.xception import ENTRY, EXIT, MIDDLE, STEM, run_stages, xception_net
 
 

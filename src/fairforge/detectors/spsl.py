@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from fairforge.detectors.registry import Detector, register
+from fairforge.detectors.base import Detector, register
 from fairforge.detectors.xception import ENTRY, EXIT, MIDDLE, STEM, run_stages, xception_net
 
 

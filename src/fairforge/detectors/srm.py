@@ -18,7 +18,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from fairforge.detectors.registry import IMAGENET_MEAN, IMAGENET_STD, Detector, register
+from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
 
 
 def srm_kernels() -> torch.Tensor:

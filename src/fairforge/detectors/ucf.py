@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.recce import ImageDecoder
-from fairforge.detectors.registry import register
+from fairforge.detectors.base import register
 from fairforge.detectors.xception import (
     ENTRY, FEATURE_CHANNELS, STEM, xception_features, xception_net,
 )

@@ -15,7 +15,7 @@ import timm
 import torch
 from torch import nn
 
-from fairforge.detectors.registry import Detector, register
+from fairforge.detectors.base import Detector, register
 
 STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")
 ENTRY = ("block1", "block2", "block3")                       # to 728 channels, stride 16

@@ -12,121 +12,25 @@ Registered: ``dlib_resnet`` (the default; dlib's ResNet with its 5-point chip),
 encoders on timm backbones (``mobilefacenet``, ``resnet``, ``resnest``, ``repvgg``,
 ``hrnet``), which load a checkpoint written by :func:`fairforge.encoders.trainable.train_encoder`.
 """
-from __future__ import annotations
+from fairforge.encoders.base import (
+    DEFAULT_ENCODER,
+    ENCODERS,
+    EncoderError,
+    FaceEncoder,
+    as_image_list,
+    create_encoder,
+    embed_in_batches,
+    encoder_entry,
+    l2_normalise,
+    list_encoders,
+    register_encoder,
+)
 
-from typing import Callable, Iterable, Sequence
-
-import numpy as np
-
-DEFAULT_ENCODER = "dlib_resnet"
-
-_REGISTRY: dict[str, type["FaceEncoder"]] = {}
-
-
-class EncoderError(ValueError):
-    """An encoder that cannot be built or run; the message names what is missing."""
-
-
-class FaceEncoder:
-    """Base class: subclasses set ``dim`` and ``input_size`` and implement :meth:`_embed`."""
-
-    name: str = ""
-    dim: int = 0
-    input_size: int = 112
-    # Per embedded image, in order: whether it was aligned without a detected face (a
-    # fallback). Kept by encoders that detect faces themselves; None for those that take
-    # the crop as it is.
-    fallbacks: list[bool] | None = None
-
-    def embed(self, images: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
-        """Embed uint8 RGB images (a list of HxWx3 arrays or one NxHxWx3 array)."""
-        batch = as_image_list(images)
-        if not batch:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        out = np.asarray(self._embed(batch), dtype=np.float32)
-        if out.shape != (len(batch), self.dim):
-            raise EncoderError(f"{self.name}: expected embeddings of shape "
-                               f"{(len(batch), self.dim)}, got {out.shape}")
-        return l2_normalise(out)
-
-    def _embed(self, images: list[np.ndarray]) -> np.ndarray:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, "
-                f"input_size={self.input_size})")
-
-
-def l2_normalise(x: np.ndarray, axis: int = -1, eps: float = 1e-12) -> np.ndarray:
-    """Rows scaled to unit L2 norm; an all-zero row stays zero instead of becoming NaN."""
-    x = np.asarray(x, dtype=np.float32)
-    norm = np.linalg.norm(x, axis=axis, keepdims=True)
-    return x / np.maximum(norm, eps)
-
-
-def as_image_list(images: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
-    """Check every image is uint8 HxWx3 and return them as a list."""
-    if isinstance(images, np.ndarray):
-        if images.ndim == 3:
-            raise EncoderError("embed expects a batch (a list, or an NxHxWx3 array), "
-                               "got a single HxWx3 image")
-        images = list(images)
-    out = []
-    for i, img in enumerate(images):
-        img = np.asarray(img)
-        if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3 or min(img.shape[:2]) < 1:
-            raise EncoderError(f"image {i}: expected uint8 RGB HxWx3, got {img.dtype} {img.shape}")
-        out.append(np.ascontiguousarray(img))
-    return out
-
-
-def register_encoder(name: str) -> Callable[[type[FaceEncoder]], type[FaceEncoder]]:
-    def wrap(cls: type[FaceEncoder]) -> type[FaceEncoder]:
-        if name in _REGISTRY:
-            raise ValueError(f"encoder {name!r} registered twice")
-        _REGISTRY[name] = cls
-        if not cls.__dict__.get("name"):
-            cls.name = name
-        return cls
-    return wrap
-
-
-def list_encoders() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def encoder_entry(name: str) -> type[FaceEncoder]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown encoder {name!r}; registered: {list_encoders()}") from None
-
-
-def create_encoder(name: str = DEFAULT_ENCODER, **config) -> FaceEncoder:
-    """Build a registered encoder; ``config`` holds its constructor arguments."""
-    encoder = encoder_entry(name)(**config)
-    encoder.name = name
-    return encoder
-
-
-def embed_in_batches(encoder: FaceEncoder, images: Iterable[np.ndarray],
-                     batch_size: int = 64) -> np.ndarray:
-    """Embed an iterable of images ``batch_size`` at a time (bounded memory)."""
-    chunks, batch = [], []
-    for img in images:
-        batch.append(img)
-        if len(batch) == batch_size:
-            chunks.append(encoder.embed(batch))
-            batch = []
-    if batch or not chunks:
-        chunks.append(encoder.embed(batch))
-    return np.concatenate(chunks, axis=0)
-
-
-# registration
+# Importing the member modules registers them.
 from fairforge.encoders import dlib_resnet, onnx_arcface, trainable  # noqa: E402,F401
 
 __all__ = [
-    "DEFAULT_ENCODER", "EncoderError", "FaceEncoder", "as_image_list", "create_encoder",
-    "embed_in_batches", "encoder_entry", "l2_normalise", "list_encoders", "register_encoder",
+    "DEFAULT_ENCODER", "ENCODERS", "EncoderError", "FaceEncoder", "as_image_list",
+    "create_encoder", "embed_in_batches", "encoder_entry", "l2_normalise", "list_encoders",
+    "register_encoder",
 ]

@@ -28,7 +28,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from fairforge.encoders import EncoderError, FaceEncoder, register_encoder
+from fairforge.encoders.base import EncoderError, FaceEncoder, register_encoder
 
 MODEL_FILE = "dlib_face_recognition_resnet_model_v1.dat"
 SHAPE_FILE = "shape_predictor_5_face_landmarks.dat"

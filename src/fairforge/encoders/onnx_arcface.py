@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from fairforge.encoders import EncoderError, FaceEncoder, register_encoder
+from fairforge.encoders.base import EncoderError, FaceEncoder, register_encoder
 
 DEFAULT_MODEL_PATH = Path("models") / "arcface.onnx"
 MEAN = 127.5

@@ -1,6 +1,7 @@
 """Face encoders trained here: a backbone, an embedding layer and an angular-margin head.
 
-Architectures (``ENCODER_ARCHS``): ``mobilefacenet`` (Chen et al. 2018, written out below:
+Architectures, one registered encoder class each (``ENCODER_ARCHS`` maps the names to their
+specs): ``mobilefacenet`` (Chen et al. 2018, written out below:
 timm has no MobileFaceNet) and timm backbones built with ``pretrained=False``, the smallest
 variant of each family in timm 1.0: ``resnet`` → resnet10t, ``resnest`` → resnest14d,
 ``repvgg`` → repvgg_a0, ``hrnet`` → hrnet_w18_small (HRNet fuses branches at strides 4..32, so
@@ -32,8 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.encoders import EncoderError, FaceEncoder, register_encoder
-from fairforge.images import read_image
+from fairforge.encoders.base import ENCODERS, EncoderError, FaceEncoder, register_encoder
+from fairforge.encoders.crops import face_images
 from fairforge.seeding import derive_seed
 
 
@@ -43,14 +44,6 @@ class ArchSpec:
     input_size: int
     embedding_dim: int
 
-
-ENCODER_ARCHS: dict[str, ArchSpec] = {
-    "mobilefacenet": ArchSpec("mobilefacenet", 112, 128),
-    "resnet": ArchSpec("resnet10t", 112, 512),
-    "resnest": ArchSpec("resnest14d", 112, 512),
-    "repvgg": ArchSpec("repvgg_a0", 112, 512),
-    "hrnet": ArchSpec("hrnet_w18_small", 128, 512),
-}
 
 
 # --------------------------------------------------------------------------- MobileFaceNet
@@ -131,11 +124,9 @@ class TimmEmbeddingNet(nn.Module):
 
 
 def arch_spec(arch: str) -> ArchSpec:
-    try:
-        return ENCODER_ARCHS[arch]
-    except KeyError:
-        raise EncoderError(
-            f"unknown encoder arch {arch!r}; known: {sorted(ENCODER_ARCHS)}") from None
+    if arch not in ENCODER_ARCHS:
+        raise EncoderError(f"unknown encoder arch {arch!r}; known: {sorted(ENCODER_ARCHS)}")
+    return ENCODER_ARCHS[arch]
 
 
 def build_embedding_net(arch: str, embedding_dim: int | None = None,
@@ -315,8 +306,6 @@ def train_encoder_on_faces(faces: pd.DataFrame, results_dir: str | Path, arch: s
     Exposure paper's far-trained encoders), degraded exactly as the ranking degrades probes;
     ``face_fraction`` is the share of the crop width the face spans.
     """
-    from fairforge.ranking import face_images  # the ranking module imports this package
-
     rows = faces
     if "ok" in rows.columns:
         rows = rows[rows["ok"].astype(bool)]
@@ -356,9 +345,10 @@ def load_encoder_checkpoint(path: str | Path) -> tuple[nn.Module, dict]:
 
 
 class TrainableEncoder(FaceEncoder):
-    """A trained embedding network from a checkpoint; one registered name per arch."""
+    """A trained embedding network from a checkpoint; each architecture is a subclass,
+    registered under its name with its :class:`ArchSpec`."""
 
-    arch: str = ""
+    spec: ArchSpec
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | None = None,
                  batch_size: int = 64):
@@ -375,6 +365,10 @@ class TrainableEncoder(FaceEncoder):
         self.input_size = int(self.config["input_size"])
         self.batch_size = int(batch_size)
 
+    @property
+    def arch(self) -> str:
+        return type(self).name
+
     @torch.no_grad()
     def _embed(self, images: list[np.ndarray]) -> np.ndarray:
         out = []
@@ -385,6 +379,36 @@ class TrainableEncoder(FaceEncoder):
         return np.concatenate(out, axis=0)
 
 
-for _arch in ENCODER_ARCHS:
-    register_encoder(_arch)(type(f"{_arch.capitalize()}Encoder", (TrainableEncoder,),
-                                 {"arch": _arch, "__doc__": f"Trained {_arch} encoder."}))
+@register_encoder("mobilefacenet", trainable=True)
+class MobileFaceNetEncoder(TrainableEncoder):
+    """Trained MobileFaceNet (written out above: timm has none)."""
+    spec = ArchSpec("mobilefacenet", 112, 128)
+
+
+@register_encoder("resnet", trainable=True)
+class ResNetEncoder(TrainableEncoder):
+    """Trained timm resnet10t."""
+    spec = ArchSpec("resnet10t", 112, 512)
+
+
+@register_encoder("resnest", trainable=True)
+class ResNeStEncoder(TrainableEncoder):
+    """Trained timm resnest14d."""
+    spec = ArchSpec("resnest14d", 112, 512)
+
+
+@register_encoder("repvgg", trainable=True)
+class RepVGGEncoder(TrainableEncoder):
+    """Trained timm repvgg_a0."""
+    spec = ArchSpec("repvgg_a0", 112, 512)
+
+
+@register_encoder("hrnet", trainable=True)
+class HRNetEncoder(TrainableEncoder):
+    """Trained timm hrnet_w18_small; 128 px, a multiple of its stride 32."""
+    spec = ArchSpec("hrnet_w18_small", 128, 512)
+
+
+#: The trainable architectures by registered name (read from their classes).
+ENCODER_ARCHS: dict[str, ArchSpec] = {
+    name: ENCODERS.get(name).spec for name in ENCODERS.names(trainable=True)}

@@ -1,0 +1,82 @@
+"""The detector family: one registry for every kind of detector, and the network base class.
+
+Every detector is registered on :data:`DETECTORS` with its ``kind`` as metadata:
+
+``network``
+    an ``nn.Module`` subclass of :class:`Detector`, trained by the shared torch protocol;
+``classical``
+    a landmark model with ``fit(landmarks, labels)``, ``predict_proba(landmarks)``, ``save``
+    and ``load`` (:mod:`fairforge.detectors.headpose`);
+``external``
+    scores computed elsewhere and read from a file (:mod:`fairforge.detectors.external`).
+
+How each kind is trained, scored and costed is written once per kind, in
+:mod:`fairforge.detector_kinds`, so adding a detector of an existing kind is one registration.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from fairforge.registry import Registry
+
+DETECTORS: Registry = Registry("detector")
+
+KINDS = ("network", "classical", "external")
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+class Detector(nn.Module):
+    """Base class of the network detectors: one logit per image, binary cross-entropy by
+    default.
+
+    Class attributes describe the expected input so that data loading needs no model-specific
+    code: ``default_input_size`` (pixels, square), ``mean`` and ``std`` (per channel, on [0, 1]).
+    """
+
+    name: str = ""
+    default_input_size: int = 256
+    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    #: True when :meth:`loss` wants the manipulation masks in the batch.
+    needs_masks: bool = False
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor,
+             batch: dict | None = None) -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(logits, labels.float())
+
+
+def register(name: str, kind: str = "network") -> Callable[[type], type]:
+    """Register a detector class of ``kind`` under ``name`` (the class learns its name)."""
+    if kind not in KINDS:
+        raise ValueError(f"detector {name!r}: kind must be one of {KINDS}, got {kind!r}")
+
+    def wrap(cls: type) -> type:
+        cls.name = name
+        return DETECTORS.register(name, cls, kind=kind)
+    return wrap
+
+
+def list_detectors(kind: str | None = None) -> list[str]:
+    """Registered detector names, all or those of one ``kind``."""
+    return DETECTORS.names() if kind is None else DETECTORS.names(kind=kind)
+
+
+def detector_entry(name: str) -> type:
+    """The class registered under ``name`` (:class:`~fairforge.registry.UnknownName` if none)."""
+    return DETECTORS.get(name)
+
+
+def detector_kind(name: str) -> str:
+    """``network``, ``classical`` or ``external``."""
+    return DETECTORS.metadata(name)["kind"]
+
+
+def create_detector(name: str, **config):
+    """Build a registered detector; ``config`` holds its constructor arguments."""
+    return DETECTORS.create(name, **config)
