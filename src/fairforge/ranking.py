@@ -32,6 +32,7 @@ import pandas as pd
 from fairforge.encoders import FaceEncoder, create_encoder, embed_in_batches, l2_normalise
 from fairforge.encoders.crops import face_images
 from fairforge.metrics import exposure as xm
+from fairforge.plotting import save_png
 from fairforge.seeding import rng_for
 
 SETTINGS = ("reidentification", "identification")
@@ -407,8 +408,6 @@ def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str 
     ax.set_ylabel("hit ratio @k")
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize="small")
-    from fairforge.plotting import save_png
-
     return save_png(fig, path)
 
 
