@@ -84,3 +84,17 @@ def test_trained_encoders_are_checked_and_resolved():
     # ranking the identities an encoder trained on would flatter it
     with pytest.raises(ConfigError, match=r"ranking\.splits: .*train split"):
         validate_config(ranking({"resnet": {"train": {}}}, splits=("train", "test")))
+
+
+def test_registered_names_are_checked_against_their_registries():
+    """Adapters, forgery method/backend pairs and augmentations are valid when registered,
+    so a member a user adds needs no schema edit; a wrong name lists the valid ones."""
+    with pytest.raises(ConfigError, match=r"datasets\.d\.adapter: unknown adapter 'rfv'; "
+                                          r"valid: .*rfw"):
+        validate_config({"datasets": {"d": {"adapter": "rfv", "root": "/x"}}})
+    with pytest.raises(ConfigError, match=r"forgery\.methods: faceswap: unknown forgery "
+                                          r"method 'faceswap/gan'"):
+        validate_config({"forgery": {"methods": ["faceswap"], "backends": {"faceswap": "gan"}}})
+    with pytest.raises(ConfigError, match=r"detectors\.m\.augment: unknown augmentation "
+                                          r"'sdag'; valid: daug, none, sdaug"):
+        validate_config({"detectors": {"m": {"arch": "meso4", "augment": "sdag"}}})

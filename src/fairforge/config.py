@@ -12,6 +12,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
+from fairforge.forgery import FORGERY_METHODS, method_key
+from fairforge.perturb.augment import AUGMENTATIONS
+from fairforge.registry import Registry, UnknownName
+from fairforge.sources import ADAPTERS
+
 # Package data, read through importlib.resources so that an installed (not editable) package,
 # a wheel or a zip import finds it without the repository around it.
 SCHEMA_RESOURCE = "schemas/config.schema.yaml"
@@ -84,7 +90,28 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
     return config
 
 
+def _check_name(registry: Registry, name: str, where: str) -> None:
+    try:
+        registry.check(name)
+    except UnknownName as err:
+        raise ConfigError(f"config: {where}: {err}") from None
+
+
+def _check_registered_names(config: dict) -> None:
+    """Names the schema cannot list, because users add members: each family's registry is
+    the one owner of its valid names."""
+    for name, dataset in config["datasets"].items():
+        _check_name(ADAPTERS, dataset["adapter"], f"datasets.{name}.adapter")
+    backends = config["forgery"]["backends"]
+    for method in config["forgery"]["methods"]:
+        backend = backends.get(method, "classical")
+        _check_name(FORGERY_METHODS, method_key(method, backend), f"forgery.methods: {method}")
+    for name, det in config["detectors"].items():
+        _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
+
+
 def _check_references(config: dict) -> None:
+    _check_registered_names(config)
     datasets = list(config["datasets"])
     methods = set(config["forgery"]["methods"])
     for name, det in config["detectors"].items():
