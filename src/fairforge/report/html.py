@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
 from fairforge.perturb import CLEAN
 from fairforge.report.inputs import caption_text, ranking_enabled, read_input
 from fairforge.report.text import format_number, ur_convention
@@ -25,6 +26,7 @@ from fairforge.report.views import (backend_table, efficiency_report_table, enco
                                     wide_pvalues)
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
 from fairforge.tables.forgeries import face_detection_rates, forgery_success_table
+from fairforge.sources import get_adapter
 from fairforge.tables.variants import GRAYSCALE, sorted_variants, split_variants
 
 SYNTHETIC_NOTE = ("The data is the synthetic default: groups are skin-tone bins of a synthetic "
@@ -283,7 +285,8 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     pvalues = read_input(paths, "pvalues")
     fup = read_input(paths, "fairness_under_perturbation")
     robustness = read_input(paths, "robustness")
-    synthetic = any(d.get("adapter") == "synthetic" for d in config.get("datasets", {}).values())
+    synthetic = any(get_adapter(d["adapter"]).synthetic
+                    for d in config.get("datasets", {}).values() if "adapter" in d)
     verdict_lines = verdict(fairness, ci, pvalues, fup, ur)
     ranking = ranking_enabled(config)
     if ranking:
