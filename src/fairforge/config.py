@@ -140,13 +140,13 @@ def _check_trained_encoders(ranking: dict) -> None:
     trained = {label: opts for label, opts in ranking["encoders"].items() if "train" in opts}
     if not trained:
         return
-    from fairforge.encoders.trainable import ENCODER_ARCHS  # imports torch: only when needed
+    from fairforge.encoders.trainable import trainable_encoders  # imports torch: only when needed
 
     for label, opts in trained.items():
         arch = opts.get("encoder", label)
-        if arch not in ENCODER_ARCHS:
+        if arch not in trainable_encoders():
             raise ConfigError(f"config: ranking.encoders.{label}.train: {arch!r} is not a "
-                              f"trainable encoder (trainable: {sorted(ENCODER_ARCHS)})")
+                              f"trainable encoder (trainable: {trainable_encoders()})")
         if "checkpoint" in opts:
             raise ConfigError(f"config: ranking.encoders.{label}: give either checkpoint "
                               "(trained elsewhere) or train, not both")

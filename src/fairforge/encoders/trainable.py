@@ -1,7 +1,7 @@
 """Face encoders trained here: a backbone, an embedding layer and an angular-margin head.
 
-Architectures, one registered encoder class each (``ENCODER_ARCHS`` maps the names to their
-specs): ``mobilefacenet`` (Chen et al. 2018, written out below:
+Architectures, one registered encoder class each (registered with ``trainable=True``;
+:func:`trainable_encoders` lists them): ``mobilefacenet`` (Chen et al. 2018, written out below:
 timm has no MobileFaceNet) and timm backbones built with ``pretrained=False``, the smallest
 variant of each family in timm 1.0: ``resnet`` → resnet10t, ``resnest`` → resnest14d,
 ``repvgg`` → repvgg_a0, ``hrnet`` → hrnet_w18_small (HRNet fuses branches at strides 4..32, so
@@ -123,10 +123,16 @@ class TimmEmbeddingNet(nn.Module):
         return self.neck(self.backbone(x))
 
 
+def trainable_encoders() -> list[str]:
+    """Names of the registered encoders the ``train_encoder`` rule can train, asked of the
+    registry each time so that one registered in any module counts."""
+    return ENCODERS.names(trainable=True)
+
+
 def arch_spec(arch: str) -> ArchSpec:
-    if arch not in ENCODER_ARCHS:
-        raise EncoderError(f"unknown encoder arch {arch!r}; known: {sorted(ENCODER_ARCHS)}")
-    return ENCODER_ARCHS[arch]
+    if arch not in trainable_encoders():
+        raise EncoderError(f"unknown encoder arch {arch!r}; known: {trainable_encoders()}")
+    return ENCODERS.get(arch).spec
 
 
 def build_embedding_net(arch: str, embedding_dim: int | None = None,
@@ -408,7 +414,3 @@ class HRNetEncoder(TrainableEncoder):
     """Trained timm hrnet_w18_small; 128 px, a multiple of its stride 32."""
     spec = ArchSpec("hrnet_w18_small", 128, 512)
 
-
-#: The trainable architectures by registered name (read from their classes).
-ENCODER_ARCHS: dict[str, ArchSpec] = {
-    name: ENCODERS.get(name).spec for name in ENCODERS.names(trainable=True)}
