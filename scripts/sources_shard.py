@@ -1,7 +1,8 @@
 from fairforge.manifest import write_manifest
 from fairforge.sources import inspect_sources
 from fairforge.sources.synthetic import render_listed
-from fairforge.workflow import logged, read_shard, synthetic_options
+from fairforge.sharding import read_shard
+from fairforge.workflow import logged, synthetic_options
 
 with logged(snakemake.log[0]):
     p = snakemake.params

@@ -4,8 +4,9 @@ import pandas as pd
 import pytest
 
 from fairforge.config import validate_config
-from fairforge.workflow import (count_source_items, detector_settings, faces_with_attributes,
-                                shard_ids, shard_slice, train_dataset)
+from fairforge.faces.attributes import faces_with_attributes
+from fairforge.sharding import read_shard, shard_ids, shard_slice
+from fairforge.workflow import count_source_items, detector_settings, train_dataset
 
 
 def test_shards_cover_every_row_once():
@@ -56,8 +57,6 @@ def test_faces_get_attributes_as_columns():
 
 def test_a_shard_is_read_alone_and_equals_the_slice(tmp_path):
     from fairforge.manifest import write_manifest
-    from fairforge.workflow import read_shard
-
     frame = pd.DataFrame({"image_id": [f"i{k:03d}" for k in range(23)], "v": range(23)})
     write_manifest(frame, tmp_path / "m.parquet", row_group_size=5)
     for shard in shard_ids(len(frame), 5):

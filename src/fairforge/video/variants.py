@@ -27,18 +27,14 @@ import numpy as np
 import pandas as pd
 
 from fairforge.images import ImageError, read_image, write_image
+from fairforge.paths import RESULTS, result_path
 from fairforge.video.ffmpeg import (DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video,
                                     write_video)
 from fairforge.video.ops import cached_video_op, is_video_variant, video_op_for
-from fairforge.workflow import RESULTS
 
 log = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def video_variant_dir(dataset: str, variant: str, results: str = RESULTS) -> str:
-    return f"{results}/{dataset}/video_variants/{variant}"
 
 
 def predict_samples_path(dataset: str, variant: str, results: str = RESULTS) -> str:
@@ -48,8 +44,8 @@ def predict_samples_path(dataset: str, variant: str, results: str = RESULTS) -> 
     to be scored as ``clean``); every other variant reads the dataset's samples.
     """
     if is_video_variant(variant):
-        return f"{video_variant_dir(dataset, variant, results)}/samples.parquet"
-    return f"{results}/{dataset}/samples.parquet"
+        return result_path("video_variant_samples", results, dataset=dataset, variant=variant)
+    return result_path("samples", results, dataset=dataset)
 
 
 def loading_variant(variant: str) -> str:
