@@ -5,6 +5,7 @@ import pytest
 
 from fairforge.config import validate_config
 from fairforge.faces.attributes import faces_with_attributes
+from fairforge.paths import log_path, report_paths, result_path
 from fairforge.sharding import read_shard, shard_ids, shard_slice
 from fairforge.workflow import count_source_items, detector_settings, train_dataset
 
@@ -66,3 +67,30 @@ def test_a_shard_is_read_alone_and_equals_the_slice(tmp_path):
     write_manifest(frame, tmp_path / "n.parquet", row_group_size=7)
     pd.testing.assert_frame_equal(read_shard(tmp_path / "n.parquet", "002", 5),
                                   frame.iloc[10:15].reset_index(drop=True))
+
+
+def test_result_paths_fill_the_wildcards_given_and_keep_the_others():
+    assert result_path("forgery", dataset="d") == "results/d/forgeries/{method}.parquet"
+    assert result_path("forgery", "out", dataset="d", method="m") == "out/d/forgeries/m.parquet"
+    assert log_path("train/{detector}.log") == "results/logs/train/{detector}.log"
+    with pytest.raises(KeyError):
+        result_path("no_such_output")
+
+
+def test_the_path_table_covers_every_file_the_report_reads(tmp_path):
+    from fairforge.report import report_inputs
+
+    for ranking in (True, False):
+        expected = report_inputs(tmp_path, ["a", "b"], ["m", "n"], ranking=ranking)
+        got = report_paths(str(tmp_path), ["a", "b"], ["m", "n"], ranking=ranking)
+        assert got.keys() == expected.keys()
+        for key, value in expected.items():
+            assert got[key] == ([str(v) for v in value] if isinstance(value, list)
+                                else str(value)), key
+
+
+def test_scripts_take_the_results_root_from_their_rule(repo_root):
+    for script in (repo_root / "scripts").glob("*.py"):
+        text = script.read_text()
+        assert '"results"' not in text and "RESULTS" not in text, script.name
+        assert len(text.splitlines()) < 25, script.name
