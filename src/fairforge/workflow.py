@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_limits
 from fairforge.paths import RESULTS, result_path
 from fairforge.perturb import suite
 from fairforge.video import VIDEO_SUITE
+
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 SYNTHETIC_DEFAULTS = {"subjects_per_group": 8, "images_per_subject": 10, "size": 400,
                       "tones": ["tone1", "tone2", "tone3", "tone4"],
