@@ -1,5 +1,6 @@
 # fairforge: is this face-forgery detector fair, and does it stay fair on real-world media?
-# Stages live in rules/*.smk; logic lives in src/fairforge; config is validated at start.
+# One rules/*.smk per stage, in pipeline order; logic lives in src/fairforge, every output
+# path in fairforge.paths; config is validated at start.
 import sys
 from pathlib import Path
 
@@ -20,28 +21,30 @@ validate_config(config)
 include: "rules/common.smk"
 include: "rules/sources.smk"
 include: "rules/faces.smk"
+include: "rules/pairs.smk"
 include: "rules/forgery.smk"
+include: "rules/samples.smk"
 include: "rules/train.smk"
 include: "rules/infer.smk"
 include: "rules/video.smk"
 include: "rules/degradation.smk"
 include: "rules/metrics.smk"
-include: "rules/report.smk"
 include: "rules/ranking.smk"
+include: "rules/report.smk"
 
 
 rule all:
     input:
-        "results/fairness_table.csv",
-        "results/report.html",
-        "results/fairness_per_group.csv",
-        "results/fairness_ci.csv",
-        "results/failures_per_group.csv",
-        "results/pipeline_info/versions.yml",
-        "results/efficiency.csv",
-        expand("results/{dataset}/face_detection_rate.csv", dataset=DATASETS),
-        expand("results/figures/{dataset}/forgery_examples.png", dataset=DATASETS),
-        "results/exposure_table.csv" if config["ranking"]["enabled"] else [],
+        result_path("fairness_table"),
+        result_path("report"),
+        result_path("fairness_per_group"),
+        result_path("fairness_ci"),
+        result_path("failures_per_group"),
+        result_path("versions"),
+        result_path("efficiency"),
+        expand(result_path("face_detection_rate"), dataset=DATASETS),
+        expand(result_path("forgery_examples"), dataset=DATASETS),
+        result_path("exposure_table") if RANKING_ENABLED else [],
         REPORT_PREDICTIONS,
 
 
@@ -49,7 +52,7 @@ onsuccess:
     from fairforge.records import write_rule_graph
 
     write_rule_graph(
-        "results/pipeline_info/rulegraph.dot",
+        result_path("rulegraph"),
         workflow.main_snakefile,
         Path.cwd(),
         list(workflow.overwrite_configfiles),

@@ -24,9 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fairforge.faces.attributes import faces_with_attributes
+from fairforge.forgery.shard import read_forgery_shard
 from fairforge.manifest import read_manifest, write_manifest
 from fairforge.pairs import PAIR_COLUMNS
-from fairforge.workflow import faces_with_attributes, read_forgery_shard, shard_slice
+from fairforge.sharding import shard_slice
 
 GROUPS = ["tone1", "tone2", "tone3", "tone4"]
 SPLITS = np.array(["train"] * 6 + ["val"] * 2 + ["test"] * 2)

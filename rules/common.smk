@@ -1,10 +1,17 @@
+# What every stage shares: the config's lists, the shard plans, wildcard constraints, and the
+# input functions (get_*) the rules call with their wildcards. Paths come from
+# fairforge.paths (one table), settings from fairforge.workflow (unit-tested).
 import re
 
+from fairforge.paths import RESULTS, benchmark_path, log_path, report_paths, result_path
+from fairforge.sharding import shard_ids
+from fairforge.tables import split_variants
 from fairforge.video import predict_samples_path
 from fairforge.workflow import (
     all_variants,
     count_source_items,
     dataset_root,
+    degradation_images,
     degradation_inputs,
     detector_settings,
     encoder_checkpoint,
@@ -12,9 +19,8 @@ from fairforge.workflow import (
     is_external,
     model_input,
     ranking_encoders,
-    train_input,
-    shard_ids,
     train_dataset,
+    train_input,
     trained_encoders,
     variant_options,
 )
@@ -23,9 +29,11 @@ DATASETS = list(config["datasets"])
 DETECTORS = list(config["detectors"])
 # Detectors with a network (trained or imported) that the workflow runs and times.
 RUN_DETECTORS = [d for d in DETECTORS if not is_external(config, d)]
+EXTERNAL_DETECTORS = [d for d in DETECTORS if is_external(config, d)]
 METHODS = list(config["forgery"]["methods"])
 VARIANTS = all_variants(config)
 SHARD_SIZE = int(config["shard_size"])
+RANKING_ENABLED = config["ranking"]["enabled"]
 RANKING_DATASET = config["ranking"].get("dataset") or DATASETS[0]
 RANKING_ENCODERS = list(config["ranking"]["encoders"])
 SOURCE_COUNTS = {d: count_source_items(d, config["datasets"][d]) for d in DATASETS}
@@ -33,6 +41,20 @@ SHARDS = {d: shard_ids(n, SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
 # Prediction jobs cover more images than per-image shards: each loads its model once.
 PREDICT_SHARD_SIZE = int(config["inference"]["shard_size"])
 PREDICT_SHARDS = {d: shard_ids(n, PREDICT_SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
+# Variants that cannot run here (missing weights, no video pipeline) are not requested;
+# the report lists them with the reason.
+REPORT_VARIANTS, UNAVAILABLE_VARIANTS = split_variants(VARIANTS)
+REPORT_PREDICTIONS = expand(
+    result_path("predictions"),
+    detector=DETECTORS,
+    dataset=DATASETS,
+    variant=REPORT_VARIANTS,
+)
+CLEAN_PREDICTIONS = expand(
+    result_path("predictions"), detector=DETECTORS, dataset=DATASETS, variant="clean"
+)
+# The resource that a GPU job asks for: none on a CPU run.
+GPU = 0 if config["device"] == "cpu" else 1
 
 
 wildcard_constraints:
@@ -44,24 +66,170 @@ wildcard_constraints:
     encoder="|".join(re.escape(e) for e in RANKING_ENCODERS),
 
 
-# Gathers and concatenations: seconds of work, not worth a queue wait.
+# Gathers, concatenations and small tables: seconds of work, not worth a queue wait.
 localrules:
     all,
     sources,
     faces,
     forgery,
-    predictions,
     samples,
+    predictions,
     video_variant,
     failures_per_group,
-    pipeline_info,
     efficiency_table,
+    detector_studies,
+    pipeline_info,
     forgery_examples,
+    efficiency_figure,
+    report_html,
 
 
-def dataset_shards(wildcards):
-    return SHARDS[wildcards.dataset]
+def per_attempt(amount):
+    """A resource that grows with each retry (memory in MB, runtime in minutes)."""
+    return lambda wildcards, attempt: amount * attempt
 
 
-def dataset_config(wildcards):
+def one_of(names):
+    """A wildcard constraint matching exactly ``names``; nothing when there are none."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+def get_results_root(wildcards):
+    """The results root, for scripts whose manifests store paths relative to it."""
+    return RESULTS
+
+
+# ----------------------------------------------------------------------- shard gathers
+
+
+def _shards(name, shards, wildcards):
+    return expand(result_path(name, **wildcards), shard=shards)
+
+
+def get_source_shards(wildcards):
+    return _shards("sources_shard", SHARDS[wildcards.dataset], wildcards)
+
+
+def get_face_shards(wildcards):
+    return _shards("faces_shard", SHARDS[wildcards.dataset], wildcards)
+
+
+def get_forgery_shards(wildcards):
+    return _shards("forgery_shard", SHARDS[wildcards.dataset], wildcards)
+
+
+def get_prediction_shards(wildcards):
+    return _shards("prediction_shard", PREDICT_SHARDS[wildcards.dataset], wildcards)
+
+
+def get_video_variant_shards(wildcards):
+    return _shards("video_variant_shard", SHARDS[wildcards.dataset], wildcards)
+
+
+def get_embedding_shards(wildcards):
+    return expand(
+        result_path("embedding_shard"),
+        encoder=RANKING_ENCODERS,
+        shard=SHARDS[RANKING_DATASET],
+    )
+
+
+# ----------------------------------------------------------------------- datasets
+
+
+def get_dataset_config(wildcards):
     return config["datasets"][wildcards.dataset]
+
+
+def get_dataset_root(wildcards):
+    return str(dataset_root(wildcards.dataset, config["datasets"][wildcards.dataset]))
+
+
+def get_forgery_backend(wildcards):
+    return config["forgery"]["backends"].get(wildcards.method, "classical")
+
+
+def get_forgery_options(wildcards):
+    return config["forgery"]["options"].get(wildcards.method, {})
+
+
+def get_forgeries(wildcards):
+    return expand(result_path("forgery", dataset=wildcards.dataset), method=METHODS)
+
+
+# ----------------------------------------------------------------------- detectors
+
+
+def get_model(wildcards):
+    """A trained detector's checkpoint, or an external detector's score file."""
+    return model_input(config, wildcards.detector)
+
+
+def get_train_input(wildcards):
+    return train_input(config, wildcards.detector)
+
+
+def get_detector_settings(wildcards):
+    return detector_settings(config, wildcards.detector)
+
+
+def get_checkpoint(wildcards):
+    return config["detectors"][wildcards.detector].get("checkpoint")
+
+
+def get_checkpoint_format(wildcards):
+    return config["detectors"][wildcards.detector]["checkpoint_format"]
+
+
+# ----------------------------------------------------------------------- variants
+
+
+def get_predict_samples(wildcards):
+    """The samples a prediction reads: a video variant's decoded crops, else the dataset's."""
+    return predict_samples_path(wildcards.dataset, wildcards.variant)
+
+
+def get_video_cache(wildcards):
+    return result_path("video_cache", dataset=wildcards.dataset)
+
+
+def get_degradation_inputs(wildcards):
+    return degradation_inputs(config, wildcards.variant)
+
+
+def get_variant_options(wildcards):
+    return variant_options(config, wildcards.variant)
+
+
+def get_degradation_high_images(wildcards):
+    return degradation_images(config, "high_dir")
+
+
+def get_degradation_low_images(wildcards):
+    return degradation_images(config, "low_dir")
+
+
+# ----------------------------------------------------------------------- ranking
+
+
+def get_encoder_checkpoint(wildcards):
+    """A trained encoder's checkpoint; pretrained encoders need none."""
+    if wildcards.encoder in trained_encoders(config):
+        return [encoder_checkpoint(wildcards.encoder)]
+    return []
+
+
+def get_encoder(wildcards):
+    return ranking_encoders(config)[wildcards.encoder]
+
+
+def get_encoder_training(wildcards):
+    return encoder_training(config, wildcards.encoder)
+
+
+# ----------------------------------------------------------------------- report
+
+
+def get_report_inputs(wildcards):
+    """Every table and figure the report reads (the ranking study's only when enabled)."""
+    return report_paths(RESULTS, DATASETS, METHODS, ranking=RANKING_ENABLED)

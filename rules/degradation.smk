@@ -1,13 +1,7 @@
 # The learned high-to-low degradation generator (Exposure paper). Trained only when
 # degradation.high_dir and low_dir are set and no ready checkpoint is given; far_learned@1
 # then reads it (see fairforge.workflow.variant_options / degradation_inputs).
-from fairforge.workflow import (
-    DEGRADATION_CHECKPOINT,
-    DEGRADATION_SAMPLE_SHEET,
-    degradation_images,
-    degradation_settings,
-    trains_degradation,
-)
+from fairforge.workflow import degradation_settings, trains_degradation
 
 
 if trains_degradation(config):
@@ -15,22 +9,22 @@ if trains_degradation(config):
     rule train_degradation:
         """Train the 64x64 -> 16x16 generator against unpaired real low-resolution faces."""
         input:
-            high=lambda wc: degradation_images(config, "high_dir"),
-            low=lambda wc: degradation_images(config, "low_dir"),
+            high=get_degradation_high_images,
+            low=get_degradation_low_images,
         output:
-            generator=DEGRADATION_CHECKPOINT,
-            samples=DEGRADATION_SAMPLE_SHEET,
+            generator=result_path("degradation_generator"),
+            samples=result_path("degradation_samples"),
         params:
             settings=degradation_settings(config),
         threads: 2
         resources:
-            gpu=0 if config["device"] == "cpu" else 1,
-            mem_mb=lambda wc, attempt: 4000 * attempt,
-            runtime=lambda wc, attempt: 120 * attempt,
+            gpu=GPU,
+            mem_mb=per_attempt(4000),
+            runtime=per_attempt(120),
         log:
-            "results/logs/degradation/train.log",
+            log_path("degradation/train.log"),
         benchmark:
-            "results/pipeline_info/benchmarks/degradation/train.tsv"
+            benchmark_path("degradation/train.tsv")
         conda:
             "../envs/fairforge.yaml"
         script:

@@ -2,29 +2,30 @@ rule predict:
     """Scores of one detector under one test-time variant on one shard of a dataset: the
     real crops and fakes of inference.shard_size source images."""
     input:
-        model=lambda wc: model_input(config, wc.detector),
-        sources="results/{dataset}/sources.parquet",
-        samples=lambda wc: predict_samples_path(wc.dataset, wc.variant),
-        degradation=lambda wc: degradation_inputs(config, wc.variant),
+        model=get_model,
+        sources=result_path("sources"),
+        samples=get_predict_samples,
+        degradation=get_degradation_inputs,
     output:
-        "results/predictions/{detector}/{dataset}/{variant}/shard_{shard}.parquet",
+        result_path("prediction_shard"),
     wildcard_constraints:
-        detector="|".join(RUN_DETECTORS) or "(?!)",
+        detector=one_of(RUN_DETECTORS),
     params:
         inference=config["inference"],
         device=config["device"],
-        variant_options=lambda wc: variant_options(config, wc.variant),
+        variant_options=get_variant_options,
+        results=get_results_root,
     # One core per job on a CPU: small models gain little from a second torch thread, and
     # jobs run side by side instead (profiles/slurm gives GPU jobs more).
     threads: 1
     resources:
-        gpu=0 if config["device"] == "cpu" else 1,
-        mem_mb=lambda wc, attempt: 3000 * attempt,
-        runtime=lambda wc, attempt: 60 * attempt,
+        gpu=GPU,
+        mem_mb=per_attempt(3000),
+        runtime=per_attempt(60),
     log:
-        "results/logs/predict/{detector}/{dataset}/{variant}/shard_{shard}.log",
+        log_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/predict/{detector}/{dataset}/{variant}/shard_{shard}.tsv"
+        benchmark_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -34,36 +35,33 @@ rule predict:
 rule predictions:
     """One detector's scores on one dataset under one variant, gathered in sample order."""
     input:
-        lambda wc: expand(
-            "results/predictions/{{detector}}/{{dataset}}/{{variant}}/shard_{shard}.parquet",
-            shard=PREDICT_SHARDS[wc.dataset],
-        ),
+        get_prediction_shards,
     output:
-        "results/predictions/{detector}/{dataset}/{variant}.parquet",
+        result_path("predictions"),
     wildcard_constraints:
-        detector="|".join(RUN_DETECTORS) or "(?!)",
+        detector=one_of(RUN_DETECTORS),
     log:
-        "results/logs/predict/{detector}/{dataset}/{variant}/gather.log",
+        log_path("predict/{detector}/{dataset}/{variant}/gather.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
-        "../scripts/gather.py"
+        "../scripts/gather_shards.py"
 
 
 rule external_scores:
     """A detector run elsewhere: its score file, checked against the samples it scores."""
     input:
-        scores=lambda wc: model_input(config, wc.detector),
-        samples=lambda wc: predict_samples_path(wc.dataset, wc.variant),
+        scores=get_model,
+        samples=get_predict_samples,
     output:
-        "results/predictions/{detector}/{dataset}/{variant}.parquet",
+        result_path("predictions"),
     wildcard_constraints:
-        detector="|".join(d for d in DETECTORS if is_external(config, d)) or "(?!)",
+        detector=one_of(EXTERNAL_DETECTORS),
     params:
         splits=config["inference"]["splits"],
-        variant_options=lambda wc: variant_options(config, wc.variant),
+        variant_options=get_variant_options,
     log:
-        "results/logs/predict/{detector}/{dataset}/{variant}.log",
+        log_path("predict/{detector}/{dataset}/{variant}.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -73,33 +71,20 @@ rule external_scores:
 rule efficiency:
     """Parameters, FLOPs per image, latency at batch 1 and 32, peak memory of one detector."""
     input:
-        model="results/models/{detector}/model.pt",
+        model=result_path("model"),
     output:
-        "results/models/{detector}/efficiency.csv",
+        result_path("detector_efficiency"),
     params:
         device=config["device"],
     # Latency is measured alone: two timing jobs must not share the cores.
     threads: lambda wc: workflow.cores
     resources:
-        gpu=0 if config["device"] == "cpu" else 1,
-        mem_mb=lambda wc, attempt: 4000 * attempt,
-        runtime=lambda wc, attempt: 30 * attempt,
+        gpu=GPU,
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(30),
     log:
-        "results/logs/efficiency/{detector}.log",
+        log_path("efficiency/{detector}.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
         "../scripts/efficiency.py"
-
-
-rule efficiency_table:
-    input:
-        expand("results/models/{detector}/efficiency.csv", detector=RUN_DETECTORS),
-    output:
-        "results/efficiency.csv",
-    log:
-        "results/logs/efficiency/table.log",
-    conda:
-        "../envs/fairforge.yaml"
-    script:
-        "../scripts/concat_tables.py"

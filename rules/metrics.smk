@@ -1,24 +1,24 @@
+# The tables: detection, robustness and fairness metrics from the predictions, the detector
+# studies, failures and cost. Figures and the HTML page are in report.smk.
+
+
 rule fairness_table:
     """FairFD (naive, AA, UR) and textbook fairness per detector, on clean test predictions."""
     input:
-        expand(
-            "results/predictions/{detector}/{dataset}/clean.parquet",
-            detector=DETECTORS,
-            dataset=DATASETS,
-        ),
+        CLEAN_PREDICTIONS,
     output:
         table=report(
-            "results/fairness_table.csv",
+            result_path("fairness_table"),
             caption="../resources/report/fairness_table.rst",
             category="Fairness",
         ),
         per_group=report(
-            "results/fairness_per_group.csv",
+            result_path("fairness_per_group"),
             caption="../resources/report/per_group.rst",
             category="Fairness",
         ),
         ci=report(
-            "results/fairness_ci.csv",
+            result_path("fairness_ci"),
             caption="../resources/report/fairness_ci.rst",
             category="Fairness",
         ),
@@ -26,45 +26,183 @@ rule fairness_table:
         metrics=config["metrics"],
         seed=config["seed"],
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
-        runtime=lambda wc, attempt: 30 * attempt,
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
     log:
-        "results/logs/metrics/fairness_table.log",
+        log_path("metrics/fairness_table.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
         "../scripts/fairness_table.py"
 
 
+rule detection_table:
+    """AUC, ACC, AP, EER per detector x dataset x variant (frame and video); robustness."""
+    input:
+        REPORT_PREDICTIONS,
+    output:
+        detection=report(
+            result_path("detection_table"),
+            caption="../resources/report/detection_table.rst",
+            category="Detection",
+        ),
+        robustness=report(
+            result_path("robustness_table"),
+            caption="../resources/report/robustness_table.rst",
+            category="Robustness",
+        ),
+    params:
+        metrics=config["metrics"],
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    log:
+        log_path("report/detection_table.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/detection_table.py"
+
+
+rule fairness_under_perturbation:
+    """Every fairness metric per detector x variant; grayscale next to clean (FairFD Table 6)."""
+    input:
+        REPORT_PREDICTIONS,
+    output:
+        table=report(
+            result_path("fairness_under_perturbation"),
+            caption="../resources/report/fairness_under_perturbation.rst",
+            category="Fairness",
+        ),
+        grayscale=report(
+            result_path("grayscale_table"),
+            caption="../resources/report/grayscale_table.rst",
+            category="Fairness",
+        ),
+    params:
+        metrics=config["metrics"],
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    log:
+        log_path("report/fairness_under_perturbation.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/fairness_under_perturbation.py"
+
+
+rule fairness_pvalues:
+    """Subject-level permutation p-values of every clean fairness gap."""
+    input:
+        CLEAN_PREDICTIONS,
+    output:
+        report(
+            result_path("fairness_pvalues"),
+            caption="../resources/report/fairness_pvalues.rst",
+            category="Fairness",
+        ),
+    params:
+        metrics=config["metrics"],
+        # the resampling budget of the bootstrap; permutations are cheap, so 0 still runs 1000
+        n_perm=config["metrics"]["bootstrap"] or 1000,
+        seed=config["seed"],
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    log:
+        log_path("report/fairness_pvalues.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/fairness_pvalues.py"
+
+
+rule thresholds_table:
+    """FairFD Table 5: per-group thresholds fitted on validation, applied to test."""
+    input:
+        CLEAN_PREDICTIONS,
+    output:
+        report(
+            result_path("thresholds_table"),
+            caption="../resources/report/thresholds_table.rst",
+            category="Fairness",
+        ),
+    params:
+        metrics=config["metrics"],
+        splits=config["inference"]["splits"],
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    log:
+        log_path("report/thresholds_table.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/thresholds_table.py"
+
+
+rule detector_studies:
+    """What trained each detector; balanced twins (FairFD Table 4); train-on x test-on AUC."""
+    input:
+        models=expand(result_path("model"), detector=RUN_DETECTORS),
+        fairness=result_path("fairness_table"),
+        detection=result_path("detection_table"),
+    output:
+        detectors=report(
+            result_path("detectors"),
+            caption="../resources/report/detectors.rst",
+            category="Detectors",
+        ),
+        balanced=report(
+            result_path("balanced_table"),
+            caption="../resources/report/balanced_table.rst",
+            category="Detectors",
+        ),
+        generalization=report(
+            result_path("generalization"),
+            caption="../resources/report/generalization.rst",
+            category="Detectors",
+        ),
+    params:
+        detectors=DETECTORS,
+        settings={d: detector_settings(config, d) for d in DETECTORS},
+        train_datasets={d: train_dataset(config, d) for d in DETECTORS},
+    log:
+        log_path("report/detector_studies.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/detector_studies.py"
+
+
 rule failures_per_group:
     """Face-detection and forgery failures per group, all datasets."""
     input:
-        expand("results/{dataset}/failures.csv", dataset=DATASETS),
+        expand(result_path("failures"), dataset=DATASETS),
     output:
         report(
-            "results/failures_per_group.csv",
+            result_path("failures_per_group"),
             caption="../resources/report/failures.rst",
             category="Failures",
         ),
     log:
-        "results/logs/metrics/failures_per_group.log",
+        log_path("metrics/failures_per_group.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
         "../scripts/concat_tables.py"
 
 
-rule pipeline_info:
-    """Versions, git commit, config hash and the resolved config of this run."""
+rule efficiency_table:
+    """Every run detector's cost, one row each."""
+    input:
+        expand(result_path("detector_efficiency"), detector=RUN_DETECTORS),
     output:
-        versions="results/pipeline_info/versions.yml",
-        config="results/pipeline_info/config.resolved.yaml",
-    params:
-        config=config,
-        repo=workflow.basedir,
+        result_path("efficiency"),
     log:
-        "results/logs/pipeline_info.log",
+        log_path("efficiency/table.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
-        "../scripts/pipeline_info.py"
+        "../scripts/concat_tables.py"

@@ -1,27 +1,31 @@
+# The exposure study (Exposure paper): identities ranked by face encoders at a distance.
+
+
 rule train_encoder:
     """A face encoder trained on the train-split identities (near or far crops) through an
     angular-margin head, for the exposure study."""
     input:
-        sources=f"results/{RANKING_DATASET}/sources.parquet",
-        faces=f"results/{RANKING_DATASET}/faces.parquet",
+        sources=result_path("sources", dataset=RANKING_DATASET),
+        faces=result_path("faces", dataset=RANKING_DATASET),
     output:
-        model="results/encoders/{encoder}/model.pt",
-        log_table="results/encoders/{encoder}/training_log.csv",
+        model=result_path("encoder_model"),
+        log_table=result_path("encoder_training_log"),
     wildcard_constraints:
-        encoder="|".join(trained_encoders(config)) or "(?!)",
+        encoder=one_of(trained_encoders(config)),
     params:
-        settings=lambda wc: encoder_training(config, wc.encoder),
+        settings=get_encoder_training,
         margin=config["faces"]["margin"],
         seed=config["seed"],
+        results=get_results_root,
     threads: 1
     resources:
-        gpu=0 if config["device"] == "cpu" else 1,
-        mem_mb=lambda wc, attempt: 6000 * attempt,
-        runtime=lambda wc, attempt: 120 * attempt,
+        gpu=GPU,
+        mem_mb=per_attempt(6000),
+        runtime=per_attempt(120),
     log:
-        "results/logs/ranking/train_encoder/{encoder}.log",
+        log_path("ranking/train_encoder/{encoder}.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/ranking/train_encoder/{encoder}.tsv"
+        benchmark_path("ranking/train_encoder/{encoder}.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -31,20 +35,20 @@ rule train_encoder:
 rule ranking_study:
     """The identities ranked and their images: l per identity, 30% probes, 70% gallery."""
     input:
-        sources=f"results/{RANKING_DATASET}/sources.parquet",
-        faces=f"results/{RANKING_DATASET}/faces.parquet",
+        sources=result_path("sources", dataset=RANKING_DATASET),
+        faces=result_path("faces", dataset=RANKING_DATASET),
     output:
-        study="results/ranking/study.parquet",
-        calibration="results/ranking/calibration.parquet",
+        study=result_path("ranking_study"),
+        calibration=result_path("ranking_calibration"),
     params:
         ranking=config["ranking"],
         group_by=config["ranking"].get("group_by")
         or config["datasets"][RANKING_DATASET].get("group_by"),
         seed=config["seed"],
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
+        mem_mb=per_attempt(2000),
     log:
-        "results/logs/ranking/study.log",
+        log_path("ranking/study.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -55,28 +59,27 @@ rule embed_shard:
     """One encoder's embeddings of the study images of one shard, in the views the
     settings compare (far probes; far and/or close-range gallery)."""
     input:
-        sources=f"results/{RANKING_DATASET}/sources.parquet",
-        study="results/ranking/study.parquet",
-        calibration="results/ranking/calibration.parquet",
-        checkpoint=lambda wc: [encoder_checkpoint(wc.encoder)]
-        if wc.encoder in trained_encoders(config)
-        else [],
+        sources=result_path("sources", dataset=RANKING_DATASET),
+        study=result_path("ranking_study"),
+        calibration=result_path("ranking_calibration"),
+        checkpoint=get_encoder_checkpoint,
     output:
-        "results/ranking/embeddings/{encoder}/shard_{shard}.parquet",
+        result_path("embedding_shard"),
     params:
-        encoder=lambda wc: ranking_encoders(config)[wc.encoder],
+        encoder=get_encoder,
         ranking=config["ranking"],
         margin=config["faces"]["margin"],
         seed=config["seed"],
         shard_size=SHARD_SIZE,
+        results=get_results_root,
     threads: 1  # dlib encodes on one core
     resources:
-        mem_mb=lambda wc, attempt: 3000 * attempt,
-        runtime=lambda wc, attempt: 60 * attempt,
+        mem_mb=per_attempt(3000),
+        runtime=per_attempt(60),
     log:
-        "results/logs/ranking/embed/{encoder}/shard_{shard}.log",
+        log_path("ranking/embed/{encoder}/shard_{shard}.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/ranking/embed/{encoder}/shard_{shard}.tsv"
+        benchmark_path("ranking/embed/{encoder}/shard_{shard}.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -86,32 +89,28 @@ rule embed_shard:
 rule exposure:
     """Visibility and exposure of groups in face rankings at a distance (Exposure paper)."""
     input:
-        study="results/ranking/study.parquet",
-        embeddings=expand(
-            "results/ranking/embeddings/{encoder}/shard_{shard}.parquet",
-            encoder=RANKING_ENCODERS,
-            shard=SHARDS[RANKING_DATASET],
-        ),
+        study=result_path("ranking_study"),
+        embeddings=get_embedding_shards,
     output:
         table=report(
-            "results/exposure_table.csv",
+            result_path("exposure_table"),
             caption="../resources/report/exposure.rst",
             category="Exposure",
         ),
         per_probe_group=report(
-            "results/exposure_per_probe_group.csv",
+            result_path("exposure_per_probe_group"),
             caption="../resources/report/exposure_per_probe_group.rst",
             category="Exposure",
         ),
         ks=report(
-            "results/exposure_ks.csv",
+            result_path("exposure_ks"),
             caption="../resources/report/exposure_ks.rst",
             category="Exposure",
         ),
-        per_ranking="results/exposure_per_ranking.parquet",
-        hit_curve="results/exposure_hit_curve.csv",
+        per_ranking=result_path("exposure_per_ranking"),
+        hit_curve=result_path("exposure_hit_curve"),
         figure=report(
-            "results/figures/exposure.png",
+            result_path("exposure_figure"),
             caption="../resources/report/exposure_figure.rst",
             category="Exposure",
         ),
@@ -119,11 +118,11 @@ rule exposure:
         ranking=config["ranking"],
         encoders=RANKING_ENCODERS,
     resources:
-        mem_mb=lambda wc, attempt: 4000 * attempt,
+        mem_mb=per_attempt(4000),
     log:
-        "results/logs/ranking/exposure.log",
+        log_path("ranking/exposure.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/ranking/exposure.tsv"
+        benchmark_path("ranking/exposure.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:

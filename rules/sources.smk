@@ -1,19 +1,19 @@
 rule sources_listing:
     """Every source image with its subject, group and split (files not opened yet)."""
     output:
-        "results/{dataset}/listing.parquet",
+        result_path("listing"),
     params:
-        dataset=dataset_config,
-        root=lambda wc: str(dataset_root(wc.dataset, config["datasets"][wc.dataset])),
+        dataset=get_dataset_config,
+        root=get_dataset_root,
         split=config["split"],
         seed=config["seed"],
         shard_size=SHARD_SIZE,
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
+        mem_mb=per_attempt(2000),
     log:
-        "results/logs/sources/{dataset}/listing.log",
+        log_path("sources/{dataset}/listing.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/sources/{dataset}/listing.tsv"
+        benchmark_path("sources/{dataset}/listing.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -24,21 +24,21 @@ rule sources_shard:
     """One shard's source images (rendered first for the synthetic world): size, sha256,
     and whether the file decodes."""
     input:
-        "results/{dataset}/listing.parquet",
+        result_path("listing"),
     output:
-        "results/{dataset}/sources/shard_{shard}.parquet",
+        result_path("sources_shard"),
     params:
-        dataset=dataset_config,
-        root=lambda wc: str(dataset_root(wc.dataset, config["datasets"][wc.dataset])),
+        dataset=get_dataset_config,
+        root=get_dataset_root,
         seed=config["seed"],
         shard_size=SHARD_SIZE,
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
-        runtime=lambda wc, attempt: 60 * attempt,
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),
     log:
-        "results/logs/sources/{dataset}/shard_{shard}.log",
+        log_path("sources/{dataset}/shard_{shard}.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/sources/{dataset}/shard_{shard}.tsv"
+        benchmark_path("sources/{dataset}/shard_{shard}.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -48,16 +48,14 @@ rule sources_shard:
 rule sources:
     """The sources manifest: one row per image, sorted by image_id, one row group per shard."""
     input:
-        lambda wc: expand(
-            "results/{{dataset}}/sources/shard_{shard}.parquet", shard=dataset_shards(wc)
-        ),
+        get_source_shards,
     output:
-        "results/{dataset}/sources.parquet",
+        result_path("sources"),
     params:
         row_group_size=SHARD_SIZE,
     log:
-        "results/logs/sources/{dataset}/gather.log",
+        log_path("sources/{dataset}/gather.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
-        "../scripts/gather.py"
+        "../scripts/gather_shards.py"

@@ -1,25 +1,26 @@
 rule train:
     """Train one detector under the shared protocol; keep the best-by-validation-AUC weights."""
     input:
-        samples=lambda wc: train_input(config, wc.detector),
+        samples=get_train_input,
     output:
-        model="results/models/{detector}/model.pt",
-        log_table="results/models/{detector}/training_log.csv",
+        model=result_path("model"),
+        log_table=result_path("training_log"),
     params:
-        settings=lambda wc: detector_settings(config, wc.detector),
-        checkpoint=lambda wc: config["detectors"][wc.detector].get("checkpoint"),
-        checkpoint_format=lambda wc: config["detectors"][wc.detector]["checkpoint_format"],
+        settings=get_detector_settings,
+        checkpoint=get_checkpoint,
+        checkpoint_format=get_checkpoint_format,
+        results=get_results_root,
     # One core per job on a CPU: small models gain little from a second torch thread, and
     # jobs run side by side instead (profiles/slurm gives GPU jobs more).
     threads: 1
     resources:
-        gpu=0 if config["device"] == "cpu" else 1,
-        mem_mb=lambda wc, attempt: 4000 * attempt,
-        runtime=lambda wc, attempt: 120 * attempt,
+        gpu=GPU,
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(120),
     log:
-        "results/logs/train/{detector}.log",
+        log_path("train/{detector}.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/train/{detector}.tsv"
+        benchmark_path("train/{detector}.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:

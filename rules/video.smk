@@ -1,6 +1,6 @@
-# Video variants (docs/perturbations.md sections 3-4): each clip of face crops is degraded by one
+# Video variants (docs/perturbations.md section 4): each clip of face crops is degraded by one
 # ffmpeg operation and decoded back; prediction under a video variant reads the decoded crops
-# (fairforge.video.predict_samples_path) and scores them as 'clean'.
+# (get_predict_samples) and scores them as 'clean'.
 from fairforge.video import video_variant_pattern
 
 
@@ -8,46 +8,44 @@ rule video_variant_shard:
     """Decoded crops of the (video, method) clips that start in one shard, after one video
     operation, and their manifest."""
     input:
-        sources="results/{dataset}/sources.parquet",
-        samples="results/{dataset}/samples.parquet",
+        sources=result_path("sources"),
+        samples=result_path("samples"),
     output:
-        manifest="results/{dataset}/video_variants/{variant}/shard_{shard}.parquet",
-        frames=directory("results/{dataset}/video_variants/{variant}/frames/shard_{shard}"),
+        manifest=result_path("video_variant_shard"),
+        frames=directory(result_path("video_variant_frames")),
     wildcard_constraints:
         variant=video_variant_pattern(),
     params:
         splits=config["inference"]["splits"],
         # Clean and degraded clips, keyed by content; written atomically, shared by variants.
-        cache=lambda wc: f"results/{wc.dataset}/video_cache",
+        cache=get_video_cache,
         shard_size=SHARD_SIZE,
+        results=get_results_root,
     threads: 2
     resources:
-        mem_mb=lambda wc, attempt: 2000 * attempt,
-        runtime=lambda wc, attempt: 60 * attempt,
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),
     log:
-        "results/logs/video_variant/{dataset}/{variant}/shard_{shard}.log",
+        log_path("video_variant/{dataset}/{variant}/shard_{shard}.log"),
     benchmark:
-        "results/pipeline_info/benchmarks/video_variant/{dataset}/{variant}/shard_{shard}.tsv"
+        benchmark_path("video_variant/{dataset}/{variant}/shard_{shard}.tsv")
     conda:
         "../envs/fairforge.yaml"
     script:
-        "../scripts/video_variant.py"
+        "../scripts/video_variant_shard.py"
 
 
 rule video_variant:
     """The samples manifest of one video variant, gathered in sample order."""
     input:
-        lambda wc: expand(
-            "results/{{dataset}}/video_variants/{{variant}}/shard_{shard}.parquet",
-            shard=dataset_shards(wc),
-        ),
+        get_video_variant_shards,
     output:
-        "results/{dataset}/video_variants/{variant}/samples.parquet",
+        result_path("video_variant_samples"),
     wildcard_constraints:
         variant=video_variant_pattern(),
     log:
-        "results/logs/video_variant/{dataset}/{variant}/gather.log",
+        log_path("video_variant/{dataset}/{variant}/gather.log"),
     conda:
         "../envs/fairforge.yaml"
     script:
-        "../scripts/gather.py"
+        "../scripts/gather_shards.py"

@@ -1,3 +1,4 @@
+# Shared by rules failures_per_group and efficiency_table: one csv from many, rows in input order.
 import pandas as pd
 
 from fairforge.workflow import logged

@@ -1,15 +1,15 @@
 from fairforge.faces.align import face_fraction
 from fairforge.manifest import read_ids, read_manifest, write_manifest
 from fairforge.ranking import embed_study, resolve_encoders
-from fairforge.workflow import logged, read_shard
+from fairforge.sharding import shard_image_ids
+from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p, wc = snakemake.params, snakemake.wildcards
-    ids = read_shard(snakemake.input.sources, wc.shard, p.shard_size,
-                     columns=["image_id"])["image_id"].tolist()
+    ids = shard_image_ids(snakemake.input.sources, wc.shard, p.shard_size)
     rows = read_ids(snakemake.input.study, ids)
     encoder = resolve_encoders({wc.encoder: p.encoder})[wc.encoder]
-    embeddings = embed_study(rows, "results", encoder, p.ranking["settings"],
+    embeddings = embed_study(rows, p.results, encoder, p.ranking["settings"],
                              p.ranking["distance"], p.seed,
                              face_fraction(p.margin),
                              calibration=read_manifest(snakemake.input.calibration))

@@ -1,6 +1,7 @@
+from fairforge.faces.attributes import faces_with_attributes
 from fairforge.forgery.examples import example_sheet
 from fairforge.manifest import read_manifest
-from fairforge.workflow import faces_with_attributes, logged
+from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     faces = faces_with_attributes(read_manifest(snakemake.input.sources, contract="sources"),
@@ -9,4 +10,4 @@ with logged(snakemake.log[0]):
     for path in snakemake.input.forgeries:
         frame = read_manifest(path, contract="forgery")
         forgeries[str(frame["method"].iloc[0])] = frame
-    print(example_sheet(faces, forgeries, "results", snakemake.output[0]).to_string(index=False))
+    print(example_sheet(faces, forgeries, snakemake.params.results, snakemake.output[0]).to_string(index=False))

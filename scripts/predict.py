@@ -1,7 +1,8 @@
 from fairforge.detector_kinds import predict
 from fairforge.inference import empty_predictions, variant_unavailable
 from fairforge.manifest import read_ids, write_manifest
-from fairforge.workflow import logged, read_shard
+from fairforge.sharding import shard_image_ids
+from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p, wc = snakemake.params, snakemake.wildcards
@@ -12,10 +13,9 @@ with logged(snakemake.log[0]):
         print(f"variant {wc.variant} unavailable: {reason}")
         preds = empty_predictions()
     else:
-        ids = read_shard(snakemake.input.sources, wc.shard, inf["shard_size"],
-                         columns=["image_id"])["image_id"].tolist()
+        ids = shard_image_ids(snakemake.input.sources, wc.shard, inf["shard_size"])
         samples = read_ids(snakemake.input.samples, ids, contract="samples")
-        preds = predict(snakemake.input.model, samples, "results", wc.detector,
+        preds = predict(snakemake.input.model, samples, p.results, wc.detector,
                         variant=wc.variant, splits=inf["splits"],
                         batch_size=inf["batch_size"], num_workers=inf["num_workers"],
                         device=p.device, threads=snakemake.threads,

@@ -13,6 +13,6 @@ with logged(snakemake.log[0]):
         print(f"imported {p.checkpoint_format} weights from {p.checkpoint}")
     else:
         samples = read_manifest(snakemake.input.samples, contract="samples")
-        log = train_detector(samples, "results", cfg, snakemake.output.model,
+        log = train_detector(samples, p.results, cfg, snakemake.output.model,
                              snakemake.output.log_table)
         print(log.to_string(index=False))

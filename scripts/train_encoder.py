@@ -2,9 +2,10 @@ import pandas as pd
 import torch
 
 from fairforge.encoders.trainable import train_encoder_on_faces
+from fairforge.faces.attributes import faces_with_attributes
 from fairforge.faces.align import face_fraction
 from fairforge.manifest import read_manifest
-from fairforge.workflow import faces_with_attributes, logged
+from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
@@ -12,7 +13,7 @@ with logged(snakemake.log[0]):
     faces = faces_with_attributes(read_manifest(snakemake.input.sources, contract="sources"),
                                   read_manifest(snakemake.input.faces, contract="faces"))
     trained = train_encoder_on_faces(
-        faces, "results", settings.pop("arch"), snakemake.output.model, split="train",
+        faces, snakemake.params.results, settings.pop("arch"), snakemake.output.model, split="train",
         seed=snakemake.params.seed,
         face_fraction=face_fraction(snakemake.params.margin), **settings)
     pd.DataFrame({"step": range(1, len(trained.losses) + 1), "loss": trained.losses}).to_csv(

@@ -5,7 +5,8 @@ import pytest
 
 from fairforge.manifest import (ManifestError, columns_in, read_ids, read_manifest, read_rows,
                                 write_manifest)
-from fairforge.workflow import faces_with_attributes, read_forgery_shard
+from fairforge.faces.attributes import faces_with_attributes
+from fairforge.forgery.shard import read_forgery_shard
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fairforge.workflow import count_source_items, shard_ids
+from fairforge.sharding import shard_ids
+from fairforge.workflow import count_source_items
 
 REPO = Path(__file__).resolve().parents[1]
 # The benchmark's config generator and job formula, so the test checks what it measures.

@@ -5,18 +5,12 @@ import pandas as pd
 import pytest
 
 from fairforge.config import validate_config
+from fairforge.faces.attributes import faces_with_attributes
+from fairforge.paths import RESULTS, log_path, report_paths, result_path
 from fairforge.registry import UnknownName
+from fairforge.sharding import read_shard, shard_ids, shard_slice
 from fairforge.sources import get_adapter
-from fairforge.workflow import (
-    RESULTS,
-    count_source_items,
-    dataset_root,
-    detector_settings,
-    faces_with_attributes,
-    shard_ids,
-    shard_slice,
-    train_dataset,
-)
+from fairforge.workflow import count_source_items, dataset_root, detector_settings, train_dataset
 
 
 def test_shards_cover_every_row_once():
@@ -114,8 +108,6 @@ def test_faces_get_attributes_as_columns():
 
 def test_a_shard_is_read_alone_and_equals_the_slice(tmp_path):
     from fairforge.manifest import write_manifest
-    from fairforge.workflow import read_shard
-
     frame = pd.DataFrame({"image_id": [f"i{k:03d}" for k in range(23)], "v": range(23)})
     write_manifest(frame, tmp_path / "m.parquet", row_group_size=5)
     for shard in shard_ids(len(frame), 5):
@@ -125,3 +117,30 @@ def test_a_shard_is_read_alone_and_equals_the_slice(tmp_path):
     write_manifest(frame, tmp_path / "n.parquet", row_group_size=7)
     pd.testing.assert_frame_equal(read_shard(tmp_path / "n.parquet", "002", 5),
                                   frame.iloc[10:15].reset_index(drop=True))
+
+
+def test_result_paths_fill_the_wildcards_given_and_keep_the_others():
+    assert result_path("forgery", dataset="d") == "results/d/forgeries/{method}.parquet"
+    assert result_path("forgery", "out", dataset="d", method="m") == "out/d/forgeries/m.parquet"
+    assert log_path("train/{detector}.log") == "results/logs/train/{detector}.log"
+    with pytest.raises(KeyError):
+        result_path("no_such_output")
+
+
+def test_the_path_table_covers_every_file_the_report_reads(tmp_path):
+    from fairforge.report import report_inputs
+
+    for ranking in (True, False):
+        expected = report_inputs(tmp_path, ["a", "b"], ["m", "n"], ranking=ranking)
+        got = report_paths(str(tmp_path), ["a", "b"], ["m", "n"], ranking=ranking)
+        assert got.keys() == expected.keys()
+        for key, value in expected.items():
+            assert got[key] == ([str(v) for v in value] if isinstance(value, list)
+                                else str(value)), key
+
+
+def test_scripts_take_the_results_root_from_their_rule(repo_root):
+    for script in (repo_root / "scripts").glob("*.py"):
+        text = script.read_text()
+        assert '"results"' not in text and "RESULTS" not in text, script.name
+        assert len(text.splitlines()) < 25, script.name

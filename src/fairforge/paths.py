@@ -1,4 +1,148 @@
-"""Where a run writes its files: the results root, below every module that names a path."""
+"""Where a run writes its files: the results root and one table of output paths.
+
+The rules (through ``rules/common.smk``), the report and the stages that name a path all
+read it here, so renaming a file is a one-line change. Templates keep Snakemake's
+wildcards (``{dataset}``, ``{shard}``, ...); ``{results}`` is the results root.
+"""
 from __future__ import annotations
 
+import re
+from typing import Sequence
+
 RESULTS = "results"
+
+OUTPUTS = {
+    # sources
+    "listing": "{results}/{dataset}/listing.parquet",
+    "sources_shard": "{results}/{dataset}/sources/shard_{shard}.parquet",
+    "sources": "{results}/{dataset}/sources.parquet",
+    # faces
+    "faces_shard": "{results}/{dataset}/faces/shard_{shard}.parquet",
+    "crops_shard": "{results}/{dataset}/crops/shard_{shard}",
+    "faces": "{results}/{dataset}/faces.parquet",
+    "face_detection_rate": "{results}/{dataset}/face_detection_rate.csv",
+    # pairs, forgery, samples
+    "pairs": "{results}/{dataset}/pairs.parquet",
+    "forgery_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}.parquet",
+    "forgery_images_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}",
+    "forgery": "{results}/{dataset}/forgeries/{method}.parquet",
+    "samples": "{results}/{dataset}/samples.parquet",
+    "failures": "{results}/{dataset}/failures.csv",
+    # detectors: training, prediction, cost
+    "model": "{results}/models/{detector}/model.pt",
+    "training_log": "{results}/models/{detector}/training_log.csv",
+    "detector_efficiency": "{results}/models/{detector}/efficiency.csv",
+    "prediction_shard": "{results}/predictions/{detector}/{dataset}/{variant}/shard_{shard}.parquet",
+    "predictions": "{results}/predictions/{detector}/{dataset}/{variant}.parquet",
+    # video variants: decoded crops and the clip cache they share
+    "video_variant_shard": "{results}/{dataset}/video_variants/{variant}/shard_{shard}.parquet",
+    "video_variant_frames": "{results}/{dataset}/video_variants/{variant}/frames/shard_{shard}",
+    "video_variant_samples": "{results}/{dataset}/video_variants/{variant}/samples.parquet",
+    "video_cache": "{results}/{dataset}/video_cache",
+    # the learned high-to-low degradation
+    "degradation_generator": "{results}/degradation/high_to_low.pt",
+    "degradation_samples": "{results}/degradation/samples.png",
+    # tables
+    "fairness_table": "{results}/fairness_table.csv",
+    "fairness_per_group": "{results}/fairness_per_group.csv",
+    "fairness_ci": "{results}/fairness_ci.csv",
+    "fairness_pvalues": "{results}/fairness_pvalues.csv",
+    "fairness_under_perturbation": "{results}/fairness_under_perturbation.csv",
+    "grayscale_table": "{results}/grayscale_table.csv",
+    "thresholds_table": "{results}/thresholds_table.csv",
+    "detection_table": "{results}/detection_table.csv",
+    "robustness_table": "{results}/robustness_table.csv",
+    "detectors": "{results}/detectors.csv",
+    "balanced_table": "{results}/balanced_table.csv",
+    "generalization": "{results}/generalization.csv",
+    "failures_per_group": "{results}/failures_per_group.csv",
+    "efficiency": "{results}/efficiency.csv",
+    # the ranking study
+    "encoder_model": "{results}/encoders/{encoder}/model.pt",
+    "encoder_training_log": "{results}/encoders/{encoder}/training_log.csv",
+    "ranking_study": "{results}/ranking/study.parquet",
+    "ranking_calibration": "{results}/ranking/calibration.parquet",
+    "embedding_shard": "{results}/ranking/embeddings/{encoder}/shard_{shard}.parquet",
+    "exposure_table": "{results}/exposure_table.csv",
+    "exposure_per_probe_group": "{results}/exposure_per_probe_group.csv",
+    "exposure_ks": "{results}/exposure_ks.csv",
+    "exposure_per_ranking": "{results}/exposure_per_ranking.parquet",
+    "exposure_hit_curve": "{results}/exposure_hit_curve.csv",
+    # figures and the report
+    "robustness_figure": "{results}/figures/robustness.png",
+    "fairness_heatmap": "{results}/figures/fairness_heatmap.png",
+    "score_distributions": "{results}/figures/score_distributions.png",
+    "failures_figure": "{results}/figures/failures_per_group.png",
+    "efficiency_figure": "{results}/figures/efficiency.png",
+    "exposure_figure": "{results}/figures/exposure.png",
+    "forgery_examples": "{results}/figures/{dataset}/forgery_examples.png",
+    "report": "{results}/report.html",
+    # run records
+    "versions": "{results}/pipeline_info/versions.yml",
+    "resolved_config": "{results}/pipeline_info/config.resolved.yaml",
+    "rulegraph": "{results}/pipeline_info/rulegraph.dot",
+}
+
+# What the report reads (its key -> the output above); per-dataset entries are lists.
+REPORT_TABLES = {
+    "detectors": "detectors",
+    "detection": "detection_table",
+    "fairness": "fairness_table",
+    "fairness_ci": "fairness_ci",
+    "fairness_per_group": "fairness_per_group",
+    "pvalues": "fairness_pvalues",
+    "robustness": "robustness_table",
+    "fairness_under_perturbation": "fairness_under_perturbation",
+    "thresholds": "thresholds_table",
+    "grayscale": "grayscale_table",
+    "balanced": "balanced_table",
+    "generalization": "generalization",
+    "failures": "failures_per_group",
+    "efficiency": "efficiency",
+    "robustness_figure": "robustness_figure",
+    "fairness_heatmap": "fairness_heatmap",
+    "score_distributions": "score_distributions",
+    "failures_figure": "failures_figure",
+    "efficiency_figure": "efficiency_figure",
+}
+# Written only when config ranking.enabled.
+REPORT_EXPOSURE = {
+    "exposure_table": "exposure_table",
+    "exposure_per_probe_group": "exposure_per_probe_group",
+    "exposure_ks": "exposure_ks",
+    "exposure_figure": "exposure_figure",
+}
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def result_path(name: str, results: str = RESULTS, **wildcards) -> str:
+    """Output ``name`` under ``results``; the wildcards given are filled in, the others stay
+    ``{wildcard}`` (a Snakemake pattern)."""
+    values = {"results": str(results), **{k: str(v) for k, v in wildcards.items()}}
+    return _FIELD.sub(lambda m: values.get(m.group(1), m.group(0)), OUTPUTS[name])
+
+
+def log_path(name: str, results: str = RESULTS) -> str:
+    """A rule's log file, ``name`` relative to the logs folder (wildcards allowed)."""
+    return f"{results}/logs/{name}"
+
+
+def benchmark_path(name: str, results: str = RESULTS) -> str:
+    """A rule's benchmark table, ``name`` relative to the benchmarks folder."""
+    return f"{results}/pipeline_info/benchmarks/{name}"
+
+
+def report_paths(results: str = RESULTS, datasets: Sequence[str] = (),
+                 methods: Sequence[str] = (), ranking: bool = True) -> dict:
+    """Every file the report reads, by the report's key; the ranking study's outputs only
+    with ``ranking``."""
+    tables = {**REPORT_TABLES, **(REPORT_EXPOSURE if ranking else {})}
+    paths: dict = {key: result_path(name, results) for key, name in tables.items()}
+    paths["forgeries"] = [result_path("forgery", results, dataset=d, method=m)
+                          for d in datasets for m in methods]
+    paths["forgery_examples"] = [result_path("forgery_examples", results, dataset=d)
+                                 for d in datasets]
+    paths["face_detection_rates"] = [result_path("face_detection_rate", results, dataset=d)
+                                     for d in datasets]
+    return paths

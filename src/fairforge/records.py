@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from fairforge import __version__
+
 PACKAGES = ("torch", "torchvision", "timm", "snakemake", "snakemake-executor-plugin-slurm",
             "dlib-bin", "face-recognition-models", "opencv-python-headless", "numpy", "scipy",
             "pandas", "pyarrow", "scikit-learn", "fairlearn", "onnxruntime", "imageio-ffmpeg",
@@ -48,8 +50,6 @@ def versions(repo: str | Path, config: dict) -> dict:
             packages[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             packages[name] = None
-    from fairforge import __version__
-
     return {
         "fairforge": __version__,
         "git_commit": git_commit(repo),

@@ -1,21 +1,22 @@
-"""Glue between the Snakemake rules and the package: shard plans, per-item settings, logs.
+"""Glue between the Snakemake rules and the package: what each rule reads and its settings,
+resolved from the config, and the log every script writes to.
 
-Kept here (not in the .smk files) so it is importable and unit-tested.
+Kept here (not in the .smk files) so it is importable and unit-tested. Paths come from
+:mod:`fairforge.paths`, shard plans from :mod:`fairforge.sharding`.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
-import sys
+import traceback
 from pathlib import Path
 
-import pandas as pd
+from threadpoolctl import threadpool_limits
 
-# The video package registers the video adapters on ADAPTERS.
-import fairforge.video  # noqa: F401
-from fairforge.paths import RESULTS
+from fairforge.paths import RESULTS, result_path
+from fairforge.perturb import suite
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
+from fairforge.video import VIDEO_SUITE  # importing the video package registers its adapters
 
 
 def dataset_root(name: str, dataset_cfg: dict) -> Path:
@@ -27,66 +28,6 @@ def dataset_root(name: str, dataset_cfg: dict) -> Path:
 def count_source_items(name: str, dataset_cfg: dict) -> int:
     """At least how many source images a dataset has, cheaply (no decoding), to plan shards."""
     return ADAPTERS.create(dataset_cfg["adapter"]).count_items(name, dataset_cfg)
-
-
-def shard_ids(n_items: int, shard_size: int) -> list[str]:
-    n = max(1, math.ceil(n_items / shard_size))
-    width = max(3, len(str(n - 1)))
-    return [f"{i:0{width}d}" for i in range(n)]
-
-
-def shard_slice(frame: pd.DataFrame, shard: str, shard_size: int) -> pd.DataFrame:
-    """Rows of shard ``shard`` (sources are sorted by image_id, so shards are stable)."""
-    start = int(shard) * shard_size
-    return frame.iloc[start:start + shard_size]
-
-
-def read_shard(path: str | Path, shard: str, shard_size: int,
-               columns: list[str] | None = None) -> pd.DataFrame:
-    """Shard ``shard`` of a manifest written with ``row_group_size=shard_size``, read alone."""
-    from fairforge.manifest import read_rows
-
-    start = int(shard) * shard_size
-    return read_rows(path, start, start + shard_size, columns).reset_index(drop=True)
-
-
-SOURCE_META = ["image_id", "subject_id", "group", "split"]
-
-
-def read_forgery_shard(sources: str | Path, faces: str | Path, pairs: str | Path, shard: str,
-                       shard_size: int) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
-    """The shard's image ids, their pairs rows, and the faces of them and of their targets
-    (which may lie in any shard) with subject, group and split: what one forgery job uses,
-    read alone, so its memory follows the shard, not the dataset."""
-    from fairforge.forgery.shard import FACE_INPUTS, PAIR_INPUTS
-    from fairforge.manifest import read_ids
-
-    ids = read_shard(sources, shard, shard_size, columns=["image_id"])["image_id"].tolist()
-    shard_pairs = read_ids(pairs, ids, PAIR_INPUTS, contract="pairs")
-    wanted = sorted({*ids, *shard_pairs["target_image_id"].dropna()})
-    shard_faces = faces_with_attributes(
-        read_ids(sources, wanted, SOURCE_META, contract="sources"),
-        read_ids(faces, wanted, FACE_INPUTS, contract="faces"))
-    return ids, shard_pairs, shard_faces
-
-
-def faces_with_attributes(sources: pd.DataFrame, faces: pd.DataFrame) -> pd.DataFrame:
-    """Faces joined with their subject, group, split and every source attribute as a column.
-
-    ``sources`` needs :data:`SOURCE_META`; attributes and video columns are joined when
-    present, so a stage that uses none of them need not read them.
-    """
-    import json
-
-    meta = sources[SOURCE_META].copy()
-    if "attributes" in sources.columns:
-        attrs = pd.DataFrame([json.loads(a) if isinstance(a, str) and a else {}
-                              for a in sources["attributes"]], index=sources.index)
-        attrs = attrs[[c for c in attrs.columns if c not in meta.columns]]
-        meta = pd.concat([meta, attrs], axis=1)
-    extra = [c for c in ("video_id", "frame_index") if c in sources.columns]
-    meta = pd.concat([meta, sources[extra]], axis=1) if extra else meta
-    return faces.merge(meta, on="image_id", how="left", validate="one_to_one")
 
 
 def detector_settings(config: dict, name: str) -> dict:
@@ -112,9 +53,6 @@ def detector_settings(config: dict, name: str) -> dict:
 
 def all_variants(config: dict) -> list[str]:
     """``variants`` plus the members of ``variant_suites``, in order, without repeats."""
-    from fairforge.perturb import suite
-    from fairforge.video import VIDEO_SUITE
-
     names = list(config["variants"])
     for name in config["variant_suites"]:
         names += VIDEO_SUITE if name == "video" else suite(name, with_clean=False)
@@ -138,8 +76,8 @@ def variant_options(config: dict, variant: str) -> dict:
 
 
 LEARNED_DEGRADATION_OP = "far_learned"
-DEGRADATION_CHECKPOINT = f"{RESULTS}/degradation/high_to_low.pt"
-DEGRADATION_SAMPLE_SHEET = f"{RESULTS}/degradation/samples.png"
+DEGRADATION_CHECKPOINT = result_path("degradation_generator")
+DEGRADATION_SAMPLE_SHEET = result_path("degradation_samples")
 
 
 def trains_degradation(config: dict) -> bool:
@@ -225,7 +163,7 @@ def trained_encoders(config: dict) -> list[str]:
 
 
 def encoder_checkpoint(label: str) -> str:
-    return f"{RESULTS}/encoders/{label}/model.pt"
+    return result_path("encoder_model", encoder=label)
 
 
 def ranking_encoders(config: dict) -> dict[str, dict]:
@@ -264,12 +202,10 @@ def logged(log_path: str | None):
         root.setLevel(logging.INFO)
         # Per-image work solves many tiny linear systems; multi-threaded BLAS is far slower on
         # those than one thread, and Snakemake already runs jobs in parallel.
-        from threadpoolctl import threadpool_limits
         try:
             with threadpool_limits(limits=1, user_api="blas"):
                 yield
         except BaseException:
-            import traceback
             traceback.print_exc(file=fh)
             raise
         finally:

@@ -12,9 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ..columns import FORGERY_COLUMNS
+from ..faces.attributes import SOURCE_META, faces_with_attributes
 from ..images import ImageError, read_image, write_image
+from ..manifest import read_ids
 from ..pairs import NO_TARGET
 from ..seeding import rng_for
+from ..sharding import shard_image_ids
 from .base import ForgeryError, as_landmarks, create_method
 
 # What forge_shard reads of the pairs and faces manifests, so a shard job loads nothing else
@@ -145,3 +148,17 @@ def forge_shard(method_name: str, backend: str, pairs_df: pd.DataFrame, faces_df
     out = pd.DataFrame(rows, columns=columns)
     out["ok"] = out["ok"].astype(bool)
     return out
+
+
+def read_forgery_shard(sources: str | Path, faces: str | Path, pairs: str | Path, shard: str,
+                       shard_size: int) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
+    """The shard's image ids, their pairs rows, and the faces of them and of their targets
+    (which may lie in any shard) with subject, group and split: what one forgery job uses,
+    read alone, so its memory follows the shard, not the dataset."""
+    ids = shard_image_ids(sources, shard, shard_size)
+    shard_pairs = read_ids(pairs, ids, PAIR_INPUTS, contract="pairs")
+    wanted = sorted({*ids, *shard_pairs["target_image_id"].dropna()})
+    shard_faces = faces_with_attributes(
+        read_ids(sources, wanted, SOURCE_META, contract="sources"),
+        read_ids(faces, wanted, FACE_INPUTS, contract="faces"))
+    return ids, shard_pairs, shard_faces

@@ -27,19 +27,16 @@ import numpy as np
 import pandas as pd
 
 from fairforge.images import ImageError, read_image, write_image
+from fairforge.manifest import columns_in, read_ids
+from fairforge.paths import RESULTS, result_path
 from fairforge.video.ffmpeg import (DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video,
                                     write_video)
-from fairforge.paths import RESULTS
 from fairforge.perturb.variants import CLEAN, is_video_variant
 from fairforge.video.ops import cached_video_op, video_op_for
 
 log = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def video_variant_dir(dataset: str, variant: str, results: str = RESULTS) -> str:
-    return f"{results}/{dataset}/video_variants/{variant}"
 
 
 def predict_samples_path(dataset: str, variant: str, results: str = RESULTS) -> str:
@@ -49,8 +46,8 @@ def predict_samples_path(dataset: str, variant: str, results: str = RESULTS) -> 
     to be scored as ``clean``); every other variant reads the dataset's samples.
     """
     if is_video_variant(variant):
-        return f"{video_variant_dir(dataset, variant, results)}/samples.parquet"
-    return f"{results}/{dataset}/samples.parquet"
+        return result_path("video_variant_samples", results, dataset=dataset, variant=variant)
+    return result_path("samples", results, dataset=dataset)
 
 
 def loading_variant(variant: str) -> str:
@@ -73,7 +70,6 @@ def shard_clip_samples(samples_path: str | Path, image_ids: Sequence[str]) -> pd
     all their frames included: a clip is encoded whole, by the job of its first frame, so a
     clip that crosses a shard boundary is neither cut nor done twice. Samples without a
     ``video_id`` are single images and stay with their own shard."""
-    from fairforge.manifest import columns_in, read_ids
 
     rows = read_ids(samples_path, image_ids, contract="samples")
     if not columns_in(samples_path, ["video_id"]) or rows.empty:

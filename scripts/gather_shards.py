@@ -1,3 +1,5 @@
+# Shared by the gather rules (sources, forgery, predictions, video_variant): shard manifests
+# into one, sorted by sample (or image) id.
 from fairforge.manifest import concat_manifests, write_manifest
 from fairforge.workflow import logged
 
