@@ -4,6 +4,7 @@
 import re
 
 from fairforge.paths import RESULTS, benchmark_path, log_path, report_paths, result_path
+from fairforge.report import caption_path
 from fairforge.sharding import shard_ids
 from fairforge.tables import split_variants
 from fairforge.video import predict_samples_path

@@ -58,6 +58,7 @@ rule external_scores:
     wildcard_constraints:
         detector=one_of(EXTERNAL_DETECTORS),
     params:
+        results=get_results_root,
         splits=config["inference"]["splits"],
         variant_options=get_variant_options,
     log:

@@ -9,17 +9,17 @@ rule fairness_table:
     output:
         table=report(
             result_path("fairness_table"),
-            caption="../resources/report/fairness_table.rst",
+            caption=caption_path("fairness_table"),
             category="Fairness",
         ),
         per_group=report(
             result_path("fairness_per_group"),
-            caption="../resources/report/per_group.rst",
+            caption=caption_path("per_group"),
             category="Fairness",
         ),
         ci=report(
             result_path("fairness_ci"),
-            caption="../resources/report/fairness_ci.rst",
+            caption=caption_path("fairness_ci"),
             category="Fairness",
         ),
     params:
@@ -43,12 +43,12 @@ rule detection_table:
     output:
         detection=report(
             result_path("detection_table"),
-            caption="../resources/report/detection_table.rst",
+            caption=caption_path("detection_table"),
             category="Detection",
         ),
         robustness=report(
             result_path("robustness_table"),
-            caption="../resources/report/robustness_table.rst",
+            caption=caption_path("robustness_table"),
             category="Robustness",
         ),
     params:
@@ -71,12 +71,12 @@ rule fairness_under_perturbation:
     output:
         table=report(
             result_path("fairness_under_perturbation"),
-            caption="../resources/report/fairness_under_perturbation.rst",
+            caption=caption_path("fairness_under_perturbation"),
             category="Fairness",
         ),
         grayscale=report(
             result_path("grayscale_table"),
-            caption="../resources/report/grayscale_table.rst",
+            caption=caption_path("grayscale_table"),
             category="Fairness",
         ),
     params:
@@ -99,7 +99,7 @@ rule fairness_pvalues:
     output:
         report(
             result_path("fairness_pvalues"),
-            caption="../resources/report/fairness_pvalues.rst",
+            caption=caption_path("fairness_pvalues"),
             category="Fairness",
         ),
     params:
@@ -125,7 +125,7 @@ rule thresholds_table:
     output:
         report(
             result_path("thresholds_table"),
-            caption="../resources/report/thresholds_table.rst",
+            caption=caption_path("thresholds_table"),
             category="Fairness",
         ),
     params:
@@ -151,17 +151,17 @@ rule detector_studies:
     output:
         detectors=report(
             result_path("detectors"),
-            caption="../resources/report/detectors.rst",
+            caption=caption_path("detectors"),
             category="Detectors",
         ),
         balanced=report(
             result_path("balanced_table"),
-            caption="../resources/report/balanced_table.rst",
+            caption=caption_path("balanced_table"),
             category="Detectors",
         ),
         generalization=report(
             result_path("generalization"),
-            caption="../resources/report/generalization.rst",
+            caption=caption_path("generalization"),
             category="Detectors",
         ),
     params:
@@ -183,7 +183,7 @@ rule failures_per_group:
     output:
         report(
             result_path("failures_per_group"),
-            caption="../resources/report/failures.rst",
+            caption=caption_path("failures"),
             category="Failures",
         ),
     log:

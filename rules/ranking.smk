@@ -94,24 +94,24 @@ rule exposure:
     output:
         table=report(
             result_path("exposure_table"),
-            caption="../resources/report/exposure.rst",
+            caption=caption_path("exposure"),
             category="Exposure",
         ),
         per_probe_group=report(
             result_path("exposure_per_probe_group"),
-            caption="../resources/report/exposure_per_probe_group.rst",
+            caption=caption_path("exposure_per_probe_group"),
             category="Exposure",
         ),
         ks=report(
             result_path("exposure_ks"),
-            caption="../resources/report/exposure_ks.rst",
+            caption=caption_path("exposure_ks"),
             category="Exposure",
         ),
         per_ranking=result_path("exposure_per_ranking"),
         hit_curve=result_path("exposure_hit_curve"),
         figure=report(
             result_path("exposure_figure"),
-            caption="../resources/report/exposure_figure.rst",
+            caption=caption_path("exposure_figure"),
             category="Exposure",
         ),
     params:

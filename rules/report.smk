@@ -1,7 +1,7 @@
 # The figures, the self-contained HTML page, and the run records that come with them.
 
 
-report: "../resources/report/workflow.rst"
+report: caption_path("workflow")
 
 
 rule report_figures:
@@ -15,22 +15,22 @@ rule report_figures:
     output:
         robustness=report(
             result_path("robustness_figure"),
-            caption="../resources/report/robustness_figure.rst",
+            caption=caption_path("robustness_figure"),
             category="Figures",
         ),
         heatmap=report(
             result_path("fairness_heatmap"),
-            caption="../resources/report/fairness_heatmap.rst",
+            caption=caption_path("fairness_heatmap"),
             category="Figures",
         ),
         scores=report(
             result_path("score_distributions"),
-            caption="../resources/report/score_distributions.rst",
+            caption=caption_path("score_distributions"),
             category="Figures",
         ),
         failures=report(
             result_path("failures_figure"),
-            caption="../resources/report/failures.rst",
+            caption=caption_path("failures"),
             category="Figures",
         ),
     params:
@@ -54,7 +54,7 @@ rule efficiency_figure:
     output:
         report(
             result_path("efficiency_figure"),
-            caption="../resources/report/efficiency_figure.rst",
+            caption=caption_path("efficiency_figure"),
             category="Efficiency",
         ),
     log:
@@ -90,7 +90,7 @@ rule report_html:
     output:
         report(
             result_path("report"),
-            caption="../resources/report/report.rst",
+            caption=caption_path("report"),
             category="Report",
         ),
     params:

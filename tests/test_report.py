@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from fairforge.images import write_image
-from fairforge.report import EXPOSURE, FIGURES, TABLES, build_report, figures, report_inputs
+from fairforge.report import build_report, figures, report_inputs
 from fairforge.tables import (balanced_table, balanced_twins, detection_table, detectors_frame,
                               fairness_outputs, fairness_under_perturbation, generalization_table,
                               grayscale_table, pvalue_table, robustness_table, thresholds_table,
@@ -96,6 +96,7 @@ def predictions(detector, variant, split, seed):
 def results(tmp_path_factory):
     """What the rules write: tables, figures, a forgery manifest and failure counts."""
     out = tmp_path_factory.mktemp("run") / "results"
+    at = report_inputs(out, ["synthetic"], ["faceswap"])
     (out / "synthetic" / "forgeries").mkdir(parents=True)
     preds = pd.concat([predictions(d, v, split, seed=i * 2 + (split == "val"))
                        for i, (d, v) in enumerate(ACCURACY) for split in ("val", "test")],
@@ -108,21 +109,21 @@ def results(tmp_path_factory):
         frame.to_csv(out / {"table": "fairness_table.csv", "per_group": "fairness_per_group.csv",
                             "ci": "fairness_ci.csv"}[name], index=False)
     detection = detection_table(preds)
-    detection.to_csv(out / TABLES["detection"], index=False)
+    detection.to_csv(at["detection"], index=False)
     robustness = robustness_table(detection)
-    robustness.to_csv(out / TABLES["robustness"], index=False)
+    robustness.to_csv(at["robustness"], index=False)
     fup = fairness_under_perturbation(preds, ur_denominator=m["ur_denominator"])
-    fup.to_csv(out / TABLES["fairness_under_perturbation"], index=False)
-    grayscale_table(fup).to_csv(out / TABLES["grayscale"], index=False)
+    fup.to_csv(at["fairness_under_perturbation"], index=False)
+    grayscale_table(fup).to_csv(at["grayscale"], index=False)
     pvalue_table(preds, n_perm=200, ur_denominator=m["ur_denominator"]).to_csv(
-        out / TABLES["pvalues"], index=False)
+        at["pvalues"], index=False)
     thresholds_table(preds, ur_denominator=m["ur_denominator"]).to_csv(
-        out / TABLES["thresholds"], index=False)
+        at["thresholds"], index=False)
     detectors = detectors_frame(SETTINGS)
-    detectors.to_csv(out / TABLES["detectors"], index=False)
+    detectors.to_csv(at["detectors"], index=False)
     balanced_table(pd.read_csv(out / "fairness_table.csv"), balanced_twins(SETTINGS)).to_csv(
-        out / TABLES["balanced"], index=False)
-    generalization_table(detection, SETTINGS).to_csv(out / TABLES["generalization"], index=False)
+        at["balanced"], index=False)
+    generalization_table(detection, SETTINGS).to_csv(at["generalization"], index=False)
     # 4 attempts per group; tone3 loses one and tone4 two (reasons kept)
     ok = [True] * 4 + [True] * 4 + [True, True, True, False] + [True, True, False, False]
     reasons = ["" if k else "face not usable: no face detected" for k in ok]
@@ -139,24 +140,24 @@ def results(tmp_path_factory):
     sheet[:, 12:24] = 200
     write_image(out / "figures" / "synthetic" / "forgery_examples.png", sheet)
     efficiency = efficiency_rows()
-    efficiency.to_csv(out / TABLES["efficiency"], index=False)
-    figures.efficiency_figure(efficiency, detection, out / FIGURES["efficiency_figure"])
+    efficiency.to_csv(at["efficiency"], index=False)
+    figures.efficiency_figure(efficiency, detection, at["efficiency_figure"])
     exposure, per_probe, ks = exposure_tables()
-    exposure.to_csv(out / EXPOSURE["exposure_table"], index=False)
-    per_probe.to_csv(out / EXPOSURE["exposure_per_probe_group"], index=False)
-    ks.to_csv(out / EXPOSURE["exposure_ks"], index=False)
-    write_image(out / EXPOSURE["exposure_figure"], sheet[::-1])
+    exposure.to_csv(at["exposure_table"], index=False)
+    per_probe.to_csv(at["exposure_per_probe_group"], index=False)
+    ks.to_csv(at["exposure_ks"], index=False)
+    write_image(at["exposure_figure"], sheet[::-1])
     failures = pd.DataFrame([{"stage": stage, "group": g, "n": 20, "n_failed": k,
                               "failure_rate": k / 20, "reasons": "", "dataset": "synthetic"}
                              for stage in ("sources", "faces", "forgery:faceswap")
                              for k, g in enumerate(GROUPS)])
-    failures.to_csv(out / TABLES["failures"], index=False)
-    figures.robustness_figure(robustness, out / FIGURES["robustness_figure"],
+    failures.to_csv(at["failures"], index=False)
+    figures.robustness_figure(robustness, at["robustness_figure"],
                               twins=twins_from_frame(detectors, "sdaug"))
-    figures.fairness_heatmap(fup, out / FIGURES["fairness_heatmap"],
+    figures.fairness_heatmap(fup, at["fairness_heatmap"],
                              figures.default_heatmap_metrics(m["ur_denominator"]))
-    figures.score_distributions(preds, out / FIGURES["score_distributions"])
-    figures.failure_figure(failures, out / FIGURES["failures_figure"])
+    figures.score_distributions(preds, at["score_distributions"])
+    figures.failure_figure(failures, at["failures_figure"])
     return out
 
 
@@ -187,11 +188,11 @@ def test_every_section_table_and_figure_is_in_the_report(page, results):
         assert f'<section id="{anchor}">' in page, anchor
         assert f'href="#{anchor}"' in page, anchor
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    # every figure, the one dataset's forgery sheet and the exposure figure
-    assert len(images) == len(FIGURES) + 2
+    # the five run figures, the one dataset's forgery sheet and the exposure figure
+    assert len(images) == 5 + 2
     embedded = {base64.b64decode(i) for i in images}
     for path in (results / "figures" / "synthetic" / "forgery_examples.png",
-                 results / EXPOSURE["exposure_figure"], results / FIGURES["efficiency_figure"]):
+                 results / "figures" / "exposure.png", results / "figures" / "efficiency.png"):
         assert path.read_bytes() in embedded, path.name
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
     text = text_of(page)
@@ -224,7 +225,7 @@ def test_verdict_names_the_fairest_detector_and_the_variant_that_flips_it(page):
 
 def test_report_is_deterministic_and_names_missing_inputs(results, page, tmp_path):
     assert build_report(report_inputs(results, ["synthetic"], ["faceswap"]), CONFIG) == page
-    robustness = pd.read_csv(results / TABLES["robustness"])
+    robustness = pd.read_csv(results / "robustness_table.csv")
     a = figures.robustness_figure(robustness, tmp_path / "a.png", twins=[("fair", "fair_sd")])
     b = figures.robustness_figure(robustness, tmp_path / "b.png", twins=[("fair", "fair_sd")])
     assert a.read_bytes() == b.read_bytes()
@@ -242,7 +243,7 @@ def test_efficiency_section_has_costs_device_auc_and_the_classical_note(page, re
     for column in ("gflops", "params", "latency_ms_bs1", "latency_ms_bs32", "AUC clean (synthetic)"):
         assert column in text, column
     assert "classical detector: cost is dlib landmarks + SVM" in text
-    detection = pd.read_csv(results / TABLES["detection"])
+    detection = pd.read_csv(results / "detection_table.csv")
     auc = detection.loc[(detection["detector"] == "biased") & (detection["variant"] == "clean")
                         & (detection["unit"] == "frame"), "AUC"].iloc[0]
     row = text[text.index("biased"):text.index("fair ")]
@@ -288,7 +289,7 @@ def test_ranking_disabled_leaves_the_exposure_section_out(page_without_ranking, 
     assert 'href="#exposure"' not in page_without_ranking
     assert "wrong suspect (largest" not in page_without_ranking
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page_without_ranking)
-    assert len(images) == len(FIGURES) + 1
+    assert len(images) == 5 + 1
     for anchor in ("efficiency", "forgeries", "failures"):
         assert f'<section id="{anchor}">' in page_without_ranking
     # with ranking enabled the study's tables are required
@@ -299,8 +300,8 @@ def test_ranking_disabled_leaves_the_exposure_section_out(page_without_ranking, 
 
 
 def test_efficiency_figure_is_a_deterministic_png_of_the_data(results, tmp_path):
-    efficiency = pd.read_csv(results / TABLES["efficiency"])
-    detection = pd.read_csv(results / TABLES["detection"])
+    efficiency = pd.read_csv(results / "efficiency.csv")
+    detection = pd.read_csv(results / "detection_table.csv")
     a = figures.efficiency_figure(efficiency, detection, tmp_path / "a.png")
     b = figures.efficiency_figure(efficiency, detection, tmp_path / "b.png")
     assert a.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -6,7 +6,7 @@ import pytest
 
 from fairforge.config import validate_config
 from fairforge.faces.attributes import faces_with_attributes
-from fairforge.paths import RESULTS, log_path, report_paths, result_path
+from fairforge.paths import OUTPUTS, RESULTS, log_path, report_paths, result_path
 from fairforge.registry import UnknownName
 from fairforge.sharding import read_shard, shard_ids, shard_slice
 from fairforge.sources import get_adapter
@@ -127,17 +127,16 @@ def test_result_paths_fill_the_wildcards_given_and_keep_the_others():
         result_path("no_such_output")
 
 
-def test_the_path_table_covers_every_file_the_report_reads(tmp_path):
-    from fairforge.report import report_inputs
-
+def test_every_file_the_report_reads_is_an_output_of_the_path_table(tmp_path):
+    """The report's inputs come from the one path table: each is a filled-in template."""
     for ranking in (True, False):
-        expected = report_inputs(tmp_path, ["a", "b"], ["m", "n"], ranking=ranking)
-        got = report_paths(str(tmp_path), ["a", "b"], ["m", "n"], ranking=ranking)
-        assert got.keys() == expected.keys()
-        for key, value in expected.items():
-            assert got[key] == ([str(v) for v in value] if isinstance(value, list)
-                                else str(value)), key
-
+        paths = report_paths(str(tmp_path), ["a", "b"], ["m", "n"], ranking=ranking)
+        assert ("exposure_table" in paths) == ranking
+        filled = {result_path(name, str(tmp_path), dataset=d, method=m)
+                  for name in OUTPUTS for d in ("a", "b") for m in ("m", "n")}
+        for key, value in paths.items():
+            for path in value if isinstance(value, list) else [value]:
+                assert path in filled, (key, path)
 
 def test_scripts_take_the_results_root_from_their_rule(repo_root):
     for script in (repo_root / "scripts").glob("*.py"):

@@ -16,52 +16,16 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-TABLES = {
-    "detectors": "detectors.csv",
-    "detection": "detection_table.csv",
-    "fairness": "fairness_table.csv",
-    "fairness_ci": "fairness_ci.csv",
-    "fairness_per_group": "fairness_per_group.csv",
-    "pvalues": "fairness_pvalues.csv",
-    "robustness": "robustness_table.csv",
-    "fairness_under_perturbation": "fairness_under_perturbation.csv",
-    "thresholds": "thresholds_table.csv",
-    "grayscale": "grayscale_table.csv",
-    "balanced": "balanced_table.csv",
-    "generalization": "generalization.csv",
-    "failures": "failures_per_group.csv",
-    "efficiency": "efficiency.csv",
-}
-FIGURES = {
-    "robustness_figure": "figures/robustness.png",
-    "fairness_heatmap": "figures/fairness_heatmap.png",
-    "score_distributions": "figures/score_distributions.png",
-    "failures_figure": "figures/failures_per_group.png",
-    "efficiency_figure": "figures/efficiency.png",
-}
-# Outputs of the ranking study, read only when config ranking.enabled.
-EXPOSURE = {
-    "exposure_table": "exposure_table.csv",
-    "exposure_per_probe_group": "exposure_per_probe_group.csv",
-    "exposure_ks": "exposure_ks.csv",
-    "exposure_figure": "figures/exposure.png",
-}
+from fairforge.paths import RESULTS, report_paths
 
-
-def report_inputs(results: str | Path = "results", datasets: Sequence[str] = (),
+def report_inputs(results: str | Path = RESULTS, datasets: Sequence[str] = (),
                   methods: Sequence[str] = (), ranking: bool = True) -> dict:
-    """Where :func:`build_report` reads each table and figure, under ``results``; the
-    ranking study's outputs only with ``ranking``."""
-    results = Path(results)
-    paths: dict = {k: results / v for k, v in {**TABLES, **FIGURES}.items()}
-    if ranking:
-        paths.update({k: results / v for k, v in EXPOSURE.items()})
-    paths["forgeries"] = [results / d / "forgeries" / f"{m}.parquet"
-                          for d in datasets for m in methods]
-    paths["forgery_examples"] = [results / "figures" / d / "forgery_examples.png"
-                                 for d in datasets]
-    paths["face_detection_rates"] = [results / d / "face_detection_rate.csv" for d in datasets]
-    return paths
+    """Where :func:`build_report` reads each table and figure, under ``results`` (the
+    output-path table's :func:`~fairforge.paths.report_paths`, as paths); the ranking study's
+    outputs only with ``ranking``."""
+    paths = report_paths(str(results), datasets, methods, ranking)
+    return {key: [Path(p) for p in value] if isinstance(value, list) else Path(value)
+            for key, value in paths.items()}
 
 
 def ranking_enabled(config: Mapping) -> bool:
