@@ -5,6 +5,7 @@ methods), 1,000 resamples / permutations. Run:
 
     python benchmarks/bench_bootstrap.py [--n 1000000] [--subjects 2000] [--resamples 1000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,14 +31,18 @@ def make_predictions(n: int, n_subjects: int, seed: int = 0) -> pd.DataFrame:
     # subject and group effects on the fake-probability score
     subject_effect = rng.normal(0, 0.8, n_subjects) + 0.3 * subject_group
     logit = (2.0 * label - 1.0) + subject_effect[subject] + rng.normal(0, 1.0, n)
-    return pd.DataFrame({
-        "sample_id": pd.RangeIndex(n).astype(str),
-        "label": label,
-        "method": pd.Categorical.from_codes(method, APPROACHES).astype(str),
-        "group": pd.Categorical.from_codes(subject_group[subject], GROUPS).astype(str),
-        "subject_id": pd.Categorical.from_codes(subject, [f"subj{i:05d}" for i in range(n_subjects)]).astype(str),
-        "score": (1 / (1 + np.exp(-logit))).astype(np.float32),
-    })
+    return pd.DataFrame(
+        {
+            "sample_id": pd.RangeIndex(n).astype(str),
+            "label": label,
+            "method": pd.Categorical.from_codes(method, APPROACHES).astype(str),
+            "group": pd.Categorical.from_codes(subject_group[subject], GROUPS).astype(str),
+            "subject_id": pd.Categorical.from_codes(
+                subject, [f"subj{i:05d}" for i in range(n_subjects)]
+            ).astype(str),
+            "score": (1 / (1 + np.exp(-logit))).astype(np.float32),
+        }
+    )
 
 
 def timed(label: str, fn):
@@ -57,14 +62,26 @@ def main() -> None:
     df = timed(f"make {args.n:,} predictions", lambda: make_predictions(args.n, args.subjects))
     timed("fairness_report (point estimates, AUCs)", lambda: fairness_report(df))
     stats = timed("subject sufficient statistics", lambda: stats_from_frame(df))
-    timed(f"bootstrap replicates ({args.resamples}) from statistics",
-          lambda: bootstrap_replicates(stats, n_boot=args.resamples))
-    table = timed(f"bootstrap_intervals end to end ({args.resamples})",
-                  lambda: bootstrap_intervals(df, n_boot=args.resamples))
-    pvalues = timed(f"permutation_pvalues end to end ({args.resamples})",
-                    lambda: permutation_pvalues(df, n_perm=args.resamples))
-    print(table.loc[["DPD", "AADPD", "URDPD_one_plus_acc", "pooled_DEOdds"],
-                    ["estimate", "ci_low", "ci_high"]].round(4).to_string())
+    timed(
+        f"bootstrap replicates ({args.resamples}) from statistics",
+        lambda: bootstrap_replicates(stats, n_boot=args.resamples),
+    )
+    table = timed(
+        f"bootstrap_intervals end to end ({args.resamples})",
+        lambda: bootstrap_intervals(df, n_boot=args.resamples),
+    )
+    pvalues = timed(
+        f"permutation_pvalues end to end ({args.resamples})",
+        lambda: permutation_pvalues(df, n_perm=args.resamples),
+    )
+    print(
+        table.loc[
+            ["DPD", "AADPD", "URDPD_one_plus_acc", "pooled_DEOdds"],
+            ["estimate", "ci_low", "ci_high"],
+        ]
+        .round(4)
+        .to_string()
+    )
     print("permutation p (DPD, AADPD):", round(pvalues["DPD"], 4), round(pvalues["AADPD"], 4))
 
 

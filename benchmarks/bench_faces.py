@@ -5,6 +5,7 @@ one image, then times :func:`fairforge.faces.process_faces` over all N in one pr
 
     .venv/bin/python benchmarks/bench_faces.py --n 64 --detector hog --upsample 1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,6 @@ import platform
 import tempfile
 import time
 from pathlib import Path
-
 
 from fairforge.faces import process_faces
 from fairforge.sources.synthetic import synthetic_sources
@@ -34,22 +34,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "images"
         subjects = math.ceil(args.n / 16)  # 8 groups x 2 images per subject
-        table = synthetic_sources(root, subjects_per_group=subjects, images_per_subject=2,
-                                  seed=args.seed, size=args.size).head(args.n)
+        table = synthetic_sources(
+            root, subjects_per_group=subjects, images_per_subject=2, seed=args.seed, size=args.size
+        ).head(args.n)
         sources = table.assign(ok=True, reason="")
-        options = dict(crop_size=args.crop_size, detector=args.detector,
-                       upsample=args.upsample)
+        options = dict(crop_size=args.crop_size, detector=args.detector, upsample=args.upsample)
         process_faces(sources.head(1), root, Path(tmp) / "warm", **options)
         start = time.perf_counter()
         faces = process_faces(sources, root, Path(tmp) / "out", **options)
         seconds = time.perf_counter() - start
 
-    report = {"benchmark": "faces", "detector": args.detector, "upsample": args.upsample,
-              "input_size": args.size, "crop_size": args.crop_size, "n": len(sources),
-              "detected": int(faces["ok"].sum()), "seconds": round(seconds, 3),
-              "images_per_s": round(len(sources) / seconds, 2),
-              "cpu": platform.processor() or platform.machine(),
-              "threads": os.cpu_count()}
+    report = {
+        "benchmark": "faces",
+        "detector": args.detector,
+        "upsample": args.upsample,
+        "input_size": args.size,
+        "crop_size": args.crop_size,
+        "n": len(sources),
+        "detected": int(faces["ok"].sum()),
+        "seconds": round(seconds, 3),
+        "images_per_s": round(len(sources) / seconds, 2),
+        "cpu": platform.processor() or platform.machine(),
+        "threads": os.cpu_count(),
+    }
     print(json.dumps(report))
 
 

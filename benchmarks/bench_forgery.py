@@ -12,6 +12,7 @@ synthetic renderer's faces aligned by the faces stage with ``--faces synthetic``
 
     .venv/bin/python benchmarks/bench_forgery.py --n 32 --threads 1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +38,15 @@ METHODS = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xra
 def template_faces(n: int, size: int, seed: int):
     for i in range(n):
         rng = np.random.default_rng(derive_seed(seed, "bench", i))
-        yield template_face(size, seed=derive_seed(seed, "face", i),
-                            mouth_open=float(rng.uniform(0, 0.3)),
-                            eye_open=float(rng.uniform(0.5, 1.1)),
-                            brow_raise=float(rng.uniform(-0.05, 0.12)),
-                            angle_deg=float(rng.uniform(-8, 8)),
-                            scale=float(rng.uniform(0.52, 0.62)))
+        yield template_face(
+            size,
+            seed=derive_seed(seed, "face", i),
+            mouth_open=float(rng.uniform(0, 0.3)),
+            eye_open=float(rng.uniform(0.5, 1.1)),
+            brow_raise=float(rng.uniform(-0.05, 0.12)),
+            angle_deg=float(rng.uniform(-8, 8)),
+            scale=float(rng.uniform(0.52, 0.62)),
+        )
 
 
 def synthetic_faces(n: int, size: int, seed: int):
@@ -53,8 +57,11 @@ def synthetic_faces(n: int, size: int, seed: int):
     made, i = 0, 0
     while made < n and i < 4 * n:
         sid = f"b{i}"
-        img = render_face(sample_subject(seed, sid, tones[i % 4], ("female", "male")[i % 2]),
-                          sample_view(seed, f"{sid}_0"), 400)
+        img = render_face(
+            sample_subject(seed, sid, tones[i % 4], ("female", "male")[i % 2]),
+            sample_view(seed, f"{sid}_0"),
+            400,
+        )
         i += 1
         face = detect_and_align(img, crop_size=size)
         if face.ok:
@@ -71,9 +78,18 @@ def build_dataset(root: Path, n: int, size: int, seed: int, kind: str) -> pd.Dat
         image_id = f"{subject}_{i % 2}"
         rel = f"faces/{image_id}.png"
         write_image(root / rel, img)
-        rows.append({"image_id": image_id, "ok": True, "reason": "", "subject_id": subject,
-                     "group": f"g{(i // 2) % 2}", "split": "test", "crop_path": rel,
-                     "landmarks": lm.reshape(-1).tolist()})
+        rows.append(
+            {
+                "image_id": image_id,
+                "ok": True,
+                "reason": "",
+                "subject_id": subject,
+                "group": f"g{(i // 2) % 2}",
+                "split": "test",
+                "crop_path": rel,
+                "landmarks": lm.reshape(-1).tolist(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -108,36 +124,49 @@ def main() -> None:
         root = Path(tmp)
         faces = build_dataset(root, args.n, args.size, args.seed, args.faces)
         pairs = make_pairs(faces, args.seed)
-        loaded = {r.image_id: (read_image(root / r.crop_path), as_landmarks(r.landmarks))
-                  for r in faces.itertuples()}
+        loaded = {
+            r.image_id: (read_image(root / r.crop_path), as_landmarks(r.landmarks))
+            for r in faces.itertuples()
+        }
         todo = [(r.image_id, r.target_image_id) for r in pairs.itertuples() if r.ok]
         floor = io_floor(root, pairs, faces, args.repeats)
-        print(f"{len(todo)} pairs of {args.size}px crops ({args.faces} faces), "
-              f"OpenCV threads {args.threads}")
+        print(
+            f"{len(todo)} pairs of {args.size}px crops ({args.faces} faces), "
+            f"OpenCV threads {args.threads}"
+        )
         print(f"{'method':10s} {'compute img/s':>14s} {'shard img/s':>12s} {'ok':>6s}")
         print(f"{'io floor':10s} {'':>14s} {floor:12.1f}")
-        results = {"io_floor": floor, "n": len(todo), "size": args.size,
-                   "threads": args.threads, "faces": args.faces, "methods": {}}
+        results = {
+            "io_floor": floor,
+            "n": len(todo),
+            "size": args.size,
+            "threads": args.threads,
+            "faces": args.faces,
+            "methods": {},
+        }
         for name in args.methods:
             method = create_method(name)
             src, tgt = todo[0]
-            method(*loaded[src], *loaded[tgt], np.random.default_rng(0))   # warm-up (LUTs)
+            method(*loaded[src], *loaded[tgt], np.random.default_rng(0))  # warm-up (LUTs)
             t0 = time.perf_counter()
             for _ in range(args.repeats):
                 for k, (src, tgt) in enumerate(todo):
                     try:
                         method(*loaded[src], *loaded[tgt], np.random.default_rng(k))
-                    except Exception:   # a failed face still costs its time
+                    except Exception:  # a failed face still costs its time
                         pass
             compute = args.repeats * len(todo) / (time.perf_counter() - t0)
             t0 = time.perf_counter()
-            out = forge_shard(name, "classical", pairs, faces, root, f"forgeries/{name}",
-                              args.seed)
+            out = forge_shard(name, "classical", pairs, faces, root, f"forgeries/{name}", args.seed)
             shard = len(out) / (time.perf_counter() - t0)
             ok = f"{int(out.ok.sum())}/{len(out)}"
             print(f"{name:10s} {compute:14.1f} {shard:12.1f} {ok:>6s}")
-            results["methods"][name] = {"compute_img_s": compute, "shard_img_s": shard,
-                                        "ok": int(out.ok.sum()), "rows": len(out)}
+            results["methods"][name] = {
+                "compute_img_s": compute,
+                "shard_img_s": shard,
+                "ok": int(out.ok.sum()),
+                "rows": len(out),
+            }
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

@@ -16,6 +16,7 @@ uses fp32 there), so the precision column says what the forward-only row used.
     python benchmarks/bench_inference.py --device cpu --size 128 --n-images 256 \\
         --detectors meso4,xception,efficientnet_b4 --markdown benchmarks/results.md
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,12 +62,28 @@ def _sync(device: torch.device) -> None:
 
 
 def pipeline_rate(model, meta, frame, root, batch_size, workers, device) -> float:
-    score_frame(model, meta, frame.head(batch_size), root, batch_size=batch_size,
-                num_workers=0, device=device, progress=False)  # kernels, cudnn autotuning
+    score_frame(
+        model,
+        meta,
+        frame.head(batch_size),
+        root,
+        batch_size=batch_size,
+        num_workers=0,
+        device=device,
+        progress=False,
+    )  # kernels, cudnn autotuning
     _sync(device)
     start = time.perf_counter()
-    score_frame(model, meta, frame, root, batch_size=batch_size, num_workers=workers,
-                device=device, progress=False)
+    score_frame(
+        model,
+        meta,
+        frame,
+        root,
+        batch_size=batch_size,
+        num_workers=workers,
+        device=device,
+        progress=False,
+    )
     _sync(device)
     return len(frame) / (time.perf_counter() - start)
 
@@ -76,8 +93,9 @@ def forward_rate(model, batches, device, bf16: bool) -> float:
     if device.type == "cuda":
         model = model.to(memory_format=torch.channels_last)
         batches = [b.contiguous(memory_format=torch.channels_last) for b in batches]
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if bf16
-                else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    )
     n = sum(len(b) for b in batches)
     with torch.inference_mode(), autocast:
         for b in batches[:2]:
@@ -93,7 +111,7 @@ def forward_rate(model, batches, device, bf16: bool) -> float:
 def preload(frame, root, size, mean, std, batch_size, device) -> list[torch.Tensor]:
     dataset = FaceDataset(frame, root, size, mean, std)
     images = torch.stack([dataset[i]["image"] for i in range(len(dataset))])
-    return [images[i:i + batch_size].to(device) for i in range(0, len(images), batch_size)]
+    return [images[i : i + batch_size].to(device) for i in range(0, len(images), batch_size)]
 
 
 def run(args) -> pd.DataFrame:
@@ -110,19 +128,27 @@ def run(args) -> pd.DataFrame:
             torch.manual_seed(0)
             model = create_detector(name, input_size=args.size).eval()
             meta = {"input_size": args.size, "mean": list(entry.mean), "std": list(entry.std)}
-            batches = preload(frame, root, args.size, entry.mean, entry.std, args.batch_size,
-                              device)
+            batches = preload(
+                frame, root, args.size, entry.mean, entry.std, args.batch_size, device
+            )
             fwd = forward_rate(model, batches, device, bf16)
             del batches
             pipe = pipeline_rate(model, meta, frame, root, args.batch_size, args.workers, device)
-            rows.append({"detector": name, "device": str(device), "size": args.size,
-                         "batch": args.batch_size, "workers": args.workers,
-                         "n_images": args.n_images,
-                         "precision": "bf16" if bf16 else "fp32",
-                         "pipeline_img_s": pipe, "forward_img_s": fwd,
-                         "pipeline_over_forward": pipe / fwd})
-            print(f"{name}: pipeline {pipe:.1f} img/s, forward {fwd:.1f} img/s",
-                  file=sys.stderr)
+            rows.append(
+                {
+                    "detector": name,
+                    "device": str(device),
+                    "size": args.size,
+                    "batch": args.batch_size,
+                    "workers": args.workers,
+                    "n_images": args.n_images,
+                    "precision": "bf16" if bf16 else "fp32",
+                    "pipeline_img_s": pipe,
+                    "forward_img_s": fwd,
+                    "pipeline_over_forward": pipe / fwd,
+                }
+            )
+            print(f"{name}: pipeline {pipe:.1f} img/s, forward {fwd:.1f} img/s", file=sys.stderr)
     return pd.DataFrame(rows)
 
 
@@ -141,14 +167,24 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--size", type=int, default=256, help="input side in pixels")
     p.add_argument("--n-images", type=int, default=512)
-    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
-                   help="bf16 autocast for the forward-only pass (default: on for CUDA)")
-    p.add_argument("--detectors", default="meso4,xception,efficientnet_b4",
-                   help="comma-separated names, or 'all'")
-    p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
-                   help="DataLoader workers of the pipeline")
-    p.add_argument("--threads", type=int, default=torch.get_num_threads(),
-                   help="torch CPU threads")
+    p.add_argument(
+        "--bf16",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="bf16 autocast for the forward-only pass (default: on for CUDA)",
+    )
+    p.add_argument(
+        "--detectors",
+        default="meso4,xception,efficientnet_b4",
+        help="comma-separated names, or 'all'",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="DataLoader workers of the pipeline",
+    )
+    p.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch CPU threads")
     p.add_argument("--markdown", type=Path, default=None, help="append the table to this file")
     return p.parse_args(argv)
 
@@ -162,8 +198,10 @@ def main(argv=None) -> pd.DataFrame:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
         gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-        header = (f"\n### bench_inference {stamp} ({platform.node()}, {os.cpu_count()} CPUs, "
-                  f"{gpu}, torch {torch.__version__})\n\n")
+        header = (
+            f"\n### bench_inference {stamp} ({platform.node()}, {os.cpu_count()} CPUs, "
+            f"{gpu}, torch {torch.__version__})\n\n"
+        )
         with open(args.markdown, "a") as fh:
             fh.write(header + text + "\n")
     return table

@@ -6,6 +6,7 @@ Pairs each op that both libraries have (at a comparable mid severity) and report
 and the ratio ours / theirs (> 1: ours is faster). Without ``imagecorruptions`` (PyPI:
 ``imagecorruptions-imaug``) it says so and times ours alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,21 +68,30 @@ def main(argv: list[str] | None = None) -> dict:
         from imagecorruptions import corrupt
     except ImportError as err:
         corrupt = None
-        print(f"imagecorruptions not available ({err}); install 'imagecorruptions-imaug' to "
-              "compare. Timing fairforge alone.", file=sys.stderr)
+        print(
+            f"imagecorruptions not available ({err}); install 'imagecorruptions-imaug' to "
+            "compare. Timing fairforge alone.",
+            file=sys.stderr,
+        )
 
     images = test_images(args.n, args.size)
     rows = []
     for ours, level, theirs, severity in PAIRS:
         op = create_op(ours, level)
         rng = rng_for("bench", ours)
-        row = {"op": f"{ours}@{level}", "ours_ips": images_per_second(lambda im: op(im, rng),
-                                                                      images, args.repeats)}
+        row = {
+            "op": f"{ours}@{level}",
+            "ours_ips": images_per_second(
+                lambda im, op=op, rng=rng: op(im, rng), images, args.repeats
+            ),
+        }
         if corrupt is not None:
             row["theirs"] = f"{theirs}/{severity}"
             row["theirs_ips"] = images_per_second(
-                lambda im: corrupt(im, corruption_name=theirs, severity=severity),
-                images, args.repeats)
+                lambda im, name=theirs, s=severity: corrupt(im, corruption_name=name, severity=s),
+                images,
+                args.repeats,
+            )
             row["ratio"] = row["ours_ips"] / row["theirs_ips"]
         rows.append(row)
 

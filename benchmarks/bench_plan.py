@@ -8,6 +8,7 @@ with images.
     .venv/bin/python benchmarks/bench_plan.py                 # 10k, 100k, 1M images
     .venv/bin/python benchmarks/bench_plan.py --images 100000 --repeat 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,11 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 METHODS = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan"]
-DETECTORS = {"meso4": {"arch": "meso4"}, "xception": {"arch": "patch_xception"},
-             "efficientnet_b4": {"arch": "efficientnet_b4"}}
+DETECTORS = {
+    "meso4": {"arch": "meso4"},
+    "xception": {"arch": "patch_xception"},
+    "efficientnet_b4": {"arch": "efficientnet_b4"},
+}
 VARIANTS = ["clean", "jpeg@60", "gaussian_blur@7"]
 GROUPS = ["African", "Asian", "Caucasian", "Indian"]
 JOB_STATS = re.compile(r"^job\s+count\s*$(.*?)^total\s+(\d+)\s*$", re.M | re.S)
@@ -36,16 +40,26 @@ def write_placeholder_csv(path: Path, n_images: int, images_per_subject: int = 1
         fh.write("path,subject_id,group\n")
         for start in range(0, n_images, 100_000):
             ids = range(start, min(n_images, start + 100_000))
-            fh.write("".join(f"images/{i:07d}.jpg,s{i // images_per_subject:06d},"
-                             f"{GROUPS[(i // images_per_subject) % len(GROUPS)]}\n"
-                             for i in ids))
+            fh.write(
+                "".join(
+                    f"images/{i:07d}.jpg,s{i // images_per_subject:06d},"
+                    f"{GROUPS[(i // images_per_subject) % len(GROUPS)]}\n"
+                    for i in ids
+                )
+            )
 
 
-PREDICT_SHARD_FACTOR = 10   # inference.shard_size = 10 x shard_size (the default ratio)
+PREDICT_SHARD_FACTOR = 10  # inference.shard_size = 10 x shard_size (the default ratio)
 
 
-def plan_config(csv_path: Path, *, shard_size: int = 500, methods=METHODS,
-                detectors=DETECTORS, variants=VARIANTS) -> dict:
+def plan_config(
+    csv_path: Path,
+    *,
+    shard_size: int = 500,
+    methods=METHODS,
+    detectors=DETECTORS,
+    variants=VARIANTS,
+) -> dict:
     return {
         "seed": 0,
         "shard_size": shard_size,
@@ -68,9 +82,23 @@ def write_plan_workdir(workdir: Path, n_images: int, **config_kw) -> Path:
 
 def dry_run(workdir: Path, target: str = "all") -> tuple[float, dict[str, int], str]:
     """Seconds of `snakemake -n`, the jobs per rule, and the output."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-           "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
-           "-n", "--quiet", "rules", "--cores", "1", target]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        "-n",
+        "--quiet",
+        "rules",
+        "--cores",
+        "1",
+        target,
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -94,19 +122,26 @@ def jobs_per_rule(output: str) -> dict[str, int]:
     return counts
 
 
-def repeated_jobs(n_images: int, shard_size: int, n_methods: int, n_detectors: int,
-                  n_variants: int) -> dict[str, int]:
+def repeated_jobs(
+    n_images: int, shard_size: int, n_methods: int, n_detectors: int, n_variants: int
+) -> dict[str, int]:
     """Jobs of the rules that repeat, for one image dataset and image (not video) variants.
 
     Every other rule of `all` runs once per dataset or once per run, i.e. once here.
     """
     shards = max(1, math.ceil(n_images / shard_size))
     predict_shards = max(1, math.ceil(n_images / (PREDICT_SHARD_FACTOR * shard_size)))
-    return {"sources_shard": shards, "faces_shard": shards, "forgery_shard": shards * n_methods,
-            "forgery": n_methods, "train": n_detectors, "efficiency": n_detectors,
-            "embed_shard": shards,   # the default ranking: one encoder
-            "predict": n_detectors * n_variants * predict_shards,
-            "predictions": n_detectors * n_variants}
+    return {
+        "sources_shard": shards,
+        "faces_shard": shards,
+        "forgery_shard": shards * n_methods,
+        "forgery": n_methods,
+        "train": n_detectors,
+        "efficiency": n_detectors,
+        "embed_shard": shards,  # the default ranking: one encoder
+        "predict": n_detectors * n_variants * predict_shards,
+        "predictions": n_detectors * n_variants,
+    }
 
 
 def single_jobs(counts: dict[str, int], repeated: dict[str, int]) -> dict[str, int]:
@@ -120,10 +155,11 @@ def main() -> None:
     parser.add_argument("--shard-size", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=1, help="report the fastest of N")
     args = parser.parse_args()
-    print(f"{len(METHODS)} methods, {len(DETECTORS)} detectors, {len(VARIANTS)} variants, "
-          f"shard_size {args.shard_size}")
-    print(f"{'images':>9} {'shards':>7} {'jobs':>7} {'formula':>7} {'plan s':>7} "
-          f"{'ms/job':>7}")
+    print(
+        f"{len(METHODS)} methods, {len(DETECTORS)} detectors, {len(VARIANTS)} variants, "
+        f"shard_size {args.shard_size}"
+    )
+    print(f"{'images':>9} {'shards':>7} {'jobs':>7} {'formula':>7} {'plan s':>7} {'ms/job':>7}")
     with tempfile.TemporaryDirectory(prefix="bench_plan_") as tmp:
         for n in args.images:
             workdir = write_plan_workdir(Path(tmp) / str(n), n, shard_size=args.shard_size)
@@ -131,12 +167,16 @@ def main() -> None:
             for _ in range(args.repeat):
                 seconds, counts, _ = dry_run(workdir)
                 times.append(seconds)
-            repeated = repeated_jobs(n, args.shard_size, len(METHODS), len(DETECTORS),
-                                     len(VARIANTS))
+            repeated = repeated_jobs(
+                n, args.shard_size, len(METHODS), len(DETECTORS), len(VARIANTS)
+            )
             formula = sum(repeated.values()) + len(single_jobs(counts, repeated))
             best = min(times)
-            print(f"{n:>9} {repeated['faces_shard']:>7} {counts['total']:>7} {formula:>7} "
-                  f"{best:>7.2f} {1000 * best / counts['total']:>7.2f}", flush=True)
+            print(
+                f"{n:>9} {repeated['faces_shard']:>7} {counts['total']:>7} {formula:>7} "
+                f"{best:>7.2f} {1000 * best / counts['total']:>7.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ subset. Usage::
 
     python benchmarks/bench_ranking.py [--probes 100000] [--gallery 10000] [--loop-probes 1000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,19 +59,28 @@ def main(argv: list[str] | None = None) -> dict:
     agree = float((looped == ranked[:subset]).all(axis=1).mean())
 
     report = {
-        "probes": args.probes, "gallery": args.gallery, "dim": args.dim, "k": args.k,
+        "probes": args.probes,
+        "gallery": args.gallery,
+        "dim": args.dim,
+        "k": args.k,
         "vectorised_s": round(vectorised_s, 3),
-        "loop_subset_probes": subset, "loop_subset_s": round(loop_subset_s, 3),
+        "loop_subset_probes": subset,
+        "loop_subset_s": round(loop_subset_s, 3),
         "loop_extrapolated_s": round(loop_all_s, 1),
         "speedup": round(loop_all_s / vectorised_s, 1),
         "rankings_identical_on_subset": agree,
     }
-    print(f"vectorised rank_gallery: {vectorised_s:.2f} s for {args.probes} probes x "
-          f"{args.gallery} gallery (dim {args.dim}, k {args.k})")
-    print(f"per-probe loop: {loop_subset_s:.2f} s for {subset} probes, extrapolated linearly "
-          f"to {loop_all_s:.1f} s for {args.probes}")
-    print(f"speedup: {loop_all_s / vectorised_s:.1f}x; identical rankings on the subset: "
-          f"{agree:.3f}")
+    print(
+        f"vectorised rank_gallery: {vectorised_s:.2f} s for {args.probes} probes x "
+        f"{args.gallery} gallery (dim {args.dim}, k {args.k})"
+    )
+    print(
+        f"per-probe loop: {loop_subset_s:.2f} s for {subset} probes, extrapolated linearly "
+        f"to {loop_all_s:.1f} s for {args.probes}"
+    )
+    print(
+        f"speedup: {loop_all_s / vectorised_s:.1f}x; identical rankings on the subset: {agree:.3f}"
+    )
     print(json.dumps(report))
     return report
 

@@ -7,6 +7,7 @@ detection rate per group.
 
     .venv/bin/python benchmarks/bench_render.py --n 400 --images-per-subject 10
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--upsample", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="OpenCV threads (default: OpenCV's own choice)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="OpenCV threads (default: OpenCV's own choice)"
+    )
     parser.add_argument("--no-detect", action="store_true", help="skip the dlib check")
     args = parser.parse_args()
     if args.threads is not None:
@@ -56,11 +58,17 @@ def main() -> None:
     table = table.sort_values(["rank", "subject_id"], kind="stable")
     jobs = []
     for rec in table.itertuples(index=False):
-        subject = sample_subject(args.seed, rec.subject_id, rec.tone, rec.gender,
-                                 darkness=rec.darkness, masculine=rec.masculine)
+        subject = sample_subject(
+            args.seed,
+            rec.subject_id,
+            rec.tone,
+            rec.gender,
+            darkness=rec.darkness,
+            masculine=rec.masculine,
+        )
         for j in range(per_subject):
             jobs.append((f"{rec.tone}/{rec.gender}", subject, image_id_for(rec.subject_id, j)))
-    jobs = jobs[:args.n]
+    jobs = jobs[: args.n]
 
     render_face(jobs[0][1], sample_view(args.seed, jobs[0][2]), args.size)  # warm caches
     images = []
@@ -75,13 +83,19 @@ def main() -> None:
             write_image(Path(tmp) / f"{image_id}.png", img)
         write_s = time.perf_counter() - start
 
-    report = {"benchmark": "render", "n": len(images), "size": args.size,
-              "render_s": round(wall, 3), "render_cpu_s": round(cpu, 3),
-              "images_per_s": round(len(images) / wall, 1),
-              "images_per_cpu_s": round(len(images) / cpu, 1),
-              "png_write_images_per_s": round(len(images) / write_s, 1),
-              "opencv_threads": cv2.getNumThreads(),
-              "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+    report = {
+        "benchmark": "render",
+        "n": len(images),
+        "size": args.size,
+        "render_s": round(wall, 3),
+        "render_cpu_s": round(cpu, 3),
+        "images_per_s": round(len(images) / wall, 1),
+        "images_per_cpu_s": round(len(images) / cpu, 1),
+        "png_write_images_per_s": round(len(images) / write_s, 1),
+        "opencv_threads": cv2.getNumThreads(),
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+    }
 
     if not args.no_detect:
         import dlib

@@ -3,7 +3,6 @@
 # then reads it (see fairforge.workflow.variant_options / degradation_inputs).
 from fairforge.workflow import degradation_settings, trains_degradation
 
-
 if trains_degradation(config):
 
     rule train_degradation:
@@ -14,18 +13,18 @@ if trains_degradation(config):
         output:
             generator=result_path("degradation_generator"),
             samples=result_path("degradation_samples"),
-        params:
-            settings=degradation_settings(config),
-        threads: 2
-        resources:
-            gpu=GPU,
-            mem_mb=per_attempt(4000),
-            runtime=per_attempt(120),
         log:
             log_path("degradation/train.log"),
         benchmark:
             benchmark_path("degradation/train.tsv")
         conda:
             "../envs/fairforge.yaml"
+        threads: 2
+        resources:
+            gpu=GPU,
+            mem_mb=per_attempt(4000),
+            runtime=per_attempt(120),
+        params:
+            settings=degradation_settings(config),
         script:
             "../scripts/train_degradation.py"

@@ -5,20 +5,20 @@ rule faces_shard:
     output:
         manifest=result_path("faces_shard"),
         crops=directory(result_path("crops_shard")),
-    params:
-        faces=config["faces"],
-        root=get_dataset_root,
-        shard_size=SHARD_SIZE,
-        results=get_results_root,
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(60),
     log:
         log_path("faces/{dataset}/shard_{shard}.log"),
     benchmark:
         benchmark_path("faces/{dataset}/shard_{shard}.tsv")
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),
+    params:
+        faces=config["faces"],
+        root=get_dataset_root,
+        shard_size=SHARD_SIZE,
+        results=get_results_root,
     script:
         "../scripts/faces_shard.py"
 

@@ -7,21 +7,21 @@ rule forgery_shard:
     output:
         manifest=result_path("forgery_shard"),
         images=directory(result_path("forgery_images_shard")),
-    params:
-        backend=get_forgery_backend,
-        options=get_forgery_options,
-        seed=config["seed"],
-        shard_size=SHARD_SIZE,
-        results=get_results_root,
-    resources:
-        mem_mb=per_attempt(3000),
-        runtime=per_attempt(120),
     log:
         log_path("forgery/{dataset}/{method}/shard_{shard}.log"),
     benchmark:
         benchmark_path("forgery/{dataset}/{method}/shard_{shard}.tsv")
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(3000),
+        runtime=per_attempt(120),
+    params:
+        backend=get_forgery_backend,
+        options=get_forgery_options,
+        seed=config["seed"],
+        shard_size=SHARD_SIZE,
+        results=get_results_root,
     script:
         "../scripts/forgery_shard.py"
 

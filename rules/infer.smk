@@ -8,13 +8,14 @@ rule predict:
         degradation=get_degradation_inputs,
     output:
         result_path("prediction_shard"),
+    log:
+        log_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.log"),
+    benchmark:
+        benchmark_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.tsv")
     wildcard_constraints:
         detector=one_of(RUN_DETECTORS),
-    params:
-        inference=config["inference"],
-        device=config["device"],
-        variant_options=get_variant_options,
-        results=get_results_root,
+    conda:
+        "../envs/fairforge.yaml"
     # One core per job on a CPU: small models gain little from a second torch thread, and
     # jobs run side by side instead (profiles/slurm gives GPU jobs more).
     threads: 1
@@ -22,12 +23,11 @@ rule predict:
         gpu=GPU,
         mem_mb=per_attempt(3000),
         runtime=per_attempt(60),
-    log:
-        log_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.log"),
-    benchmark:
-        benchmark_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.tsv")
-    conda:
-        "../envs/fairforge.yaml"
+    params:
+        inference=config["inference"],
+        device=config["device"],
+        variant_options=get_variant_options,
+        results=get_results_root,
     script:
         "../scripts/predict.py"
 
@@ -38,10 +38,10 @@ rule predictions:
         get_prediction_shards,
     output:
         result_path("predictions"),
-    wildcard_constraints:
-        detector=one_of(RUN_DETECTORS),
     log:
         log_path("predict/{detector}/{dataset}/{variant}/gather.log"),
+    wildcard_constraints:
+        detector=one_of(RUN_DETECTORS),
     conda:
         "../envs/fairforge.yaml"
     script:
@@ -55,16 +55,16 @@ rule external_scores:
         samples=get_predict_samples,
     output:
         result_path("predictions"),
+    log:
+        log_path("predict/{detector}/{dataset}/{variant}.log"),
     wildcard_constraints:
         detector=one_of(EXTERNAL_DETECTORS),
+    conda:
+        "../envs/fairforge.yaml"
     params:
         results=get_results_root,
         splits=config["inference"]["splits"],
         variant_options=get_variant_options,
-    log:
-        log_path("predict/{detector}/{dataset}/{variant}.log"),
-    conda:
-        "../envs/fairforge.yaml"
     script:
         "../scripts/external_scores.py"
 
@@ -75,17 +75,17 @@ rule efficiency:
         model=result_path("model"),
     output:
         result_path("detector_efficiency"),
-    params:
-        device=config["device"],
+    log:
+        log_path("efficiency/{detector}.log"),
+    conda:
+        "../envs/fairforge.yaml"
     # Latency is measured alone: two timing jobs must not share the cores.
     threads: lambda wc: workflow.cores
     resources:
         gpu=GPU,
         mem_mb=per_attempt(4000),
         runtime=per_attempt(30),
-    log:
-        log_path("efficiency/{detector}.log"),
-    conda:
-        "../envs/fairforge.yaml"
+    params:
+        device=config["device"],
     script:
         "../scripts/efficiency.py"

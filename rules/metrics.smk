@@ -22,16 +22,16 @@ rule fairness_table:
             caption=caption_path("fairness_ci"),
             category="Fairness",
         ),
-    params:
-        metrics=config["metrics"],
-        seed=config["seed"],
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
     log:
         log_path("metrics/fairness_table.log"),
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    params:
+        metrics=config["metrics"],
+        seed=config["seed"],
     script:
         "../scripts/fairness_table.py"
 
@@ -51,15 +51,15 @@ rule detection_table:
             caption=caption_path("robustness_table"),
             category="Robustness",
         ),
-    params:
-        metrics=config["metrics"],
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
     log:
         log_path("report/detection_table.log"),
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    params:
+        metrics=config["metrics"],
     script:
         "../scripts/detection_table.py"
 
@@ -79,15 +79,15 @@ rule fairness_under_perturbation:
             caption=caption_path("grayscale_table"),
             category="Fairness",
         ),
-    params:
-        metrics=config["metrics"],
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
     log:
         log_path("report/fairness_under_perturbation.log"),
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    params:
+        metrics=config["metrics"],
     script:
         "../scripts/fairness_under_perturbation.py"
 
@@ -102,18 +102,18 @@ rule fairness_pvalues:
             caption=caption_path("fairness_pvalues"),
             category="Fairness",
         ),
+    log:
+        log_path("report/fairness_pvalues.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
     params:
         metrics=config["metrics"],
         # the resampling budget of the bootstrap; permutations are cheap, so 0 still runs 1000
         n_perm=config["metrics"]["bootstrap"] or 1000,
         seed=config["seed"],
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
-    log:
-        log_path("report/fairness_pvalues.log"),
-    conda:
-        "../envs/fairforge.yaml"
     script:
         "../scripts/fairness_pvalues.py"
 
@@ -128,16 +128,16 @@ rule thresholds_table:
             caption=caption_path("thresholds_table"),
             category="Fairness",
         ),
-    params:
-        metrics=config["metrics"],
-        splits=config["inference"]["splits"],
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
     log:
         log_path("report/thresholds_table.log"),
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    params:
+        metrics=config["metrics"],
+        splits=config["inference"]["splits"],
     script:
         "../scripts/thresholds_table.py"
 
@@ -164,14 +164,14 @@ rule detector_studies:
             caption=caption_path("generalization"),
             category="Detectors",
         ),
-    params:
-        detectors=DETECTORS,
-        settings={d: detector_settings(config, d) for d in DETECTORS},
-        train_datasets={d: train_dataset(config, d) for d in DETECTORS},
     log:
         log_path("report/detector_studies.log"),
     conda:
         "../envs/fairforge.yaml"
+    params:
+        detectors=DETECTORS,
+        settings={d: detector_settings(config, d) for d in DETECTORS},
+        train_datasets={d: train_dataset(config, d) for d in DETECTORS},
     script:
         "../scripts/detector_studies.py"
 

@@ -5,14 +5,14 @@ rule pairs:
         faces=result_path("faces"),
     output:
         result_path("pairs"),
-    params:
-        seed=config["seed"],
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(30),
     log:
         log_path("pairs/{dataset}.log"),
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    params:
+        seed=config["seed"],
     script:
         "../scripts/pairs.py"

@@ -10,24 +10,24 @@ rule train_encoder:
     output:
         model=result_path("encoder_model"),
         log_table=result_path("encoder_training_log"),
+    log:
+        log_path("ranking/train_encoder/{encoder}.log"),
+    benchmark:
+        benchmark_path("ranking/train_encoder/{encoder}.tsv")
     wildcard_constraints:
         encoder=one_of(trained_encoders(config)),
-    params:
-        settings=get_encoder_training,
-        margin=config["faces"]["margin"],
-        seed=config["seed"],
-        results=get_results_root,
+    conda:
+        "../envs/fairforge.yaml"
     threads: 1
     resources:
         gpu=GPU,
         mem_mb=per_attempt(6000),
         runtime=per_attempt(120),
-    log:
-        log_path("ranking/train_encoder/{encoder}.log"),
-    benchmark:
-        benchmark_path("ranking/train_encoder/{encoder}.tsv")
-    conda:
-        "../envs/fairforge.yaml"
+    params:
+        settings=get_encoder_training,
+        margin=config["faces"]["margin"],
+        seed=config["seed"],
+        results=get_results_root,
     script:
         "../scripts/train_encoder.py"
 
@@ -40,17 +40,17 @@ rule ranking_study:
     output:
         study=result_path("ranking_study"),
         calibration=result_path("ranking_calibration"),
+    log:
+        log_path("ranking/study.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
     params:
         ranking=config["ranking"],
         group_by=config["ranking"].get("group_by")
         or config["datasets"][RANKING_DATASET].get("group_by"),
         seed=config["seed"],
-    resources:
-        mem_mb=per_attempt(2000),
-    log:
-        log_path("ranking/study.log"),
-    conda:
-        "../envs/fairforge.yaml"
     script:
         "../scripts/ranking_study.py"
 
@@ -65,6 +65,16 @@ rule embed_shard:
         checkpoint=get_encoder_checkpoint,
     output:
         result_path("embedding_shard"),
+    log:
+        log_path("ranking/embed/{encoder}/shard_{shard}.log"),
+    benchmark:
+        benchmark_path("ranking/embed/{encoder}/shard_{shard}.tsv")
+    conda:
+        "../envs/fairforge.yaml"
+    threads: 1  # dlib encodes on one core
+    resources:
+        mem_mb=per_attempt(3000),
+        runtime=per_attempt(60),
     params:
         encoder=get_encoder,
         ranking=config["ranking"],
@@ -72,16 +82,6 @@ rule embed_shard:
         seed=config["seed"],
         shard_size=SHARD_SIZE,
         results=get_results_root,
-    threads: 1  # dlib encodes on one core
-    resources:
-        mem_mb=per_attempt(3000),
-        runtime=per_attempt(60),
-    log:
-        log_path("ranking/embed/{encoder}/shard_{shard}.log"),
-    benchmark:
-        benchmark_path("ranking/embed/{encoder}/shard_{shard}.tsv")
-    conda:
-        "../envs/fairforge.yaml"
     script:
         "../scripts/embed_shard.py"
 
@@ -114,16 +114,16 @@ rule exposure:
             caption=caption_path("exposure_figure"),
             category="Exposure",
         ),
-    params:
-        ranking=config["ranking"],
-        encoders=RANKING_ENCODERS,
-    resources:
-        mem_mb=per_attempt(4000),
     log:
         log_path("ranking/exposure.log"),
     benchmark:
         benchmark_path("ranking/exposure.tsv")
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(4000),
+    params:
+        ranking=config["ranking"],
+        encoders=RANKING_ENCODERS,
     script:
         "../scripts/exposure.py"

@@ -33,15 +33,15 @@ rule report_figures:
             caption=caption_path("failures"),
             category="Figures",
         ),
-    params:
-        metrics=config["metrics"],
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(20),
     log:
         log_path("report/report_figures.log"),
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(20),
+    params:
+        metrics=config["metrics"],
     script:
         "../scripts/report_figures.py"
 
@@ -73,12 +73,12 @@ rule forgery_examples:
         forgeries=get_forgeries,
     output:
         result_path("forgery_examples"),
-    params:
-        results=get_results_root,
     log:
         log_path("forgery/{dataset}/examples.log"),
     conda:
         "../envs/fairforge.yaml"
+    params:
+        results=get_results_root,
     script:
         "../scripts/forgery_examples.py"
 
@@ -93,15 +93,15 @@ rule report_html:
             caption=caption_path("report"),
             category="Report",
         ),
+    log:
+        log_path("report/report_html.log"),
+    conda:
+        "../envs/fairforge.yaml"
     params:
         datasets=config["datasets"],
         variants=VARIANTS,
         metrics=config["metrics"],
         ranking={**config["ranking"], "dataset": RANKING_DATASET},
-    log:
-        log_path("report/report_html.log"),
-    conda:
-        "../envs/fairforge.yaml"
     script:
         "../scripts/report_html.py"
 
@@ -111,12 +111,12 @@ rule pipeline_info:
     output:
         versions=result_path("versions"),
         config=result_path("resolved_config"),
-    params:
-        config=config,
-        repo=workflow.basedir,
     log:
         log_path("pipeline_info.log"),
     conda:
         "../envs/fairforge.yaml"
+    params:
+        config=config,
+        repo=workflow.basedir,
     script:
         "../scripts/pipeline_info.py"

@@ -2,20 +2,20 @@ rule sources_listing:
     """Every source image with its subject, group and split (files not opened yet)."""
     output:
         result_path("listing"),
-    params:
-        dataset=get_dataset_config,
-        root=get_dataset_root,
-        split=config["split"],
-        seed=config["seed"],
-        shard_size=SHARD_SIZE,
-    resources:
-        mem_mb=per_attempt(2000),
     log:
         log_path("sources/{dataset}/listing.log"),
     benchmark:
         benchmark_path("sources/{dataset}/listing.tsv")
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+    params:
+        dataset=get_dataset_config,
+        root=get_dataset_root,
+        split=config["split"],
+        seed=config["seed"],
+        shard_size=SHARD_SIZE,
     script:
         "../scripts/sources_listing.py"
 
@@ -27,20 +27,20 @@ rule sources_shard:
         result_path("listing"),
     output:
         result_path("sources_shard"),
-    params:
-        dataset=get_dataset_config,
-        root=get_dataset_root,
-        seed=config["seed"],
-        shard_size=SHARD_SIZE,
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(60),
     log:
         log_path("sources/{dataset}/shard_{shard}.log"),
     benchmark:
         benchmark_path("sources/{dataset}/shard_{shard}.tsv")
     conda:
         "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),
+    params:
+        dataset=get_dataset_config,
+        root=get_dataset_root,
+        seed=config["seed"],
+        shard_size=SHARD_SIZE,
     script:
         "../scripts/sources_shard.py"
 
@@ -51,11 +51,11 @@ rule sources:
         get_source_shards,
     output:
         result_path("sources"),
-    params:
-        row_group_size=SHARD_SIZE,
     log:
         log_path("sources/{dataset}/gather.log"),
     conda:
         "../envs/fairforge.yaml"
+    params:
+        row_group_size=SHARD_SIZE,
     script:
         "../scripts/gather_shards.py"

@@ -5,11 +5,12 @@ rule train:
     output:
         model=result_path("model"),
         log_table=result_path("training_log"),
-    params:
-        settings=get_detector_settings,
-        checkpoint=get_checkpoint,
-        checkpoint_format=get_checkpoint_format,
-        results=get_results_root,
+    log:
+        log_path("train/{detector}.log"),
+    benchmark:
+        benchmark_path("train/{detector}.tsv")
+    conda:
+        "../envs/fairforge.yaml"
     # One core per job on a CPU: small models gain little from a second torch thread, and
     # jobs run side by side instead (profiles/slurm gives GPU jobs more).
     threads: 1
@@ -17,11 +18,10 @@ rule train:
         gpu=GPU,
         mem_mb=per_attempt(4000),
         runtime=per_attempt(120),
-    log:
-        log_path("train/{detector}.log"),
-    benchmark:
-        benchmark_path("train/{detector}.tsv")
-    conda:
-        "../envs/fairforge.yaml"
+    params:
+        settings=get_detector_settings,
+        checkpoint=get_checkpoint,
+        checkpoint_format=get_checkpoint_format,
+        results=get_results_root,
     script:
         "../scripts/train.py"

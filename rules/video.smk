@@ -13,24 +13,24 @@ rule video_variant_shard:
     output:
         manifest=result_path("video_variant_shard"),
         frames=directory(result_path("video_variant_frames")),
+    log:
+        log_path("video_variant/{dataset}/{variant}/shard_{shard}.log"),
+    benchmark:
+        benchmark_path("video_variant/{dataset}/{variant}/shard_{shard}.tsv")
     wildcard_constraints:
         variant=video_variant_pattern(),
+    conda:
+        "../envs/fairforge.yaml"
+    threads: 2
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),
     params:
         splits=config["inference"]["splits"],
         # Clean and degraded clips, keyed by content; written atomically, shared by variants.
         cache=get_video_cache,
         shard_size=SHARD_SIZE,
         results=get_results_root,
-    threads: 2
-    resources:
-        mem_mb=per_attempt(2000),
-        runtime=per_attempt(60),
-    log:
-        log_path("video_variant/{dataset}/{variant}/shard_{shard}.log"),
-    benchmark:
-        benchmark_path("video_variant/{dataset}/{variant}/shard_{shard}.tsv")
-    conda:
-        "../envs/fairforge.yaml"
     script:
         "../scripts/video_variant_shard.py"
 
@@ -41,10 +41,10 @@ rule video_variant:
         get_video_variant_shards,
     output:
         result_path("video_variant_samples"),
-    wildcard_constraints:
-        variant=video_variant_pattern(),
     log:
         log_path("video_variant/{dataset}/{variant}/gather.log"),
+    wildcard_constraints:
+        variant=video_variant_pattern(),
     conda:
         "../envs/fairforge.yaml"
     script:

@@ -3,8 +3,9 @@ from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     m = snakemake.params.metrics
-    detection = table_from_files(snakemake.input, detection_table, threshold=m["threshold"],
-                                 split=m["evaluation_split"])
+    detection = table_from_files(
+        snakemake.input, detection_table, threshold=m["threshold"], split=m["evaluation_split"]
+    )
     detection.to_csv(snakemake.output.detection, index=False, float_format="%.6g")
     robustness = robustness_table(detection)
     robustness.to_csv(snakemake.output.robustness, index=False, float_format="%.6g")

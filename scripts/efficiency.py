@@ -4,7 +4,8 @@ from fairforge.detector_kinds import detector_cost
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
-    row = detector_cost(snakemake.input.model, snakemake.wildcards.detector,
-                       device=snakemake.params.device)
+    row = detector_cost(
+        snakemake.input.model, snakemake.wildcards.detector, device=snakemake.params.device
+    )
     pd.DataFrame([row]).to_csv(snakemake.output[0], index=False, float_format="%.6g")
     print(row)

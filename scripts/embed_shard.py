@@ -9,9 +9,15 @@ with logged(snakemake.log[0]):
     ids = shard_image_ids(snakemake.input.sources, wc.shard, p.shard_size)
     rows = read_ids(snakemake.input.study, ids)
     encoder = resolve_encoders({wc.encoder: p.encoder})[wc.encoder]
-    embeddings = embed_study(rows, p.results, encoder, p.ranking["settings"],
-                             p.ranking["distance"], p.seed,
-                             face_fraction(p.margin),
-                             calibration=read_manifest(snakemake.input.calibration))
+    embeddings = embed_study(
+        rows,
+        p.results,
+        encoder,
+        p.ranking["settings"],
+        p.ranking["distance"],
+        p.seed,
+        face_fraction(p.margin),
+        calibration=read_manifest(snakemake.input.calibration),
+    )
     write_manifest(embeddings, snakemake.output[0])
     print(f"{len(rows)} study images, {len(embeddings)} embeddings")

@@ -7,9 +7,12 @@ from fairforge.workflow import logged
 with logged(snakemake.log[0]):
     r = snakemake.params.ranking
     study = read_manifest(snakemake.input.study)
-    embeddings = {label: concat_manifests(
-        [p for p in snakemake.input.embeddings if Path(p).parent.name == label])
-        for label in snakemake.params.encoders}
+    embeddings = {
+        label: concat_manifests(
+            [p for p in snakemake.input.embeddings if Path(p).parent.name == label]
+        )
+        for label in snakemake.params.encoders
+    }
     outputs = rank_study(study, embeddings, r["settings"], r["distance"], r["l"], r["k"])
     out_dir = Path(snakemake.output.table).parent
     write_exposure_outputs(outputs, out_dir)

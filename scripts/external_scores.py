@@ -11,7 +11,14 @@ with logged(snakemake.log[0]):
         preds = empty_predictions()
     else:
         samples = read_manifest(snakemake.input.samples, contract="samples")
-        preds = predict(snakemake.input.scores, samples, p.results, wc.detector,
-                        variant=wc.variant, splits=p.splits, arch="external")
+        preds = predict(
+            snakemake.input.scores,
+            samples,
+            p.results,
+            wc.detector,
+            variant=wc.variant,
+            splits=p.splits,
+            arch="external",
+        )
     write_manifest(preds, snakemake.output[0], contract="predictions")
     print(f"{len(preds)} predictions")

@@ -7,8 +7,10 @@ with logged(snakemake.log[0]):
     faces = concat_manifests(snakemake.input.shards, contract="faces")
     missing = set(sources["image_id"]) - set(faces["image_id"])
     if missing:
-        raise RuntimeError(f"{len(missing)} source images are in no face shard (the dataset "
-                           f"changed since the shards were planned); rerun snakemake")
+        raise RuntimeError(
+            f"{len(missing)} source images are in no face shard (the dataset "
+            f"changed since the shards were planned); rerun snakemake"
+        )
     write_manifest(faces.sort_values("image_id"), snakemake.output.manifest, contract="faces")
     rate = detection_rate_by_group(sources, faces)
     rate.to_csv(snakemake.output.rate, index=False)

@@ -12,9 +12,16 @@ with logged(snakemake.log[0]):
     results_dir = Path(p.results)
     crops = Path(snakemake.output.crops)
     crops.mkdir(parents=True, exist_ok=True)
-    faces = process_faces(shard, p.root, results_dir, crops.relative_to(results_dir).as_posix(),
-                          crop_size=p.faces["crop_size"], detector=p.faces["detector"],
-                          upsample=p.faces["upsample"], margin=p.faces["margin"],
-                          min_image_size=p.faces["min_image_size"])
+    faces = process_faces(
+        shard,
+        p.root,
+        results_dir,
+        crops.relative_to(results_dir).as_posix(),
+        crop_size=p.faces["crop_size"],
+        detector=p.faces["detector"],
+        upsample=p.faces["upsample"],
+        margin=p.faces["margin"],
+        min_image_size=p.faces["min_image_size"],
+    )
     write_manifest(faces, snakemake.output.manifest, contract="faces")
     print(f"{int(faces['ok'].sum())}/{len(faces)} faces aligned")

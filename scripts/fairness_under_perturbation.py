@@ -3,9 +3,13 @@ from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     m = snakemake.params.metrics
-    table = table_from_files(snakemake.input, fairness_under_perturbation,
-                             threshold=m["threshold"], ur_denominator=m["ur_denominator"],
-                             split=m["evaluation_split"])
+    table = table_from_files(
+        snakemake.input,
+        fairness_under_perturbation,
+        threshold=m["threshold"],
+        ur_denominator=m["ur_denominator"],
+        split=m["evaluation_split"],
+    )
     table.to_csv(snakemake.output.table, index=False, float_format="%.6g")
     grayscale_table(table).to_csv(snakemake.output.grayscale, index=False, float_format="%.6g")
     print(table.to_string(index=False))

@@ -4,10 +4,16 @@ from fairforge.manifest import read_manifest
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
-    faces = faces_with_attributes(read_manifest(snakemake.input.sources, contract="sources"),
-                                  read_manifest(snakemake.input.faces, contract="faces"))
+    faces = faces_with_attributes(
+        read_manifest(snakemake.input.sources, contract="sources"),
+        read_manifest(snakemake.input.faces, contract="faces"),
+    )
     forgeries = {}
     for path in snakemake.input.forgeries:
         frame = read_manifest(path, contract="forgery")
         forgeries[str(frame["method"].iloc[0])] = frame
-    print(example_sheet(faces, forgeries, snakemake.params.results, snakemake.output[0]).to_string(index=False))
+    print(
+        example_sheet(faces, forgeries, snakemake.params.results, snakemake.output[0]).to_string(
+            index=False
+        )
+    )

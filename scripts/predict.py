@@ -15,10 +15,18 @@ with logged(snakemake.log[0]):
     else:
         ids = shard_image_ids(snakemake.input.sources, wc.shard, inf["shard_size"])
         samples = read_ids(snakemake.input.samples, ids, contract="samples")
-        preds = predict(snakemake.input.model, samples, p.results, wc.detector,
-                        variant=wc.variant, splits=inf["splits"],
-                        batch_size=inf["batch_size"], num_workers=inf["num_workers"],
-                        device=p.device, threads=snakemake.threads,
-                        variant_options=p.variant_options)
+        preds = predict(
+            snakemake.input.model,
+            samples,
+            p.results,
+            wc.detector,
+            variant=wc.variant,
+            splits=inf["splits"],
+            batch_size=inf["batch_size"],
+            num_workers=inf["num_workers"],
+            device=p.device,
+            threads=snakemake.threads,
+            variant_options=p.variant_options,
+        )
     write_manifest(preds, snakemake.output[0], contract="predictions")
     print(f"{len(preds)} predictions")

@@ -5,11 +5,14 @@ from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     r = snakemake.params.ranking
-    faces = faces_with_attributes(read_manifest(snakemake.input.sources, contract="sources"),
-                                  read_manifest(snakemake.input.faces, contract="faces"))
+    faces = faces_with_attributes(
+        read_manifest(snakemake.input.sources, contract="sources"),
+        read_manifest(snakemake.input.faces, contract="faces"),
+    )
     faces = faces.loc[faces["ok"] & faces["split"].isin(r["splits"])]
-    study = split_probe_gallery(faces, r["l"], snakemake.params.seed,
-                                snakemake.params.group_by or "group")
+    study = split_probe_gallery(
+        faces, r["l"], snakemake.params.seed, snakemake.params.group_by or "group"
+    )
     # fail here, before any embedding job, when the ranking cannot be measured
     check_study(study, r["k"], r["l"])
     write_manifest(study, snakemake.output.study)

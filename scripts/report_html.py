@@ -14,7 +14,11 @@ with logged(snakemake.log[0]):
         elif as_list(value):
             # inputs of a disabled stage (the ranking study) are empty lists: left out
             paths[key] = str(value) if isinstance(value, str) else str(as_list(value)[0])
-    run = {"datasets": snakemake.params.datasets, "variants": snakemake.params.variants,
-           "metrics": snakemake.params.metrics, "ranking": snakemake.params.ranking}
+    run = {
+        "datasets": snakemake.params.datasets,
+        "variants": snakemake.params.variants,
+        "metrics": snakemake.params.metrics,
+        "ranking": snakemake.params.ranking,
+    }
     write_report(snakemake.output[0], paths, run)
     print(f"report written to {snakemake.output[0]}")

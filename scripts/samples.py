@@ -1,16 +1,24 @@
 from fairforge.columns import VIDEO_FRAME_COLUMNS
 from fairforge.manifest import columns_in, read_manifest, write_manifest
-from fairforge.samples import (FACE_INPUTS, FORGERY_INPUTS, SOURCE_INPUTS, build_samples,
-                               failure_counts)
+from fairforge.samples import (
+    FACE_INPUTS,
+    FORGERY_INPUTS,
+    SOURCE_INPUTS,
+    build_samples,
+    failure_counts,
+)
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     path = snakemake.input.sources
-    sources = read_manifest(path, "sources", [*SOURCE_INPUTS, *columns_in(path, VIDEO_FRAME_COLUMNS)])
+    sources = read_manifest(
+        path, "sources", [*SOURCE_INPUTS, *columns_in(path, VIDEO_FRAME_COLUMNS)]
+    )
     faces = read_manifest(snakemake.input.faces, "faces", FACE_INPUTS)
     forgeries = [read_manifest(p, "forgery", FORGERY_INPUTS) for p in snakemake.input.forgeries]
     samples = build_samples(snakemake.wildcards.dataset, sources, faces, forgeries)
     write_manifest(samples, snakemake.output.samples, contract="samples")
-    failure_counts(sources, faces, forgeries).assign(
-        dataset=snakemake.wildcards.dataset).to_csv(snakemake.output.failures, index=False)
+    failure_counts(sources, faces, forgeries).assign(dataset=snakemake.wildcards.dataset).to_csv(
+        snakemake.output.failures, index=False
+    )
     print(samples.groupby(["split", "method"]).size().to_string())

@@ -7,7 +7,8 @@ with logged(snakemake.log[0]):
     p = snakemake.params
     rows = read_shard(snakemake.input[0], snakemake.wildcards.shard, p.shard_size)
     get_adapter(p.dataset["adapter"]).prepare_shard(
-        rows, p.root, seed=p.seed, name=snakemake.wildcards.dataset, dataset_cfg=p.dataset)
+        rows, p.root, seed=p.seed, name=snakemake.wildcards.dataset, dataset_cfg=p.dataset
+    )
     sources = inspect_sources(rows, p.root, workers=snakemake.threads)
     write_manifest(sources, snakemake.output[0], contract="sources")
     print(f"{len(sources)} source images, {int((~sources['ok']).sum())} unusable")

@@ -6,11 +6,22 @@ from fairforge.workflow import logged
 with logged(snakemake.log[0]):
     m = snakemake.params.metrics
     if "val" in snakemake.params.splits:
-        table = table_from_files(snakemake.input, thresholds_table, threshold=m["threshold"],
-                                 ur_denominator=m["ur_denominator"], fit_split="val",
-                                 eval_split=m["evaluation_split"])
+        table = table_from_files(
+            snakemake.input,
+            thresholds_table,
+            threshold=m["threshold"],
+            ur_denominator=m["ur_denominator"],
+            fit_split="val",
+            eval_split=m["evaluation_split"],
+        )
     else:
-        table = pd.DataFrame({"note": ["no validation predictions (config inference.splits "
-                                       "lacks 'val'): per-group thresholds cannot be fitted"]})
+        table = pd.DataFrame(
+            {
+                "note": [
+                    "no validation predictions (config inference.splits "
+                    "lacks 'val'): per-group thresholds cannot be fitted"
+                ]
+            }
+        )
     table.to_csv(snakemake.output[0], index=False, float_format="%.6g")
     print(table.to_string(index=False))

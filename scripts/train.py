@@ -1,5 +1,5 @@
-from fairforge.manifest import read_manifest
 from fairforge.detector_kinds import train_detector
+from fairforge.manifest import read_manifest
 from fairforge.training import TrainConfig, import_checkpoint
 from fairforge.workflow import logged
 
@@ -13,6 +13,7 @@ with logged(snakemake.log[0]):
         print(f"imported {p.checkpoint_format} weights from {p.checkpoint}")
     else:
         samples = read_manifest(snakemake.input.samples, contract="samples")
-        log = train_detector(samples, p.results, cfg, snakemake.output.model,
-                             snakemake.output.log_table)
+        log = train_detector(
+            samples, p.results, cfg, snakemake.output.model, snakemake.output.log_table
+        )
         print(log.to_string(index=False))

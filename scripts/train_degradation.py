@@ -7,9 +7,16 @@ from fairforge.workflow import logged
 with logged(snakemake.log[0]):
     s = snakemake.params.settings
     torch.set_num_threads(snakemake.threads)
-    result = train_high_to_low(s["high_dir"], s["low_dir"], snakemake.output.generator,
-                               steps=s["steps"], seed=s["seed"], batch_size=s["batch_size"],
-                               device=s["device"], sample_sheet=snakemake.output.samples)
+    result = train_high_to_low(
+        s["high_dir"],
+        s["low_dir"],
+        snakemake.output.generator,
+        steps=s["steps"],
+        seed=s["seed"],
+        batch_size=s["batch_size"],
+        device=s["device"],
+        sample_sheet=snakemake.output.samples,
+    )
     # Loss means over tenths of the run: enough to see whether the critic and the
     # content term settled, without one line per step.
     losses = {name: np.asarray(values) for name, values in result.history.items()}

@@ -7,6 +7,7 @@ commands (sbatch, squeue, sinfo) find the private cluster through ``SLURM_CONF``
 `LocalSlurm.env`, so nothing under /etc is touched and a cluster already configured on the
 machine is reused instead of shadowed.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,11 +53,9 @@ def ensure_installed(timeout_s: float = 1200) -> str | None:
     if which("apt-get") is None:
         return f"SLURM is not installed ({', '.join(missing)} missing) and apt-get is absent"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "PATH": SEARCH_PATH}
-    for cmd in (["apt-get", "update", "-q"],
-                ["apt-get", "install", "-y", "-q", *SLURM_PACKAGES]):
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *SLURM_PACKAGES]):
         try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                                  timeout=timeout_s)
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return f"`{' '.join(cmd)}` did not finish in {timeout_s:.0f} s"
         if proc.returncode != 0:
@@ -67,11 +66,9 @@ def ensure_installed(timeout_s: float = 1200) -> str | None:
 
 def node_hardware() -> dict[str, int]:
     """What slurmd will detect (`slurmd -C`), so the configured node is never drained."""
-    out = subprocess.run([which("slurmd"), "-C"], capture_output=True, text=True,
-                         timeout=30).stdout
+    out = subprocess.run([which("slurmd"), "-C"], capture_output=True, text=True, timeout=30).stdout
     fields = dict(item.split("=", 1) for item in out.split() if "=" in item)
-    keys = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore",
-            "RealMemory")
+    keys = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore", "RealMemory")
     if all(k in fields for k in keys):
         return {k: int(fields[k]) for k in keys}
     cpus = len(os.sched_getaffinity(0))
@@ -91,8 +88,14 @@ def free_ports(n: int) -> list[int]:
             sock.close()
 
 
-def slurm_conf(state_dir: Path, host: str, hardware: dict[str, int], ctld_port: int,
-               slurmd_port: int, munge_socket: Path) -> str:
+def slurm_conf(
+    state_dir: Path,
+    host: str,
+    hardware: dict[str, int],
+    ctld_port: int,
+    slurmd_port: int,
+    munge_socket: Path,
+) -> str:
     node = " ".join(f"{k}={v}" for k, v in hardware.items())
     s = state_dir
     return f"""\
@@ -147,8 +150,9 @@ class LocalSlurm:
 
     def sinfo(self, fmt: str) -> str | None:
         try:
-            proc = subprocess.run(["sinfo", "-h", "-o", fmt], env=self.env, capture_output=True,
-                                  text=True, timeout=20)
+            proc = subprocess.run(
+                ["sinfo", "-h", "-o", fmt], env=self.env, capture_output=True, text=True, timeout=20
+            )
         except subprocess.TimeoutExpired:
             return None
         return proc.stdout.strip() if proc.returncode == 0 else None
@@ -175,16 +179,25 @@ class LocalSlurm:
         host = socket.gethostname().split(".")[0]
         conf = s / "slurm.conf"
         ctld_port, slurmd_port = free_ports(2)
-        conf.write_text(MARKER + slurm_conf(s, host, node_hardware(), ctld_port, slurmd_port,
-                                            munge_socket))
+        conf.write_text(
+            MARKER + slurm_conf(s, host, node_hardware(), ctld_port, slurmd_port, munge_socket)
+        )
         self._install_system_conf(conf)
         self.env["SLURM_CONF"] = str(conf)
         try:
-            self._spawn("munged", [which("munged"), "--foreground", "--force",
-                                   f"--socket={munge_socket}", f"--key-file={key}",
-                                   f"--pid-file={s}/munge/munged.pid",
-                                   f"--log-file={s}/log/munged.log",
-                                   f"--seed-file={s}/munge/munged.seed"])
+            self._spawn(
+                "munged",
+                [
+                    which("munged"),
+                    "--foreground",
+                    "--force",
+                    f"--socket={munge_socket}",
+                    f"--key-file={key}",
+                    f"--pid-file={s}/munge/munged.pid",
+                    f"--log-file={s}/log/munged.log",
+                    f"--seed-file={s}/munge/munged.seed",
+                ],
+            )
             self._wait(lambda: munge_socket.exists(), 20, "munged did not create its socket")
             self._spawn("slurmctld", [which("slurmctld"), "-D", "-i", "-f", str(conf)])
             self._wait(self._controller_up, 30, "slurmctld did not answer `scontrol ping`")
@@ -222,37 +235,57 @@ class LocalSlurm:
 
     def _cancel_jobs(self, timeout_s: float = 30) -> None:
         try:
-            ids = subprocess.run(["squeue", "-h", "-t", "PD,R,CG", "-o", "%i"], env=self.env,
-                                 capture_output=True, text=True, timeout=20).stdout.split()
+            ids = subprocess.run(
+                ["squeue", "-h", "-t", "PD,R,CG", "-o", "%i"],
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stdout.split()
             if ids:
-                subprocess.run(["scancel", *ids], env=self.env, capture_output=True,
-                               timeout=20)
-                self._wait(lambda: not subprocess.run(
-                    ["squeue", "-h", "-t", "PD,R,CG", "-o", "%i"], env=self.env,
-                    capture_output=True, text=True, timeout=20).stdout.split(),
-                    timeout_s, "jobs did not end after scancel")
+                subprocess.run(["scancel", *ids], env=self.env, capture_output=True, timeout=20)
+                self._wait(
+                    lambda: (
+                        not subprocess.run(
+                            ["squeue", "-h", "-t", "PD,R,CG", "-o", "%i"],
+                            env=self.env,
+                            capture_output=True,
+                            text=True,
+                            timeout=20,
+                        ).stdout.split()
+                    ),
+                    timeout_s,
+                    "jobs did not end after scancel",
+                )
         except (subprocess.TimeoutExpired, RuntimeError):
             pass  # stopping the daemons below still ends the cluster
 
     def _install_system_conf(self, conf: Path) -> None:
         if SYSTEM_CONF.exists() and not SYSTEM_CONF.read_text().startswith(MARKER):
-            raise RuntimeError(f"{SYSTEM_CONF} exists but no SLURM answers: start that "
-                               "cluster, or move the file away to let the test start its own")
+            raise RuntimeError(
+                f"{SYSTEM_CONF} exists but no SLURM answers: start that "
+                "cluster, or move the file away to let the test start its own"
+            )
         SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
         SYSTEM_CONF.write_text(conf.read_text())
         self.wrote_system_conf = True
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
         log = open(self.state_dir / "log" / f"{name}.out", "ab")
-        self.started[name] = subprocess.Popen(cmd, env=self.env, stdout=log,
-                                              stderr=subprocess.STDOUT,
-                                              stdin=subprocess.DEVNULL,
-                                              start_new_session=True)
+        self.started[name] = subprocess.Popen(
+            cmd,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         log.close()
 
     def _controller_up(self) -> bool:
-        proc = subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True,
-                              text=True, timeout=20)
+        proc = subprocess.run(
+            ["scontrol", "ping"], env=self.env, capture_output=True, text=True, timeout=20
+        )
         return "is UP" in proc.stdout
 
     def _wait(self, ready, timeout_s: float, message: str) -> None:
@@ -274,14 +307,16 @@ class LocalSlurm:
         self.node_memory_mb = int(default[2].rstrip("+"))
 
 
-def profile_for_node(profile: dict, *, partition: str, cpus: int, memory_mb: int,
-                     gpu_rules: tuple[str, ...] = ()) -> dict:
+def profile_for_node(
+    profile: dict, *, partition: str, cpus: int, memory_mb: int, gpu_rules: tuple[str, ...] = ()
+) -> dict:
     """The profile with the edits a user makes for this one CPU node, and nothing else.
 
     Partitions become the node's, `gpu` becomes 0 for ``gpu_rules`` (the node has no
     GRES), threads are capped to half the node and memory requests to what it has; every other
     setting (executor, status command, retries, runtimes, cpus_per_gpu...) stays as is.
     """
+
     def fit(entry: str) -> str | None:
         target, _, value = entry.partition("=")
         name = target.rsplit(":", 1)[-1]
@@ -294,15 +329,19 @@ def profile_for_node(profile: dict, *, partition: str, cpus: int, memory_mb: int
         return entry
 
     out = dict(profile)
-    out["default-resources"] = [e for e in map(fit, profile.get("default-resources", []))
-                                if e is not None]
+    out["default-resources"] = [
+        e for e in map(fit, profile.get("default-resources", [])) if e is not None
+    ]
     if not any(e.startswith("slurm_partition=") for e in out["default-resources"]):
         out["default-resources"].append(f"slurm_partition='{partition}'")
-    out["set-resources"] = [e for e in map(fit, profile.get("set-resources", []))
-                            if e is not None] + [f"{rule}:gpu=0" for rule in gpu_rules]
+    out["set-resources"] = [
+        e for e in map(fit, profile.get("set-resources", [])) if e is not None
+    ] + [f"{rule}:gpu=0" for rule in gpu_rules]
     # Half the node per job: two jobs run side by side, as many do on a real cluster. One
     # thread each also matches the local run's, which CPU training needs to give the same
     # weights (the thread count changes the order of floating-point sums).
-    out["set-threads"] = {rule: min(int(n), max(1, cpus // 2))
-                          for rule, n in (profile.get("set-threads") or {}).items()}
+    out["set-threads"] = {
+        rule: min(int(n), max(1, cpus // 2))
+        for rule, n in (profile.get("set-threads") or {}).items()
+    }
     return out

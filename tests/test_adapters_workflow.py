@@ -6,6 +6,7 @@ relative to the csv's folder; a folder root with ``options: {table: labels.csv}`
 other documented form. The faces are rendered by the synthetic renderer and saved as plain
 JPEG and PNG files, so the workflow sees them as any user's photos.
 """
+
 from pathlib import Path
 
 import pandas as pd
@@ -36,10 +37,17 @@ def write_faces(folder: Path) -> pd.DataFrame:
             for j in range(IMAGES_PER_SUBJECT):
                 # Both suffixes a user's folder would hold; the csv says which file is which.
                 rel = f"images/{group}/{subject}/{j}.{'jpg' if j % 2 == 0 else 'png'}"
-                write_image(folder / rel,
-                            render_face(identity, sample_view(7, f"{subject}_{j}"), 256))
-                rows.append({"path": rel, "subject_id": subject, "group": group,
-                             "lighting": "indoor" if j == 0 else "outdoor"})
+                write_image(
+                    folder / rel, render_face(identity, sample_view(7, f"{subject}_{j}"), 256)
+                )
+                rows.append(
+                    {
+                        "path": rel,
+                        "subject_id": subject,
+                        "group": group,
+                        "lighting": "indoor" if j == 0 else "outdoor",
+                    }
+                )
     labels = pd.DataFrame(rows)
     labels.to_csv(folder / "labels.csv", index=False)
     return labels
@@ -69,8 +77,9 @@ def test_csv_dataset_as_documented_runs_to_the_fairness_table(repo_root, tmp_pat
     folder = tmp_path / "my_faces"
     labels = write_faces(folder)
 
-    as_file = workdir_with(tmp_path, "as_file", csv_config(
-        repo_root, {"root": str(folder / "labels.csv")}))
+    as_file = workdir_with(
+        tmp_path, "as_file", csv_config(repo_root, {"root": str(folder / "labels.csv")})
+    )
     snakemake(repo_root, as_file, "--cores", "2", "results/fairness_table.csv")
 
     results = as_file / "results"
@@ -89,10 +98,14 @@ def test_csv_dataset_as_documented_runs_to_the_fairness_table(repo_root, tmp_pat
     assert pd.read_parquet(results / "mine" / "forgeries" / "faceswap.parquet")["ok"].all()
 
     # The folder form plans the same run and lists the same sources, byte for byte.
-    as_folder = workdir_with(tmp_path, "as_folder", csv_config(
-        repo_root, {"root": str(folder), "options": {"table": "labels.csv"}}))
+    as_folder = workdir_with(
+        tmp_path,
+        "as_folder",
+        csv_config(repo_root, {"root": str(folder), "options": {"table": "labels.csv"}}),
+    )
     plan = snakemake(repo_root, as_folder, "-n", "--cores", "1", "results/fairness_table.csv")
     assert "fairness_table" in plan.stdout + plan.stderr
     snakemake(repo_root, as_folder, "--cores", "2", "results/mine/sources.parquet")
-    assert ((as_folder / "results" / "mine" / "sources.parquet").read_bytes()
-            == (results / "mine" / "sources.parquet").read_bytes())
+    assert (as_folder / "results" / "mine" / "sources.parquet").read_bytes() == (
+        results / "mine" / "sources.parquet"
+    ).read_bytes()

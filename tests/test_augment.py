@@ -1,4 +1,5 @@
 """SDAug / DAug: step rates, parameter ranges, effects, determinism, Dataset use."""
+
 from __future__ import annotations
 
 import pickle
@@ -41,8 +42,7 @@ def test_sdaug_step_rates(sdaug_plans):
     # Steps fire independently of each other.
     assert rate(f["noise"] and f["jpeg"] for f in fired) == pytest.approx(0.21, abs=tol)
     assert rate(f["enhance"] and f["smooth"] for f in fired) == pytest.approx(0.25, abs=tol)
-    assert rate(not any(f.values()) for f in fired) == pytest.approx(0.5 * 0.5 * 0.7 * 0.3,
-                                                                      abs=tol)
+    assert rate(not any(f.values()) for f in fired) == pytest.approx(0.5 * 0.5 * 0.7 * 0.3, abs=tol)
 
 
 def test_sdaug_parameters_stay_in_range(sdaug_plans):
@@ -101,13 +101,15 @@ def test_step_effects():
     low = enhance(img, "contrast", 0.5).astype(float)
     assert low.std() == pytest.approx(img.astype(float).std() * 0.5, rel=0.03)
     assert low.mean() == pytest.approx(img.mean(), abs=2.0)
-    np.testing.assert_array_equal(smooth(img, "average", 5),
-                                  cv2.blur(img, (5, 5), borderType=cv2.BORDER_REFLECT_101))
+    np.testing.assert_array_equal(
+        smooth(img, "average", 5), cv2.blur(img, (5, 5), borderType=cv2.BORDER_REFLECT_101)
+    )
     flat = np.full((96, 96, 3), 128, np.uint8)
     noisy = apply_plan(flat, AugmentPlan(noise_sigma=20.0), rng_for(1)).astype(float)
     assert (noisy - 128).std() == pytest.approx(20.0, rel=0.05)
-    np.testing.assert_array_equal(apply_plan(img, AugmentPlan(jpeg_quality=30), rng_for(1)),
-                                  jpeg_roundtrip(img, 30))
+    np.testing.assert_array_equal(
+        apply_plan(img, AugmentPlan(jpeg_quality=30), rng_for(1)), jpeg_roundtrip(img, 30)
+    )
     np.testing.assert_array_equal(apply_plan(img, AugmentPlan(), rng_for(1)), img)
 
 
@@ -141,10 +143,10 @@ class _FaceDataset(torch.utils.data.Dataset):
 
 def test_usable_in_a_torch_dataset():
     aug = pickle.loads(pickle.dumps(SDAug(seed=2)))  # DataLoader workers pickle transforms
-    batches = [next(iter(torch.utils.data.DataLoader(_FaceDataset(aug), batch_size=6)))
-               for _ in range(2)]
+    batches = [
+        next(iter(torch.utils.data.DataLoader(_FaceDataset(aug), batch_size=6))) for _ in range(2)
+    ]
     assert batches[0].shape == (6, 3, 48, 40) and batches[0].dtype == torch.uint8
     assert torch.equal(batches[0], batches[1])
-    other_epoch = next(iter(torch.utils.data.DataLoader(_FaceDataset(aug, epoch=1),
-                                                        batch_size=6)))
+    other_epoch = next(iter(torch.utils.data.DataLoader(_FaceDataset(aug, epoch=1), batch_size=6)))
     assert not torch.equal(batches[0], other_epoch)

@@ -1,4 +1,5 @@
 """`fairforge fairness` reproduces FairFD's published Xception numbers from their accuracies."""
+
 import json
 from pathlib import Path
 
@@ -24,12 +25,19 @@ def reference_predictions(ref: dict, rows: list[str]) -> pd.DataFrame:
             n_correct = round(ref["accuracy"][r][g] * PER_CELL)
             correct = np.arange(PER_CELL) < n_correct
             fake_pred = correct if label == 1 else ~correct
-            parts.append(pd.DataFrame({
-                "sample_id": [f"{method}_{group}_{i}" for i in range(PER_CELL)],
-                "label": label, "method": method, "group": group,
-                "subject_id": [f"{group}_{i % 50}" for i in range(PER_CELL)],
-                "detector": "xception",
-                "score": np.where(fake_pred, 0.9, 0.1).astype(np.float32)}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "sample_id": [f"{method}_{group}_{i}" for i in range(PER_CELL)],
+                        "label": label,
+                        "method": method,
+                        "group": group,
+                        "subject_id": [f"{group}_{i % 50}" for i in range(PER_CELL)],
+                        "detector": "xception",
+                        "score": np.where(fake_pred, 0.9, 0.1).astype(np.float32),
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -44,8 +52,20 @@ def run_cli(tmp_path, preds, denominator):
     src = tmp_path / "preds.parquet"
     preds.to_parquet(src)
     out = tmp_path / "table.csv"
-    assert main(["fairness", "--predictions", str(src), "--out", str(out),
-                 "--ur-denominator", denominator]) == 0
+    assert (
+        main(
+            [
+                "fairness",
+                "--predictions",
+                str(src),
+                "--out",
+                str(out),
+                "--ur-denominator",
+                denominator,
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out)
     return dict(zip(table["metric"], table["xception"]))
 

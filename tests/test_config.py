@@ -41,8 +41,9 @@ def test_shipped_config_is_valid(repo_root):
 
 
 def test_variants_are_checked_at_start():
-    validate_config({"variants": ["clean", "jpeg@30", "far@3", "vid_h264@40",
-                                  "learned_compression@3"]})  # missing weights: not an error
+    validate_config(
+        {"variants": ["clean", "jpeg@30", "far@3", "vid_h264@40", "learned_compression@3"]}
+    )  # missing weights: not an error
     with pytest.raises(ConfigError, match="'jpeg@50'"):
         validate_config({"variants": ["jpeg@50"]})
     with pytest.raises(ConfigError, match="unknown operation 'blur'"):
@@ -52,8 +53,12 @@ def test_variants_are_checked_at_start():
 def test_training_methods_must_be_generated():
     with pytest.raises(ConfigError, match=r"detectors\.m\.train_methods: \['sbi'\]"):
         validate_config({"detectors": {"m": {"arch": "meso4", "train_methods": ["sbi"]}}})
-    validate_config({"forgery": {"methods": ["faceswap", "sbi"]},
-                     "detectors": {"m": {"arch": "meso4", "train_methods": ["sbi"]}}})
+    validate_config(
+        {
+            "forgery": {"methods": ["faceswap", "sbi"]},
+            "detectors": {"m": {"arch": "meso4", "train_methods": ["sbi"]}},
+        }
+    )
 
 
 def test_trained_encoders_are_checked_and_resolved():
@@ -62,22 +67,30 @@ def test_trained_encoders_are_checked_and_resolved():
     def ranking(encoders, splits=("val", "test")):
         return {"ranking": {"encoders": encoders, "splits": list(splits), "distance": 4}}
 
-    config = validate_config(ranking({"dlib_resnet": {},
-                                      "far_mfn": {"encoder": "mobilefacenet",
-                                                  "train": {"far": True, "epochs": 2}}}))
+    config = validate_config(
+        ranking(
+            {
+                "dlib_resnet": {},
+                "far_mfn": {"encoder": "mobilefacenet", "train": {"far": True, "epochs": 2}},
+            }
+        )
+    )
     assert trained_encoders(config) == ["far_mfn"]
     assert ranking_encoders(config) == {
         "dlib_resnet": {"encoder": "dlib_resnet"},
-        "far_mfn": {"encoder": "mobilefacenet",
-                    "checkpoint": "results/encoders/far_mfn/model.pt"}}
+        "far_mfn": {"encoder": "mobilefacenet", "checkpoint": "results/encoders/far_mfn/model.pt"},
+    }
     settings = encoder_training(config, "far_mfn")
     assert settings["arch"] == "mobilefacenet" and settings["distance"] == 4
     assert settings["far"] is True and settings["epochs"] == 2 and settings["head"] == "arcface"
 
     with pytest.raises(ConfigError, match=r"ranking\.encoders\.r\.train: unknown key 'epoch'"):
         validate_config(ranking({"r": {"encoder": "resnet", "train": {"epoch": 2}}}))
-    with pytest.raises(ConfigError, match=r"ranking\.encoders\.dlib_resnet\.train: "
-                                          "'dlib_resnet' is not a trainable encoder"):
+    with pytest.raises(
+        ConfigError,
+        match=r"ranking\.encoders\.dlib_resnet\.train: "
+        "'dlib_resnet' is not a trainable encoder",
+    ):
         validate_config(ranking({"dlib_resnet": {"train": {}}}))
     with pytest.raises(ConfigError, match="either checkpoint"):
         validate_config(ranking({"resnet": {"train": {}, "checkpoint": "r.pt"}}))
@@ -89,12 +102,21 @@ def test_trained_encoders_are_checked_and_resolved():
 def test_registered_names_are_checked_against_their_registries():
     """Adapters, forgery method/backend pairs and augmentations are valid when registered,
     so a member a user adds needs no schema edit; a wrong name lists the valid ones."""
-    with pytest.raises(ConfigError, match=r"datasets\.d\.adapter: unknown adapter 'rfv'; "
-                                          r"valid: .*rfw"):
+    with pytest.raises(
+        ConfigError,
+        match=r"datasets\.d\.adapter: unknown adapter 'rfv'; "
+        r"valid: .*rfw",
+    ):
         validate_config({"datasets": {"d": {"adapter": "rfv", "root": "/x"}}})
-    with pytest.raises(ConfigError, match=r"forgery\.methods: faceswap: unknown forgery "
-                                          r"method 'faceswap/gan'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"forgery\.methods: faceswap: unknown forgery "
+        r"method 'faceswap/gan'",
+    ):
         validate_config({"forgery": {"methods": ["faceswap"], "backends": {"faceswap": "gan"}}})
-    with pytest.raises(ConfigError, match=r"detectors\.m\.augment: unknown augmentation "
-                                          r"'sdag'; valid: daug, none, sdaug"):
+    with pytest.raises(
+        ConfigError,
+        match=r"detectors\.m\.augment: unknown augmentation "
+        r"'sdag'; valid: daug, none, sdaug",
+    ):
         validate_config({"detectors": {"m": {"arch": "meso4", "augment": "sdag"}}})

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import fairforge.video  # noqa: F401  (registers the video adapters)
-from fairforge.config import ConfigError, load_schema, validate_config
+from fairforge.config import ConfigError, validate_config
 from fairforge.detector_kinds import predict, train_detector
 from fairforge.detectors import DETECTORS, create_detector, detector_kind, list_detectors
 from fairforge.encoders import ENCODERS, create_encoder, list_encoders
@@ -218,8 +218,9 @@ def test_toy_adapter_lists_groups_and_subject_splits(follow, tmp_path):
 def test_a_registered_adapter_needs_no_schema_edit(follow, tmp_path):
     """The config check asks the registries, not the schema, for adapter names."""
     follow(ADAPTER, ADAPTERS, "toyfolder")
-    config = validate_config({"datasets": {"mine": {"adapter": "toyfolder",
-                                                    "root": str(tmp_path)}}})
+    config = validate_config(
+        {"datasets": {"mine": {"adapter": "toyfolder", "root": str(tmp_path)}}}
+    )
     assert config["datasets"]["mine"]["adapter"] == "toyfolder"
     with pytest.raises(ConfigError, match="unknown adapter 'toyfoldr'"):
         validate_config({"datasets": {"mine": {"adapter": "toyfoldr", "root": str(tmp_path)}}})

@@ -1,5 +1,6 @@
 """The learned degradation in the workflow: which generator far_learned@1 reads, and the
 train_degradation rule run for real by Snakemake on two tiny folders."""
+
 import copy
 import subprocess
 import sys
@@ -31,8 +32,9 @@ from fairforge.workflow import (
 FAR_LEARNED = "far_learned@1"
 
 
-def tiny_config(repo_root: Path, degradation: dict | None = None,
-                options: dict | None = None) -> dict:
+def tiny_config(
+    repo_root: Path, degradation: dict | None = None, options: dict | None = None
+) -> dict:
     with open(repo_root / "tests" / "data" / "tiny_config.yaml") as fh:
         config = yaml.safe_load(fh)
     if degradation is not None:
@@ -66,6 +68,7 @@ def face_folders(tmp_path_factory):
 
 # --- which generator far_learned reads --------------------------------------------------------
 
+
 def test_nothing_configured_leaves_far_learned_unavailable_at_its_default_path(repo_root):
     config = tiny_config(repo_root)
     assert not trains_degradation(config)
@@ -78,8 +81,9 @@ def test_nothing_configured_leaves_far_learned_unavailable_at_its_default_path(r
 def test_configured_folders_train_the_generator_far_learned_reads(repo_root):
     config = tiny_config(repo_root, {"high_dir": "faces/high", "low_dir": "faces/low"})
     assert trains_degradation(config)
-    assert variant_options(config, FAR_LEARNED) == {"far_learned": {"weights":
-                                                                    DEGRADATION_CHECKPOINT}}
+    assert variant_options(config, FAR_LEARNED) == {
+        "far_learned": {"weights": DEGRADATION_CHECKPOINT}
+    }
     assert degradation_inputs(config, FAR_LEARNED) == [DEGRADATION_CHECKPOINT]
     # Other variants neither get the option nor wait for the generator.
     for variant in ("clean", "jpeg@30", "far@3"):
@@ -89,14 +93,21 @@ def test_configured_folders_train_the_generator_far_learned_reads(repo_root):
     reason = variant_unavailable(FAR_LEARNED, variant_options(config, FAR_LEARNED))
     assert reason and DEGRADATION_CHECKPOINT in reason
     settings = degradation_settings(config)
-    assert settings == {"high_dir": "faces/high", "low_dir": "faces/low", "steps": 2000,
-                        "batch_size": 32, "seed": 3, "device": "auto"}
+    assert settings == {
+        "high_dir": "faces/high",
+        "low_dir": "faces/low",
+        "steps": 2000,
+        "batch_size": 32,
+        "seed": 3,
+        "device": "auto",
+    }
 
 
 def test_a_ready_checkpoint_is_used_without_training(repo_root, tmp_path, face_folders):
     ckpt = tmp_path / "given.pt"
-    config = tiny_config(repo_root, {"high_dir": "faces/high", "low_dir": "faces/low",
-                                     "checkpoint": str(ckpt)})
+    config = tiny_config(
+        repo_root, {"high_dir": "faces/high", "low_dir": "faces/low", "checkpoint": str(ckpt)}
+    )
     assert not trains_degradation(config)
     options = variant_options(config, FAR_LEARNED)
     assert options == {"far_learned": {"weights": str(ckpt)}}
@@ -121,7 +132,8 @@ def test_explicit_variant_options_win_over_the_degradation_block(repo_root):
     assert degradation_inputs(config, FAR_LEARNED) == []  # the trained one is not read
     config = tiny_config(repo_root, block, {"far_learned": {"device": "cpu"}})
     assert variant_options(config, FAR_LEARNED) == {
-        "far_learned": {"weights": DEGRADATION_CHECKPOINT, "device": "cpu"}}
+        "far_learned": {"weights": DEGRADATION_CHECKPOINT, "device": "cpu"}
+    }
     assert degradation_inputs(config, FAR_LEARNED) == [DEGRADATION_CHECKPOINT]
 
 
@@ -143,21 +155,37 @@ def test_training_inputs_are_the_images_of_each_folder(repo_root, face_folders, 
 
 # --- the rule, run for real ----------------------------------------------------------------------
 
+
 @pytest.mark.workflow
 def test_train_degradation_rule_writes_a_loadable_generator(repo_root, face_folders, tmp_path):
     high, low = face_folders
     with open(repo_root / "tests" / "data" / "tiny_config.yaml") as fh:
         config = yaml.safe_load(fh)
     config["device"] = "cpu"
-    config["degradation"] = {"high_dir": str(high), "low_dir": str(low), "steps": 5,
-                             "batch_size": 4}
+    config["degradation"] = {
+        "high_dir": str(high),
+        "low_dir": str(low),
+        "steps": 5,
+        "batch_size": 4,
+    }
     with open(tmp_path / "config.yaml", "w") as fh:
         yaml.safe_dump(config, fh)
 
     def snakemake(*args: str) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(repo_root / "Snakefile"),
-               "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
-               "--cores", "1", *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(repo_root / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--configfile",
+            str(tmp_path / "config.yaml"),
+            "--cores",
+            "1",
+            *args,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
         return proc
@@ -167,8 +195,7 @@ def test_train_degradation_rule_writes_a_loadable_generator(repo_root, face_fold
     assert isinstance(gen, HighToLowGenerator)
     import torch
 
-    payload = torch.load(tmp_path / DEGRADATION_CHECKPOINT, map_location="cpu",
-                         weights_only=True)
+    payload = torch.load(tmp_path / DEGRADATION_CHECKPOINT, map_location="cpu", weights_only=True)
     assert payload["train"]["steps"] == 5 and payload["train"]["seed"] == 3
     assert payload["train"]["n_high"] == 16 and payload["train"]["n_low"] == 16
     assert len(payload["history"]["mse"]) == 5

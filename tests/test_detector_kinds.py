@@ -1,4 +1,5 @@
 """Every kind of detector on the one registry, behind one fit/score/cost interface."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -6,7 +7,12 @@ from torch import nn
 
 from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.detector_kinds import (
-    DETECTOR_KINDS, DetectorKind, detector_cost, kind_of, predict, train_detector,
+    DETECTOR_KINDS,
+    DetectorKind,
+    detector_cost,
+    kind_of,
+    predict,
+    train_detector,
 )
 from fairforge.detectors import DETECTORS, KINDS, create_detector, detector_kind, list_detectors
 from fairforge.detectors.external import ScoreFile
@@ -23,11 +29,14 @@ def test_every_detector_has_a_kind_with_an_implementation():
     assert {detector_kind(n) for n in list_detectors()} == set(KINDS)
 
 
-@pytest.mark.parametrize("name, config, expected", [
-    ("meso4", {"input_size": 64}, nn.Module),
-    ("headpose", {"image_size": 128}, HeadPoseSVM),
-    ("external", {"path": "scores.csv"}, ScoreFile),
-])
+@pytest.mark.parametrize(
+    "name, config, expected",
+    [
+        ("meso4", {"input_size": 64}, nn.Module),
+        ("headpose", {"image_size": 128}, HeadPoseSVM),
+        ("external", {"path": "scores.csv"}, ScoreFile),
+    ],
+)
 def test_registry_creates_every_kind(name, config, expected):
     assert isinstance(create_detector(name, **config), expected)
     assert isinstance(DETECTORS.create(name, **config), expected)
@@ -41,14 +50,27 @@ def test_unknown_detector_is_an_unknown_name():
 
 
 def test_external_scores_go_through_predict(tmp_path):
-    samples = pd.DataFrame([{"sample_id": f"test_{i}", "dataset": "d", "split": "test",
-                             "label": i % 2, "method": "faceswap" if i % 2 else "real",
-                             "group": "g", "subject_id": f"s{i}", "path": f"{i}.png"}
-                            for i in range(6)])
+    samples = pd.DataFrame(
+        [
+            {
+                "sample_id": f"test_{i}",
+                "dataset": "d",
+                "split": "test",
+                "label": i % 2,
+                "method": "faceswap" if i % 2 else "real",
+                "group": "g",
+                "subject_id": f"s{i}",
+                "path": f"{i}.png",
+            }
+            for i in range(6)
+        ]
+    )
     pd.DataFrame({"sample_id": samples["sample_id"], "score": np.linspace(0, 1, 6)}).to_csv(
-        tmp_path / "scores.csv", index=False)
-    preds = predict(tmp_path / "scores.csv", samples, tmp_path, "vendor", splits=("test",),
-                    arch="external")
+        tmp_path / "scores.csv", index=False
+    )
+    preds = predict(
+        tmp_path / "scores.csv", samples, tmp_path, "vendor", splits=("test",), arch="external"
+    )
     assert list(preds.columns) == PREDICTION_COLUMNS and len(preds) == 6
     assert (preds["detector"] == "vendor").all()
     assert "note" in detector_cost(tmp_path / "scores.csv", "vendor", arch="external")

@@ -1,5 +1,6 @@
 """The detector zoo: auxiliary losses use what they claim, frequency and residual front ends,
 the head-pose detector, DeepfakeBench checkpoints and external score files."""
+
 import cv2
 import numpy as np
 import pandas as pd
@@ -7,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.detectors import DETECTORS, create_detector, detector_entry, list_detectors
 from fairforge.detectors.capsule import squash
 from fairforge.detectors.core import crop_flip_view
@@ -14,14 +16,17 @@ from fairforge.detectors.deepfakebench import CheckpointMismatch, load_deepfakeb
 from fairforge.detectors.external import ScoreFileError, external_predictions
 from fairforge.detectors.f3net import band_mask, dct_matrix
 from fairforge.detectors.headpose import (
-    CENTRAL_FACE, HeadPoseSVM, camera_matrix, generic_face_3d, headpose_predictions,
+    CENTRAL_FACE,
+    HeadPoseSVM,
+    camera_matrix,
+    generic_face_3d,
+    headpose_predictions,
     pose_difference_features,
 )
 from fairforge.detectors.spsl import phase_image
 from fairforge.detectors.srm import SRMFilter
-from fairforge.registry import UnknownName
-from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.metrics.detection import auc
+from fairforge.registry import UnknownName
 from fairforge.seeding import rng_for
 
 SMALL = 64
@@ -48,9 +53,24 @@ def _images(n, size=SMALL, seed=0):
 
 # --- registry --------------------------------------------------------------------------------
 
+
 def test_the_zoo_is_registered_on_one_registry_by_kind():
-    expected = {"xception", "meso4", "meso4inception", "capsule", "ffd", "recce", "ucf", "core",
-                "efficientnet_b4", "patch_resnet", "patch_xception", "f3net", "srm", "spsl"}
+    expected = {
+        "xception",
+        "meso4",
+        "meso4inception",
+        "capsule",
+        "ffd",
+        "recce",
+        "ucf",
+        "core",
+        "efficientnet_b4",
+        "patch_resnet",
+        "patch_xception",
+        "f3net",
+        "srm",
+        "spsl",
+    }
     assert expected <= set(list_detectors(kind="network"))
     assert list_detectors(kind="classical") == ["headpose"]
     assert list_detectors(kind="external") == ["external"]
@@ -63,6 +83,7 @@ def test_the_zoo_is_registered_on_one_registry_by_kind():
 
 
 # --- auxiliary losses ------------------------------------------------------------------------
+
 
 @torch.no_grad()
 def test_ffd_map_loss_follows_the_mask():
@@ -98,11 +119,14 @@ def test_recce_reconstruction_loss_uses_real_images_only():
     recon = model._outputs["recon"]
     assert recon.shape == x.shape
     assert float(model.loss(logits, fake)) == pytest.approx(
-        float(F.binary_cross_entropy_with_logits(logits, fake.float())), abs=1e-6)
+        float(F.binary_cross_entropy_with_logits(logits, fake.float())), abs=1e-6
+    )
     real = torch.tensor([0, 1, 1])
     logits = model(x)
-    expected = (F.binary_cross_entropy_with_logits(logits, real.float())
-                + 0.5 * (recon[0] - x[0]).abs().mean())
+    expected = (
+        F.binary_cross_entropy_with_logits(logits, real.float())
+        + 0.5 * (recon[0] - x[0]).abs().mean()
+    )
     assert float(model.loss(logits, real)) == pytest.approx(float(expected), abs=1e-5)
 
 
@@ -114,14 +138,16 @@ def test_ucf_trains_the_content_encoder_through_reconstruction():
     bce = F.binary_cross_entropy_with_logits(logits, labels.float())
     assert float(loss.detach()) > float(bce.detach())
     loss.backward()
-    content_grad = sum(float(p.grad.abs().sum()) for p in model.encoder_c.parameters()
-                       if p.grad is not None)
+    content_grad = sum(
+        float(p.grad.abs().sum()) for p in model.encoder_c.parameters() if p.grad is not None
+    )
     assert content_grad > 0
     model.eval()
     with torch.no_grad():
         logits = model(x)
         assert float(model.loss(logits, labels)) == pytest.approx(
-            float(F.binary_cross_entropy_with_logits(logits, labels.float())), abs=1e-6)
+            float(F.binary_cross_entropy_with_logits(logits, labels.float())), abs=1e-6
+        )
 
 
 def test_core_adds_a_seeded_consistency_term_in_training():
@@ -145,8 +171,7 @@ def test_core_view_is_a_crop_or_its_mirror():
     x = _images(4, size=16)
     same = crop_flip_view(x, rng_for("view", 0), min_scale=1.0)
     for img, view in zip(x, same):
-        assert (torch.allclose(view, img, atol=1e-5)
-                or torch.allclose(view, img.flip(-1), atol=1e-5))
+        assert torch.allclose(view, img, atol=1e-5) or torch.allclose(view, img.flip(-1), atol=1e-5)
     cropped = crop_flip_view(x, rng_for("view", 1), min_scale=0.5)
     assert cropped.shape == x.shape and not torch.allclose(cropped, x)
 
@@ -161,8 +186,9 @@ def test_patch_models_average_patch_logits_and_train_every_patch():
         logits = model(x)
         torch.testing.assert_close(logits, patches.mean(dim=(1, 2, 3)))
         target = labels.float().view(-1, 1, 1, 1).expand_as(patches)
-        torch.testing.assert_close(model.loss(logits, labels),
-                                   F.binary_cross_entropy_with_logits(patches, target))
+        torch.testing.assert_close(
+            model.loss(logits, labels), F.binary_cross_entropy_with_logits(patches, target)
+        )
 
 
 def test_capsule_score_is_the_mean_vote():
@@ -176,6 +202,7 @@ def test_capsule_score_is_the_mean_vote():
 
 
 # --- front ends ------------------------------------------------------------------------------
+
 
 def test_dct_is_orthonormal_and_bands_partition_the_spectrum():
     d = dct_matrix(16)
@@ -212,6 +239,7 @@ def test_spsl_phase_image_drops_the_amplitude():
 
 # --- head pose -------------------------------------------------------------------------------
 
+
 def _landmark_sets(n, seed, image_size=256):
     """Projected generic faces; fakes get a central face posed a few degrees off the head."""
     rng = rng_for("headpose-test", seed)
@@ -226,8 +254,9 @@ def _landmark_sets(n, seed, image_size=256):
         if label:
             axis = rng.normal(size=3)
             off = rvec + np.deg2rad(rng.uniform(6, 12)) * axis / np.linalg.norm(axis)
-            central = cv2.projectPoints(shape, off, tvec + rng.normal(0, 3, 3), cam,
-                                        np.zeros(4))[0].reshape(68, 2)
+            central = cv2.projectPoints(shape, off, tvec + rng.normal(0, 3, 3), cam, np.zeros(4))[
+                0
+            ].reshape(68, 2)
             p[CENTRAL_FACE] = central[CENTRAL_FACE]
         pts.append(p + rng.normal(0, 0.3, p.shape))
         labels.append(label)
@@ -236,8 +265,9 @@ def _landmark_sets(n, seed, image_size=256):
 
 def test_pose_features_vanish_for_a_consistent_face():
     model, cam = generic_face_3d(), camera_matrix(256)
-    p = cv2.projectPoints(model, np.array([0.1, -0.3, 0.05]), np.array([5.0, -3.0, 300.0]),
-                          cam, np.zeros(4))[0].reshape(1, 68, 2)
+    p = cv2.projectPoints(
+        model, np.array([0.1, -0.3, 0.05]), np.array([5.0, -3.0, 300.0]), cam, np.zeros(4)
+    )[0].reshape(1, 68, 2)
     feats = pose_difference_features(p, 256)
     assert np.abs(feats).max() < 1e-6
 
@@ -255,9 +285,18 @@ def test_headpose_separates_inconsistent_central_faces(tmp_path):
     again = HeadPoseSVM.load(tmp_path / "headpose.pt")
     np.testing.assert_array_equal(again.predict_proba(x_test), scores)
 
-    frame = pd.DataFrame({"sample_id": [f"s{i:03d}" for i in range(80)], "dataset": "d",
-                          "split": "test", "label": y_test, "method": "m", "group": "g",
-                          "subject_id": "x", "path": "p"})
+    frame = pd.DataFrame(
+        {
+            "sample_id": [f"s{i:03d}" for i in range(80)],
+            "dataset": "d",
+            "split": "test",
+            "label": y_test,
+            "method": "m",
+            "group": "g",
+            "subject_id": "x",
+            "path": "p",
+        }
+    )
     preds = headpose_predictions(detector, frame, x_test)
     assert list(preds.columns) == PREDICTION_COLUMNS
     assert (preds["detector"] == "headpose").all()
@@ -273,22 +312,30 @@ def test_headpose_needs_both_classes():
 
 # --- DeepfakeBench ---------------------------------------------------------------------------
 
+
 def _as_deepfakebench(model, arch):
     """Our state dict in DeepfakeBench's layout (two-class head, their module names)."""
     out = {}
     for key, value in model.state_dict().items():
         if key.startswith("backbone.fc."):
             part = key.rsplit(".", 1)[1]
-            real = torch.full_like(value, 0.25)           # any real-class row
+            real = torch.full_like(value, 0.25)  # any real-class row
             out[f"backbone.last_linear.{part}"] = torch.cat([real, real + value])
         elif arch == "ffd" and key.startswith("attention."):
-            out[{"attention.0.weight": "map.c.conv1.weight",
-                 "attention.1.weight": "map.c.pointwise.weight"}[key]] = value
+            out[
+                {
+                    "attention.0.weight": "map.c.conv1.weight",
+                    "attention.1.weight": "map.c.pointwise.weight",
+                }[key]
+            ] = value
         elif arch == "capsule":
-            for ours, theirs in (("vgg.", "vgg_ext.vgg_1."), ("capsules.", "fea_ext.capsules."),
-                                 ("routing.", "routing_stats.")):
+            for ours, theirs in (
+                ("vgg.", "vgg_ext.vgg_1."),
+                ("capsules.", "fea_ext.capsules."),
+                ("routing.", "routing_stats."),
+            ):
                 if key.startswith(ours):
-                    out[theirs + key[len(ours):]] = value
+                    out[theirs + key[len(ours) :]] = value
         else:
             out[key] = value
     if arch != "capsule":
@@ -321,8 +368,12 @@ def test_deepfakebench_mismatch_lists_the_keys():
     with pytest.raises(CheckpointMismatch) as err:
         load_deepfakebench(state, "xception", input_size=SMALL)
     message = str(err.value)
-    for key in ("loss_func.weight", "backbone.block99.rep.0.weight", "backbone.conv1.weight",
-                "backbone.conv2.weight"):
+    for key in (
+        "loss_func.weight",
+        "backbone.block99.rep.0.weight",
+        "backbone.conv1.weight",
+        "backbone.conv2.weight",
+    ):
         assert key in message
     with pytest.raises(KeyError, match="supported"):
         load_deepfakebench(state, "meso4")
@@ -330,19 +381,29 @@ def test_deepfakebench_mismatch_lists_the_keys():
 
 # --- external score files --------------------------------------------------------------------
 
+
 @pytest.fixture()
 def samples():
-    rows = [{"sample_id": f"{split}_{i}", "dataset": "d", "split": split, "label": i % 2,
-             "method": "faceswap" if i % 2 else "real", "group": f"g{i % 3}",
-             "subject_id": f"s{i}", "path": f"{split}/{i}.png"}
-            for split in ("train", "test") for i in range(12)]
+    rows = [
+        {
+            "sample_id": f"{split}_{i}",
+            "dataset": "d",
+            "split": split,
+            "label": i % 2,
+            "method": "faceswap" if i % 2 else "real",
+            "group": f"g{i % 3}",
+            "subject_id": f"s{i}",
+            "path": f"{split}/{i}.png",
+        }
+        for split in ("train", "test")
+        for i in range(12)
+    ]
     return pd.DataFrame(rows)
 
 
 def test_external_scores_become_predictions(samples, tmp_path):
     test_ids = [f"test_{i}" for i in range(12)]
-    scores = pd.DataFrame({"sample_id": test_ids[::-1],
-                           "score": np.linspace(0, 1, 12)[::-1]})
+    scores = pd.DataFrame({"sample_id": test_ids[::-1], "score": np.linspace(0, 1, 12)[::-1]})
     scores.to_csv(tmp_path / "scores.csv", index=False)
     scores.to_parquet(tmp_path / "scores.parquet")
     for path in (tmp_path / "scores.csv", tmp_path / "scores.parquet"):
@@ -350,8 +411,9 @@ def test_external_scores_become_predictions(samples, tmp_path):
         assert list(preds.columns) == PREDICTION_COLUMNS
         assert list(preds["sample_id"]) == sorted(test_ids)
         by_id = dict(zip(scores["sample_id"], scores["score"]))
-        np.testing.assert_allclose(preds["score"], [by_id[s] for s in preds["sample_id"]],
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            preds["score"], [by_id[s] for s in preds["sample_id"]], rtol=1e-6
+        )
         assert preds["score"].dtype == np.float32
         assert (preds["detector"] == "vendor").all() and (preds["variant"] == "clean").all()
 
@@ -360,9 +422,14 @@ def test_external_scores_are_validated(samples):
     ids = [f"test_{i}" for i in range(12)]
     good = pd.DataFrame({"sample_id": ids, "score": 0.5})
     with pytest.raises(ScoreFileError, match="ghost_1"):
-        external_predictions(pd.concat([good, pd.DataFrame(
-            {"sample_id": ["ghost_1", "ghost_2"], "score": [0.1, 0.2]})]), samples, "v",
-            splits=("test",))
+        external_predictions(
+            pd.concat(
+                [good, pd.DataFrame({"sample_id": ["ghost_1", "ghost_2"], "score": [0.1, 0.2]})]
+            ),
+            samples,
+            "v",
+            splits=("test",),
+        )
     with pytest.raises(ScoreFileError, match="no score for 2 sample.*test_10, test_11"):
         external_predictions(good.iloc[:10], samples, "v", splits=("test",))
     bad = good.copy()
@@ -373,8 +440,7 @@ def test_external_scores_are_validated(samples):
     with pytest.raises(ScoreFileError, match="more than once.*test_0"):
         external_predictions(pd.concat([good, good.iloc[:1]]), samples, "v", splits=("test",))
     with pytest.raises(ScoreFileError, match="lacks column"):
-        external_predictions(good.rename(columns={"score": "prob"}), samples, "v",
-                             splits=("test",))
+        external_predictions(good.rename(columns={"score": "prob"}), samples, "v", splits=("test",))
     # train ids are known samples outside the requested splits: ignored
     extra = pd.concat([good, pd.DataFrame({"sample_id": ["train_0"], "score": [0.3]})])
     assert len(external_predictions(extra, samples, "v", splits=("test",))) == 12

@@ -1,15 +1,16 @@
 """Detectors: registry, forward shape, one optimisation step, learning an easy task, checkpoints."""
+
 import cv2
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from fairforge.detector_kinds import predict, train_detector
 from fairforge.detectors import create_detector, detector_entry, list_detectors
 from fairforge.images import write_image
 from fairforge.metrics.detection import auc
 from fairforge.seeding import rng_for
-from fairforge.detector_kinds import predict, train_detector
 from fairforge.training import TrainConfig, load_checkpoint
 
 SMALL = 64
@@ -65,10 +66,19 @@ def blur_task(tmp_path_factory):
                 img[c:-c, c:-c] = cv2.GaussianBlur(img, (7, 7), 2.0)[c:-c, c:-c]
             path = f"{split}/{i:03d}.png"
             write_image(root / path, img)
-            rows.append({"sample_id": f"{split}_{i:03d}", "dataset": "blur", "split": split,
-                         "label": label, "method": "faceswap" if label else "real",
-                         "group": f"g{i % 4}", "subject_id": f"s{i // 2}", "path": path,
-                         "mask_path": None})
+            rows.append(
+                {
+                    "sample_id": f"{split}_{i:03d}",
+                    "dataset": "blur",
+                    "split": split,
+                    "label": label,
+                    "method": "faceswap" if label else "real",
+                    "group": f"g{i % 4}",
+                    "subject_id": f"s{i // 2}",
+                    "path": path,
+                    "mask_path": None,
+                }
+            )
     return root, pd.DataFrame(rows)
 
 
@@ -106,8 +116,9 @@ def test_headpose_trains_and_predicts_through_the_shared_protocol(tmp_path):
     for split, n in (("train", 12), ("val", 6), ("test", 6)):
         for i in range(n):
             sid = f"{split}{i // 2}"
-            img = render_face(sample_subject(1, sid, "tone2", "female"),
-                              sample_view(1, f"{split}_{i}"), size=256)
+            img = render_face(
+                sample_subject(1, sid, "tone2", "female"), sample_view(1, f"{split}_{i}"), size=256
+            )
             label = i % 2
             if label:  # rotate the central face only: the inconsistency the detector looks for
                 c = 128
@@ -116,13 +127,24 @@ def test_headpose_trains_and_predicts_through_the_shared_protocol(tmp_path):
                 img[80:190, 80:176] = warped[80:190, 80:176]
             path = f"{split}/{i:02d}.png"
             write_image(tmp_path / path, img)
-            rows.append({"sample_id": f"{split}_{i:02d}", "dataset": "d", "split": split,
-                         "label": label, "method": "faceswap" if label else "real",
-                         "group": "g", "subject_id": sid, "path": path, "mask_path": None})
+            rows.append(
+                {
+                    "sample_id": f"{split}_{i:02d}",
+                    "dataset": "d",
+                    "split": split,
+                    "label": label,
+                    "method": "faceswap" if label else "real",
+                    "group": "g",
+                    "subject_id": sid,
+                    "path": path,
+                    "mask_path": None,
+                }
+            )
     samples = pd.DataFrame(rows)
     ckpt = tmp_path / "headpose.pt"
-    log = train_detector(samples, tmp_path, TrainConfig(arch="headpose", model={"image_size": 256}),
-                         ckpt)
+    log = train_detector(
+        samples, tmp_path, TrainConfig(arch="headpose", model={"image_size": 256}), ckpt
+    )
     assert log["n_train"].iloc[0] == 12
     payload = torch.load(ckpt, weights_only=True)
     assert payload["arch"] == "headpose" and payload["features"].shape[1] == 6

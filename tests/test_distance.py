@@ -1,4 +1,5 @@
 """Near-to-far degradation: the classical chain and the learned high-to-low generator."""
+
 from __future__ import annotations
 
 import math
@@ -10,17 +11,26 @@ import torch
 
 from fairforge.images import read_image, write_image
 from fairforge.perturb import (
-    InvalidLevel, OperationUnavailable, apply_variant, create_op, far_degrade,
-    unavailable_reason)
+    InvalidLevel,
+    OperationUnavailable,
+    apply_variant,
+    create_op,
+    far_degrade,
+    unavailable_reason,
+)
 from fairforge.perturb.distance import FAR_SCHEDULE, anisotropic_gaussian_kernel
 from fairforge.perturb.learned_degradation import (
-    HighToLowConfig, apply_generator, load_generator, train_high_to_low)
+    HighToLowConfig,
+    apply_generator,
+    load_generator,
+    train_high_to_low,
+)
 from fairforge.seeding import rng_for
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
+    return math.inf if mse == 0 else 10 * math.log10(255.0**2 / mse)
 
 
 def face(size: int = 128, seed: int = 0) -> np.ndarray:
@@ -51,8 +61,10 @@ def test_far_degrade_sizes_and_determinism():
 
 def test_far_loses_detail_with_distance():
     reference = cv2.resize(FACE, (112, 112), interpolation=cv2.INTER_AREA)
-    scores = [np.mean([psnr(reference, far_degrade(FACE, d, rng_for(i, d))) for i in range(3)])
-              for d in range(1, 6)]
+    scores = [
+        np.mean([psnr(reference, far_degrade(FACE, d, rng_for(i, d))) for i in range(3)])
+        for d in range(1, 6)
+    ]
     assert all(a > b for a, b in zip(scores, scores[1:])), np.round(scores, 2)
 
 
@@ -60,8 +72,10 @@ def test_far_resolution_matches_face_width():
     # With the noise and JPEG removed by averaging many seeds, what is left at distance 5 is
     # a 12-px-wide image upsampled: its detail cannot exceed 12 px of resolution.
     assert [FAR_SCHEDULE[d].face_px for d in range(1, 6)] == [64, 32, 24, 16, 12]
-    out = np.mean([far_degrade(FACE, 5, rng_for(i), out_size=None).astype(np.float32)
-                   for i in range(8)], axis=0)
+    out = np.mean(
+        [far_degrade(FACE, 5, rng_for(i), out_size=None).astype(np.float32) for i in range(8)],
+        axis=0,
+    )
     low = cv2.resize(out, (12, 12), interpolation=cv2.INTER_AREA)
     back = cv2.resize(low, FACE.shape[:2][::-1], interpolation=cv2.INTER_CUBIC)
     assert np.abs(out - back).mean() < 6.0
@@ -79,8 +93,9 @@ def test_face_fraction_keeps_more_pixels_for_small_faces():
 def test_far_op_and_errors():
     out = apply_variant(FACE, "far@4", "sample")
     assert out.shape == FACE.shape
-    np.testing.assert_array_equal(out, far_degrade(FACE, 4, rng_for("sample", "far@4"),
-                                                   out_size=None))
+    np.testing.assert_array_equal(
+        out, far_degrade(FACE, 4, rng_for("sample", "far@4"), out_size=None)
+    )
     assert create_op("far", 1).category == "distance"
     with pytest.raises(InvalidLevel, match="far"):
         create_op("far", 6)
@@ -92,8 +107,8 @@ def test_anisotropic_kernel():
     kernel = anisotropic_gaussian_kernel(3.0, 1.0, 0.0)
     assert kernel.sum() == pytest.approx(1.0, abs=1e-5)
     coords = np.arange(kernel.shape[0]) - kernel.shape[0] // 2
-    var_x = float((kernel.sum(axis=0) * coords ** 2).sum())
-    var_y = float((kernel.sum(axis=1) * coords ** 2).sum())
+    var_x = float((kernel.sum(axis=0) * coords**2).sum())
+    var_y = float((kernel.sum(axis=1) * coords**2).sum())
     assert var_x == pytest.approx(9.0, rel=0.05) and var_y == pytest.approx(1.0, rel=0.05)
     rotated = anisotropic_gaussian_kernel(3.0, 1.0, math.pi / 2)
     np.testing.assert_allclose(rotated, kernel.T, atol=1e-6)
@@ -116,8 +131,16 @@ def trained(tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny convolutions: extra threads only contend on shared cores
     try:
-        result = train_high_to_low(root / "high", root / "low", root / "out" / "h2l.pt",
-                                   steps=24, seed=5, batch_size=8, device="cpu", config=SMALL)
+        result = train_high_to_low(
+            root / "high",
+            root / "low",
+            root / "out" / "h2l.pt",
+            steps=24,
+            seed=5,
+            batch_size=8,
+            device="cpu",
+            config=SMALL,
+        )
         yield root, result
     finally:
         torch.set_num_threads(threads)
@@ -155,11 +178,22 @@ def test_generator_shapes_and_round_trip(trained):
 
 def test_training_is_deterministic(trained):
     root, _ = trained
-    states = [torch.load(train_high_to_low(root / "high", root / "low", root / f"{name}.pt",
-                                           steps=3, seed=seed, batch_size=4, device="cpu",
-                                           config=SMALL).checkpoint,
-                         weights_only=True)["generator"]
-              for name, seed in (("a", 1), ("b", 1), ("c", 2))]
+    states = [
+        torch.load(
+            train_high_to_low(
+                root / "high",
+                root / "low",
+                root / f"{name}.pt",
+                steps=3,
+                seed=seed,
+                batch_size=4,
+                device="cpu",
+                config=SMALL,
+            ).checkpoint,
+            weights_only=True,
+        )["generator"]
+        for name, seed in (("a", 1), ("b", 1), ("c", 2))
+    ]
     for key, value in states[0].items():
         torch.testing.assert_close(states[1][key], value, rtol=0, atol=0)
     assert any(not torch.equal(states[2][k], v) for k, v in states[0].items())

@@ -1,5 +1,6 @@
 """Efficiency measurements: parameter and FLOP counts against hand counts, latency per image,
 peak memory."""
+
 import time
 
 import pytest
@@ -8,7 +9,11 @@ from torch import nn
 
 from fairforge.detectors import create_detector
 from fairforge.efficiency import (
-    count_parameters, efficiency_row, flops_per_image, latency_per_image, peak_memory_bytes,
+    count_parameters,
+    efficiency_row,
+    flops_per_image,
+    latency_per_image,
+    peak_memory_bytes,
 )
 
 
@@ -19,16 +24,22 @@ def _conv_flops(cin, cout, k, h, w):
 def test_flops_of_a_single_conv_are_analytic():
     conv = nn.Conv2d(3, 8, 3, padding=1)
     assert flops_per_image(conv, 16) == _conv_flops(3, 8, 3, 16, 16)
-    assert flops_per_image(nn.Conv2d(3, 4, 5, stride=2, padding=2), 32) == \
-        _conv_flops(3, 4, 5, 16, 16)
+    assert flops_per_image(nn.Conv2d(3, 4, 5, stride=2, padding=2), 32) == _conv_flops(
+        3, 4, 5, 16, 16
+    )
 
 
 def test_meso4_flops_and_parameters_match_a_hand_count():
     model = create_detector("meso4", input_size=64)
     # convs at 64, 32, 16, 8 px; then 16·2·2 → 16 → 1 linear layers
-    expected = (_conv_flops(3, 8, 3, 64, 64) + _conv_flops(8, 8, 5, 32, 32)
-                + _conv_flops(8, 16, 5, 16, 16) + _conv_flops(16, 16, 5, 8, 8)
-                + 2 * 64 * 16 + 2 * 16 * 1)
+    expected = (
+        _conv_flops(3, 8, 3, 64, 64)
+        + _conv_flops(8, 8, 5, 32, 32)
+        + _conv_flops(8, 16, 5, 16, 16)
+        + _conv_flops(16, 16, 5, 8, 8)
+        + 2 * 64 * 16
+        + 2 * 16 * 1
+    )
     assert flops_per_image(model, 64) == expected
     convs = 3 * 8 * 9 + 8 * 8 * 25 + 8 * 16 * 25 + 16 * 16 * 25
     bns = 2 * (8 + 8 + 16 + 16)

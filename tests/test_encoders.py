@@ -1,5 +1,6 @@
 """Face encoders: registry, dlib ResNet with its chip fallback, ONNX ArcFace on a tiny exported
 model, margin heads, and training / checkpoint round trips of the trainable encoders."""
+
 import math
 import warnings
 
@@ -8,10 +9,20 @@ import numpy as np
 import pytest
 import torch
 
-from fairforge.encoders import (EncoderError, FaceEncoder, create_encoder, list_encoders,
-                                register_encoder)
-from fairforge.encoders.trainable import (ArcFaceHead, NPCFaceHead, arch_spec,
-                                          train_encoder, trainable_encoders)
+from fairforge.encoders import (
+    EncoderError,
+    FaceEncoder,
+    create_encoder,
+    list_encoders,
+    register_encoder,
+)
+from fairforge.encoders.trainable import (
+    ArcFaceHead,
+    NPCFaceHead,
+    arch_spec,
+    train_encoder,
+    trainable_encoders,
+)
 from fairforge.registry import DuplicateName, UnknownName
 from fairforge.seeding import rng_for
 
@@ -41,6 +52,7 @@ def test_registry_lists_every_encoder_and_rejects_unknown_names():
 
 # --------------------------------------------------------------------------- dlib
 
+
 @pytest.fixture(scope="module")
 def dlib_encoder():
     return create_encoder("dlib_resnet")
@@ -59,8 +71,7 @@ def face_crops():
     return crops
 
 
-def test_dlib_resnet_gives_unit_128d_embeddings_on_faces_and_on_any_image(dlib_encoder,
-                                                                          face_crops):
+def test_dlib_resnet_gives_unit_128d_embeddings_on_faces_and_on_any_image(dlib_encoder, face_crops):
     noise = rng_for(0, "noise").integers(0, 256, (37, 23, 3), dtype=np.uint8)
     tiny = np.full((8, 8, 3), 120, dtype=np.uint8)
     images = face_crops + [noise, tiny]
@@ -89,8 +100,9 @@ def test_dlib_fallback_box_calibrated_on_near_crops_matches_detection(face_crops
     def chip_error():
         chips, fell_back = blind.chips_for(face_crops)
         assert not fell_back.any()
-        return np.mean([np.abs(a.astype(int) - b.astype(int)).mean()
-                        for a, b in zip(chips, detected_chips)])
+        return np.mean(
+            [np.abs(a.astype(int) - b.astype(int)).mean() for a, b in zip(chips, detected_chips)]
+        )
 
     whole_crop = chip_error()
     box = blind.calibrate_fallback(face_crops)
@@ -111,25 +123,36 @@ def test_embed_rejects_non_rgb_input(dlib_encoder):
     with pytest.raises(EncoderError):
         dlib_encoder.embed([np.zeros((20, 20), dtype=np.uint8)])
     with pytest.raises(EncoderError):
-        dlib_encoder.embed(np.zeros((20, 20, 3), dtype=np.uint8))   # one image, not a batch
+        dlib_encoder.embed(np.zeros((20, 20, 3), dtype=np.uint8))  # one image, not a batch
 
 
 # --------------------------------------------------------------------------- ONNX
+
 
 def _export(model, path, dynamic=True):
     kwargs = {"dynamic_axes": {"data": {0: "n"}, "fc1": {0: "n"}}} if dynamic else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.zeros(1, 3, 112, 112),), str(path),
-                          input_names=["data"], output_names=["fc1"], dynamo=False, **kwargs)
+        torch.onnx.export(
+            model,
+            (torch.zeros(1, 3, 112, 112),),
+            str(path),
+            input_names=["data"],
+            output_names=["fc1"],
+            dynamo=False,
+            **kwargs,
+        )
 
 
 @pytest.fixture(scope="module")
 def tiny_arcface(tmp_path_factory):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 8, stride=8), torch.nn.Flatten(),
-                                    torch.nn.Linear(4 * 14 * 14, 512)).eval()
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 8, stride=8),
+            torch.nn.Flatten(),
+            torch.nn.Linear(4 * 14 * 14, 512),
+        ).eval()
     path = tmp_path_factory.mktemp("onnx") / "tiny.onnx"
     _export(model, path)
     return model, path
@@ -141,7 +164,7 @@ def test_onnx_arcface_matches_the_model_with_insightface_preprocessing(tiny_arcf
     assert enc.dim == 512 and enc.input_size == 112
     rng = rng_for(0, "onnx")
     images = [rng.integers(0, 256, (112, 112, 3), dtype=np.uint8) for _ in range(3)]
-    images.append(rng.integers(0, 256, (150, 130, 3), dtype=np.uint8))   # resized to 112
+    images.append(rng.integers(0, 256, (150, 130, 3), dtype=np.uint8))  # resized to 112
     emb = enc.embed(images)
     _unit_rows(emb, 512, 4)
     x = (np.stack(images[:3]).astype(np.float32) - 127.5) / 127.5
@@ -165,12 +188,13 @@ def test_onnx_arcface_missing_model_names_the_expected_path(tmp_path):
 
 # --------------------------------------------------------------------------- margin heads
 
+
 def _head_case(head_cls, **kw):
     head = head_cls(2, 3, scale=64.0, margin=0.5, **kw)
-    angles = torch.tensor([0.0, 1.2, 2.0])      # class directions in the plane
+    angles = torch.tensor([0.0, 1.2, 2.0])  # class directions in the plane
     with torch.no_grad():
         head.weight.copy_(torch.stack([torch.cos(angles), torch.sin(angles)], 1))
-    emb = torch.tensor([[math.cos(0.9), math.sin(0.9)]]) * 3.0   # norm is ignored
+    emb = torch.tensor([[math.cos(0.9), math.sin(0.9)]]) * 3.0  # norm is ignored
     return head, emb, torch.tensor([0])
 
 
@@ -195,12 +219,16 @@ def test_npcface_head_emphasises_hard_negatives_and_widens_the_margin():
 
 # --------------------------------------------------------------------------- training
 
+
 def _identity_images(n_ids=3, per_id=4, size=32):
     rng = rng_for(0, "train-encoder")
     images, labels = [], []
     for c in range(n_ids):
-        base = cv2.resize(rng.integers(0, 256, (4, 4, 3), dtype=np.uint8), (size, size),
-                          interpolation=cv2.INTER_NEAREST)
+        base = cv2.resize(
+            rng.integers(0, 256, (4, 4, 3), dtype=np.uint8),
+            (size, size),
+            interpolation=cv2.INTER_NEAREST,
+        )
         for _ in range(per_id):
             noisy = base.astype(np.int16) + rng.integers(-25, 26, base.shape)
             images.append(np.clip(noisy, 0, 255).astype(np.uint8))
@@ -212,9 +240,20 @@ def _identity_images(n_ids=3, per_id=4, size=32):
 def test_mobilefacenet_training_lowers_the_loss_and_round_trips(tmp_path, head):
     images, labels = _identity_images()
     ckpt = tmp_path / "mfn.pt"
-    trained = train_encoder(images, labels, "mobilefacenet", epochs=10, out_path=ckpt,
-                            head=head, input_size=32, embedding_dim=64, batch_size=12,
-                            max_steps=6, seed=1, device="cpu")
+    trained = train_encoder(
+        images,
+        labels,
+        "mobilefacenet",
+        epochs=10,
+        out_path=ckpt,
+        head=head,
+        input_size=32,
+        embedding_dim=64,
+        batch_size=12,
+        max_steps=6,
+        seed=1,
+        device="cpu",
+    )
     losses = trained.losses
     assert len(losses) == 6 and all(np.isfinite(losses))
     assert np.mean(losses[-2:]) < 0.5 * losses[0]
@@ -228,19 +267,39 @@ def test_mobilefacenet_training_lowers_the_loss_and_round_trips(tmp_path, head):
     with pytest.raises(EncoderError, match="mobilefacenet"):
         create_encoder("resnet", checkpoint=ckpt)
     # same seed, same weights
-    again = train_encoder(images, labels, "mobilefacenet", epochs=10, head=head,
-                          input_size=32, embedding_dim=64, batch_size=12, max_steps=6,
-                          seed=1, device="cpu")
+    again = train_encoder(
+        images,
+        labels,
+        "mobilefacenet",
+        epochs=10,
+        head=head,
+        input_size=32,
+        embedding_dim=64,
+        batch_size=12,
+        max_steps=6,
+        seed=1,
+        device="cpu",
+    )
     assert again.losses == losses
 
 
 @pytest.mark.parametrize("arch", ["resnet", "resnest", "repvgg", "hrnet"])
 def test_timm_encoders_train_a_step_and_embed(tmp_path, arch):
-    size = 64 if arch == "hrnet" else 32   # HRNet fuses branches down to stride 32
+    size = 64 if arch == "hrnet" else 32  # HRNet fuses branches down to stride 32
     images, labels = _identity_images(size=size)
     ckpt = tmp_path / f"{arch}.pt"
-    trained = train_encoder(images, labels, arch, epochs=1, out_path=ckpt, input_size=size,
-                            embedding_dim=32, batch_size=6, max_steps=2, device="cpu")
+    trained = train_encoder(
+        images,
+        labels,
+        arch,
+        epochs=1,
+        out_path=ckpt,
+        input_size=size,
+        embedding_dim=32,
+        batch_size=6,
+        max_steps=2,
+        device="cpu",
+    )
     assert len(trained.losses) == 2 and all(np.isfinite(trained.losses))
     enc = create_encoder(arch, checkpoint=ckpt, device="cpu")
     _unit_rows(enc.embed(images[:3]), 32, 3)
@@ -249,6 +308,7 @@ def test_timm_encoders_train_a_step_and_embed(tmp_path, arch):
 
 def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
     import pandas as pd
+
     from fairforge.encoders.trainable import train_encoder_on_faces
     from fairforge.images import write_image
 
@@ -256,22 +316,48 @@ def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
     rows = []
     for i, (img, label) in enumerate(zip(images, labels)):
         write_image(tmp_path / f"crops/{i}.png", img)
-        rows.append({"image_id": f"im{i:02d}", "subject_id": label, "crop_path": f"crops/{i}.png",
-                     "split": "test" if label == "id2" else "train", "ok": True})
-    rows.append({"image_id": "im99", "subject_id": "id9", "crop_path": None, "split": "train",
-                 "ok": False})
-    trained = train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet",
-                                     tmp_path / "mfn.pt", input_size=32, embedding_dim=16,
-                                     max_steps=1, device="cpu")
+        rows.append(
+            {
+                "image_id": f"im{i:02d}",
+                "subject_id": label,
+                "crop_path": f"crops/{i}.png",
+                "split": "test" if label == "id2" else "train",
+                "ok": True,
+            }
+        )
+    rows.append(
+        {"image_id": "im99", "subject_id": "id9", "crop_path": None, "split": "train", "ok": False}
+    )
+    trained = train_encoder_on_faces(
+        pd.DataFrame(rows),
+        tmp_path,
+        "mobilefacenet",
+        tmp_path / "mfn.pt",
+        input_size=32,
+        embedding_dim=16,
+        max_steps=1,
+        device="cpu",
+    )
     assert trained.classes == ["id0", "id1"] and len(trained.losses) == 1
     assert (tmp_path / "mfn.pt").is_file()
 
     # far-trained: the crops are degraded (seeded per image) before training, so the first
     # loss differs from the near one while the same seed repeats it exactly
     def far(seed):
-        return train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet", None,
-                                      far=True, distance=5, seed=seed, input_size=32,
-                                      embedding_dim=16, max_steps=1, device="cpu").losses
+        return train_encoder_on_faces(
+            pd.DataFrame(rows),
+            tmp_path,
+            "mobilefacenet",
+            None,
+            far=True,
+            distance=5,
+            seed=seed,
+            input_size=32,
+            embedding_dim=16,
+            max_steps=1,
+            device="cpu",
+        ).losses
+
     assert far(0) == far(0) and far(0) != trained.losses
     with pytest.raises(ValueError, match="no usable face crops in split 'val'"):
         train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet", None, split="val")

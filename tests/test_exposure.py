@@ -1,5 +1,6 @@
 """Ranking exposure (docs/metrics.md section 9): hand-worked values, invariants, fast ranking and a
 tiny end-to-end study on synthetic identities."""
+
 import math
 import warnings
 
@@ -16,11 +17,10 @@ GALLERY_GROUPS = np.array(["a", "a", "a", "b", "b", "c"], dtype=object)
 GROUPS = ["a", "b", "c"]
 # Probe 0 is identity 0 (group a), probe 1 is identity 4 (group b). Four columns: k=3 plus one
 # so that the false-positive convention still has three others.
-R = np.array([[0, 3, 1, 5],
-              [3, 4, 5, 2]])
+R = np.array([[0, 3, 1, 5], [3, 4, 5, 2]])
 PROBE_ID = np.array([0, 4])
 PROBE_GROUPS = np.array(["a", "b"], dtype=object)
-D1, D2, D3 = 1.0, 1.0 / math.log2(3), 1.0 / math.log2(4)   # 1/log2(pos+1), pos = 1..3
+D1, D2, D3 = 1.0, 1.0 / math.log2(3), 1.0 / math.log2(4)  # 1/log2(pos+1), pos = 1..3
 O = D1 + D2 + D3
 
 
@@ -29,8 +29,7 @@ def test_visibility_and_exposure_all_identities_by_hand():
     vis = xm.visibility(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "all")
     np.testing.assert_allclose(vis, [2 / 6, 3 / 6, 1 / 6])
     exp = xm.exposure(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "all")
-    np.testing.assert_allclose(exp, [(D1 + D3) / (2 * O), (D2 + D1 + D2) / (2 * O),
-                                     D3 / (2 * O)])
+    np.testing.assert_allclose(exp, [(D1 + D3) / (2 * O), (D2 + D1 + D2) / (2 * O), D3 / (2 * O)])
     assert exp[1] > exp[0] > exp[2]
 
 
@@ -39,8 +38,7 @@ def test_false_positive_convention_skips_the_probe_identity_by_hand():
     vis = xm.visibility(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "false_positive")
     np.testing.assert_allclose(vis, [1 / 3, 1 / 3, 1 / 3])
     exp = xm.exposure(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "false_positive")
-    np.testing.assert_allclose(exp, [(D2 + D3) / (2 * O), 2 * D1 / (2 * O),
-                                     (D3 + D2) / (2 * O)])
+    np.testing.assert_allclose(exp, [(D2 + D3) / (2 * O), 2 * D1 / (2 * O), (D3 + D2) / (2 * O)])
     eff = xm.effective_rankings(R, 3, PROBE_ID, "false_positive")
     np.testing.assert_array_equal(eff, [[3, 1, 5], [3, 5, 2]])
     with pytest.raises(ValueError, match="k\\+1"):
@@ -57,16 +55,16 @@ def test_disparities_and_per_probe_group_matrix_by_hand():
     per_ranking = xm.per_ranking_visibility(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "all")
     matrix, counts = xm.per_probe_group_matrix(per_ranking, PROBE_GROUPS, GROUPS)
     np.testing.assert_allclose(matrix[:2], [[2 / 3, 1 / 3, 0], [0, 2 / 3, 1 / 3]])
-    assert np.isnan(matrix[2]).all()       # no probe of group c
+    assert np.isnan(matrix[2]).all()  # no probe of group c
     np.testing.assert_array_equal(counts, [1, 1, 0])
 
 
 def test_hit_ratio_on_a_known_case():
-    assert xm.hit_ratio(R, PROBE_ID, 1) == 0.5       # probe 1's identity is second
+    assert xm.hit_ratio(R, PROBE_ID, 1) == 0.5  # probe 1's identity is second
     assert xm.hit_ratio(R, PROBE_ID, 2) == 1.0
-    np.testing.assert_allclose(xm.hit_ratio_curve(R, PROBE_ID, [1, 2, 3, 4]), [.5, 1, 1, 1])
-    absent = np.array([[1, 2], [0, 4]])            # identity 0 absent from the first row
-    np.testing.assert_allclose(xm.hit_ratio_curve(absent, np.array([0, 4]), [1, 2]), [0, .5])
+    np.testing.assert_allclose(xm.hit_ratio_curve(R, PROBE_ID, [1, 2, 3, 4]), [0.5, 1, 1, 1])
+    absent = np.array([[1, 2], [0, 4]])  # identity 0 absent from the first row
+    np.testing.assert_allclose(xm.hit_ratio_curve(absent, np.array([0, 4]), [1, 2]), [0, 0.5])
 
 
 @pytest.mark.parametrize("convention", xm.CONVENTIONS)
@@ -74,7 +72,7 @@ def test_visibility_and_exposure_sum_to_one_when_every_position_counts(conventio
     rng = rng_for(1, "exposure-sum")
     n_gallery, k = 40, 10
     gallery_groups = rng.choice(np.array(["g1", "g2", "g3", "g4"], dtype=object), n_gallery)
-    R = np.stack([rng.permutation(n_gallery)[:k + 1] for _ in range(50)])
+    R = np.stack([rng.permutation(n_gallery)[: k + 1] for _ in range(50)])
     probe_id = rng.integers(0, n_gallery, 50)
     groups = ["g1", "g2", "g3", "g4"]
     for fn in (xm.per_ranking_visibility, xm.per_ranking_exposure):
@@ -100,10 +98,9 @@ def test_exposure_rewards_top_positions_more_than_visibility():
 
 
 def test_ks_drops_empty_values_explicitly():
-    values = np.array([[0.1, np.nan, np.nan],
-                       [0.2, np.nan, np.nan],
-                       [np.nan, 0.5, np.nan],
-                       [0.3, 0.6, np.nan]])
+    values = np.array(
+        [[0.1, np.nan, np.nan], [0.2, np.nan, np.nan], [np.nan, 0.5, np.nan], [0.3, 0.6, np.nan]]
+    )
     rows = {(r["group_a"], r["group_b"]): r for r in xm.ks_tests(values, ["a", "b", "c"])}
     ab = rows[("a", "b")]
     assert (ab["n_a"], ab["n_b"]) == (3, 2)
@@ -126,15 +123,16 @@ def test_rank_gallery_matches_a_full_sort():
     for k in (1, 5, 23):
         idx, scores = xm.rank_gallery(probes, gallery, k, batch_size=8)
         np.testing.assert_array_equal(idx, full[:, :k])
-        np.testing.assert_allclose(scores, np.take_along_axis(probes @ gallery.T, idx, 1),
-                                   rtol=1e-5)
+        np.testing.assert_allclose(
+            scores, np.take_along_axis(probes @ gallery.T, idx, 1), rtol=1e-5
+        )
         assert idx.dtype == np.int64
     with pytest.raises(ValueError):
         xm.rank_gallery(probes, gallery, 24)
 
 
 def test_rank_gallery_breaks_ties_by_lower_index():
-    gallery = np.eye(4, dtype=np.float32)[[0, 1, 1, 2, 1]]   # identities 1, 2, 4 identical
+    gallery = np.eye(4, dtype=np.float32)[[0, 1, 1, 2, 1]]  # identities 1, 2, 4 identical
     probe = np.array([[0, 1, 0, 0]], dtype=np.float32)
     idx, _ = xm.rank_gallery(probe, gallery, 3)
     np.testing.assert_array_equal(idx, [[1, 2, 4]])
@@ -142,22 +140,33 @@ def test_rank_gallery_breaks_ties_by_lower_index():
 
 # --------------------------------------------------------------------------- end to end
 
+
 def _tiny_onnx_encoder(tmp_path):
     import torch
+
     from fairforge.encoders import create_encoder
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.AvgPool2d(4), torch.nn.Conv2d(3, 8, 3, 2),
-                                    torch.nn.ReLU(), torch.nn.Flatten(),
-                                    torch.nn.Linear(8 * 13 * 13, 32)).eval()
+        model = torch.nn.Sequential(
+            torch.nn.AvgPool2d(4),
+            torch.nn.Conv2d(3, 8, 3, 2),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(),
+            torch.nn.Linear(8 * 13 * 13, 32),
+        ).eval()
     path = tmp_path / "tiny_arcface.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.zeros(1, 3, 112, 112),), str(path),
-                          input_names=["data"], output_names=["embedding"],
-                          dynamic_axes={"data": {0: "n"}, "embedding": {0: "n"}},
-                          dynamo=False)
+        torch.onnx.export(
+            model,
+            (torch.zeros(1, 3, 112, 112),),
+            str(path),
+            input_names=["data"],
+            output_names=["embedding"],
+            dynamic_axes={"data": {0: "n"}, "embedding": {0: "n"}},
+            dynamo=False,
+        )
     return create_encoder("onnx_arcface", model_path=path, threads=1)
 
 
@@ -180,10 +189,28 @@ def synthetic_faces(tmp_path_factory):
                 crop = render_face(subject, sample_view(7, iid), 128)
                 rel = f"faces/{sid}/{iid}.png"
                 write_image(root / rel, crop)
-                rows.append({"image_id": iid, "subject_id": sid, "tone": tone,
-                             "gender": gender, "crop_path": rel, "ok": True, "reason": ""})
-    rows.append({"image_id": "broken", "subject_id": "syn_tone1_female", "tone": "tone1",
-                 "gender": "female", "crop_path": None, "ok": False, "reason": "no face"})
+                rows.append(
+                    {
+                        "image_id": iid,
+                        "subject_id": sid,
+                        "tone": tone,
+                        "gender": gender,
+                        "crop_path": rel,
+                        "ok": True,
+                        "reason": "",
+                    }
+                )
+    rows.append(
+        {
+            "image_id": "broken",
+            "subject_id": "syn_tone1_female",
+            "tone": "tone1",
+            "gender": "female",
+            "crop_path": None,
+            "ok": False,
+            "reason": "no face",
+        }
+    )
     return root, pd.DataFrame(rows)
 
 
@@ -194,14 +221,24 @@ def test_exposure_study_end_to_end_writes_all_tables(synthetic_faces, tmp_path):
     encoder = _tiny_onnx_encoder(tmp_path)
     out = tmp_path / "out"
     table, per_group, ks = exposure_study(
-        faces, root, {"tiny": encoder}, distance=4, l=4, k=3, seed=3,
-        group_column="tone_gender", hit_ks=(1, 5), out_dir=out)
+        faces,
+        root,
+        {"tiny": encoder},
+        distance=4,
+        l=4,
+        k=3,
+        seed=3,
+        group_column="tone_gender",
+        hit_ks=(1, 5),
+        out_dir=out,
+    )
     for name in OUTPUT_FILES.values():
         assert (out / name).is_file(), name
     # 7 identities have 4 crops (one has only 2): 7 groups, 1 probe and 3 gallery images each
-    groups = sorted(f"{t}_{g}" for t in ("tone1", "tone2", "tone3", "tone4")
-                    for g in ("female", "male"))[:-1]
-    assert len(table) == 2 * 2                       # settings x conventions
+    groups = sorted(
+        f"{t}_{g}" for t in ("tone1", "tone2", "tone3", "tone4") for g in ("female", "male")
+    )[:-1]
+    assert len(table) == 2 * 2  # settings x conventions
     assert set(table["setting"]) == {"reidentification", "identification"}
     assert (table["n_identities"] == 7).all() and (table["n_probes"] == 7).all()
     assert (table["n_gallery_images"] == 21).all()
@@ -215,14 +252,30 @@ def test_exposure_study_end_to_end_writes_all_tables(synthetic_faces, tmp_path):
     fp = per_group[per_group["convention"] == "false_positive"]
     assert (fp.loc[fp["probe_group"] == fp["gallery_group"], "visibility"] == 0).all()
     assert len(per_group) == 2 * 2 * 7 * 7
-    assert len(ks) == 2 * 2 * 21 and set(ks.columns) >= {"group_a", "group_b", "statistic",
-                                                          "pvalue", "n_a", "n_b"}
-    pd.testing.assert_frame_equal(pd.read_csv(out / OUTPUT_FILES["exposure_table"]), table,
-                                  check_dtype=False)
+    assert len(ks) == 2 * 2 * 21 and set(ks.columns) >= {
+        "group_a",
+        "group_b",
+        "statistic",
+        "pvalue",
+        "n_a",
+        "n_b",
+    }
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out / OUTPUT_FILES["exposure_table"]), table, check_dtype=False
+    )
     # same seed, same numbers
-    again, _, _ = exposure_study(faces, root, {"tiny": encoder}, distance=4, l=4, k=3,
-                                 seed=3, group_column=["tone", "gender"], hit_ks=(1, 5),
-                                 write=False)
+    again, _, _ = exposure_study(
+        faces,
+        root,
+        {"tiny": encoder},
+        distance=4,
+        l=4,
+        k=3,
+        seed=3,
+        group_column=["tone", "gender"],
+        hit_ks=(1, 5),
+        write=False,
+    )
     pd.testing.assert_frame_equal(again, table)
     figure = plot_exposure_outputs(out)
     assert figure.is_file() and figure.stat().st_size > 1000
@@ -234,15 +287,28 @@ def test_exposure_study_with_dlib_calibrates_the_chip_fallback(synthetic_faces, 
 
     root, faces = synthetic_faces
     enc = create_encoder("dlib_resnet")
-    table, per_group, ks = exposure_study(faces, root, enc, settings=["identification"],
-                                          distance=5, l=4, k=2, seed=0, group_column="tone",
-                                          hit_ks=(1,), write=False)
-    assert enc.fallback_box != (0.0, 0.0, 1.0, 1.0)     # fitted on the near gallery crops
+    table, per_group, ks = exposure_study(
+        faces,
+        root,
+        enc,
+        settings=["identification"],
+        distance=5,
+        l=4,
+        k=2,
+        seed=0,
+        group_column="tone",
+        hit_ks=(1,),
+        write=False,
+    )
+    assert enc.fallback_box != (0.0, 0.0, 1.0, 1.0)  # fitted on the near gallery crops
     # 16-px far probes are never detected; most close-range gallery faces are
     assert (table["fallback_share_probes"] == 1.0).all()
     assert (table["fallback_share_gallery"] < 0.5).all()
-    assert (table[[f"fallback_probes_{t}" for t in ("tone1", "tone2", "tone3", "tone4")]]
-            == 1.0).all().all()
+    assert (
+        (table[[f"fallback_probes_{t}" for t in ("tone1", "tone2", "tone3", "tone4")]] == 1.0)
+        .all()
+        .all()
+    )
     assert list(table["convention"]) == ["all", "false_positive"]
     assert table["encoder"].eq("dlib_resnet").all() and table["hit_ratio@1"].between(0, 1).all()
     assert len(ks) == 2 * 6 and len(per_group) == 2 * 16
@@ -252,30 +318,63 @@ def test_embedding_shard_by_shard_gives_the_same_study(synthetic_faces, tmp_path
     """The workflow embeds each shard in its own job (calibrating on the same close-range
     crops) and ranks once: the numbers equal the one-process study."""
     from fairforge.encoders import create_encoder
-    from fairforge.ranking import (calibration_rows, embed_study, exposure_study, rank_study,
-                                   split_probe_gallery)
+    from fairforge.ranking import (
+        calibration_rows,
+        embed_study,
+        exposure_study,
+        rank_study,
+        split_probe_gallery,
+    )
 
     root, faces = synthetic_faces
     kw = dict(settings=["reidentification", "identification"], distance=4, l=4, k=2, seed=1)
-    whole, _, _ = exposure_study(faces, root, create_encoder("dlib_resnet"),
-                                 group_column="tone", hit_ks=(1,), write=False, **kw)
+    whole, _, _ = exposure_study(
+        faces,
+        root,
+        create_encoder("dlib_resnet"),
+        group_column="tone",
+        hit_ks=(1,),
+        write=False,
+        **kw,
+    )
     study = split_probe_gallery(faces, kw["l"], kw["seed"], "tone")
     calibration = calibration_rows(study)
-    shards = [study.iloc[i::3] for i in range(3)] + [study.iloc[:0]]   # one shard empty
-    parts = [embed_study(part, root, create_encoder("dlib_resnet"), kw["settings"],
-                         kw["distance"], kw["seed"], calibration=calibration)
-             for part in shards]
+    shards = [study.iloc[i::3] for i in range(3)] + [study.iloc[:0]]  # one shard empty
+    parts = [
+        embed_study(
+            part,
+            root,
+            create_encoder("dlib_resnet"),
+            kw["settings"],
+            kw["distance"],
+            kw["seed"],
+            calibration=calibration,
+        )
+        for part in shards
+    ]
     embeddings = pd.concat(parts, ignore_index=True)
     # far probes, far gallery, close-range gallery
     assert len(embeddings) == len(study) + (study["role"] == "gallery").sum()
     assert embeddings["fell_back"].isin([0.0, 1.0]).all()
-    outputs = rank_study(study, {"dlib_resnet": embeddings}, kw["settings"], kw["distance"],
-                         kw["l"], kw["k"], hit_ks=(1,))
+    outputs = rank_study(
+        study,
+        {"dlib_resnet": embeddings},
+        kw["settings"],
+        kw["distance"],
+        kw["l"],
+        kw["k"],
+        hit_ks=(1,),
+    )
     pd.testing.assert_frame_equal(outputs["exposure_table"], whole)
     with pytest.raises(ValueError, match="no close-range gallery embedding"):
-        rank_study(study, {"dlib_resnet": embeddings[~(embeddings["role"] == "gallery")
-                                                    | embeddings["far"]]},
-                   kw["settings"], kw["distance"], kw["l"], kw["k"])
+        rank_study(
+            study,
+            {"dlib_resnet": embeddings[~(embeddings["role"] == "gallery") | embeddings["far"]]},
+            kw["settings"],
+            kw["distance"],
+            kw["l"],
+            kw["k"],
+        )
 
 
 def test_exposure_study_rejects_too_few_identities(synthetic_faces, tmp_path):
@@ -283,5 +382,6 @@ def test_exposure_study_rejects_too_few_identities(synthetic_faces, tmp_path):
 
     root, faces = synthetic_faces
     with pytest.raises(ValueError, match="identities"):
-        exposure_study(faces, root, _tiny_onnx_encoder(tmp_path), l=4, k=7,
-                       group_column="tone", write=False)
+        exposure_study(
+            faces, root, _tiny_onnx_encoder(tmp_path), l=4, k=7, group_column="tone", write=False
+        )

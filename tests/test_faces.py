@@ -3,6 +3,7 @@
 Positive tests use real face content: the Grace Hopper portrait that matplotlib ships as
 sample data, and the synthetic renderer's faces.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,6 +50,7 @@ def bgr(rgb: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ geometry
 
+
 def test_umeyama_recovers_similarity():
     rng = np.random.default_rng(0)
     src = rng.uniform(0, 100, (5, 2))
@@ -72,8 +74,7 @@ def test_template_and_five_points():
     pts[36:42] = [10, 20]
     pts[42:48] = [30, 20]
     pts[30], pts[48], pts[54] = [20, 30], [12, 40], [28, 40]
-    np.testing.assert_allclose(five_points(pts), [[10, 20], [30, 20], [20, 30], [12, 40],
-                                                  [28, 40]])
+    np.testing.assert_allclose(five_points(pts), [[10, 20], [30, 20], [20, 30], [12, 40], [28, 40]])
 
 
 def test_warp_crop_antialiases_large_reductions():
@@ -88,6 +89,7 @@ def test_warp_crop_antialiases_large_reductions():
 
 # ----------------------------------------------------------------------- real detection
 
+
 def test_detect_and_align_real_face(hopper: np.ndarray):
     result = detect_and_align(hopper, crop_size=CROP, margin=0.25)
     assert result.ok and result.reason == "" and result.n_faces == 1
@@ -100,8 +102,9 @@ def test_detect_and_align_real_face(hopper: np.ndarray):
     assert np.abs(five_points(result.landmarks) - template_points(CROP, 0.25)).max() < 4.0
     assert (result.landmarks > 0).all() and (result.landmarks < CROP).all()
     # Crop pixels are the image pixels the transform says they are (at the nose tip).
-    nose_img = transform_points(five_points(result.landmarks)[2:3],
-                                np.linalg.inv(np.vstack([result.matrix, [0, 0, 1]]))[:2])[0]
+    nose_img = transform_points(
+        five_points(result.landmarks)[2:3], np.linalg.inv(np.vstack([result.matrix, [0, 0, 1]]))[:2]
+    )[0]
     nx, ny = np.round(five_points(result.landmarks)[2]).astype(int)
     ix, iy = np.round(nose_img).astype(int)
     assert np.abs(result.crop[ny, nx].astype(int) - hopper[iy, ix]).max() < 40
@@ -118,8 +121,9 @@ def test_two_faces_keep_the_largest(hopper: np.ndarray):
 
 
 def test_cnn_detector(hopper: np.ndarray):
-    result = detect_and_align(cv2.resize(hopper, (150, 176)), detector="cnn", upsample=1,
-                              crop_size=CROP)
+    result = detect_and_align(
+        cv2.resize(hopper, (150, 176)), detector="cnn", upsample=1, crop_size=CROP
+    )
     assert result.ok and result.detector == "dlib_mmod" and result.det_score > 0
 
 
@@ -144,14 +148,23 @@ def test_array_inputs_are_checked(hopper: np.ndarray):
 
 # ------------------------------------------------------------------------- the stage
 
+
 @pytest.fixture(scope="module")
 def stage_inputs(tmp_path_factory, hopper: np.ndarray):
     """A small dataset root with good faces, synthetic faces and every kind of bad file."""
     root = tmp_path_factory.mktemp("faces_root")
-    syn = synthetic_sources(root / "syn", subjects_per_group=1, images_per_subject=1, seed=0,
-                            tones=["tone1", "tone4"], size=256)
-    rows = [{"image_id": f"syn_{r.image_id}", "path": f"syn/{r.path}",
-             "group": f"{r.tone}_{r.gender}"} for r in syn.itertuples()]
+    syn = synthetic_sources(
+        root / "syn",
+        subjects_per_group=1,
+        images_per_subject=1,
+        seed=0,
+        tones=["tone1", "tone4"],
+        size=256,
+    )
+    rows = [
+        {"image_id": f"syn_{r.image_id}", "path": f"syn/{r.path}", "group": f"{r.tone}_{r.gender}"}
+        for r in syn.itertuples()
+    ]
     gray = cv2.cvtColor(hopper, cv2.COLOR_RGB2GRAY)
     files = {
         "hopper": (".jpg", bgr(hopper)),
@@ -166,14 +179,21 @@ def stage_inputs(tmp_path_factory, hopper: np.ndarray):
         rows.append({"image_id": name, "path": f"{name}{ext}", "group": "photo"})
     (root / "corrupt.jpg").write_bytes(b"\xff\xd8\xff\xe0 definitely not a jpeg" * 10)
     (root / "empty.jpg").write_bytes(b"")
-    rows += [{"image_id": "corrupt", "path": "corrupt.jpg", "group": "photo"},
-             {"image_id": "empty", "path": "empty.jpg", "group": "photo"},
-             {"image_id": "missing", "path": "not_there.jpg", "group": "photo"}]
+    rows += [
+        {"image_id": "corrupt", "path": "corrupt.jpg", "group": "photo"},
+        {"image_id": "empty", "path": "empty.jpg", "group": "photo"},
+        {"image_id": "missing", "path": "not_there.jpg", "group": "photo"},
+    ]
     sources = pd.DataFrame(rows)
     sources["ok"] = True
     sources["reason"] = ""
-    sources.loc[len(sources)] = {"image_id": "src_bad", "path": "corrupt.jpg",
-                                 "group": "photo", "ok": False, "reason": "unreadable image"}
+    sources.loc[len(sources)] = {
+        "image_id": "src_bad",
+        "path": "corrupt.jpg",
+        "group": "photo",
+        "ok": False,
+        "reason": "unreadable image",
+    }
     return root, sources
 
 
@@ -181,8 +201,9 @@ def stage_inputs(tmp_path_factory, hopper: np.ndarray):
 def stage_run(stage_inputs, tmp_path_factory):
     root, sources = stage_inputs
     out = tmp_path_factory.mktemp("faces_out")
-    faces = process_faces(sources.iloc[::-1], root, out, crop_dir_rel="crops/shard0",
-                          crop_size=CROP, detector="hog")
+    faces = process_faces(
+        sources.iloc[::-1], root, out, crop_dir_rel="crops/shard0", crop_size=CROP, detector="hog"
+    )
     return out, faces
 
 
@@ -193,15 +214,21 @@ def test_stage_rows_and_reasons(stage_inputs, stage_run):
     check_columns(faces, "faces")
     assert list(faces["image_id"]) == sorted(sources["image_id"])  # no row dropped, sorted
     by_id = faces.set_index("image_id")
-    for good in ["hopper", "gray", "deep16", "rgba"] + [i for i in by_id.index
-                                                       if i.startswith("syn_")]:
+    for good in ["hopper", "gray", "deep16", "rgba"] + [
+        i for i in by_id.index if i.startswith("syn_")
+    ]:
         row = by_id.loc[good]
         assert row["ok"] and row["reason"] == "" and row["n_faces"] >= 1, good
         assert row["crop_path"] == f"crops/shard0/{good}.png"
         assert (out / row["crop_path"]).is_file()
-    expected = {"tiny": "image too small", "blank": "no face detected",
-                "corrupt": "unreadable image", "empty": "empty file",
-                "missing": "file not found", "src_bad": "source not ok"}
+    expected = {
+        "tiny": "image too small",
+        "blank": "no face detected",
+        "corrupt": "unreadable image",
+        "empty": "empty file",
+        "missing": "file not found",
+        "src_bad": "source not ok",
+    }
     for image_id, reason in expected.items():
         row = by_id.loc[image_id]
         assert not row["ok"] and row["reason"].startswith(reason), (image_id, row["reason"])
@@ -212,8 +239,10 @@ def test_stage_rows_and_reasons(stage_inputs, stage_run):
 
 def test_stage_conversions_match_rgb(stage_run, hopper: np.ndarray):
     out, faces = stage_run
-    crop = {i: cv2.imread(str(out / "crops/shard0" / f"{i}.png"))
-            for i in ("hopper", "deep16", "rgba", "gray")}
+    crop = {
+        i: cv2.imread(str(out / "crops/shard0" / f"{i}.png"))
+        for i in ("hopper", "deep16", "rgba", "gray")
+    }
     reference = detect_and_align(hopper, crop_size=CROP)
     by_id = faces.set_index("image_id")
     # 16-bit and opaque RGBA files decode to the original 8-bit pixels, hence the same crop.
@@ -258,17 +287,31 @@ def test_stage_deterministic(stage_inputs, stage_run, tmp_path: Path):
 
 
 def test_detection_rate_by_group():
-    sources = pd.DataFrame({"image_id": list("abcdefg"),
-                            "group": ["x", "x", "x", "y", "y", "y", "y"]})
-    faces = pd.DataFrame({"image_id": list("abcdef"),
-                          "ok": [True, False, True, True, False, False],
-                          "reason": ["", "no face detected", "", "",
-                                     "image too small (10x10 < 48 px)", "no face detected"]})
+    sources = pd.DataFrame(
+        {"image_id": list("abcdefg"), "group": ["x", "x", "x", "y", "y", "y", "y"]}
+    )
+    faces = pd.DataFrame(
+        {
+            "image_id": list("abcdef"),
+            "ok": [True, False, True, True, False, False],
+            "reason": [
+                "",
+                "no face detected",
+                "",
+                "",
+                "image too small (10x10 < 48 px)",
+                "no face detected",
+            ],
+        }
+    )
     table = detection_rate_by_group(sources, faces).set_index("group")
     assert table.loc["x", ["n", "n_detected"]].tolist() == [3, 2]
     assert table.loc["x", "rate"] == pytest.approx(2 / 3)
     assert json.loads(table.loc["x", "failures"]) == {"no face detected": 1}
     assert table.loc["y", ["n", "n_detected"]].tolist() == [4, 1]
     assert json.loads(table.loc["y", "failures"]) == {
-        "image too small": 1, "no face detected": 1, "no faces row": 1}
+        "image too small": 1,
+        "no face detected": 1,
+        "no faces row": 1,
+    }
     assert table.loc["(all)", ["n", "n_detected"]].tolist() == [7, 3]

@@ -6,17 +6,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairforge.forgery import (FORGERY_COLUMNS, ForgeryError, create_method, forge_shard,
-                               list_backends, list_methods)
+from fairforge.forgery import (
+    FORGERY_COLUMNS,
+    ForgeryError,
+    create_method,
+    forge_shard,
+    list_backends,
+    list_methods,
+)
 from fairforge.forgery.base import dilate, erode, polygon_mask
 from fairforge.forgery.parsing import PARTS, face_region, measure_expression, parse_parts
-from fairforge.registry import UnknownName
 from fairforge.forgery.reenact import apply_expression_delta, fit_blendshapes
 from fairforge.forgery.template import template_face
 from fairforge.forgery.warp import piecewise_affine_maps, triangulate
 from fairforge.images import read_image, write_image
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.pairs import NO_TARGET, make_pairs
+from fairforge.registry import UnknownName
 
 SIZE = 128
 CLASSICAL = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray"]
@@ -26,8 +32,16 @@ CLASSICAL = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "x
 def faces():
     """A neutral source and a target that differs in identity, colour, pose and expression."""
     src = template_face(SIZE, seed=1)
-    tgt = template_face(SIZE, seed=2, mouth_open=0.3, brow_raise=0.12, eye_open=0.6,
-                        angle_deg=6.0, scale=0.56, centre=(0.52, 0.5))
+    tgt = template_face(
+        SIZE,
+        seed=2,
+        mouth_open=0.3,
+        brow_raise=0.12,
+        eye_open=0.6,
+        angle_deg=6.0,
+        scale=0.56,
+        centre=(0.52, 0.5),
+    )
     return src, tgt
 
 
@@ -92,8 +106,12 @@ def _bad_landmarks(lm):
     outside[8] = (SIZE * 0.5, SIZE + 5.0)
     nan = lm.copy()
     nan[3, 0] = np.nan
-    return {"outside the crop": outside, "degenerate": np.full_like(lm, SIZE / 2),
-            "not finite": nan, "expected 68 landmarks": lm[:60]}
+    return {
+        "outside the crop": outside,
+        "degenerate": np.full_like(lm, SIZE / 2),
+        "not finite": nan,
+        "expected 68 landmarks": lm[:60],
+    }
 
 
 @pytest.mark.parametrize("name", CLASSICAL)
@@ -245,6 +263,7 @@ def test_blends_save_an_xray_map(name, faces):
 
 # --------------------------------------------------------------------------- onnx backend
 
+
 def _tiny_onnx_models(d):
     """Export a tiny ArcFace-shaped encoder and an inswapper_128-shaped swapper."""
     torch = pytest.importorskip("torch")
@@ -276,14 +295,19 @@ def _tiny_onnx_models(d):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # dynamo=False: the TorchScript exporter needs no onnxscript.
-            torch.onnx.export(model, args, str(path), input_names=names, output_names=["out"],
-                              dynamo=False)
+            torch.onnx.export(
+                model, args, str(path), input_names=names, output_names=["out"], dynamo=False
+            )
 
     torch.manual_seed(0)
     arc, swap = d / "arcface.onnx", d / "inswapper.onnx"
     export(TinyArcFace().eval(), (torch.zeros(1, 3, 112, 112),), ["input.1"], arc)
-    export(TinySwapper().eval(), (torch.zeros(1, 3, 128, 128), torch.zeros(1, 512)),
-           ["target", "source"], swap)
+    export(
+        TinySwapper().eval(),
+        (torch.zeros(1, 3, 128, 128), torch.zeros(1, 512)),
+        ["target", "source"],
+        swap,
+    )
     # Like inswapper_128: an unused 512x512 latent map as the graph's last initializer.
     model = onnx.load(str(swap))
     emap = np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)
@@ -312,8 +336,9 @@ def test_simswap_onnx_missing_paths_are_named(tmp_path, onnx_models):
 def test_simswap_onnx_swaps_inside_the_pasted_box(faces, onnx_models):
     (a, la), (b, lb) = faces
     arc, swap, swap_emap = onnx_models
-    method = create_method("simswap", backend="onnx", swapper_path=str(swap),
-                           arcface_path=str(arc), latent_map="none")
+    method = create_method(
+        "simswap", backend="onnx", swapper_path=str(swap), arcface_path=str(arc), latent_map="none"
+    )
     assert method.backend == "onnx" and method.emap is None
     res = method(a, la, b, lb, np.random.default_rng(0))
     assert res.image.shape == b.shape and res.image.dtype == np.uint8
@@ -326,14 +351,16 @@ def test_simswap_onnx_swaps_inside_the_pasted_box(faces, onnx_models):
     other = method(c, lc, b, lb, np.random.default_rng(0))
     assert not np.array_equal(other.image, res.image)
     # latent_map="auto" finds the 512x512 map like insightface and uses it.
-    auto = create_method("simswap", backend="onnx", swapper_path=str(swap_emap),
-                         arcface_path=str(arc))
+    auto = create_method(
+        "simswap", backend="onnx", swapper_path=str(swap_emap), arcface_path=str(arc)
+    )
     assert auto.emap is not None and auto.emap.shape == (512, 512)
     via_map = auto(a, la, b, lb, np.random.default_rng(0))
     assert not np.array_equal(via_map.image, res.image)
 
 
 # --------------------------------------------------------------------------- shard runner
+
 
 @pytest.fixture()
 def dataset(tmp_path):
@@ -346,25 +373,51 @@ def dataset(tmp_path):
             img, lm = template_face(SIZE, seed=seed * 10 + i, mouth_open=0.15 * i)
             rel = f"faces/{image_id}.png"
             write_image(tmp_path / rel, img)
-            rows.append({"image_id": image_id, "ok": True, "reason": "", "subject_id": subject,
-                         "group": group, "split": "test", "crop_path": rel,
-                         "landmarks": lm.reshape(-1).tolist()})
+            rows.append(
+                {
+                    "image_id": image_id,
+                    "ok": True,
+                    "reason": "",
+                    "subject_id": subject,
+                    "group": group,
+                    "split": "test",
+                    "crop_path": rel,
+                    "landmarks": lm.reshape(-1).tolist(),
+                }
+            )
     bad = dict(rows[1])
-    bad["landmarks"] = (np.asarray(bad["landmarks"]) + 1000).tolist()   # outside the crop
+    bad["landmarks"] = (np.asarray(bad["landmarks"]) + 1000).tolist()  # outside the crop
     rows[1] = bad
-    rows.append({"image_id": "A_s1_i9", "ok": False, "reason": "no face detected",
-                 "subject_id": "A_s1", "group": "A", "split": "test", "crop_path": "",
-                 "landmarks": None})
+    rows.append(
+        {
+            "image_id": "A_s1_i9",
+            "ok": False,
+            "reason": "no face detected",
+            "subject_id": "A_s1",
+            "group": "A",
+            "split": "test",
+            "crop_path": "",
+            "landmarks": None,
+        }
+    )
     return tmp_path, pd.DataFrame(rows)
 
 
 def test_forge_shard_writes_manifest_rows(dataset):
     root, faces_df = dataset
     pairs = make_pairs(faces_df, seed=3)
-    out = forge_shard("faceswap", "classical", pairs, faces_df, root, "forgeries/faceswap", 3,
-                      source_ids=faces_df.image_id)
+    out = forge_shard(
+        "faceswap",
+        "classical",
+        pairs,
+        faces_df,
+        root,
+        "forgeries/faceswap",
+        3,
+        source_ids=faces_df.image_id,
+    )
     check_columns(out, "forgery")
-    assert list(out.columns[:len(FORGERY_COLUMNS)]) == FORGERY_COLUMNS
+    assert list(out.columns[: len(FORGERY_COLUMNS)]) == FORGERY_COLUMNS
     assert list(out.image_id) == sorted(faces_df.image_id)
     by_id = out.set_index("image_id")
     # A face the faces stage could not use keeps its row, with the faces stage's reason.
@@ -384,15 +437,24 @@ def test_forge_shard_writes_manifest_rows(dataset):
     write_manifest(out, root / "forgeries" / "faceswap.parquet", "forgery")
     # Same inputs, same files and rows.
     first = (root / good.path.iloc[0]).read_bytes()
-    again = forge_shard("faceswap", "classical", pairs, faces_df, root, "forgeries/faceswap", 3,
-                        source_ids=faces_df.image_id)
+    again = forge_shard(
+        "faceswap",
+        "classical",
+        pairs,
+        faces_df,
+        root,
+        "forgeries/faceswap",
+        3,
+        source_ids=faces_df.image_id,
+    )
     pd.testing.assert_frame_equal(out, again)
     assert (root / good.path.iloc[0]).read_bytes() == first
     # Identity-replacing methods share the pairs.
     sim = forge_shard("simswap", "classical", pairs, faces_df, root, "forgeries/simswap", 3)
-    assert list(sim.image_id) == sorted(pairs.image_id)   # without source_ids: the pairs
-    assert list(sim.target_image_id) == list(out.set_index("image_id").loc[
-        sim.image_id, "target_image_id"])
+    assert list(sim.image_id) == sorted(pairs.image_id)  # without source_ids: the pairs
+    assert list(sim.target_image_id) == list(
+        out.set_index("image_id").loc[sim.image_id, "target_image_id"]
+    )
 
 
 def test_forge_shard_self_methods_ignore_pairing(dataset):
@@ -410,14 +472,18 @@ def test_forge_shard_self_methods_ignore_pairing(dataset):
 
 # --------------------------------------------------------------------------- real landmarks
 
+
 def test_methods_on_rendered_faces_with_dlib_landmarks():
     """End to end on the synthetic renderer's faces, with landmarks from the faces stage."""
     synthetic = pytest.importorskip("fairforge.sources.synthetic")
     stage = pytest.importorskip("fairforge.faces.stage")
     crops = []
     for sid, tone, gender in (("s1", "tone1", "female"), ("s2", "tone4", "male")):
-        img = synthetic.render_face(synthetic.sample_subject(0, sid, tone, gender),
-                                    synthetic.sample_view(0, f"{sid}_0"), 400)
+        img = synthetic.render_face(
+            synthetic.sample_subject(0, sid, tone, gender),
+            synthetic.sample_view(0, f"{sid}_0"),
+            400,
+        )
         face = stage.detect_and_align(img, crop_size=SIZE)
         assert face.ok, face.reason
         crops.append((face.crop, face.landmarks))

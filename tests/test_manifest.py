@@ -3,19 +3,29 @@ import json
 import pandas as pd
 import pytest
 
-from fairforge.manifest import (ManifestError, columns_in, read_ids, read_manifest, read_rows,
-                                write_manifest)
 from fairforge.faces.attributes import faces_with_attributes
 from fairforge.forgery.shard import read_forgery_shard
+from fairforge.manifest import (
+    ManifestError,
+    columns_in,
+    read_ids,
+    read_manifest,
+    read_rows,
+    write_manifest,
+)
 
 
 @pytest.fixture
 def manifest(tmp_path):
     """Ten rows over four row groups, with a list column like the faces' landmarks."""
-    frame = pd.DataFrame({"image_id": [f"i{k:02d}" for k in range(10)],
-                          "ok": [k % 3 != 0 for k in range(10)],
-                          "score": [k / 10 for k in range(10)],
-                          "landmarks": [[float(k), k + 0.5] for k in range(10)]})
+    frame = pd.DataFrame(
+        {
+            "image_id": [f"i{k:02d}" for k in range(10)],
+            "ok": [k % 3 != 0 for k in range(10)],
+            "score": [k / 10 for k in range(10)],
+            "landmarks": [[float(k), k + 0.5] for k in range(10)],
+        }
+    )
     path = tmp_path / "m.parquet"
     write_manifest(frame, path, row_group_size=3)
     return path
@@ -63,29 +73,56 @@ def test_optional_columns_and_rows_of_some_columns(manifest):
 
 def test_a_forgery_shard_reads_its_sources_and_their_targets_only(tmp_path):
     ids = [f"i{k:02d}" for k in range(8)]
-    sources = pd.DataFrame({"image_id": ids, "subject_id": [f"s{k // 2}" for k in range(8)],
-                            "group": ["g"] * 8, "split": ["train"] * 8,
-                            "attributes": [json.dumps({"tone": "t"})] * 8,
-                            "dataset": "d", "path": [f"{i}.jpg" for i in ids], "width": 8,
-                            "height": 8, "sha256": "x", "ok": True, "reason": ""})
-    faces = pd.DataFrame({"image_id": ids, "ok": [k != 1 for k in range(8)],
-                          "reason": ["" if k != 1 else "no face" for k in range(8)],
-                          "crop_path": [f"c/{i}.png" for i in ids],
-                          "landmarks": [[0.0, 1.0]] * 8, "bbox": [[0, 0, 4, 4]] * 8,
-                          "det_score": 0.9, "detector": "hog"})
-    pairs = pd.DataFrame({"image_id": ["i00", "i02", "i03", "i04", "i05"],
-                          "target_image_id": ["i06", "i07", "i07", "i00", None],
-                          "source_subject": ["s0", "s1", "s1", "s2", "s2"],
-                          "target_subject": ["s3", "s3", "s3", "s0", None],
-                          "group": ["g"] * 5, "split": ["train"] * 5,
-                          "ok": [True, True, True, True, False],
-                          "reason": ["", "", "", "", "no target"]})
+    sources = pd.DataFrame(
+        {
+            "image_id": ids,
+            "subject_id": [f"s{k // 2}" for k in range(8)],
+            "group": ["g"] * 8,
+            "split": ["train"] * 8,
+            "attributes": [json.dumps({"tone": "t"})] * 8,
+            "dataset": "d",
+            "path": [f"{i}.jpg" for i in ids],
+            "width": 8,
+            "height": 8,
+            "sha256": "x",
+            "ok": True,
+            "reason": "",
+        }
+    )
+    faces = pd.DataFrame(
+        {
+            "image_id": ids,
+            "ok": [k != 1 for k in range(8)],
+            "reason": ["" if k != 1 else "no face" for k in range(8)],
+            "crop_path": [f"c/{i}.png" for i in ids],
+            "landmarks": [[0.0, 1.0]] * 8,
+            "bbox": [[0, 0, 4, 4]] * 8,
+            "det_score": 0.9,
+            "detector": "hog",
+        }
+    )
+    pairs = pd.DataFrame(
+        {
+            "image_id": ["i00", "i02", "i03", "i04", "i05"],
+            "target_image_id": ["i06", "i07", "i07", "i00", None],
+            "source_subject": ["s0", "s1", "s1", "s2", "s2"],
+            "target_subject": ["s3", "s3", "s3", "s0", None],
+            "group": ["g"] * 5,
+            "split": ["train"] * 5,
+            "ok": [True, True, True, True, False],
+            "reason": ["", "", "", "", "no target"],
+        }
+    )
     write_manifest(sources, tmp_path / "sources.parquet", row_group_size=4)
     write_manifest(faces, tmp_path / "faces.parquet")
     write_manifest(pairs, tmp_path / "pairs.parquet")
     shard_ids, shard_pairs, shard_faces = read_forgery_shard(
-        tmp_path / "sources.parquet", tmp_path / "faces.parquet", tmp_path / "pairs.parquet",
-        "000", 4)
+        tmp_path / "sources.parquet",
+        tmp_path / "faces.parquet",
+        tmp_path / "pairs.parquet",
+        "000",
+        4,
+    )
     assert shard_ids == ["i00", "i01", "i02", "i03"]
     assert shard_pairs["image_id"].tolist() == ["i00", "i02", "i03"]
     assert shard_faces["image_id"].tolist() == ["i00", "i01", "i02", "i03", "i06", "i07"]

@@ -34,7 +34,9 @@ def test_eer_hand_made_cases():
     assert eer([0, 0, 1, 1], [0.1, 0.2, 0.8, 0.9]) == 0.0
     assert eer([1, 1, 0, 0], [0.1, 0.2, 0.8, 0.9]) == 1.0
     # one wrong pair among 4 + 4: steps of 1/4, crossing at a vertex with FPR = FNR = 1/4
-    assert eer([0, 0, 0, 0, 1, 1, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8, 0.85, 0.9]) == pytest.approx(0.25)
+    assert eer(
+        [0, 0, 0, 0, 1, 1, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8, 0.85, 0.9]
+    ) == pytest.approx(0.25)
 
 
 def test_eer_of_gaussian_scores_matches_theory():
@@ -82,8 +84,13 @@ def test_video_level_averages_frames():
     video_label = rng.integers(0, 2, n_videos)
     n_frames = rng.integers(1, 9, n_videos)
     video = np.repeat(np.arange(n_videos), n_frames)
-    frames = pd.DataFrame({"video_id": [f"v{v}" for v in video], "label": video_label[video],
-                           "score": rng.random(video.size) * 0.6 + 0.3 * video_label[video]})
+    frames = pd.DataFrame(
+        {
+            "video_id": [f"v{v}" for v in video],
+            "label": video_label[video],
+            "score": rng.random(video.size) * 0.6 + 0.3 * video_label[video],
+        }
+    )
     got = video_level(frames)
     means = frames.groupby("video_id")["score"].mean()
     labels = frames.groupby("video_id")["label"].first()
@@ -93,6 +100,8 @@ def test_video_level_averages_frames():
     assert got["ACC"] == pytest.approx(np.mean((means > 0.5) == (labels == 1)), abs=1e-12)
     per_video = video_scores(frames)
     assert per_video["n_frames"].sum() == len(frames)
-    mixed = pd.DataFrame({"video_id": ["a", "a", "b"], "label": [0, 1, 0], "score": [0.1, 0.2, 0.3]})
+    mixed = pd.DataFrame(
+        {"video_id": ["a", "a", "b"], "label": [0, 1, 0], "score": [0.1, 0.2, 0.3]}
+    )
     with pytest.raises(ValueError, match="both labels"):
         video_level(mixed)

@@ -4,20 +4,38 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from fairlearn.metrics import (MetricFrame, demographic_parity_difference,
-                               equalized_odds_difference, false_negative_rate,
-                               false_positive_rate, selection_rate, true_negative_rate,
-                               true_positive_rate)
+from fairlearn.metrics import (
+    MetricFrame,
+    demographic_parity_difference,
+    equalized_odds_difference,
+    false_negative_rate,
+    false_positive_rate,
+    selection_rate,
+    true_negative_rate,
+    true_positive_rate,
+)
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from fairforge.metrics import (accuracy_matrix, apply_group_thresholds, best_threshold,
-                               compare_thresholds, fairfd_metrics, fairness_report,
-                               fairness_table, fit_group_thresholds, group_rates,
-                               per_group_long, per_group_table, textbook_metrics)
+from fairforge.metrics import (
+    accuracy_matrix,
+    apply_group_thresholds,
+    best_threshold,
+    compare_thresholds,
+    fairfd_metrics,
+    fairness_report,
+    fairness_table,
+    fit_group_thresholds,
+    group_rates,
+    per_group_long,
+    per_group_table,
+    textbook_metrics,
+)
 
 REFERENCE = Path("/work/shared/reference/fairfd_xception.json")
 if not REFERENCE.is_file():
-    REFERENCE = Path(__file__).resolve().parents[1] / "shared" / "reference" / "fairfd_xception.json"
+    REFERENCE = (
+        Path(__file__).resolve().parents[1] / "shared" / "reference" / "fairfd_xception.json"
+    )
 ROWS = ["real", "faceswap", "simswap", "fastreen", "dualreen", "maskgan"]
 
 
@@ -40,17 +58,30 @@ def frame_from_matrix(A: pd.DataFrame, per_cell: int = 10000, subjects_per_group
             n_correct = int(round(A.loc[method, group] * per_cell))
             correct = np.arange(per_cell) < n_correct
             predicted_fake = correct == (label == 1)
-            parts.append(pd.DataFrame({
-                "label": label, "method": method, "group": group,
-                "subject_id": [f"{group}-{i % subjects_per_group}" for i in range(per_cell)],
-                "score": np.where(predicted_fake, 0.8, 0.2).astype(np.float32)}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "label": label,
+                        "method": method,
+                        "group": group,
+                        "subject_id": [
+                            f"{group}-{i % subjects_per_group}" for i in range(per_cell)
+                        ],
+                        "score": np.where(predicted_fake, 0.8, 0.2).astype(np.float32),
+                    }
+                )
+            )
     frame = pd.concat(parts, ignore_index=True)
     frame.insert(0, "sample_id", [f"s{i}" for i in range(len(frame))])
     return frame
 
 
-def random_predictions(seed: int, n: int = 4000, groups=("g1", "g2", "g3", "g4"),
-                       methods=("real", "faceswap", "simswap")):
+def random_predictions(
+    seed: int,
+    n: int = 4000,
+    groups=("g1", "g2", "g3", "g4"),
+    methods=("real", "faceswap", "simswap"),
+):
     rng = np.random.default_rng(seed)
     group = rng.choice(groups, size=n)
     method = rng.choice(methods, size=n, p=[0.4] + [0.6 / (len(methods) - 1)] * (len(methods) - 1))
@@ -58,12 +89,20 @@ def random_predictions(seed: int, n: int = 4000, groups=("g1", "g2", "g3", "g4")
     shift = {g: 0.3 * i for i, g in enumerate(groups)}
     logits = (2 * label - 1) * 1.0 + np.array([shift[g] for g in group]) + rng.normal(0, 1.2, n)
     score = np.round(1 / (1 + np.exp(-logits)), 3)  # rounded: ties and exact 0.5 scores occur
-    return pd.DataFrame({"sample_id": np.arange(n).astype(str), "label": label, "method": method,
-                         "group": group, "subject_id": [f"{g}-{i % 40}" for i, g in enumerate(group)],
-                         "score": score})
+    return pd.DataFrame(
+        {
+            "sample_id": np.arange(n).astype(str),
+            "label": label,
+            "method": method,
+            "group": group,
+            "subject_id": [f"{g}-{i % 40}" for i, g in enumerate(group)],
+            "score": score,
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- FairFD matrix
+
 
 def test_table3_reproduced_with_one_plus_acc(ref, ref_matrix):
     got = fairfd_metrics(ref_matrix, ur_denominator="one_plus_acc")
@@ -121,21 +160,30 @@ def test_per_group_table_matches_table1(ref, ref_matrix):
 
 # ----------------------------------------------------------------------------- the frame path
 
+
 @pytest.fixture(scope="module")
 def ref_frame(ref_matrix):
     return frame_from_matrix(ref_matrix)
 
 
 def test_accuracy_matrix_of_built_frame(ref_frame, ref_matrix):
-    got = accuracy_matrix(ref_frame["label"], ref_frame["method"], ref_frame["group"],
-                          ref_frame["score"])
+    got = accuracy_matrix(
+        ref_frame["label"], ref_frame["method"], ref_frame["group"], ref_frame["score"]
+    )
     assert list(got.index) == ["real", "dualreen", "faceswap", "fastreen", "maskgan", "simswap"]
     assert list(got.columns) == sorted(ref_matrix.columns)
     expected = (ref_matrix * 10000).round() / 10000
-    pd.testing.assert_frame_equal(got.loc[ROWS, list(ref_matrix.columns)], expected,
-                                  check_names=False, atol=1e-12, rtol=0)
-    ordered = accuracy_matrix(ref_frame["label"], ref_frame["method"], ref_frame["group"],
-                              ref_frame["score"], approaches=ROWS, groups=list(ref_matrix.columns))
+    pd.testing.assert_frame_equal(
+        got.loc[ROWS, list(ref_matrix.columns)], expected, check_names=False, atol=1e-12, rtol=0
+    )
+    ordered = accuracy_matrix(
+        ref_frame["label"],
+        ref_frame["method"],
+        ref_frame["group"],
+        ref_frame["score"],
+        approaches=ROWS,
+        groups=list(ref_matrix.columns),
+    )
     assert list(ordered.index) == ROWS and list(ordered.columns) == list(ref_matrix.columns)
 
 
@@ -193,6 +241,7 @@ def test_empty_cell_gives_nan_not_crash():
 
 # ----------------------------------------------------------------------------- textbook metrics
 
+
 @pytest.mark.parametrize("seed,groups", [(1, ("g1", "g2", "g3")), (2, ("g1", "g2", "g3", "g4"))])
 def test_textbook_metrics_match_fairlearn(seed, groups):
     df = random_predictions(seed, groups=groups)
@@ -200,21 +249,36 @@ def test_textbook_metrics_match_fairlearn(seed, groups):
     pred = (s > 0.5).astype(int)
     ours = textbook_metrics(y, s, g)
     assert ours["DPD"] == pytest.approx(
-        demographic_parity_difference(y, pred, sensitive_features=g), abs=1e-9)
+        demographic_parity_difference(y, pred, sensitive_features=g), abs=1e-9
+    )
     assert ours["DEOdds"] == pytest.approx(
-        equalized_odds_difference(y, pred, sensitive_features=g, agg="mean"), abs=1e-9)
-    frame = MetricFrame(metrics={"PR": selection_rate, "TPR": true_positive_rate,
-                                 "FPR": false_positive_rate, "TNR": true_negative_rate,
-                                 "FNR": false_negative_rate, "Acc": accuracy_score},
-                        y_true=y, y_pred=pred, sensitive_features=g)
+        equalized_odds_difference(y, pred, sensitive_features=g, agg="mean"), abs=1e-9
+    )
+    frame = MetricFrame(
+        metrics={
+            "PR": selection_rate,
+            "TPR": true_positive_rate,
+            "FPR": false_positive_rate,
+            "TNR": true_negative_rate,
+            "FNR": false_negative_rate,
+            "Acc": accuracy_score,
+        },
+        y_true=y,
+        y_pred=pred,
+        sensitive_features=g,
+    )
     by_group = frame.by_group
     assert ours["DEO"] == pytest.approx(by_group["TPR"].max() - by_group["TPR"].min(), abs=1e-9)
     assert ours["STD"] == pytest.approx(np.std(by_group["Acc"].to_numpy()), abs=1e-9)
     assert ours["AccGap"] == pytest.approx(frame.difference()["Acc"], abs=1e-9)
     rates = group_rates(y, s, g)
     for col in ["PR", "TPR", "FPR", "TNR", "FNR", "Acc"]:
-        np.testing.assert_allclose(rates[col].to_numpy(), by_group.loc[rates.index, col].to_numpy(),
-                                   atol=1e-12, err_msg=col)
+        np.testing.assert_allclose(
+            rates[col].to_numpy(),
+            by_group.loc[rates.index, col].to_numpy(),
+            atol=1e-12,
+            err_msg=col,
+        )
     aucs = [roc_auc_score(y[g == name], s[g == name]) for name in rates.index]
     np.testing.assert_allclose(rates["AUC"], aucs, atol=1e-12)
     assert ours["AUCGap"] == pytest.approx(max(aucs) - min(aucs), abs=1e-12)
@@ -228,7 +292,9 @@ def test_report_pooled_metrics_equal_sample_level_path():
     direct = textbook_metrics(df["label"], df["score"], df["group"])
     for key, value in direct.items():
         assert report[f"pooled_{key}"] == pytest.approx(value, abs=1e-12), key
-    assert report["ACC"] == pytest.approx(np.mean((df["score"] > 0.5) == (df["label"] == 1)), abs=1e-12)
+    assert report["ACC"] == pytest.approx(
+        np.mean((df["score"] > 0.5) == (df["label"] == 1)), abs=1e-12
+    )
     assert report["AUC"] == pytest.approx(roc_auc_score(df["label"], df["score"]), abs=1e-12)
     one_group = textbook_metrics([0, 1, 1], [0.2, 0.7, 0.9], ["a", "a", "b"])
     assert np.isnan(one_group["AUCGap"]) and np.isnan(one_group["DEOdds"])
@@ -258,6 +324,7 @@ def test_fairness_table_and_per_group_long():
 
 # ----------------------------------------------------------------------------- thresholds
 
+
 def _brute_force_best_accuracy(y, s):
     candidates = np.r_[np.unique(s), np.unique(s) - 1e-9, np.linspace(-0.01, 1.01, 103)]
     return max(np.mean((s > t) == (y == 1)) for t in candidates)
@@ -270,7 +337,9 @@ def test_group_thresholds_maximise_validation_accuracy():
     for group, t in fitted.items():
         part = val[val["group"] == group]
         y, s = part["label"].to_numpy(), part["score"].to_numpy()
-        assert np.mean((s > t) == (y == 1)) == pytest.approx(_brute_force_best_accuracy(y, s), abs=1e-12)
+        assert np.mean((s > t) == (y == 1)) == pytest.approx(
+            _brute_force_best_accuracy(y, s), abs=1e-12
+        )
     # groups are shifted by 0.3 logits each, so the best thresholds increase with the shift
     assert fitted["g4"] > fitted["g1"]
     pred = apply_group_thresholds(val["score"], val["group"], fitted)

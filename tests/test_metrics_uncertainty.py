@@ -2,26 +2,52 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairforge.metrics import (accuracy_matrix, bootstrap_intervals, bootstrap_replicates,
-                               bootstrap_table, fairfd_metrics, fairness_report,
-                               permutation_pvalue, permutation_pvalues, stats_from_frame,
-                               subject_resample_indices, textbook_metrics)
+from fairforge.metrics import (
+    accuracy_matrix,
+    bootstrap_intervals,
+    bootstrap_replicates,
+    bootstrap_table,
+    fairfd_metrics,
+    fairness_report,
+    permutation_pvalue,
+    permutation_pvalues,
+    stats_from_frame,
+    subject_resample_indices,
+    textbook_metrics,
+)
 from fairforge.metrics.uncertainty import counts_from_indices, point_estimates
 
 METHODS = ("real", "faceswap", "simswap")
-GAPS = ("DPD", "DEOdds", "AADPD", "AADEOdds", "AASTD", "URDPD_one_plus_acc", "pooled_DPD",
-        "pooled_DEOdds", "pooled_STD")
+GAPS = (
+    "DPD",
+    "DEOdds",
+    "AADPD",
+    "AADEOdds",
+    "AASTD",
+    "URDPD_one_plus_acc",
+    "pooled_DPD",
+    "pooled_DEOdds",
+    "pooled_STD",
+)
 
 
-def subject_predictions(seed: int, subjects_per_group: int, group_accuracy=(0.7, 0.8, 0.75, 0.85),
-                        per_cell: int | tuple[int, int] = 20, subject_sd: float = 0.1):
+def subject_predictions(
+    seed: int,
+    subjects_per_group: int,
+    group_accuracy=(0.7, 0.8, 0.75, 0.85),
+    per_cell: int | tuple[int, int] = 20,
+    subject_sd: float = 0.1,
+):
     """Predictions whose correctness depends on the subject (random effect) and its group."""
     rng = np.random.default_rng(seed)
     n_groups = len(group_accuracy)
     n_subjects = n_groups * subjects_per_group
     subject_group = np.repeat(np.arange(n_groups), subjects_per_group)
-    p_subject = np.clip(np.asarray(group_accuracy)[subject_group]
-                        + rng.normal(0, subject_sd, n_subjects), 0.02, 0.98)
+    p_subject = np.clip(
+        np.asarray(group_accuracy)[subject_group] + rng.normal(0, subject_sd, n_subjects),
+        0.02,
+        0.98,
+    )
     low, high = (per_cell, per_cell + 1) if isinstance(per_cell, int) else per_cell
     counts = rng.integers(low, high, size=(n_subjects, len(METHODS)))
     subject = np.repeat(np.repeat(np.arange(n_subjects), len(METHODS)), counts.ravel())
@@ -29,11 +55,19 @@ def subject_predictions(seed: int, subjects_per_group: int, group_accuracy=(0.7,
     label = (method > 0).astype(int)
     correct = rng.random(subject.size) < p_subject[subject]
     predicted_fake = correct == (label == 1)
-    score = np.where(predicted_fake, 0.5 + 0.5 * rng.random(subject.size), 0.5 * rng.random(subject.size))
-    return pd.DataFrame({"sample_id": np.arange(subject.size).astype(str), "label": label,
-                         "method": np.asarray(METHODS)[method],
-                         "group": np.array([f"g{i}" for i in range(n_groups)])[subject_group[subject]],
-                         "subject_id": np.char.add("s", subject.astype(str)), "score": score})
+    score = np.where(
+        predicted_fake, 0.5 + 0.5 * rng.random(subject.size), 0.5 * rng.random(subject.size)
+    )
+    return pd.DataFrame(
+        {
+            "sample_id": np.arange(subject.size).astype(str),
+            "label": label,
+            "method": np.asarray(METHODS)[method],
+            "group": np.array([f"g{i}" for i in range(n_groups)])[subject_group[subject]],
+            "subject_id": np.char.add("s", subject.astype(str)),
+            "score": score,
+        }
+    )
 
 
 def test_point_estimates_equal_fairness_report():
@@ -60,8 +94,14 @@ def test_vectorised_bootstrap_equals_naive_loop():
     rows_of = {s: part for s, part in df.groupby("subject_id")}
     for b in range(len(idx)):
         sample = pd.concat([rows_of[stats.subject_ids[i]] for i in idx[b]], ignore_index=True)
-        A = accuracy_matrix(sample["label"], sample["method"], sample["group"], sample["score"],
-                            approaches=stats.approaches, groups=stats.groups)
+        A = accuracy_matrix(
+            sample["label"],
+            sample["method"],
+            sample["group"],
+            sample["score"],
+            approaches=stats.approaches,
+            groups=stats.groups,
+        )
         for den in dens:
             naive = fairfd_metrics(A, ur_denominator=den)
             for key, value in naive.items():
@@ -70,7 +110,9 @@ def test_vectorised_bootstrap_equals_naive_loop():
         pooled = textbook_metrics(sample["label"], sample["score"], sample["group"])
         for key in ("DPD", "DEOdds", "DEO", "STD", "AccGap"):
             assert fast[f"pooled_{key}"][b] == pytest.approx(pooled[key], abs=1e-12), (b, key)
-        assert fast["ACC"][b] == pytest.approx(np.mean((sample["score"] > 0.5) == (sample["label"] == 1)))
+        assert fast["ACC"][b] == pytest.approx(
+            np.mean((sample["score"] > 0.5) == (sample["label"] == 1))
+        )
 
 
 def test_counts_from_indices():
@@ -84,7 +126,9 @@ def test_intervals_contain_estimate_and_shrink_with_more_subjects():
         table = bootstrap_intervals(subject_predictions(2, n_subjects), n_boot=300, seed=0)
         assert (table["n_valid"] == 300).all()
         sub = table.loc[list(GAPS)]
-        assert (sub["ci_low"] <= sub["estimate"]).all() and (sub["estimate"] <= sub["ci_high"]).all()
+        assert (sub["ci_low"] <= sub["estimate"]).all() and (
+            sub["estimate"] <= sub["ci_high"]
+        ).all()
         widths[n_subjects] = sub["ci_high"] - sub["ci_low"]
     # 16 times the subjects: about a quarter of the width
     assert (widths[480] < 0.5 * widths[30]).all(), pd.DataFrame(widths)
@@ -104,8 +148,13 @@ def test_bootstrap_is_seeded():
 
 
 def test_bootstrap_table_per_detector():
-    df = pd.concat([subject_predictions(4, 8).assign(detector="a"),
-                    subject_predictions(5, 8).assign(detector="b")], ignore_index=True)
+    df = pd.concat(
+        [
+            subject_predictions(4, 8).assign(detector="a"),
+            subject_predictions(5, 8).assign(detector="b"),
+        ],
+        ignore_index=True,
+    )
     table = bootstrap_table(df, by="detector", n_boot=50)
     assert list(table.columns[:2]) == ["detector", "metric"]
     assert set(table["detector"]) == {"a", "b"}
@@ -132,21 +181,35 @@ def test_group_reassignment_counts_match_recomputation():
     correct, total = stats.cell_counts_for_assignment(shuffled[None, :])
     new_group = dict(zip(stats.subject_ids, np.asarray(stats.groups)[shuffled]))
     moved = df.assign(group=df["subject_id"].map(new_group))
-    A = accuracy_matrix(moved["label"], moved["method"], moved["group"], moved["score"],
-                        approaches=stats.approaches, groups=stats.groups)
+    A = accuracy_matrix(
+        moved["label"],
+        moved["method"],
+        moved["group"],
+        moved["score"],
+        approaches=stats.approaches,
+        groups=stats.groups,
+    )
     np.testing.assert_allclose(correct[0] / total[0], A.to_numpy())
 
 
 def test_permutation_pvalues_under_null_and_alternative():
-    null = [permutation_pvalue(subject_predictions(100 + i, 10, group_accuracy=(0.75,) * 4, per_cell=5),
-                               metric="AADPD", n_perm=199, seed=i) for i in range(40)]
+    null = [
+        permutation_pvalue(
+            subject_predictions(100 + i, 10, group_accuracy=(0.75,) * 4, per_cell=5),
+            metric="AADPD",
+            n_perm=199,
+            seed=i,
+        )
+        for i in range(40)
+    ]
     null = np.array(null)
     assert ((null > 0) & (null <= 1)).all()
     assert 0.3 < null.mean() < 0.7
     assert np.mean(null <= 0.1) <= 0.25
     assert np.mean(null >= 0.5) >= 0.25
-    strong = permutation_pvalues(subject_predictions(9, 10, group_accuracy=(0.5, 0.9, 0.7, 0.7),
-                                                     per_cell=5), n_perm=199)
+    strong = permutation_pvalues(
+        subject_predictions(9, 10, group_accuracy=(0.5, 0.9, 0.7, 0.7), per_cell=5), n_perm=199
+    )
     assert strong["DPD"] <= 0.01 and strong["pooled_STD"] <= 0.01
     assert "ACC" not in strong
     with pytest.raises(ValueError, match="unknown"):

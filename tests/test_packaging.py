@@ -4,6 +4,7 @@ The development checkout runs from ``src/`` next to every data file, so a file m
 the package data only shows once somebody installs a wheel. This test installs the package
 into a bare folder and runs it from there, away from the repository.
 """
+
 import os
 import shutil
 import subprocess
@@ -20,14 +21,28 @@ def test_plain_install_runs_cli_and_validates_config(repo_root, tmp_path):
     for name in PROJECT_FILES:
         source = repo_root / name
         if source.is_dir():
-            shutil.copytree(source, project / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            shutil.copytree(
+                source, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+            )
         else:
             shutil.copy2(source, project / name)
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--target", str(target), str(project)],
-                   check=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(project),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     shutil.rmtree(project)
 
     away = tmp_path / "elsewhere"
@@ -35,19 +50,24 @@ def test_plain_install_runs_cli_and_validates_config(repo_root, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(target)}
 
     def run(*args: str) -> str:
-        done = subprocess.run([sys.executable, *args], cwd=away, env=env, text=True,
-                              capture_output=True)
+        done = subprocess.run(
+            [sys.executable, *args], cwd=away, env=env, text=True, capture_output=True
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
     assert run("-m", "fairforge", "--help").strip()
-    checked = run("-c", (
-        "import fairforge, yaml\n"
-        "from fairforge.config import validate_config\n"
-        f"config = yaml.safe_load(open({str(repo_root / 'config.yaml')!r}))\n"
-        "validate_config(config)\n"
-        "print(fairforge.__file__)\n"
-        "print(config['training']['batch_size'])\n"))
+    checked = run(
+        "-c",
+        (
+            "import fairforge, yaml\n"
+            "from fairforge.config import validate_config\n"
+            f"config = yaml.safe_load(open({str(repo_root / 'config.yaml')!r}))\n"
+            "validate_config(config)\n"
+            "print(fairforge.__file__)\n"
+            "print(config['training']['batch_size'])\n"
+        ),
+    )
     imported_from, batch_size = checked.split()
     assert imported_from.startswith(str(target))
     assert int(batch_size) > 0

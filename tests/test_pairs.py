@@ -12,9 +12,16 @@ def _faces(groups: dict[str, tuple[int, int]], bad: tuple[str, ...] = ()) -> pd.
         for s in range(n_subj):
             for i in range(n_img):
                 image_id = f"{g}_s{s}_i{i}"
-                rows.append({"image_id": image_id, "subject_id": f"{g}_s{s}", "group": g,
-                             "split": "test", "ok": image_id not in bad,
-                             "reason": "no face detected" if image_id in bad else ""})
+                rows.append(
+                    {
+                        "image_id": image_id,
+                        "subject_id": f"{g}_s{s}",
+                        "group": g,
+                        "split": "test",
+                        "ok": image_id not in bad,
+                        "reason": "no face detected" if image_id in bad else "",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -73,6 +80,7 @@ def test_seed_changes_the_pairing():
     def mapping(seed):
         p = make_pairs(FACES, seed=seed)
         return tuple(p[p.ok].groupby("source_subject")["target_subject"].first())
+
     assert len({mapping(s) for s in range(6)}) > 1
 
 
@@ -84,8 +92,18 @@ def test_target_images_drawn_per_image():
 
 
 def test_new_images_do_not_move_other_pairs(pairs):
-    extra = pd.DataFrame([{"image_id": "A_s1_i9", "subject_id": "A_s1", "group": "A",
-                           "split": "test", "ok": True, "reason": ""}])
+    extra = pd.DataFrame(
+        [
+            {
+                "image_id": "A_s1_i9",
+                "subject_id": "A_s1",
+                "group": "A",
+                "split": "test",
+                "ok": True,
+                "reason": "",
+            }
+        ]
+    )
     grown = make_pairs(pd.concat([FACES, extra], ignore_index=True), seed=7)
     # Target subjects stay; draws for images whose target subject gained no image stay.
     target_of_a_s1 = pairs.loc[pairs.source_subject == "A_s1", "target_subject"].iloc[0]

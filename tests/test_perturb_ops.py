@@ -1,4 +1,5 @@
 """Image operations: contracts, determinism, severity ordering, errors, learned-op loading."""
+
 from __future__ import annotations
 
 import math
@@ -9,12 +10,30 @@ import pytest
 import torch
 
 from fairforge.perturb import (
-    DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, InvalidImage, InvalidLevel, OperationUnavailable,
-    PerturbationError, VideoOnlyOperation, apply_variant, available,
-    create_op, get_op_class, list_ops, parse_variant, unavailable_reason, variants_of)
+    DEFAULT_SUITE,
+    DF_SUITE,
+    DISTANCE_SUITE,
+    InvalidImage,
+    InvalidLevel,
+    OperationUnavailable,
+    PerturbationError,
+    VideoOnlyOperation,
+    apply_variant,
+    available,
+    create_op,
+    get_op_class,
+    list_ops,
+    parse_variant,
+    unavailable_reason,
+    variants_of,
+)
 from fairforge.perturb.deeperforensics import BLOCK_GREY, block_side
 from fairforge.perturb.learned_ops import (
-    FactorizedPriorCodec, codec_from_compressai, compressai_state_dict, run_codec)
+    FactorizedPriorCodec,
+    codec_from_compressai,
+    compressai_state_dict,
+    run_codec,
+)
 from fairforge.perturb.ops import encode_jpeg, gaussian_blur, jpeg_roundtrip
 from fairforge.registry import UnknownName
 from fairforge.seeding import rng_for
@@ -22,7 +41,7 @@ from fairforge.seeding import rng_for
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
+    return math.inf if mse == 0 else 10 * math.log10(255.0**2 / mse)
 
 
 def face_like(height: int = 64, width: int = 80, seed: int = 0) -> np.ndarray:
@@ -38,8 +57,9 @@ def face_like(height: int = 64, width: int = 80, seed: int = 0) -> np.ndarray:
 
 
 IMG = face_like()
-IMAGE_VARIANTS = [v for v in DEFAULT_SUITE + DF_SUITE + DISTANCE_SUITE
-                  if not v.startswith("learned_compression")]
+IMAGE_VARIANTS = [
+    v for v in DEFAULT_SUITE + DF_SUITE + DISTANCE_SUITE if not v.startswith("learned_compression")
+]
 
 
 @pytest.mark.parametrize("variant", IMAGE_VARIANTS)
@@ -51,9 +71,17 @@ def test_variant_keeps_contract_and_is_deterministic(variant):
     np.testing.assert_array_equal(out, apply_variant(IMG, variant, "sample-1"))
 
 
-@pytest.mark.parametrize("variant", ["gaussian_noise@2", "poisson_gaussian_noise@2",
-                                     "df_noise@1", "df_block@3", "far@2",
-                                     "jpeg+gaussian_noise@1"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "gaussian_noise@2",
+        "poisson_gaussian_noise@2",
+        "df_noise@1",
+        "df_block@3",
+        "far@2",
+        "jpeg+gaussian_noise@1",
+    ],
+)
 def test_random_ops_are_seeded_by_sample_and_variant(variant):
     a = apply_variant(IMG, variant, "sample-1")
     b = apply_variant(IMG, variant, "sample-2")
@@ -66,10 +94,24 @@ def test_clean_returns_the_image():
     assert apply_variant(IMG, "clean", "s") is IMG
 
 
-SEVERITY_OPS = ["gaussian_noise", "poisson_gaussian_noise", "resize", "jpeg", "gaussian_blur",
-                "denoise", "jpeg+gaussian_noise", "blur+jpeg", "resize+noise+jpeg",
-                "df_saturation", "df_contrast", "df_block", "df_noise", "df_blur",
-                "df_pixelate", "far"]
+SEVERITY_OPS = [
+    "gaussian_noise",
+    "poisson_gaussian_noise",
+    "resize",
+    "jpeg",
+    "gaussian_blur",
+    "denoise",
+    "jpeg+gaussian_noise",
+    "blur+jpeg",
+    "resize+noise+jpeg",
+    "df_saturation",
+    "df_contrast",
+    "df_block",
+    "df_noise",
+    "df_blur",
+    "df_pixelate",
+    "far",
+]
 
 
 # 120 px: every df_pixelate factor (2..6) divides it, so no factor gets a lucky grid.
@@ -153,8 +195,9 @@ def test_df_block_scales_block_side_with_image_size():
 
 
 def test_combination_applies_each_part_at_the_same_level():
-    np.testing.assert_array_equal(apply_variant(IMG, "blur+jpeg@3", "s"),
-                                  jpeg_roundtrip(gaussian_blur(IMG, 7), 60))
+    np.testing.assert_array_equal(
+        apply_variant(IMG, "blur+jpeg@3", "s"), jpeg_roundtrip(gaussian_blur(IMG, 7), 60)
+    )
 
 
 def test_denoise_nlm_removes_noise():
@@ -221,6 +264,7 @@ def test_clear_errors():
 
 # --- learned ops ----------------------------------------------------------------------------
 
+
 def test_learned_compression_unavailable_names_the_expected_path(tmp_path):
     expected = "weights/compressai/bmshj2018-factorized-q3.pth.tar"
     assert not available("learned_compression@3")
@@ -229,8 +273,9 @@ def test_learned_compression_unavailable_names_the_expected_path(tmp_path):
         create_op("learned_compression", 3)
     assert str(info.value.path) == expected
     pattern = str(tmp_path / "bmshj-{quality}.pth")
-    reason = unavailable_reason("learned_compression@5",
-                                {"learned_compression": {"weights": pattern}})
+    reason = unavailable_reason(
+        "learned_compression@5", {"learned_compression": {"weights": pattern}}
+    )
     assert str(tmp_path / "bmshj-5.pth") in reason
 
 
@@ -261,10 +306,14 @@ def test_learned_compression_runs_from_compressai_state_dict(tmp_path):
 def _dncnn_state(zero_last: bool) -> dict[str, torch.Tensor]:
     # KAIR layout: conv, ReLU, conv, BN, ReLU, conv (indices 1 and 4 are the ReLUs).
     torch.manual_seed(1)
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
-                              torch.nn.Conv2d(8, 8, 3, padding=1, bias=False),
-                              torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-                              torch.nn.Conv2d(8, 3, 3, padding=1))
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 3, 3, padding=1),
+    )
     if zero_last:
         torch.nn.init.zeros_(net[5].weight)
         torch.nn.init.zeros_(net[5].bias)
@@ -273,12 +322,14 @@ def _dncnn_state(zero_last: bool) -> dict[str, torch.Tensor]:
 
 def test_denoise_dncnn_mode(tmp_path):
     assert "weights/dncnn/dncnn_color_blind.pth" in unavailable_reason(
-        "denoise@2", {"denoise": {"mode": "dncnn"}})
+        "denoise@2", {"denoise": {"mode": "dncnn"}}
+    )
     torch.save(_dncnn_state(zero_last=True), tmp_path / "identity.pth")
     torch.save(_dncnn_state(zero_last=False), tmp_path / "random.pth")
     # A net that predicts zero noise must give back the input exactly.
-    identity = apply_variant(IMG, "denoise@3", "s",
-                             {"denoise": {"weights": tmp_path / "identity.pth"}})
+    identity = apply_variant(
+        IMG, "denoise@3", "s", {"denoise": {"weights": tmp_path / "identity.pth"}}
+    )
     np.testing.assert_array_equal(identity, IMG)
     options = {"denoise": {"weights": str(tmp_path / "random.pth")}}
     one, two = (apply_variant(IMG, f"denoise@{k}", "s", options) for k in (1, 2))

@@ -1,5 +1,6 @@
 """The plan of a large dataset: jobs grow with shards, methods, detectors and variants,
 never with images; and `snakemake --lint` is clean."""
+
 import importlib.util
 import subprocess
 import sys
@@ -22,22 +23,29 @@ SHARD_SIZE = 500
 
 @pytest.fixture(scope="module")
 def plan_10k(tmp_path_factory):
-    workdir = bench_plan.write_plan_workdir(tmp_path_factory.mktemp("plan_10k"), N_IMAGES,
-                                            shard_size=SHARD_SIZE)
+    workdir = bench_plan.write_plan_workdir(
+        tmp_path_factory.mktemp("plan_10k"), N_IMAGES, shard_size=SHARD_SIZE
+    )
     _, counts, _ = bench_plan.dry_run(workdir)
     return counts
 
 
 def test_job_count_follows_shards_methods_detectors(plan_10k):
-    repeated = bench_plan.repeated_jobs(N_IMAGES, SHARD_SIZE, len(bench_plan.METHODS),
-                                        len(bench_plan.DETECTORS), len(bench_plan.VARIANTS))
+    repeated = bench_plan.repeated_jobs(
+        N_IMAGES,
+        SHARD_SIZE,
+        len(bench_plan.METHODS),
+        len(bench_plan.DETECTORS),
+        len(bench_plan.VARIANTS),
+    )
     assert {rule: plan_10k.get(rule) for rule in repeated} == repeated
     assert repeated["forgery_shard"] == 20 * 5  # shards x methods
     assert repeated["predict"] == 3 * 3 * 2  # detectors x variants x prediction shards
     single = bench_plan.single_jobs(plan_10k, repeated)
     repeating = {rule: n for rule, n in single.items() if n != 1}
-    assert not repeating, (f"rules {repeating} repeat: add them to "
-                           "benchmarks/bench_plan.repeated_jobs")
+    assert not repeating, (
+        f"rules {repeating} repeat: add them to benchmarks/bench_plan.repeated_jobs"
+    )
     assert plan_10k["total"] == sum(repeated.values()) + len(single)
 
 
@@ -57,7 +65,12 @@ def test_placeholder_csv_is_counted_like_a_dataset(tmp_path):
 
 
 def test_lint_is_clean():
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "Congratulations" in out, out[-4000:]

@@ -1,4 +1,5 @@
 """The report builds from a small results tree written the way the report rules write it."""
+
 import base64
 import html
 import re
@@ -9,70 +10,160 @@ import pytest
 
 from fairforge.images import write_image
 from fairforge.report import build_report, figures, report_inputs
-from fairforge.tables import (balanced_table, balanced_twins, detection_table, detectors_frame,
-                              fairness_outputs, fairness_under_perturbation, generalization_table,
-                              grayscale_table, pvalue_table, robustness_table, thresholds_table,
-                              twins_from_frame)
+from fairforge.tables import (
+    balanced_table,
+    balanced_twins,
+    detection_table,
+    detectors_frame,
+    fairness_outputs,
+    fairness_under_perturbation,
+    generalization_table,
+    grayscale_table,
+    pvalue_table,
+    robustness_table,
+    thresholds_table,
+    twins_from_frame,
+)
 
 GROUPS = ("tone1", "tone2", "tone3", "tone4")
 EVEN, MILD, UNEVEN = (1.0, 1.0, 1.0, 1.0), (0.95, 1.0, 1.0, 0.85), (0.98, 0.9, 0.5, 0.4)
 # accuracy per group of each detector under each variant: under jpeg@60 the ranking flips
-ACCURACY = {("fair", "clean"): EVEN, ("fair", "jpeg@60"): UNEVEN, ("fair", "grayscale@1"): EVEN,
-            ("fair_sd", "clean"): MILD, ("fair_sd", "jpeg@60"): MILD,
-            ("fair_sd", "grayscale@1"): MILD,
-            ("biased", "clean"): UNEVEN, ("biased", "jpeg@60"): EVEN,
-            ("biased", "grayscale@1"): UNEVEN}
-BASE = {"arch": "meso4", "model": {}, "input_size": 64, "train_methods": ["faceswap"],
-        "augment": "none", "balanced": False, "epochs": 1, "lr": 2e-4, "seed": 0,
-        "train_dataset": "synthetic"}
-SETTINGS = {"fair": BASE, "fair_sd": {**BASE, "augment": "sdaug"},
-            "biased": {**BASE, "balanced": True}}
-CONFIG = {"datasets": {"synthetic": {"adapter": "synthetic", "group_by": ["tone"]}},
-          "variants": ["clean", "jpeg@60", "grayscale@1", "learned_compression@2"],
-          "metrics": {"threshold": 0.5, "ur_denominator": "acc", "bootstrap": 40,
-                      "evaluation_split": "test"},
-          "ranking": {"enabled": True, "dataset": "synthetic"}}
+ACCURACY = {
+    ("fair", "clean"): EVEN,
+    ("fair", "jpeg@60"): UNEVEN,
+    ("fair", "grayscale@1"): EVEN,
+    ("fair_sd", "clean"): MILD,
+    ("fair_sd", "jpeg@60"): MILD,
+    ("fair_sd", "grayscale@1"): MILD,
+    ("biased", "clean"): UNEVEN,
+    ("biased", "jpeg@60"): EVEN,
+    ("biased", "grayscale@1"): UNEVEN,
+}
+BASE = {
+    "arch": "meso4",
+    "model": {},
+    "input_size": 64,
+    "train_methods": ["faceswap"],
+    "augment": "none",
+    "balanced": False,
+    "epochs": 1,
+    "lr": 2e-4,
+    "seed": 0,
+    "train_dataset": "synthetic",
+}
+SETTINGS = {
+    "fair": BASE,
+    "fair_sd": {**BASE, "augment": "sdaug"},
+    "biased": {**BASE, "balanced": True},
+}
+CONFIG = {
+    "datasets": {"synthetic": {"adapter": "synthetic", "group_by": ["tone"]}},
+    "variants": ["clean", "jpeg@60", "grayscale@1", "learned_compression@2"],
+    "metrics": {
+        "threshold": 0.5,
+        "ur_denominator": "acc",
+        "bootstrap": 40,
+        "evaluation_split": "test",
+    },
+    "ranking": {"enabled": True, "dataset": "synthetic"},
+}
 NO_RANKING = {**CONFIG, "ranking": {"enabled": False}}
 # false-positive exposure per group of each encoder x setting: who the verdict must name
-FP_EXPOSURE = {("dlib_resnet", "reidentification"): (0.30, 0.40, 0.20, 0.10),
-               ("dlib_resnet", "identification"): (0.25, 0.25, 0.20, 0.30),
-               ("facenet", "reidentification"): (0.10, 0.20, 0.30, 0.40),
-               ("facenet", "identification"): (0.40, 0.20, 0.20, 0.20)}
+FP_EXPOSURE = {
+    ("dlib_resnet", "reidentification"): (0.30, 0.40, 0.20, 0.10),
+    ("dlib_resnet", "identification"): (0.25, 0.25, 0.20, 0.30),
+    ("facenet", "reidentification"): (0.10, 0.20, 0.30, 0.40),
+    ("facenet", "identification"): (0.40, 0.20, 0.20, 0.20),
+}
 
 
 def efficiency_rows():
     """Costs of the three trained detectors and a classical one with a note instead."""
     costs = {"biased": (1.0e5, 0.05, 2.0), "fair": (2.0e6, 0.8, 9.0), "fair_sd": (2.0e6, 0.8, 8.5)}
-    rows = [{"detector": d, "input_size": 64, "device": "cpu", "dtype": "fp32", "params": p,
-             "gflops": g, "latency_ms_bs1": lat, "images_per_s_bs1": 1e3 / lat,
-             "peak_mem_mb_bs1": 1.5, "latency_ms_bs32": lat / 4,
-             "images_per_s_bs32": 4e3 / lat, "peak_mem_mb_bs32": 12.0, "arch": "meso4"}
-            for d, (p, g, lat) in costs.items()]
-    rows.append({"detector": "headpose", "note": "classical detector: cost is dlib landmarks + SVM"})
+    rows = [
+        {
+            "detector": d,
+            "input_size": 64,
+            "device": "cpu",
+            "dtype": "fp32",
+            "params": p,
+            "gflops": g,
+            "latency_ms_bs1": lat,
+            "images_per_s_bs1": 1e3 / lat,
+            "peak_mem_mb_bs1": 1.5,
+            "latency_ms_bs32": lat / 4,
+            "images_per_s_bs32": 4e3 / lat,
+            "peak_mem_mb_bs32": 12.0,
+            "arch": "meso4",
+        }
+        for d, (p, g, lat) in costs.items()
+    ]
+    rows.append(
+        {"detector": "headpose", "note": "classical detector: cost is dlib landmarks + SVM"}
+    )
     return pd.DataFrame(rows)
 
 
 def exposure_tables():
     """The three ranking-study tables as ``fairforge.ranking.exposure_study`` writes them."""
-    base = {"distance": 3, "k": 5, "l": 4, "n_identities": 24, "n_probes": 24,
-            "n_gallery_images": 72}
+    base = {
+        "distance": 3,
+        "k": 5,
+        "l": 4,
+        "n_identities": 24,
+        "n_probes": 24,
+        "n_gallery_images": 72,
+    }
     summary, per_probe, ks = [], [], []
     for (encoder, setting), fp in FP_EXPOSURE.items():
         for convention, exposure in (("all", (0.25,) * 4), ("false_positive", fp)):
-            key = {"encoder": encoder, "setting": setting, "distance": 3, "k": 5, "l": 4,
-                   "convention": convention}
-            summary.append({**key, **base, "hit_ratio@1": 0.5, "hit_ratio@5": 0.8,
-                            "hit_ratio@10": 0.9,
-                            **{f"visibility_{g}": e for g, e in zip(GROUPS, exposure)},
-                            **{f"exposure_{g}": e for g, e in zip(GROUPS, exposure)},
-                            "disparate_visibility": 0.1, "disparate_exposure": 0.1})
-            per_probe += [{**key, "probe_group": p, "gallery_group": g, "n_probes": 6,
-                           "visibility": 0.7 if p == g else 0.1,
-                           "exposure": 0.61 if p == g else 0.13, "hit_ratio@1": 0.5}
-                          for p in GROUPS for g in GROUPS]
-            ks += [{**key, "group_a": a, "group_b": b, "n_a": 20, "n_b": 20,
-                    "statistic": 0.5, "pvalue": 0.01 if (a, b) == ("tone1", "tone2") else 0.6}
-                   for i, a in enumerate(GROUPS) for b in GROUPS[i + 1:]]
+            key = {
+                "encoder": encoder,
+                "setting": setting,
+                "distance": 3,
+                "k": 5,
+                "l": 4,
+                "convention": convention,
+            }
+            summary.append(
+                {
+                    **key,
+                    **base,
+                    "hit_ratio@1": 0.5,
+                    "hit_ratio@5": 0.8,
+                    "hit_ratio@10": 0.9,
+                    **{f"visibility_{g}": e for g, e in zip(GROUPS, exposure)},
+                    **{f"exposure_{g}": e for g, e in zip(GROUPS, exposure)},
+                    "disparate_visibility": 0.1,
+                    "disparate_exposure": 0.1,
+                }
+            )
+            per_probe += [
+                {
+                    **key,
+                    "probe_group": p,
+                    "gallery_group": g,
+                    "n_probes": 6,
+                    "visibility": 0.7 if p == g else 0.1,
+                    "exposure": 0.61 if p == g else 0.13,
+                    "hit_ratio@1": 0.5,
+                }
+                for p in GROUPS
+                for g in GROUPS
+            ]
+            ks += [
+                {
+                    **key,
+                    "group_a": a,
+                    "group_b": b,
+                    "n_a": 20,
+                    "n_b": 20,
+                    "statistic": 0.5,
+                    "pvalue": 0.01 if (a, b) == ("tone1", "tone2") else 0.6,
+                }
+                for i, a in enumerate(GROUPS)
+                for b in GROUPS[i + 1 :]
+            ]
     return pd.DataFrame(summary), pd.DataFrame(per_probe), pd.DataFrame(ks)
 
 
@@ -85,10 +176,21 @@ def predictions(detector, variant, split, seed):
                 correct = rng.random(5) < p
                 fake = correct == (label == 1)
                 score = np.where(fake, rng.uniform(0.55, 1, 5), rng.uniform(0, 0.45, 5))
-                rows += [{"sample_id": f"{method}_{g}_{s}_{k}", "dataset": "synthetic",
-                          "split": split, "label": label, "method": method, "group": g,
-                          "subject_id": f"{g}_{s}", "detector": detector, "variant": variant,
-                          "score": np.float32(score[k])} for k in range(5)]
+                rows += [
+                    {
+                        "sample_id": f"{method}_{g}_{s}_{k}",
+                        "dataset": "synthetic",
+                        "split": split,
+                        "label": label,
+                        "method": method,
+                        "group": g,
+                        "subject_id": f"{g}_{s}",
+                        "detector": detector,
+                        "variant": variant,
+                        "score": np.float32(score[k]),
+                    }
+                    for k in range(5)
+                ]
     return pd.DataFrame(rows)
 
 
@@ -98,16 +200,29 @@ def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "results"
     at = report_inputs(out, ["synthetic"], ["faceswap"])
     (out / "synthetic" / "forgeries").mkdir(parents=True)
-    preds = pd.concat([predictions(d, v, split, seed=i * 2 + (split == "val"))
-                       for i, (d, v) in enumerate(ACCURACY) for split in ("val", "test")],
-                      ignore_index=True)
+    preds = pd.concat(
+        [
+            predictions(d, v, split, seed=i * 2 + (split == "val"))
+            for i, (d, v) in enumerate(ACCURACY)
+            for split in ("val", "test")
+        ],
+        ignore_index=True,
+    )
     m = CONFIG["metrics"]
     clean = preds.loc[preds["variant"] == "clean"]
     test = clean.loc[clean["split"] == "test"]
-    for name, frame in fairness_outputs(test, ur_denominator=m["ur_denominator"],
-                                        bootstrap=m["bootstrap"]).items():
-        frame.to_csv(out / {"table": "fairness_table.csv", "per_group": "fairness_per_group.csv",
-                            "ci": "fairness_ci.csv"}[name], index=False)
+    for name, frame in fairness_outputs(
+        test, ur_denominator=m["ur_denominator"], bootstrap=m["bootstrap"]
+    ).items():
+        frame.to_csv(
+            out
+            / {
+                "table": "fairness_table.csv",
+                "per_group": "fairness_per_group.csv",
+                "ci": "fairness_ci.csv",
+            }[name],
+            index=False,
+        )
     detection = detection_table(preds)
     detection.to_csv(at["detection"], index=False)
     robustness = robustness_table(detection)
@@ -116,26 +231,46 @@ def results(tmp_path_factory):
     fup.to_csv(at["fairness_under_perturbation"], index=False)
     grayscale_table(fup).to_csv(at["grayscale"], index=False)
     pvalue_table(preds, n_perm=200, ur_denominator=m["ur_denominator"]).to_csv(
-        at["pvalues"], index=False)
+        at["pvalues"], index=False
+    )
     thresholds_table(preds, ur_denominator=m["ur_denominator"]).to_csv(
-        at["thresholds"], index=False)
+        at["thresholds"], index=False
+    )
     detectors = detectors_frame(SETTINGS)
     detectors.to_csv(at["detectors"], index=False)
     balanced_table(pd.read_csv(out / "fairness_table.csv"), balanced_twins(SETTINGS)).to_csv(
-        at["balanced"], index=False)
+        at["balanced"], index=False
+    )
     generalization_table(detection, SETTINGS).to_csv(at["generalization"], index=False)
     # 4 attempts per group; tone3 loses one and tone4 two (reasons kept)
     ok = [True] * 4 + [True] * 4 + [True, True, True, False] + [True, True, False, False]
     reasons = ["" if k else "face not usable: no face detected" for k in ok]
     reasons[-1] = "target has no face"
-    pd.DataFrame({"sample_id": [f"f{i}" for i in range(16)], "method": "faceswap",
-                  "backend": "classical", "group": np.repeat(GROUPS, 4), "ok": ok,
-                  "reason": reasons}).to_parquet(out / "synthetic" / "forgeries" / "faceswap.parquet")
-    pd.DataFrame({"group": [*GROUPS, "(all)"], "n": [20, 20, 20, 20, 80],
-                  "n_detected": [20, 19, 18, 20, 77], "rate": [1.0, 0.95, 0.9, 1.0, 77 / 80],
-                  "failures": ["{}", '{"no face detected": 1}', '{"no face detected": 2}', "{}",
-                               '{"no face detected": 3}']}).to_csv(
-        out / "synthetic" / "face_detection_rate.csv", index=False)
+    pd.DataFrame(
+        {
+            "sample_id": [f"f{i}" for i in range(16)],
+            "method": "faceswap",
+            "backend": "classical",
+            "group": np.repeat(GROUPS, 4),
+            "ok": ok,
+            "reason": reasons,
+        }
+    ).to_parquet(out / "synthetic" / "forgeries" / "faceswap.parquet")
+    pd.DataFrame(
+        {
+            "group": [*GROUPS, "(all)"],
+            "n": [20, 20, 20, 20, 80],
+            "n_detected": [20, 19, 18, 20, 77],
+            "rate": [1.0, 0.95, 0.9, 1.0, 77 / 80],
+            "failures": [
+                "{}",
+                '{"no face detected": 1}',
+                '{"no face detected": 2}',
+                "{}",
+                '{"no face detected": 3}',
+            ],
+        }
+    ).to_csv(out / "synthetic" / "face_detection_rate.csv", index=False)
     sheet = np.zeros((24, 36, 3), np.uint8)
     sheet[:, 12:24] = 200
     write_image(out / "figures" / "synthetic" / "forgery_examples.png", sheet)
@@ -147,15 +282,28 @@ def results(tmp_path_factory):
     per_probe.to_csv(at["exposure_per_probe_group"], index=False)
     ks.to_csv(at["exposure_ks"], index=False)
     write_image(at["exposure_figure"], sheet[::-1])
-    failures = pd.DataFrame([{"stage": stage, "group": g, "n": 20, "n_failed": k,
-                              "failure_rate": k / 20, "reasons": "", "dataset": "synthetic"}
-                             for stage in ("sources", "faces", "forgery:faceswap")
-                             for k, g in enumerate(GROUPS)])
+    failures = pd.DataFrame(
+        [
+            {
+                "stage": stage,
+                "group": g,
+                "n": 20,
+                "n_failed": k,
+                "failure_rate": k / 20,
+                "reasons": "",
+                "dataset": "synthetic",
+            }
+            for stage in ("sources", "faces", "forgery:faceswap")
+            for k, g in enumerate(GROUPS)
+        ]
+    )
     failures.to_csv(at["failures"], index=False)
-    figures.robustness_figure(robustness, at["robustness_figure"],
-                              twins=twins_from_frame(detectors, "sdaug"))
-    figures.fairness_heatmap(fup, at["fairness_heatmap"],
-                             figures.default_heatmap_metrics(m["ur_denominator"]))
+    figures.robustness_figure(
+        robustness, at["robustness_figure"], twins=twins_from_frame(detectors, "sdaug")
+    )
+    figures.fairness_heatmap(
+        fup, at["fairness_heatmap"], figures.default_heatmap_metrics(m["ur_denominator"])
+    )
     figures.score_distributions(preds, at["score_distributions"])
     figures.failure_figure(failures, at["failures_figure"])
     return out
@@ -172,33 +320,61 @@ def text_of(page: str) -> str:
 
 @pytest.fixture(scope="module")
 def page_without_ranking(results):
-    return build_report(report_inputs(results, ["synthetic"], ["faceswap"], ranking=False),
-                        NO_RANKING)
+    return build_report(
+        report_inputs(results, ["synthetic"], ["faceswap"], ranking=False), NO_RANKING
+    )
 
 
 def section(page: str, anchor: str) -> str:
     start = page.index(f'<section id="{anchor}">')
-    return text_of(page[start:page.index("</section>", start)])
+    return text_of(page[start : page.index("</section>", start)])
 
 
 def test_every_section_table_and_figure_is_in_the_report(page, results):
-    for anchor in ("verdict", "run", "detection", "fairness", "robustness", "fairness-perturbed",
-                   "thresholds", "grayscale", "balanced", "generalization", "efficiency",
-                   "exposure", "scores", "forgeries", "failures", "glossary"):
+    for anchor in (
+        "verdict",
+        "run",
+        "detection",
+        "fairness",
+        "robustness",
+        "fairness-perturbed",
+        "thresholds",
+        "grayscale",
+        "balanced",
+        "generalization",
+        "efficiency",
+        "exposure",
+        "scores",
+        "forgeries",
+        "failures",
+        "glossary",
+    ):
         assert f'<section id="{anchor}">' in page, anchor
         assert f'href="#{anchor}"' in page, anchor
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     # the five run figures, the one dataset's forgery sheet and the exposure figure
     assert len(images) == 5 + 2
     embedded = {base64.b64decode(i) for i in images}
-    for path in (results / "figures" / "synthetic" / "forgery_examples.png",
-                 results / "figures" / "exposure.png", results / "figures" / "efficiency.png"):
+    for path in (
+        results / "figures" / "synthetic" / "forgery_examples.png",
+        results / "figures" / "exposure.png",
+        results / "figures" / "efficiency.png",
+    ):
         assert path.read_bytes() in embedded, path.name
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
     text = text_of(page)
-    for marker in ("threshold[tone3]", "URDEOdds_acc", "overall robustness score",
-                   "grayscale@1", "jpeg@60", "balanced_twin_of", "fair_sd", "forgery:faceswap",
-                   "p=", "[95% CI"):
+    for marker in (
+        "threshold[tone3]",
+        "URDEOdds_acc",
+        "overall robustness score",
+        "grayscale@1",
+        "jpeg@60",
+        "balanced_twin_of",
+        "fair_sd",
+        "forgery:faceswap",
+        "p=",
+        "[95% CI",
+    ):
         assert marker in text, marker
     assert "0.150 (3/20)" in text  # failure rate of the fourth group
     assert "one dataset configured" in text
@@ -208,7 +384,7 @@ def test_run_facts_conventions_and_synthetic_warning(page):
     text = text_of(page)
     assert "groups are skin-tone bins of a synthetic renderer, not races" in text
     assert "classical" in text and "faceswap" in text
-    unavailable = text[text.index("Unavailable"):text.index("Conventions")]
+    unavailable = text[text.index("Unavailable") : text.index("Conventions")]
     assert "learned_compression@2" in unavailable and "weights" in unavailable
     assert "d_f = mean accuracy" in text  # ur_denominator: acc
     assert "40 subject-level bootstrap resamples" in text
@@ -240,13 +416,23 @@ def test_efficiency_section_has_costs_device_auc_and_the_classical_note(page, re
     text = section(page, "efficiency")
     assert "Measured on cpu (fp32)." in text
     assert "median time per image" in text and "warm-up" in text
-    for column in ("gflops", "params", "latency_ms_bs1", "latency_ms_bs32", "AUC clean (synthetic)"):
+    for column in (
+        "gflops",
+        "params",
+        "latency_ms_bs1",
+        "latency_ms_bs32",
+        "AUC clean (synthetic)",
+    ):
         assert column in text, column
     assert "classical detector: cost is dlib landmarks + SVM" in text
     detection = pd.read_csv(results / "detection_table.csv")
-    auc = detection.loc[(detection["detector"] == "biased") & (detection["variant"] == "clean")
-                        & (detection["unit"] == "frame"), "AUC"].iloc[0]
-    row = text[text.index("biased"):text.index("fair ")]
+    auc = detection.loc[
+        (detection["detector"] == "biased")
+        & (detection["variant"] == "clean")
+        & (detection["unit"] == "frame"),
+        "AUC",
+    ].iloc[0]
+    row = text[text.index("biased") : text.index("fair ")]
     assert f"{auc:.4g}" in row  # the clean AUC sits on the detector's own row
 
 
@@ -254,37 +440,51 @@ def test_exposure_section_tables_and_verdict(page):
     text = section(page, "exposure")
     assert "Dataset synthetic: 24 identities with 4 images each" in text
     assert "distance 3" in text and "k = 5" in text
-    for marker in ("hit_ratio@5", "disparate_visibility", "disparate_exposure",
-                   "exposure_tone4", "visibility of tone1", "exposure of tone4",
-                   "false_positive", "identification", "facenet"):
+    for marker in (
+        "hit_ratio@5",
+        "disparate_visibility",
+        "disparate_exposure",
+        "exposure_tone4",
+        "visibility of tone1",
+        "exposure of tone4",
+        "false_positive",
+        "identification",
+        "facenet",
+    ):
         assert marker in text, marker
     assert "visibility" in text and "log2(position + 1)" in text  # the caption explains
     # one p < 0.05 pair per encoder x setting x convention: 8 of 48
     assert "8 of 48 pairs differ at p < 0.05" in text
     verdict = section(page, "verdict")
-    assert ("Face ranking at distance 3, dlib_resnet: the group most exposed as a wrong "
-            "suspect (largest false-positive exposure) is tone2 in reidentification "
-            "(exposure 0.4; next tone1 0.3), tone4 in identification (exposure 0.3; "
-            "next tone1 0.25).") in verdict
-    assert "facenet: the group most exposed as a wrong suspect (largest false-positive " \
-           "exposure) is tone4 in reidentification" in verdict
+    assert (
+        "Face ranking at distance 3, dlib_resnet: the group most exposed as a wrong "
+        "suspect (largest false-positive exposure) is tone2 in reidentification "
+        "(exposure 0.4; next tone1 0.3), tone4 in identification (exposure 0.3; "
+        "next tone1 0.25)."
+    ) in verdict
+    assert (
+        "facenet: the group most exposed as a wrong suspect (largest false-positive "
+        "exposure) is tone4 in reidentification" in verdict
+    )
     assert "tone1 in identification (exposure 0.4" in verdict
 
 
 def test_forgery_success_and_face_detection_rates(page):
     text = section(page, "forgeries")
-    assert "synthetic faceswap 1.000 (4/4) 1.000 (4/4) 0.750 (3/4) 0.500 (2/4) 0.812 (13/16)" \
-        in text
+    assert (
+        "synthetic faceswap 1.000 (4/4) 1.000 (4/4) 0.750 (3/4) 0.500 (2/4) 0.812 (13/16)" in text
+    )
     assert "face not usable: no face detected: 2; target has no face: 1" in text
     assert "forgery examples of synthetic" in page
     failures = section(page, "failures")
     assert "Face detection rate per group" in failures
-    assert ("synthetic 1.000 (20/20) 0.950 (19/20) 0.900 (18/20) 1.000 (20/20) 0.963 (77/80) "
-            "no face detected: 3") in failures
+    assert (
+        "synthetic 1.000 (20/20) 0.950 (19/20) 0.900 (18/20) 1.000 (20/20) 0.963 (77/80) "
+        "no face detected: 3"
+    ) in failures
 
 
-def test_ranking_disabled_leaves_the_exposure_section_out(page_without_ranking, results,
-                                                          tmp_path):
+def test_ranking_disabled_leaves_the_exposure_section_out(page_without_ranking, results, tmp_path):
     assert '<section id="exposure">' not in page_without_ranking
     assert 'href="#exposure"' not in page_without_ranking
     assert "wrong suspect (largest" not in page_without_ranking

@@ -4,20 +4,40 @@ from fairforge.samples import build_samples, failure_counts
 
 
 def _tables():
-    sources = pd.DataFrame({
-        "image_id": ["a1", "a2", "b1", "b2"], "subject_id": ["a", "a", "b", "b"],
-        "group": ["g1", "g1", "g2", "g2"], "split": ["train", "train", "test", "test"],
-        "ok": [True, True, True, False], "reason": ["", "", "", "unreadable image"]})
-    faces = pd.DataFrame({
-        "image_id": ["a1", "a2", "b1", "b2"], "ok": [True, False, True, False],
-        "reason": ["", "no face detected", "", "source not ok (unreadable image)"],
-        "crop_path": ["c/a1.png", None, "c/b1.png", None]})
-    fakes = pd.DataFrame({
-        "sample_id": ["faceswap__a1", "faceswap__b1"], "method": "faceswap",
-        "backend": "classical", "image_id": ["a1", "b1"], "target_image_id": ["b1", "a1"],
-        "path": ["f/a1.png", None], "mask_path": ["f/a1_mask.png", None],
-        "group": ["g1", "g2"], "subject_id": ["a", "b"], "split": ["train", "test"],
-        "ok": [True, False], "reason": ["", "degenerate triangles"]})
+    sources = pd.DataFrame(
+        {
+            "image_id": ["a1", "a2", "b1", "b2"],
+            "subject_id": ["a", "a", "b", "b"],
+            "group": ["g1", "g1", "g2", "g2"],
+            "split": ["train", "train", "test", "test"],
+            "ok": [True, True, True, False],
+            "reason": ["", "", "", "unreadable image"],
+        }
+    )
+    faces = pd.DataFrame(
+        {
+            "image_id": ["a1", "a2", "b1", "b2"],
+            "ok": [True, False, True, False],
+            "reason": ["", "no face detected", "", "source not ok (unreadable image)"],
+            "crop_path": ["c/a1.png", None, "c/b1.png", None],
+        }
+    )
+    fakes = pd.DataFrame(
+        {
+            "sample_id": ["faceswap__a1", "faceswap__b1"],
+            "method": "faceswap",
+            "backend": "classical",
+            "image_id": ["a1", "b1"],
+            "target_image_id": ["b1", "a1"],
+            "path": ["f/a1.png", None],
+            "mask_path": ["f/a1_mask.png", None],
+            "group": ["g1", "g2"],
+            "subject_id": ["a", "b"],
+            "split": ["train", "test"],
+            "ok": [True, False],
+            "reason": ["", "degenerate triangles"],
+        }
+    )
     return sources, faces, fakes
 
 
@@ -26,10 +46,17 @@ def test_samples_hold_ok_reals_and_ok_fakes_with_labels():
     samples = build_samples("d", sources, faces, [fakes])
     assert list(samples["sample_id"]) == ["faceswap__a1", "real__a1", "real__b1"]
     assert samples.set_index("sample_id")["label"].to_dict() == {
-        "faceswap__a1": 1, "real__a1": 0, "real__b1": 0}
+        "faceswap__a1": 1,
+        "real__a1": 0,
+        "real__b1": 0,
+    }
     real = samples.set_index("sample_id").loc["real__b1"]
     assert (real["path"], real["group"], real["split"], real["method"]) == (
-        "c/b1.png", "g2", "test", "real")
+        "c/b1.png",
+        "g2",
+        "test",
+        "real",
+    )
 
 
 def test_failures_are_counted_per_stage_and_group():

@@ -5,6 +5,7 @@ A cut of the tiny config (see `tiny_workdir`) goes through `--profile profiles/s
 fit) and must give the same manifests and tables as a local run; every non-local job must
 have gone through sbatch.
 """
+
 import os
 import re
 import subprocess
@@ -24,14 +25,35 @@ pytestmark = pytest.mark.slurm
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # localrules of rules/common.smk, and rules that must run as SLURM jobs (others may join).
 LOCAL_RULES = {"all", "sources", "faces", "forgery", "samples", "failures_per_group"}
-SUBMITTED_RULES = {"sources_listing", "sources_shard", "faces_shard", "pairs", "forgery_shard",
-                   "train", "predict", "video_variant_shard", "train_encoder", "embed_shard",
-                   "fairness_table"}
+SUBMITTED_RULES = {
+    "sources_listing",
+    "sources_shard",
+    "faces_shard",
+    "pairs",
+    "forgery_shard",
+    "train",
+    "predict",
+    "video_variant_shard",
+    "train_encoder",
+    "embed_shard",
+    "fairness_table",
+}
 # The manifests and result tables (not logs, timings or training curves, which vary).
-OUTPUTS = ["*/sources.parquet", "*/faces.parquet", "*/pairs.parquet", "*/samples.parquet",
-           "*/forgeries/*.parquet", "predictions/*/*/*.parquet", "fairness_table.csv",
-           "fairness_per_group.csv", "fairness_ci.csv", "failures_per_group.csv",
-           "*/face_detection_rate.csv", "*/failures.csv", "exposure_table.csv"]
+OUTPUTS = [
+    "*/sources.parquet",
+    "*/faces.parquet",
+    "*/pairs.parquet",
+    "*/samples.parquet",
+    "*/forgeries/*.parquet",
+    "predictions/*/*/*.parquet",
+    "fairness_table.csv",
+    "fairness_per_group.csv",
+    "fairness_ci.csv",
+    "failures_per_group.csv",
+    "*/face_detection_rate.csv",
+    "*/failures.csv",
+    "exposure_table.csv",
+]
 JOB = re.compile(r"^(?:local)?rule (\w+):", flags=re.M)
 SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 # .snakemake/slurm_logs/rule_{rule}[/{wildcards}]/{jobid}.log
@@ -39,8 +61,16 @@ LOG_RULE = re.compile(r"/slurm_logs/rule_(\w+)/")
 
 
 def snakemake_cmd(repo: Path, workdir: Path, *args: str) -> list[str]:
-    return [*SNAKEMAKE, "--snakefile", str(repo / "Snakefile"), "--directory", str(workdir),
-            "--configfile", str(workdir / "config.yaml"), *args]
+    return [
+        *SNAKEMAKE,
+        "--snakefile",
+        str(repo / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        *args,
+    ]
 
 
 def gpu_rules(repo: Path) -> tuple[str, ...]:
@@ -48,8 +78,11 @@ def gpu_rules(repo: Path) -> tuple[str, ...]:
     found = []
     for smk in sorted((repo / "rules").glob("*.smk")):
         blocks = re.split(r"^rule (\w+):", smk.read_text(), flags=re.M)
-        found += [name for name, body in zip(blocks[1::2], blocks[2::2])
-                  if re.search(r"^\s+gpu=", body, flags=re.M)]
+        found += [
+            name
+            for name, body in zip(blocks[1::2], blocks[2::2])
+            if re.search(r"^\s+gpu=", body, flags=re.M)
+        ]
     return tuple(found)
 
 
@@ -92,22 +125,47 @@ def runs(repo_root, cluster, tmp_path_factory):
     local run goes alongside the SLURM run, whose jobs mostly wait for status checks."""
     local = tiny_workdir(repo_root, tmp_path_factory.mktemp("local_run"))
     local_log = open(local / "snakemake.out", "w+")
-    local_proc = subprocess.Popen(snakemake_cmd(repo_root, local, "--cores", "1", "all"),
-                                  stdout=local_log, stderr=subprocess.STDOUT)
+    local_proc = subprocess.Popen(
+        snakemake_cmd(repo_root, local, "--cores", "1", "all"),
+        stdout=local_log,
+        stderr=subprocess.STDOUT,
+    )
     workdir = tiny_workdir(repo_root, tmp_path_factory.mktemp("slurm_run"))
     profile = yaml.safe_load((repo_root / "profiles" / "slurm" / "config.yaml").read_text())
     node_profile = workdir / "profile"
     node_profile.mkdir()
-    (node_profile / "config.yaml").write_text(yaml.safe_dump(profile_for_node(
-        profile, partition=cluster.partition, cpus=cluster.node_cpus,
-        memory_mb=cluster.node_memory_mb, gpu_rules=gpu_rules(repo_root))))
+    (node_profile / "config.yaml").write_text(
+        yaml.safe_dump(
+            profile_for_node(
+                profile,
+                partition=cluster.partition,
+                cpus=cluster.node_cpus,
+                memory_mb=cluster.node_memory_mb,
+                gpu_rules=gpu_rules(repo_root),
+            )
+        )
+    )
     try:
         proc = subprocess.run(
-            snakemake_cmd(repo_root, workdir, "--profile", str(node_profile),
-                          "--slurm-init-seconds-before-status-checks", "2",
-                          "--slurm-keep-successful-logs", "--latency-wait", "10",
-                          "--retries", "0", "all"),
-            env=cluster.env, capture_output=True, text=True, timeout=1500)
+            snakemake_cmd(
+                repo_root,
+                workdir,
+                "--profile",
+                str(node_profile),
+                "--slurm-init-seconds-before-status-checks",
+                "2",
+                "--slurm-keep-successful-logs",
+                "--latency-wait",
+                "10",
+                "--retries",
+                "0",
+                "all",
+            ),
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
         out = proc.stdout + proc.stderr
         if proc.returncode != 0:
             check(proc.returncode, out + cluster.logs(), "snakemake --profile profiles/slurm")
@@ -133,8 +191,7 @@ def test_profile_is_what_the_test_adapts(repo_root):
     for rule in gpu:
         assert f"{rule}:slurm_partition='gpu'" in profile["set-resources"], rule
         assert any(e.startswith(f"{rule}:cpus_per_gpu=") for e in profile["set-resources"])
-    adapted = profile_for_node(profile, partition="debug", cpus=2, memory_mb=3000,
-                               gpu_rules=gpu)
+    adapted = profile_for_node(profile, partition="debug", cpus=2, memory_mb=3000, gpu_rules=gpu)
     assert "slurm_partition='debug'" in adapted["default-resources"]
     assert "train:gpu=0" in adapted["set-resources"]
     assert all(n == 1 for n in adapted["set-threads"].values())  # two jobs per 2-cpu node
@@ -182,13 +239,13 @@ def assert_same_frame(ours: pd.DataFrame, theirs: pd.DataFrame, name: str) -> No
                 x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
                 assert np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True), (name, col)
         else:
-            pd.testing.assert_series_equal(a, b, check_exact=False, rtol=1e-5,
-                                           obj=f"{name}:{col}")
+            pd.testing.assert_series_equal(a, b, check_exact=False, rtol=1e-5, obj=f"{name}:{col}")
 
 
 def outputs(results: Path) -> list[str]:
-    return sorted({str(p.relative_to(results)) for pattern in OUTPUTS
-                   for p in results.glob(pattern)})
+    return sorted(
+        {str(p.relative_to(results)) for pattern in OUTPUTS for p in results.glob(pattern)}
+    )
 
 
 def test_outputs_equal_a_local_run(runs):

@@ -1,4 +1,5 @@
 """Source adapters on tiny trees the tests write, and the subject-level split."""
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,9 @@ def folder_tree(base: Path, groups: list[str], subjects: int = 3, images: int = 
     for g in groups:
         for k in range(subjects):
             for j in range(images):
-                write_jpeg(base / g / f"{g}_s{k}" / f"{g}_s{k}_{j}.jpg", 40 + j, 32 + k,
-                           seed=10 * k + j)
+                write_jpeg(
+                    base / g / f"{g}_s{k}" / f"{g}_s{k}_{j}.jpg", 40 + j, 32 + k, seed=10 * k + j
+                )
 
 
 def check_subject_split(df: pd.DataFrame, fractions=SPLIT3) -> None:
@@ -68,8 +70,7 @@ def rfw_root(tmp_path: Path) -> Path:
 
 
 def test_rfw_manifest_contract(rfw_root: Path):
-    df = build_sources("rfw", rfw_root, "rfw", group_by=["race"], split_fractions=SPLIT3,
-                       seed=3)
+    df = build_sources("rfw", rfw_root, "rfw", group_by=["race"], split_fractions=SPLIT3, seed=3)
     assert list(df.columns) == list(SOURCE_COLUMNS)
     check_columns(df, "sources")
     assert len(df) == 4 * 3 * 2 and df["ok"].all() and (df["reason"] == "").all()
@@ -148,8 +149,16 @@ def test_adapter_names_are_unique():
 
 
 def test_every_adapter_is_registered_with_its_hooks():
-    assert set(ADAPTERS.names()) == {"csv", "diveface", "fairface", "rfw", "synthetic",
-                                     "synthetic_video", "utkface", "video"}
+    assert set(ADAPTERS.names()) == {
+        "csv",
+        "diveface",
+        "fairface",
+        "rfw",
+        "synthetic",
+        "synthetic_video",
+        "utkface",
+        "video",
+    }
     for name in ADAPTERS:
         adapter = get_adapter(name)
         assert isinstance(adapter, SourceAdapter) and adapter.default_group_by
@@ -159,9 +168,13 @@ def test_every_adapter_is_registered_with_its_hooks():
 
 # -------------------------------------------------------------------------------- utkface
 
+
 def test_parse_utkface_name():
     assert parse_utkface_name("25_1_3_20170104.jpg.chip.jpg") == {
-        "age": 25, "gender": "female", "race": "Indian"}
+        "age": 25,
+        "gender": "female",
+        "race": "Indian",
+    }
     assert parse_utkface_name("40_0_0_2017.jpg")["race"] == "White"
     assert parse_utkface_name("1_0_4_2016.jpg")["race"] == "Others"
     with pytest.raises(ValueError, match="malformed"):
@@ -191,22 +204,32 @@ def test_utkface_adapter(tmp_path: Path):
     assert "race code 7" in bad.loc["part2__30_0_7_2017", "reason"]
     assert (bad["group"] == "").all() and (bad["split"] == "").all()
     check_subject_split(df)
-    by_gender = build_sources("utkface", root, "utk", group_by=["race", "gender"],
-                              split_fractions={"test": 1.0})
+    by_gender = build_sources(
+        "utkface", root, "utk", group_by=["race", "gender"], split_fractions={"test": 1.0}
+    )
     assert "Asian_female" in set(by_gender["group"])
 
 
 # ------------------------------------------------------------------------------- fairface
 
+
 def test_fairface_adapter(tmp_path: Path):
     root = tmp_path / "fairface"
     rows = []
     for split in ("train", "val"):
-        for i, (race, gender) in enumerate([(r, g) for r in ("East Asian", "Black", "White")
-                                            for g in ("Male", "Female")]):
+        for i, (race, gender) in enumerate(
+            [(r, g) for r in ("East Asian", "Black", "White") for g in ("Male", "Female")]
+        ):
             write_jpeg(root / split / f"{i + 1}.jpg")
-            rows.append({"file": f"{split}/{i + 1}.jpg", "age": "20-29", "gender": gender,
-                         "race": race, "service_test": "True" if i % 2 else "False"})
+            rows.append(
+                {
+                    "file": f"{split}/{i + 1}.jpg",
+                    "age": "20-29",
+                    "gender": gender,
+                    "race": race,
+                    "service_test": "True" if i % 2 else "False",
+                }
+            )
         pd.DataFrame(rows[-6:]).to_csv(root / f"fairface_label_{split}.csv", index=False)
     df = build_sources("fairface", root, "ff", split_fractions=SPLIT3, seed=0)
     assert len(df) == 12 and df["ok"].all()
@@ -214,31 +237,41 @@ def test_fairface_adapter(tmp_path: Path):
     assert set(df["image_id"]) >= {"train__1", "val__6"}
     assert set(df["group"]) == {"East Asian", "Black", "White"}
     check_subject_split(df)
-    crossed = build_sources("fairface", root, "ff", group_by=["race", "gender"],
-                            split_fractions={"test": 1.0})
-    assert set(crossed["group"]) == {f"{r}_{g}" for r in ("East Asian", "Black", "White")
-                                     for g in ("male", "female")}
+    crossed = build_sources(
+        "fairface", root, "ff", group_by=["race", "gender"], split_fractions={"test": 1.0}
+    )
+    assert set(crossed["group"]) == {
+        f"{r}_{g}" for r in ("East Asian", "Black", "White") for g in ("male", "female")
+    }
     row = df[df["image_id"] == "val__2"].iloc[0]
     assert row["path"] == "val/2.jpg"
-    assert json.loads(row["attributes"]) == {"age": "20-29", "gender": "female",
-                                             "race": "East Asian", "service_test": True}
-    only_val = build_sources("fairface", root, "ff", labels=["fairface_label_val.csv"],
-                             split_fractions={"test": 1.0})
+    assert json.loads(row["attributes"]) == {
+        "age": "20-29",
+        "gender": "female",
+        "race": "East Asian",
+        "service_test": True,
+    }
+    only_val = build_sources(
+        "fairface", root, "ff", labels=["fairface_label_val.csv"], split_fractions={"test": 1.0}
+    )
     assert len(only_val) == 6 and set(only_val["split"]) == {"test"}
     # One name, as the config documents it (`options: {labels: fairface_label_val.csv}`).
-    one_name = build_sources("fairface", root, "ff", labels="fairface_label_val.csv",
-                             split_fractions={"test": 1.0})
+    one_name = build_sources(
+        "fairface", root, "ff", labels="fairface_label_val.csv", split_fractions={"test": 1.0}
+    )
     assert one_name.equals(only_val)
 
 
 def test_fairface_missing_column_is_named(tmp_path: Path):
     pd.DataFrame({"file": ["a.jpg"], "age": ["3-9"], "gender": ["Male"]}).to_csv(
-        tmp_path / "fairface_label_train.csv", index=False)
+        tmp_path / "fairface_label_train.csv", index=False
+    )
     with pytest.raises(SourceError, match="race"):
         build_sources("fairface", tmp_path, "ff")
 
 
 # ------------------------------------------------------------------------------- diveface
+
 
 def test_diveface_group_mapping():
     assert diveface_group("HA4K_120") == {"race": "Asian", "gender": "male"}
@@ -258,8 +291,9 @@ def test_diveface_adapter(tmp_path: Path):
     folder_tree(tmp_path / "dive" / "4K_120", names, subjects=3, images=2)
     df = build_sources("diveface", tmp_path / "dive", "dive", split_fractions=SPLIT3, seed=1)
     assert len(df) == 36 and df["ok"].all()
-    assert set(df["group"]) == {f"{r}_{g}" for r in ("Asian", "Caucasian", "Black")
-                                for g in ("male", "female")}
+    assert set(df["group"]) == {
+        f"{r}_{g}" for r in ("Asian", "Caucasian", "Black") for g in ("male", "female")
+    }
     row = df[df["subject_id"] == "MN4K_120_s1"].iloc[0]
     assert row["group"] == "Black_female"
     assert row["path"].startswith("4K_120/MN4K_120/MN4K_120_s1/")
@@ -276,6 +310,7 @@ def test_diveface_unknown_folder_is_named(tmp_path: Path):
 
 # ------------------------------------------------------------------------------------ csv
 
+
 def test_csv_adapter(tmp_path: Path):
     rows = []
     for g in ("a", "b"):
@@ -283,8 +318,14 @@ def test_csv_adapter(tmp_path: Path):
             for j in range(2):
                 rel = f"img/{g}{k}_{j}.png"
                 write_jpeg(tmp_path / "data" / rel)
-                rows.append({"path": rel, "subject_id": f"{g}{k}", "group": g,
-                             "age_bin": "young" if j == 0 else "old"})
+                rows.append(
+                    {
+                        "path": rel,
+                        "subject_id": f"{g}{k}",
+                        "group": g,
+                        "age_bin": "young" if j == 0 else "old",
+                    }
+                )
     outside = tmp_path / "elsewhere" / "x.jpg"
     write_jpeg(outside)
     rows.append({"path": str(outside), "subject_id": "a9", "group": "a", "age_bin": "old"})
@@ -302,8 +343,19 @@ def test_csv_adapter(tmp_path: Path):
 
     same = build_sources("csv", tmp_path / "data", "mine", table="labels.csv", seed=0)
     assert list(same["path"]) == list(df["path"]) and list(same["split"]) == list(df["split"])
-    small = pd.DataFrame(rows + [{"path": "img/a0_0.png", "subject_id": f"c{k}", "group": "c",
-                                  "age_bin": "old", "image_id": f"c{k}"} for k in range(2)])
+    small = pd.DataFrame(
+        rows
+        + [
+            {
+                "path": "img/a0_0.png",
+                "subject_id": f"c{k}",
+                "group": "c",
+                "age_bin": "old",
+                "image_id": f"c{k}",
+            }
+            for k in range(2)
+        ]
+    )
     small.to_csv(tmp_path / "data" / "small.csv", index=False)
     with pytest.raises(SplitError, match="'c'"):
         build_sources("csv", tmp_path / "data" / "small.csv", "mine", split_fractions=SPLIT3)
@@ -318,10 +370,19 @@ def test_csv_missing_column_is_named(tmp_path: Path):
 
 # ------------------------------------------------------------------------------ synthetic
 
+
 def test_synthetic_adapter(tmp_path: Path):
-    df = build_sources("synthetic", tmp_path / "syn", "synthetic", seed=0,
-                       split_fractions=SPLIT3, subjects_per_group=3, images_per_subject=1,
-                       tones=["tone1", "tone2"], size=64)
+    df = build_sources(
+        "synthetic",
+        tmp_path / "syn",
+        "synthetic",
+        seed=0,
+        split_fractions=SPLIT3,
+        subjects_per_group=3,
+        images_per_subject=1,
+        tones=["tone1", "tone2"],
+        size=64,
+    )
     assert len(df) == 2 * 2 * 3 and df["ok"].all()
     assert set(df["group"]) == {"tone1_female", "tone1_male", "tone2_female", "tone2_male"}
     assert (df["width"] == 64).all() and (df["height"] == 64).all()
@@ -331,9 +392,14 @@ def test_synthetic_adapter(tmp_path: Path):
 
 # ---------------------------------------------------------------------------------- split
 
+
 def subject_table(sizes: dict[str, int], images: int = 3) -> pd.DataFrame:
-    rows = [{"subject_id": f"{g}-{k}", "group": g}
-            for g, n in sizes.items() for k in range(n) for _ in range(images)]
+    rows = [
+        {"subject_id": f"{g}-{k}", "group": g}
+        for g, n in sizes.items()
+        for k in range(n)
+        for _ in range(images)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -341,8 +407,13 @@ def test_split_properties():
     df = subject_table({"g3": 3, "g4": 4, "g10": 10, "g57": 57})
     split = split_by_subject(df, SPLIT3, seed=11)
     check_subject_split(df.assign(split=split))
-    per_group = df.assign(split=split).drop_duplicates("subject_id").groupby(
-        ["group", "split"]).size().unstack()
+    per_group = (
+        df.assign(split=split)
+        .drop_duplicates("subject_id")
+        .groupby(["group", "split"])
+        .size()
+        .unstack()
+    )
     assert per_group.loc["g57"].to_dict() == {"test": 11, "train": 34, "val": 12}
     assert per_group.loc["g3"].to_dict() == {"test": 1, "train": 1, "val": 1}
     # Deterministic, and independent of row order.
@@ -375,8 +446,12 @@ def test_split_fraction_checks():
 
 
 def test_subject_spanning_groups_follows_majority():
-    df = pd.DataFrame({"subject_id": ["s1", "s1", "s1"] + [f"t{i}" for i in range(6)],
-                       "group": ["x", "y", "y"] + ["x", "x", "x", "y", "y", "y"]})
+    df = pd.DataFrame(
+        {
+            "subject_id": ["s1", "s1", "s1"] + [f"t{i}" for i in range(6)],
+            "group": ["x", "y", "y"] + ["x", "x", "x", "y", "y", "y"],
+        }
+    )
     mapping = assign_subject_splits(df["subject_id"], df["group"], SPLIT3, seed=0)
     assert set(mapping) == {"s1", *[f"t{i}" for i in range(6)]}
     split = split_by_subject(df, SPLIT3, seed=0)

@@ -1,4 +1,5 @@
 """The synthetic face world: determinism, identities, balance, and faces dlib can find."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,9 @@ def _model(name: str) -> str:
 
 def _render(seed: int, tone: str, gender: str, k: int, j: int) -> np.ndarray:
     sid = subject_id_for(tone, gender, k)
-    return render_face(sample_subject(seed, sid, tone, gender),
-                       sample_view(seed, image_id_for(sid, j)))
+    return render_face(
+        sample_subject(seed, sid, tone, gender), sample_view(seed, image_id_for(sid, j))
+    )
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -68,8 +70,9 @@ def test_sources_table_ids_paths_and_balance(tmp_path):
 
 
 def test_subject_table_matches_sources_and_custom_names():
-    subjects = synthetic_subject_table(subjects_per_group=3, seed=0, tones=["light", "dark"],
-                                       genders=["a", "b"])
+    subjects = synthetic_subject_table(
+        subjects_per_group=3, seed=0, tones=["light", "dark"], genders=["a", "b"]
+    )
     assert len(subjects) == 12
     assert subjects["subject_id"].is_unique
     assert set(subjects.loc[subjects["tone"] == "dark", "darkness"]) == {1.0}
@@ -110,8 +113,14 @@ def test_expression_and_pose_are_render_inputs():
     neutral = ViewParams(image_id="clip_0000")
     base = render_face(subject, neutral).astype(int)
     changes = {}
-    for name, value in [("smile", 1.0), ("mouth_open", 1.0), ("eye_closure", 1.0),
-                        ("brow_raise", 1.0), ("yaw", 20.0), ("roll", 10.0)]:
+    for name, value in [
+        ("smile", 1.0),
+        ("mouth_open", 1.0),
+        ("eye_closure", 1.0),
+        ("brow_raise", 1.0),
+        ("yaw", 20.0),
+        ("roll", 10.0),
+    ]:
         moved = render_face(subject, dataclasses.replace(neutral, **{name: value})).astype(int)
         changes[name] = np.abs(moved - base).mean()
     assert all(v > 0.2 for v in changes.values()), changes
@@ -140,8 +149,11 @@ def test_tone_bins_are_ordered_plausible_skin():
 def test_dlib_hog_finds_faces_in_every_group():
     detector = dlib.get_frontal_face_detector()
     for tone, gender in GROUPS:
-        found = [len(detector(_render(11, tone, gender, k, j), 1)) > 0
-                 for k in range(2) for j in range(3)]
+        found = [
+            len(detector(_render(11, tone, gender, k, j), 1)) > 0
+            for k in range(2)
+            for j in range(3)
+        ]
         assert np.mean(found) >= 0.95, (tone, gender, found)
 
 

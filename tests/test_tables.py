@@ -7,19 +7,40 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from fairforge import tables
-from fairforge.tables import variants
 from fairforge.metrics import fairness_report
-from fairforge.tables import (balanced_table, balanced_twins, describe_variant, detection_table,
-                              detector_settings_table, detectors_frame, fairness_under_perturbation,
-                              find_twins, generalization_table, grayscale_table, pvalue_table,
-                              robustness_table, sdaug_twins, split_variants, thresholds_table,
-                              twins_from_frame)
+from fairforge.tables import (
+    balanced_table,
+    balanced_twins,
+    describe_variant,
+    detection_table,
+    detector_settings_table,
+    detectors_frame,
+    fairness_under_perturbation,
+    find_twins,
+    generalization_table,
+    grayscale_table,
+    pvalue_table,
+    robustness_table,
+    sdaug_twins,
+    split_variants,
+    thresholds_table,
+    twins_from_frame,
+    variants,
+)
 
 GROUPS = ("g0", "g1", "g2", "g3")
 
 
-def predictions(accuracy, detector="det", variant="clean", dataset="data", split="test",
-                subjects=5, per_subject=4, seed=0):
+def predictions(
+    accuracy,
+    detector="det",
+    variant="clean",
+    dataset="data",
+    split="test",
+    subjects=5,
+    per_subject=4,
+    seed=0,
+):
     """Predictions whose accuracy in group i is ``accuracy[i]``, on real and faceswap."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -28,27 +49,52 @@ def predictions(accuracy, detector="det", variant="clean", dataset="data", split
             for method, label in (("real", 0), ("faceswap", 1)):
                 correct = rng.random(per_subject) < p
                 fake = correct == (label == 1)
-                score = np.where(fake, rng.uniform(0.55, 1.0, per_subject),
-                                 rng.uniform(0.0, 0.45, per_subject))
+                score = np.where(
+                    fake, rng.uniform(0.55, 1.0, per_subject), rng.uniform(0.0, 0.45, per_subject)
+                )
                 for k in range(per_subject):
-                    rows.append({"sample_id": f"{method}_{g}_{s}_{k}", "dataset": dataset,
-                                 "split": split, "label": label, "method": method, "group": g,
-                                 "subject_id": f"{g}_s{s}", "detector": detector,
-                                 "variant": variant, "score": float(score[k])})
+                    rows.append(
+                        {
+                            "sample_id": f"{method}_{g}_{s}_{k}",
+                            "dataset": dataset,
+                            "split": split,
+                            "label": label,
+                            "method": method,
+                            "group": g,
+                            "subject_id": f"{g}_s{s}",
+                            "detector": detector,
+                            "variant": variant,
+                            "score": float(score[k]),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- variants
 
+
 def test_describe_variant_uses_the_registry_order_and_category():
-    assert describe_variant("clean") == {"variant": "clean", "operation": "clean", "level": 0,
-                                         "severity": 0, "category": "clean"}
+    assert describe_variant("clean") == {
+        "variant": "clean",
+        "operation": "clean",
+        "level": 0,
+        "severity": 0,
+        "category": "clean",
+    }
     jpeg = describe_variant("jpeg@30")  # quality 95, 80, 60, 45, 30: 30 is the strongest
-    assert (jpeg["operation"], jpeg["level"], jpeg["severity"], jpeg["category"]) == \
-        ("jpeg", 30, 5, "compression")
+    assert (jpeg["operation"], jpeg["level"], jpeg["severity"], jpeg["category"]) == (
+        "jpeg",
+        30,
+        5,
+        "compression",
+    )
     assert describe_variant("gaussian_blur@3")["severity"] == 1
-    assert tables.sorted_variants(["jpeg@30", "clean", "jpeg@95", "gamma@2"]) == \
-        ["clean", "gamma@2", "jpeg@95", "jpeg@30"]
+    assert tables.sorted_variants(["jpeg@30", "clean", "jpeg@95", "gamma@2"]) == [
+        "clean",
+        "gamma@2",
+        "jpeg@95",
+        "jpeg@30",
+    ]
 
 
 @pytest.mark.parametrize("video", [True, False])
@@ -68,14 +114,18 @@ def test_split_variants_reports_missing_weights():
 
 # --------------------------------------------------------------------------- detection
 
+
 def test_detection_table_per_variant_and_video_level():
     a = predictions((0.9, 0.8, 0.7, 0.6), variant="clean", seed=1)
     b = predictions((0.6, 0.6, 0.6, 0.6), variant="jpeg@60", seed=2)
     val = predictions((0.0, 0.0, 0.0, 0.0), split="val", seed=3)  # must be ignored
     preds = pd.concat([b, a, val], ignore_index=True)
     # two frames per video: sample k // 2 of each subject and method
-    preds["video_id"] = (preds["subject_id"] + "_v"
-                         + (preds["sample_id"].str.rsplit("_", n=1).str[1].astype(int) // 2).astype(str))
+    preds["video_id"] = (
+        preds["subject_id"]
+        + "_v"
+        + (preds["sample_id"].str.rsplit("_", n=1).str[1].astype(int) // 2).astype(str)
+    )
     table = detection_table(preds)
     frame = table.loc[table["unit"] == "frame"].set_index("variant")
     assert list(frame.index) == ["clean", "jpeg@60"]
@@ -85,16 +135,23 @@ def test_detection_table_per_variant_and_video_level():
     # a real clip and the fake made from it share video_id but are two videos
     clean_test = (preds["variant"] == "clean") & (preds["split"] == "test")
     per_video = a.assign(v=preds.loc[clean_test, "video_id"].to_numpy())
-    means = per_video.groupby(["method", "v"]).agg(label=("label", "first"), score=("score", "mean"))
+    means = per_video.groupby(["method", "v"]).agg(
+        label=("label", "first"), score=("score", "mean")
+    )
     assert video["n"] == len(means)
     assert video["AUC"] == pytest.approx(roc_auc_score(means["label"], means["score"]))
 
 
 def test_robustness_drop_mean_and_categories():
-    detection = pd.DataFrame({
-        "dataset": "data", "detector": "det", "unit": "frame",
-        "variant": ["clean", "jpeg@95", "jpeg@30", "gaussian_blur@3", "gamma@1"],
-        "AUC": [0.9, 0.8, 0.6, 0.7, 0.5]})
+    detection = pd.DataFrame(
+        {
+            "dataset": "data",
+            "detector": "det",
+            "unit": "frame",
+            "variant": ["clean", "jpeg@95", "jpeg@30", "gaussian_blur@3", "gamma@1"],
+            "AUC": [0.9, 0.8, 0.6, 0.7, 0.5],
+        }
+    )
     table = robustness_table(detection)
     variants = table.loc[table["scope"] == "variant"].set_index("variant")
     assert variants.loc["clean", "drop"] == 0
@@ -112,6 +169,7 @@ def test_robustness_drop_mean_and_categories():
 
 
 # --------------------------------------------------------------------------- fairness
+
 
 def test_fairness_under_perturbation_equals_fairness_report_per_variant():
     clean = predictions((1.0, 1.0, 1.0, 1.0), variant="clean", seed=4)
@@ -167,15 +225,30 @@ def test_thresholds_table_fits_on_validation_and_maximises_its_accuracy():
 
 # --------------------------------------------------------------------------- detector twins
 
-BASE = {"arch": "meso4", "model": {}, "input_size": 64, "train_methods": ["faceswap"],
-        "augment": "none", "balanced": False, "epochs": 2, "lr": 2e-4, "seed": 3,
-        "threads": 2, "device": "auto", "train_dataset": "d1"}
+BASE = {
+    "arch": "meso4",
+    "model": {},
+    "input_size": 64,
+    "train_methods": ["faceswap"],
+    "augment": "none",
+    "balanced": False,
+    "epochs": 2,
+    "lr": 2e-4,
+    "seed": 3,
+    "threads": 2,
+    "device": "auto",
+    "train_dataset": "d1",
+}
 
 
 def test_twins_differ_in_one_setting_only():
-    settings = {"m": BASE, "m_bal": {**BASE, "balanced": True, "threads": 8},
-                "m_bal_long": {**BASE, "balanced": True, "epochs": 9},
-                "m_sd": {**BASE, "augment": "sdaug"}, "x": {**BASE, "arch": "xception"}}
+    settings = {
+        "m": BASE,
+        "m_bal": {**BASE, "balanced": True, "threads": 8},
+        "m_bal_long": {**BASE, "balanced": True, "epochs": 9},
+        "m_sd": {**BASE, "augment": "sdaug"},
+        "x": {**BASE, "arch": "xception"},
+    }
     assert balanced_twins(settings) == [("m", "m_bal")]
     assert sdaug_twins(settings) == [("m", "m_sd")]
     assert find_twins(settings, "augment", "none", "daug") == []
@@ -187,17 +260,28 @@ def test_twins_differ_in_one_setting_only():
 
 def test_settings_come_from_the_checkpoint(tmp_path):
     path = tmp_path / "model.pt"
-    torch.save({"arch": "meso4", "train_config": {**BASE, "balanced": True},
-                "state_dict": {}}, path)
-    settings = detector_settings_table({"a": path, "b": tmp_path / "missing.pt"},
-                                       fallback={"b": BASE}, train_datasets={"a": "d2", "b": "d1"})
+    torch.save(
+        {"arch": "meso4", "train_config": {**BASE, "balanced": True}, "state_dict": {}}, path
+    )
+    settings = detector_settings_table(
+        {"a": path, "b": tmp_path / "missing.pt"},
+        fallback={"b": BASE},
+        train_datasets={"a": "d2", "b": "d1"},
+    )
     assert settings["a"]["balanced"] is True and settings["a"]["train_dataset"] == "d2"
     assert settings["b"] == BASE
 
 
 def test_balanced_table_side_by_side():
-    fairness = pd.DataFrame({"dataset": "data", "metric": ["AUC", "AADPD"],
-                             "m": [0.9, 0.2], "m_bal": [0.85, 0.1], "other": [0.5, 0.0]})
+    fairness = pd.DataFrame(
+        {
+            "dataset": "data",
+            "metric": ["AUC", "AADPD"],
+            "m": [0.9, 0.2],
+            "m_bal": [0.85, 0.1],
+            "other": [0.5, 0.0],
+        }
+    )
     table = balanced_table(fairness, [("m", "m_bal")]).set_index("metric")
     assert table.loc["AADPD", "standard"] == 0.2 and table.loc["AADPD", "balanced"] == 0.1
     assert table.loc["AUC", "change"] == pytest.approx(-0.05)
@@ -205,14 +289,26 @@ def test_balanced_table_side_by_side():
 
 
 def test_generalization_matrix_and_averages():
-    auc = {("m1", "d1"): 0.9, ("m1", "d2"): 0.6, ("m2", "d1"): 0.7, ("m2", "d2"): 0.95,
-           ("x", "d1"): 0.8, ("x", "d2"): 0.5}
-    detection = pd.DataFrame([{"dataset": ds, "detector": d, "variant": "clean", "unit": "frame",
-                               "AUC": v} for (d, ds), v in auc.items()]
-                             + [{"dataset": "d1", "detector": "m1", "variant": "jpeg@60",
-                                 "unit": "frame", "AUC": 0.1}])
-    settings = {"m1": BASE, "m2": {**BASE, "train_dataset": "d2"},
-                "x": {**BASE, "arch": "xception"}}
+    auc = {
+        ("m1", "d1"): 0.9,
+        ("m1", "d2"): 0.6,
+        ("m2", "d1"): 0.7,
+        ("m2", "d2"): 0.95,
+        ("x", "d1"): 0.8,
+        ("x", "d2"): 0.5,
+    }
+    detection = pd.DataFrame(
+        [
+            {"dataset": ds, "detector": d, "variant": "clean", "unit": "frame", "AUC": v}
+            for (d, ds), v in auc.items()
+        ]
+        + [{"dataset": "d1", "detector": "m1", "variant": "jpeg@60", "unit": "frame", "AUC": 0.1}]
+    )
+    settings = {
+        "m1": BASE,
+        "m2": {**BASE, "train_dataset": "d2"},
+        "x": {**BASE, "arch": "xception"},
+    }
     table = generalization_table(detection, settings)
     assert list(table.columns) == ["family", "detector", "train_dataset", "d1", "d2", "average"]
     meso = table.loc[table["family"] == "m1"].set_index("detector")
@@ -229,8 +325,11 @@ def test_generalization_matrix_and_averages():
 
 def test_tables_from_files_match_tables_of_the_pooled_frame(tmp_path):
     from fairforge.manifest import write_manifest
-    parts = [predictions((0.9, 0.7, 0.8, 0.6), detector=d, variant=v, seed=i)
-             for i, (d, v) in enumerate([("b", "jpeg@30"), ("a", "clean"), ("b", "clean")])]
+
+    parts = [
+        predictions((0.9, 0.7, 0.8, 0.6), detector=d, variant=v, seed=i)
+        for i, (d, v) in enumerate([("b", "jpeg@30"), ("a", "clean"), ("b", "clean")])
+    ]
     paths = []
     for i, part in enumerate(parts):
         paths.append(tmp_path / f"{i}.parquet")
@@ -238,40 +337,61 @@ def test_tables_from_files_match_tables_of_the_pooled_frame(tmp_path):
     pooled = pd.concat(parts, ignore_index=True)
     from_files = tables.table_from_files(paths, detection_table)
     pd.testing.assert_frame_equal(from_files, detection_table(pooled))
-    assert list(zip(from_files["detector"], from_files["variant"])) == \
-        [("a", "clean"), ("b", "clean"), ("b", "jpeg@30")]
+    assert list(zip(from_files["detector"], from_files["variant"])) == [
+        ("a", "clean"),
+        ("b", "clean"),
+        ("b", "jpeg@30"),
+    ]
     fup = tables.table_from_files(paths, fairness_under_perturbation)
     pd.testing.assert_frame_equal(fup, fairness_under_perturbation(pooled))
 
 
 # --------------------------------------------------------------------------- efficiency, forgeries, exposure
 
+
 def test_efficiency_with_metric_pairs_each_cost_with_the_clean_auc_per_dataset():
     detection = pd.DataFrame(
-        [{"dataset": ds, "detector": d, "variant": v, "unit": u, "AUC": auc}
-         for ds, d, v, u, auc in [("d1", "a", "clean", "frame", 0.9), ("d1", "a", "clean", "video", 0.1),
-                                  ("d1", "a", "jpeg@30", "frame", 0.2), ("d2", "a", "clean", "frame", 0.7),
-                                  ("d1", "svm", "clean", "frame", 0.6)]])
-    efficiency = pd.DataFrame([{"detector": "a", "params": 10, "gflops": 0.5, "latency_ms_bs1": 2.0},
-                               {"detector": "svm", "note": "classical"}])
+        [
+            {"dataset": ds, "detector": d, "variant": v, "unit": u, "AUC": auc}
+            for ds, d, v, u, auc in [
+                ("d1", "a", "clean", "frame", 0.9),
+                ("d1", "a", "clean", "video", 0.1),
+                ("d1", "a", "jpeg@30", "frame", 0.2),
+                ("d2", "a", "clean", "frame", 0.7),
+                ("d1", "svm", "clean", "frame", 0.6),
+            ]
+        ]
+    )
+    efficiency = pd.DataFrame(
+        [
+            {"detector": "a", "params": 10, "gflops": 0.5, "latency_ms_bs1": 2.0},
+            {"detector": "svm", "note": "classical"},
+        ]
+    )
     table = tables.efficiency_with_metric(efficiency, detection)
-    assert list(table[["detector", "dataset"]].itertuples(index=False, name=None)) == \
-        [("a", "d1"), ("a", "d2"), ("svm", "d1")]
+    assert list(table[["detector", "dataset"]].itertuples(index=False, name=None)) == [
+        ("a", "d1"),
+        ("a", "d2"),
+        ("svm", "d1"),
+    ]
     assert table["AUC"].tolist() == [0.9, 0.7, 0.6]  # frame-level, clean only
     assert table.loc[table["detector"] == "svm", "gflops"].isna().all()
     assert table.loc[table["detector"] == "a", "params"].tolist() == [10, 10]
 
 
 def test_forgery_success_table_counts_made_and_reasons_per_group(tmp_path):
-    specs = {("d1", "faceswap"): ([True, False, True, True], ["", "no face", "", ""]),
-             ("d1", "blend"): ([False, False, True, True], ["no face", "bad mask", "", ""]),
-             ("d2", "faceswap"): ([True, True, True, True], [""] * 4)}
+    specs = {
+        ("d1", "faceswap"): ([True, False, True, True], ["", "no face", "", ""]),
+        ("d1", "blend"): ([False, False, True, True], ["no face", "bad mask", "", ""]),
+        ("d2", "faceswap"): ([True, True, True, True], [""] * 4),
+    }
     paths = []
     for (dataset, method), (ok, reasons) in specs.items():
         path = tmp_path / dataset / "forgeries" / f"{method}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"method": method, "group": ["g0", "g0", "g1", "g1"], "ok": ok,
-                      "reason": reasons}).to_parquet(path)
+        pd.DataFrame(
+            {"method": method, "group": ["g0", "g0", "g1", "g1"], "ok": ok, "reason": reasons}
+        ).to_parquet(path)
         paths.append(path)
     table = tables.forgery_success_table(paths).set_index(["dataset", "method", "group"])
     assert list(table.index.get_level_values(0).unique()) == ["d1", "d2"]
@@ -280,58 +400,111 @@ def test_forgery_success_table_counts_made_and_reasons_per_group(tmp_path):
     assert table.loc[("d1", "faceswap", "g1"), "success_rate"] == 1.0
     assert table.loc[("d1", "faceswap", "g0"), "failures"] == '{"no face": 1}'
     assert table.loc[("d1", "blend", "g0"), "failures"] == '{"bad mask": 1, "no face": 1}'
-    assert table.loc[("d1", "blend", "(all)"), ["attempted", "made", "success_rate"]].tolist() \
-        == [4, 2, 0.5]
+    assert table.loc[("d1", "blend", "(all)"), ["attempted", "made", "success_rate"]].tolist() == [
+        4,
+        2,
+        0.5,
+    ]
     assert table.loc[("d2", "faceswap", "(all)"), "failures"] == "{}"
-    wide = tables.rate_cells(tables.forgery_success_table(paths), ["dataset", "method"],
-                             "success_rate", "made", "attempted")
+    wide = tables.rate_cells(
+        tables.forgery_success_table(paths),
+        ["dataset", "method"],
+        "success_rate",
+        "made",
+        "attempted",
+    )
     assert list(wide.columns) == ["dataset", "method", "g0", "g1", "(all)"]
     assert wide.iloc[0].tolist() == ["d1", "blend", "0.000 (0/2)", "1.000 (2/2)", "0.500 (2/4)"]
 
 
 def exposure_rows():
-    fp = {("e1", "reidentification"): (0.2, 0.5, 0.3), ("e1", "identification"): (0.4, 0.2, 0.4),
-          ("e2", "reidentification"): (0.1, 0.3, 0.6)}
+    fp = {
+        ("e1", "reidentification"): (0.2, 0.5, 0.3),
+        ("e1", "identification"): (0.4, 0.2, 0.4),
+        ("e2", "reidentification"): (0.1, 0.3, 0.6),
+    }
     rows = []
     for (encoder, setting), values in fp.items():
         for convention, vals in (("all", (0.6, 0.2, 0.2)), ("false_positive", values)):
-            rows.append({"encoder": encoder, "setting": setting, "distance": 2,
-                         "convention": convention, "hit_ratio@1": 0.5, "n_probes": 9,
-                         **{f"visibility_g{i}": v for i, v in enumerate(vals)},
-                         **{f"exposure_g{i}": v for i, v in enumerate(vals)},
-                         "disparate_visibility": 0.2, "disparate_exposure": 0.2})
+            rows.append(
+                {
+                    "encoder": encoder,
+                    "setting": setting,
+                    "distance": 2,
+                    "convention": convention,
+                    "hit_ratio@1": 0.5,
+                    "n_probes": 9,
+                    **{f"visibility_g{i}": v for i, v in enumerate(vals)},
+                    **{f"exposure_g{i}": v for i, v in enumerate(vals)},
+                    "disparate_visibility": 0.2,
+                    "disparate_exposure": 0.2,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_most_exposed_groups_takes_the_false_positive_convention_and_breaks_ties_by_name():
     top = tables.most_exposed_groups(exposure_rows())
     assert list(zip(top["encoder"], top["setting"], top["group"], top["runner_up"])) == [
-        ("e1", "reidentification", "g1", "g2"), ("e1", "identification", "g0", "g2"),
-        ("e2", "reidentification", "g2", "g1")]
+        ("e1", "reidentification", "g1", "g2"),
+        ("e1", "identification", "g0", "g2"),
+        ("e2", "reidentification", "g2", "g1"),
+    ]
     assert top["exposure"].tolist() == [0.5, 0.4, 0.6]
     assert tables.most_exposed_groups(exposure_rows(), "all")["group"].tolist() == ["g0"] * 3
     summary = tables.exposure_summary(exposure_rows())
-    assert list(summary.columns[:6]) == ["encoder", "setting", "convention", "hit_ratio@1",
-                                         "disparate_visibility", "disparate_exposure"]
+    assert list(summary.columns[:6]) == [
+        "encoder",
+        "setting",
+        "convention",
+        "hit_ratio@1",
+        "disparate_visibility",
+        "disparate_exposure",
+    ]
     assert "n_probes" not in summary.columns
 
 
 def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
-    rows = [{"encoder": e, "setting": s, "convention": "all", "probe_group": p,
-             "gallery_group": g, "n_probes": 3 + (p == "b"),
-             "visibility": 0.1 * (i + 1) + (e == "z"), "exposure": 0.01 * (i + 1)}
-            for e in ("z", "a") for s in ("reidentification", "identification")
-            for i, (p, g) in enumerate(itertools.product("ba", "ab"))]
+    rows = [
+        {
+            "encoder": e,
+            "setting": s,
+            "convention": "all",
+            "probe_group": p,
+            "gallery_group": g,
+            "n_probes": 3 + (p == "b"),
+            "visibility": 0.1 * (i + 1) + (e == "z"),
+            "exposure": 0.01 * (i + 1),
+        }
+        for e in ("z", "a")
+        for s in ("reidentification", "identification")
+        for i, (p, g) in enumerate(itertools.product("ba", "ab"))
+    ]
     wide = tables.exposure_matrix(pd.DataFrame(rows))
-    assert list(wide.columns) == ["encoder", "setting", "convention", "probe_group", "n_probes",
-                                  "visibility of a", "visibility of b", "exposure of a",
-                                  "exposure of b"]
+    assert list(wide.columns) == [
+        "encoder",
+        "setting",
+        "convention",
+        "probe_group",
+        "n_probes",
+        "visibility of a",
+        "visibility of b",
+        "exposure of a",
+        "exposure of b",
+    ]
     # file order of encoders and settings, probe groups by name
-    assert list(zip(wide["encoder"], wide["setting"], wide["probe_group"]))[:3] == \
-        [("z", "reidentification", "a"), ("z", "reidentification", "b"),
-         ("z", "identification", "a")]
-    row = wide.loc[(wide["encoder"] == "a") & (wide["setting"] == "identification")
-                   & (wide["probe_group"] == "b")].iloc[0]
+    assert list(zip(wide["encoder"], wide["setting"], wide["probe_group"]))[:3] == [
+        ("z", "reidentification", "a"),
+        ("z", "reidentification", "b"),
+        ("z", "identification", "a"),
+    ]
+    row = wide.loc[
+        (wide["encoder"] == "a")
+        & (wide["setting"] == "identification")
+        & (wide["probe_group"] == "b")
+    ].iloc[0]
     assert row["n_probes"] == 4
-    assert row["visibility of a"] == pytest.approx(0.1) and row["visibility of b"] == pytest.approx(0.2)
+    assert row["visibility of a"] == pytest.approx(0.1) and row["visibility of b"] == pytest.approx(
+        0.2
+    )
     assert row["exposure of b"] == pytest.approx(0.02)

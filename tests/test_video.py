@@ -1,4 +1,5 @@
 """Videos: ffmpeg I/O, video operations, synthetic clips, frame sources, clip pairing, variants."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,15 +10,32 @@ from fairforge.images import read_image, write_image
 from fairforge.pairs import NO_TARGET, make_pairs
 from fairforge.perturb import InvalidLevel
 from fairforge.registry import UnknownName
-from fairforge.sources import build_sources
 from fairforge.seeding import rng_for
+from fairforge.sources import build_sources
 from fairforge.sources.synthetic import sample_subject, sample_view
-from fairforge.video import (FFmpegNotFound, VideoError, apply_video_op, cached_video_op,
-                             evenly_spaced, ffmpeg_exe, frame_listing, has_videos,
-                             is_video_variant, loading_variant, planned_frame_count,
-                             predict_samples_path, probe_video, read_sampled, read_video,
-                             render_clip, synthetic_videos, video_pairs, video_variant_samples,
-                             with_video_columns, write_video)
+from fairforge.video import (
+    FFmpegNotFound,
+    VideoError,
+    apply_video_op,
+    cached_video_op,
+    evenly_spaced,
+    ffmpeg_exe,
+    frame_listing,
+    has_videos,
+    is_video_variant,
+    loading_variant,
+    planned_frame_count,
+    predict_samples_path,
+    probe_video,
+    read_sampled,
+    read_video,
+    render_clip,
+    synthetic_videos,
+    video_pairs,
+    video_variant_samples,
+    with_video_columns,
+    write_video,
+)
 from fairforge.video.clips import clip_views, talking_motion
 from fairforge.video.ffmpeg import ffmpeg_python, run_ffmpeg
 from fairforge.video.ops import VIDEO_SUITE, output_suffix
@@ -30,8 +48,14 @@ def textured_clip(n: int = 12, h: int = 64, w: int = 64, seed: int = 0) -> np.nd
     texture = rng.normal(0, 12, (h, w, 3))
     frames = []
     for t in range(n):
-        base = np.stack([128 + 80 * np.sin((xx + 3 * t) / 9), 128 + 60 * np.cos(yy / 7 + t / 4),
-                         128 + 50 * np.sin((xx + yy) / 11 - t / 3)], axis=-1)
+        base = np.stack(
+            [
+                128 + 80 * np.sin((xx + 3 * t) / 9),
+                128 + 60 * np.cos(yy / 7 + t / 4),
+                128 + 50 * np.sin((xx + yy) / 11 - t / 3),
+            ],
+            axis=-1,
+        )
         frames.append(np.clip(base + texture, 0, 255).astype(np.uint8))
     return np.stack(frames)
 
@@ -53,6 +77,7 @@ def clips(tmp_path_factory):
 
 
 # ---------------------------------------------------------------------------- ffmpeg I/O
+
 
 def test_write_read_round_trip(tmp_path, clips):
     frames = clips["frames"]
@@ -103,11 +128,14 @@ def test_corrupt_and_empty_videos_raise_video_error(tmp_path, clips):
     truncated = tmp_path / "truncated.mp4"
     truncated.write_bytes(good[: len(good) // 3])
     audio_only = tmp_path / "audio.m4a"
-    run_ffmpeg(ffmpeg_python().input("sine=duration=0.2", format="lavfi")
-               .output(str(audio_only)))
-    for path, reason in [(empty, "empty"), (junk, "Invalid data"), (truncated, "Invalid data"),
-                         (tmp_path / "missing.mp4", "not found"),
-                         (audio_only, "no video stream")]:
+    run_ffmpeg(ffmpeg_python().input("sine=duration=0.2", format="lavfi").output(str(audio_only)))
+    for path, reason in [
+        (empty, "empty"),
+        (junk, "Invalid data"),
+        (truncated, "Invalid data"),
+        (tmp_path / "missing.mp4", "not found"),
+        (audio_only, "no video stream"),
+    ]:
         with pytest.raises(VideoError, match=reason):
             probe_video(path)
         with pytest.raises(VideoError):
@@ -138,12 +166,20 @@ def test_missing_ffmpeg_is_a_clear_error(tmp_path, monkeypatch, clips):
 
 # ---------------------------------------------------------------------------- operations
 
+
 def test_video_variant_names():
     assert is_video_variant("vid_h264@40") and is_video_variant("df_video_compression@35")
     assert not is_video_variant("clean") and not is_video_variant("jpeg@50")
     assert not is_video_variant("vid_h264")
-    assert {"vid_h264@23", "vid_h264@40", "vid_hflip@1", "vid_vflip@1", "vid_scale@2",
-            "df_video_compression@30", "df_video_compression@40"} <= set(VIDEO_SUITE)
+    assert {
+        "vid_h264@23",
+        "vid_h264@40",
+        "vid_hflip@1",
+        "vid_vflip@1",
+        "vid_scale@2",
+        "df_video_compression@30",
+        "df_video_compression@40",
+    } <= set(VIDEO_SUITE)
     assert output_suffix("vid_h264@40") == ".mp4" and output_suffix("vid_hflip@1") == ".mkv"
     with pytest.raises(InvalidLevel):
         apply_video_op("x.mkv", "y.mkv", "vid_h264@41")
@@ -160,15 +196,22 @@ def test_flips_are_exact_mirrors(clips, tmp_path):
 
 
 def test_higher_crf_gives_smaller_files(clips, tmp_path):
-    outputs = {v: cached_video_op(clips["lossless"], tmp_path, v)
-               for v in ("vid_h264@23", "vid_h264@40", "df_video_compression@30",
-                         "df_video_compression@40")}
+    outputs = {
+        v: cached_video_op(clips["lossless"], tmp_path, v)
+        for v in (
+            "vid_h264@23",
+            "vid_h264@40",
+            "df_video_compression@30",
+            "df_video_compression@40",
+        )
+    }
     sizes = {v: p.stat().st_size for v, p in outputs.items()}
     assert sizes["vid_h264@40"] < sizes["vid_h264@23"]
     assert sizes["df_video_compression@40"] < sizes["df_video_compression@30"]
     assert sizes["vid_h264@23"] > sizes["df_video_compression@30"]
-    err = {v: np.abs(read_video(p).astype(int) - clips["frames"]).mean()
-           for v, p in outputs.items()}
+    err = {
+        v: np.abs(read_video(p).astype(int) - clips["frames"]).mean() for v, p in outputs.items()
+    }
     assert err["vid_h264@23"] < err["df_video_compression@30"] < err["vid_h264@40"]
 
 
@@ -210,6 +253,7 @@ def test_cache_reuses_files(clips, tmp_path):
 
 # ---------------------------------------------------------------------------- synthetic clips
 
+
 def test_synthetic_clips_are_deterministic_and_move(tmp_path):
     subject = sample_subject(5, "syn_tone2_female_000", "tone2", "female")
     a = render_clip(subject, 5, "syn_tone2_female_000_v00", n_frames=12, size=96)
@@ -219,15 +263,24 @@ def test_synthetic_clips_are_deterministic_and_move(tmp_path):
     assert not np.array_equal(a, c)
     # The subject talks: the mouth opens and closes, the head turns, all within range.
     base = sample_view(5, "clip")
-    views = clip_views(base, talking_motion(rng_for(5, "clip", "v"), 50, 25.0),
-                       rng_for(5, "views"))
+    views = clip_views(base, talking_motion(rng_for(5, "clip", "v"), 50, 25.0), rng_for(5, "views"))
     mouth = np.array([v.mouth_open for v in views])
     assert np.ptp(mouth) > 0.2 and np.ptp([v.yaw for v in views]) > 1.0
     for field in ("mouth_open", "smile", "brow_raise", "eye_closure"):
         values = np.array([getattr(v, field) for v in views])
         assert values.min() >= 0.0 and values.max() <= 1.0
-    tables = [synthetic_videos(tmp_path / d, subjects_per_group=1, clips_per_subject=1, seed=3,
-                               seconds=0.4, size=64, tones=["tone1"]) for d in ("x", "y")]
+    tables = [
+        synthetic_videos(
+            tmp_path / d,
+            subjects_per_group=1,
+            clips_per_subject=1,
+            seed=3,
+            seconds=0.4,
+            size=64,
+            tones=["tone1"],
+        )
+        for d in ("x", "y")
+    ]
     pd.testing.assert_frame_equal(tables[0], tables[1])
     assert tables[0]["n_frames"].tolist() == [10, 10]
     for rel in tables[0]["path"]:
@@ -237,12 +290,24 @@ def test_synthetic_clips_are_deterministic_and_move(tmp_path):
 
 # ---------------------------------------------------------------------------- frame sources
 
+
 @pytest.fixture(scope="module")
 def video_sources(tmp_path_factory):
     root = tmp_path_factory.mktemp("synthetic_video")
-    sources = build_sources("synthetic_video", root, "sv", seed=2, subjects_per_group=2,
-                            clips_per_subject=2, seconds=0.48, size=64, tones=["tone1", "tone3"],
-                            frames_per_video=5, split_fractions={"test": 1.0}, workers=1)
+    sources = build_sources(
+        "synthetic_video",
+        root,
+        "sv",
+        seed=2,
+        subjects_per_group=2,
+        clips_per_subject=2,
+        seconds=0.48,
+        size=64,
+        tones=["tone1", "tone3"],
+        frames_per_video=5,
+        split_fractions={"test": 1.0},
+        workers=1,
+    )
     return root, sources
 
 
@@ -251,18 +316,29 @@ def test_synthetic_video_sources_are_frames_split_by_subject(video_sources):
     sources = with_video_columns(sources)
     assert sources["ok"].all() and len(sources) == 8 * 2 * 5
     assert sources["video_id"].nunique() == 16
-    assert sources.groupby("video_id")["frame_index"].apply(list).map(
-        lambda x: x == [0, 3, 6, 8, 11]).all()
-    assert (sources["image_id"] == sources["video_id"] + "_f"
-            + sources["frame_index"].map("{:04d}".format)).all()
+    assert (
+        sources.groupby("video_id")["frame_index"]
+        .apply(list)
+        .map(lambda x: x == [0, 3, 6, 8, 11])
+        .all()
+    )
+    assert (
+        sources["image_id"]
+        == sources["video_id"] + "_f" + sources["frame_index"].map("{:04d}".format)
+    ).all()
     assert set(sources["group"]) == {"tone1_female", "tone1_male", "tone3_female", "tone3_male"}
     assert (sources.groupby("subject_id")["split"].nunique() == 1).all()
     assert (sources[["width", "height"]] == 64).all().all()
     frame = sources.iloc[7]
     assert read_image(root / frame["path"]).shape == (64, 64, 3)
     assert has_videos(sources) and not has_videos(sources.drop(columns="video_id"))
-    options = {"subjects_per_group": 2, "clips_per_subject": 2, "seconds": 0.48,
-               "tones": ["tone1", "tone3"], "frames_per_video": 5}
+    options = {
+        "subjects_per_group": 2,
+        "clips_per_subject": 2,
+        "seconds": 0.48,
+        "tones": ["tone1", "tone3"],
+        "frames_per_video": 5,
+    }
     assert planned_frame_count("synthetic_video", options) == len(sources)
 
 
@@ -280,8 +356,15 @@ def test_video_adapter_reads_labels_and_records_corrupt_videos(video_sources, tm
     pd.DataFrame(rows).to_csv(folder / "labels.csv", index=False)
     out = tmp_path / "frames_root"
     out.mkdir()
-    sources = build_sources("video", out, "real", videos=str(folder), frames_per_video=4,
-                            split_fractions={"test": 1.0}, workers=1)
+    sources = build_sources(
+        "video",
+        out,
+        "real",
+        videos=str(folder),
+        frames_per_video=4,
+        split_fractions={"test": 1.0},
+        workers=1,
+    )
     broken = sources[sources["image_id"] == "broken"]
     assert len(broken) == 1 and not broken["ok"].iloc[0]
     assert broken["reason"].iloc[0].startswith("video:")
@@ -293,8 +376,14 @@ def test_video_adapter_reads_labels_and_records_corrupt_videos(video_sources, tm
 
 def test_frame_listing_keeps_a_row_per_corrupt_video(tmp_path):
     (tmp_path / "bad.mp4").write_bytes(b"")
-    videos = pd.DataFrame({"video_id": ["bad"], "path": ["bad.mp4"], "subject_id": ["s"],
-                           "attributes": [{"group": "g"}]})
+    videos = pd.DataFrame(
+        {
+            "video_id": ["bad"],
+            "path": ["bad.mp4"],
+            "subject_id": ["s"],
+            "attributes": [{"group": "g"}],
+        }
+    )
     listing = frame_listing(videos, tmp_path, n_frames=4, workers=1)
     assert listing[["image_id", "frame_index", "ok"]].values.tolist() == [["bad", -1, False]]
     assert "empty" in listing["reason"].iloc[0]
@@ -302,15 +391,26 @@ def test_frame_listing_keeps_a_row_per_corrupt_video(tmp_path):
 
 # ---------------------------------------------------------------------------- pairing
 
-def faces_of_videos(frames_per_video: dict[str, list[int]], subjects: dict[str, tuple[str, str]]
-                    ) -> pd.DataFrame:
+
+def faces_of_videos(
+    frames_per_video: dict[str, list[int]], subjects: dict[str, tuple[str, str]]
+) -> pd.DataFrame:
     rows = []
     for video, indices in frames_per_video.items():
         subject = video.split("_v")[0]
         group, split = subjects[subject]
         for i in indices:
-            rows.append({"image_id": f"{video}_f{i:04d}", "ok": True, "subject_id": subject,
-                         "group": group, "split": split, "video_id": video, "frame_index": i})
+            rows.append(
+                {
+                    "image_id": f"{video}_f{i:04d}",
+                    "ok": True,
+                    "subject_id": subject,
+                    "group": group,
+                    "split": split,
+                    "video_id": video,
+                    "frame_index": i,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -351,6 +451,7 @@ def test_video_pairs_use_one_target_clip_frame_by_frame():
 
 # ---------------------------------------------------------------------------- variants
 
+
 def samples_fixture(results, n_frames: int = 6, size: int = 32):
     """Two clips (real and fake of one video, rows shuffled) and a still image sample."""
     rng = np.random.default_rng(0)
@@ -362,15 +463,37 @@ def samples_fixture(results, n_frames: int = 6, size: int = 32):
             rel = f"ds/crops/{sid}.png"
             write_image(results / rel, crop)
             crops[sid] = crop
-            rows.append({"sample_id": sid, "dataset": "ds", "split": "test", "label": label,
-                         "method": method, "group": "g", "subject_id": "s", "path": rel,
-                         "video_id": "v1", "frame_index": 3 * i})
+            rows.append(
+                {
+                    "sample_id": sid,
+                    "dataset": "ds",
+                    "split": "test",
+                    "label": label,
+                    "method": method,
+                    "group": "g",
+                    "subject_id": "s",
+                    "path": rel,
+                    "video_id": "v1",
+                    "frame_index": 3 * i,
+                }
+            )
     still = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
     write_image(results / "ds/crops/still.png", still)
     crops["real__still"] = still
-    rows.append({"sample_id": "real__still", "dataset": "ds", "split": "test", "label": 0,
-                 "method": "real", "group": "g", "subject_id": "t",
-                 "path": "ds/crops/still.png", "video_id": None, "frame_index": None})
+    rows.append(
+        {
+            "sample_id": "real__still",
+            "dataset": "ds",
+            "split": "test",
+            "label": 0,
+            "method": "real",
+            "group": "g",
+            "subject_id": "t",
+            "path": "ds/crops/still.png",
+            "video_id": None,
+            "frame_index": None,
+        }
+    )
     rows.append({**rows[0], "sample_id": "real__train", "split": "train"})
     samples = pd.DataFrame(rows).sample(frac=1.0, random_state=1).reset_index(drop=True)
     return samples, crops
@@ -380,9 +503,14 @@ def test_video_variant_end_to_end(tmp_path):
     results = tmp_path / "results"
     samples, crops = samples_fixture(results)
     out_dir = results / "ds/video_variants/vid_hflip@1/frames"
-    flipped = video_variant_samples(samples, "vid_hflip@1", results_root=results,
-                                    out_dir=out_dir, cache_dir=results / "ds/video_cache",
-                                    splits=["test"])
+    flipped = video_variant_samples(
+        samples,
+        "vid_hflip@1",
+        results_root=results,
+        out_dir=out_dir,
+        cache_dir=results / "ds/video_cache",
+        splits=["test"],
+    )
     assert flipped["ok"].all() and "real__train" not in set(flipped["sample_id"])
     assert sorted(flipped["sample_id"]) == sorted(crops)
     assert set(samples.columns) <= set(flipped.columns)
@@ -393,28 +521,41 @@ def test_video_variant_end_to_end(tmp_path):
     merged = flipped.merge(samples, on="sample_id", suffixes=("", "_in"))
     assert (merged["label"] == merged["label_in"]).all()
 
-    h264 = video_variant_samples(samples, "vid_h264@40", results_root=results,
-                                 out_dir=results / "ds/video_variants/vid_h264@40/frames",
-                                 cache_dir=results / "ds/video_cache", splits=["test"])
-    errors = [np.abs(read_image(results / r.path).astype(int) - crops[r.sample_id]).mean()
-              for r in h264.itertuples()]
+    h264 = video_variant_samples(
+        samples,
+        "vid_h264@40",
+        results_root=results,
+        out_dir=results / "ds/video_variants/vid_h264@40/frames",
+        cache_dir=results / "ds/video_cache",
+        splits=["test"],
+    )
+    errors = [
+        np.abs(read_image(results / r.path).astype(int) - crops[r.sample_id]).mean()
+        for r in h264.itertuples()
+    ]
     assert h264["ok"].all() and min(errors) > 1
     # Three clips (real and fake of v1, the still), each cached once and shared by variants.
     assert len(list((results / "ds/video_cache/clean").iterdir())) == 3
     assert len(list((results / "ds/video_cache/vid_h264@40").iterdir())) == 3
 
     (results / samples.loc[samples["sample_id"] == "faceswap__v1_f0003", "path"].iloc[0]).unlink()
-    broken = video_variant_samples(samples, "vid_vflip@1", results_root=results,
-                                   out_dir=results / "ds/video_variants/vid_vflip@1/frames",
-                                   splits=["test"])
+    broken = video_variant_samples(
+        samples,
+        "vid_vflip@1",
+        results_root=results,
+        out_dir=results / "ds/video_variants/vid_vflip@1/frames",
+        splits=["test"],
+    )
     bad = broken[~broken["ok"]]
     assert set(bad["method"]) == {"faceswap"} and len(bad) == 6
     assert (bad["path"] == "").all() and bad["reason"].str.contains("file not found").all()
 
 
 def test_predict_samples_path():
-    assert predict_samples_path("ds", "vid_h264@40") == \
-        "results/ds/video_variants/vid_h264@40/samples.parquet"
+    assert (
+        predict_samples_path("ds", "vid_h264@40")
+        == "results/ds/video_variants/vid_h264@40/samples.parquet"
+    )
     assert predict_samples_path("ds", "jpeg@50") == "results/ds/samples.parquet"
     assert predict_samples_path("ds", "clean") == "results/ds/samples.parquet"
     assert loading_variant("vid_noise@1") == "clean" and loading_variant("jpeg@50") == "jpeg@50"
@@ -425,23 +566,40 @@ def test_each_clip_is_encoded_by_the_shard_of_its_first_frame(tmp_path):
     from fairforge.video import shard_clip_samples
 
     rows = []
-    for v in range(3):                        # three 4-frame videos, real and one fake each
+    for v in range(3):  # three 4-frame videos, real and one fake each
         for f in range(4):
             for method in ("real", "faceswap"):
                 image_id = f"v{v}_f{f}"
-                rows.append({"sample_id": f"{method}__{image_id}", "dataset": "d",
-                             "split": "test", "label": int(method != "real"),
-                             "method": method, "group": "g", "subject_id": f"s{v}",
-                             "path": f"{image_id}.png", "image_id": image_id,
-                             "video_id": f"v{v}", "frame_index": f})
-    rows.append({**rows[0], "sample_id": "real__still", "image_id": "still", "video_id": "",
-                 "frame_index": 0})
+                rows.append(
+                    {
+                        "sample_id": f"{method}__{image_id}",
+                        "dataset": "d",
+                        "split": "test",
+                        "label": int(method != "real"),
+                        "method": method,
+                        "group": "g",
+                        "subject_id": f"s{v}",
+                        "path": f"{image_id}.png",
+                        "image_id": image_id,
+                        "video_id": f"v{v}",
+                        "frame_index": f,
+                    }
+                )
+    rows.append(
+        {
+            **rows[0],
+            "sample_id": "real__still",
+            "image_id": "still",
+            "video_id": "",
+            "frame_index": 0,
+        }
+    )
     samples = pd.DataFrame(rows)
     write_manifest(samples, tmp_path / "samples.parquet", contract="samples")
-    image_ids = sorted(samples["image_id"].unique())      # still, v0_f0 .. v2_f3
-    shards = [image_ids[i:i + 6] for i in range(0, len(image_ids), 6)]  # v1, v2 cross
+    image_ids = sorted(samples["image_id"].unique())  # still, v0_f0 .. v2_f3
+    shards = [image_ids[i : i + 6] for i in range(0, len(image_ids), 6)]  # v1, v2 cross
     parts = [shard_clip_samples(tmp_path / "samples.parquet", ids) for ids in shards]
     assert sorted(pd.concat(parts)["sample_id"]) == sorted(samples["sample_id"])
     assert set(parts[0]["video_id"]) == {"", "v0", "v1"} and len(parts[0]) == 17  # v1 whole
     assert set(parts[1]["video_id"]) == {"v2"} and len(parts[1]) == 8
-    assert parts[2].empty                     # its one frame belongs to v2, done by shard 1
+    assert parts[2].empty  # its one frame belongs to v2, done by shard 1

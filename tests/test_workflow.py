@@ -1,4 +1,5 @@
 """The workflow, run for real by Snakemake on the tiny config."""
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,15 +14,16 @@ from snakemake_run import SNAKEMAKE, snakemake
 pytestmark = pytest.mark.workflow
 
 
-
 def test_outputs_follow_the_contracts(tiny_run):
     results = tiny_run / "results"
-    for path, contract in [("synthetic/sources.parquet", "sources"),
-                           ("synthetic/faces.parquet", "faces"),
-                           ("synthetic/pairs.parquet", "pairs"),
-                           ("synthetic/forgeries/faceswap.parquet", "forgery"),
-                           ("synthetic/samples.parquet", "samples"),
-                           ("predictions/meso4/synthetic/clean.parquet", "predictions")]:
+    for path, contract in [
+        ("synthetic/sources.parquet", "sources"),
+        ("synthetic/faces.parquet", "faces"),
+        ("synthetic/pairs.parquet", "pairs"),
+        ("synthetic/forgeries/faceswap.parquet", "forgery"),
+        ("synthetic/samples.parquet", "samples"),
+        ("predictions/meso4/synthetic/clean.parquet", "predictions"),
+    ]:
         frame = pd.read_parquet(results / path)
         missing = set(CONTRACTS[contract]) - set(frame.columns)
         assert not missing, f"{path} lacks {missing}"
@@ -69,11 +71,14 @@ def _outputs(workdir: Path) -> dict[str, bytes]:
     """Every manifest and table a run wrote (logs and timings excluded)."""
     results = workdir / "results"
     skip = ("logs/", "pipeline_info/")
-    return {p.relative_to(results).as_posix(): p.read_bytes()
-            for p in sorted(results.rglob("*"))
-            if p.is_file() and p.suffix in (".parquet", ".csv", ".png")
-            and not p.relative_to(results).as_posix().startswith(skip)
-            and p.name not in TIMINGS}
+    return {
+        p.relative_to(results).as_posix(): p.read_bytes()
+        for p in sorted(results.rglob("*"))
+        if p.is_file()
+        and p.suffix in (".parquet", ".csv", ".png")
+        and not p.relative_to(results).as_posix().startswith(skip)
+        and p.name not in TIMINGS
+    }
 
 
 def test_killed_run_resumes_to_identical_outputs(repo_root, tiny_run, tmp_path):
@@ -84,10 +89,21 @@ def test_killed_run_resumes_to_identical_outputs(repo_root, tiny_run, tmp_path):
     import time
 
     shutil.copy(tiny_run / "config.yaml", tmp_path / "config.yaml")
-    cmd = [*SNAKEMAKE, "--snakefile", str(repo_root / "Snakefile"), "--directory", str(tmp_path),
-           "--configfile", str(tmp_path / "config.yaml"), "--cores", "2", "all"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    cmd = [
+        *SNAKEMAKE,
+        "--snakefile",
+        str(repo_root / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(tmp_path / "config.yaml"),
+        "--cores",
+        "2",
+        "all",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     marker = tmp_path / "results" / "synthetic" / "faces.parquet"
     deadline = time.time() + 600
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
@@ -110,7 +126,7 @@ def planned_jobs(output: str) -> dict[str, int]:
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Job stats"))
     jobs = {}
-    for line in lines[start + 3:]:
+    for line in lines[start + 3 :]:
         parts = line.split()
         if len(parts) != 2 or not parts[1].isdigit():
             break
@@ -123,23 +139,53 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
     import yaml
 
     config = yaml.safe_load((tiny_run / "config.yaml").read_text())
-    config["detectors"]["meso4_wide"] = {"arch": "meso4", "input_size": 64,
-                                         "model": {"dropout": 0.3}}
+    config["detectors"]["meso4_wide"] = {
+        "arch": "meso4",
+        "input_size": 64,
+        "model": {"dropout": 0.3},
+    }
     (tiny_run / "more.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     proc = subprocess.run(
-        [*SNAKEMAKE, "--snakefile", str(repo_root / "Snakefile"), "--directory", str(tiny_run),
-         "--configfile", str(tiny_run / "more.yaml"), "-n", "--cores", "1", "all"],
-        capture_output=True, text=True, timeout=600)
+        [
+            *SNAKEMAKE,
+            "--snakefile",
+            str(repo_root / "Snakefile"),
+            "--directory",
+            str(tiny_run),
+            "--configfile",
+            str(tiny_run / "more.yaml"),
+            "-n",
+            "--cores",
+            "1",
+            "all",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     jobs = planned_jobs(proc.stdout + proc.stderr)
     n_predict = len(config["datasets"]) * len(config["variants"])
     assert jobs.get("train") == 1
-    assert jobs.get("predict") == 2 * n_predict          # two prediction shards per dataset
+    assert jobs.get("predict") == 2 * n_predict  # two prediction shards per dataset
     assert jobs.get("predictions") == n_predict
-    per_image = {"sources_listing", "sources_shard", "sources", "faces_shard", "faces",
-                 "pairs", "forgery_shard", "forgery", "samples", "ranking_study",
-                 "embed_shard", "exposure", "train_encoder", "video_variant_shard",
-                 "video_variant"}
+    per_image = {
+        "sources_listing",
+        "sources_shard",
+        "sources",
+        "faces_shard",
+        "faces",
+        "pairs",
+        "forgery_shard",
+        "forgery",
+        "samples",
+        "ranking_study",
+        "embed_shard",
+        "exposure",
+        "train_encoder",
+        "video_variant_shard",
+        "video_variant",
+    }
     assert not per_image & set(jobs), jobs
 
 
@@ -151,19 +197,27 @@ def test_imported_external_and_failing_detectors(repo_root, tiny_run, tmp_path):
 
     work = tmp_path / "run"
     shutil.copytree(tiny_run, work, symlinks=True)
-    preds = pd.concat([pd.read_parquet(p) for p in
-                       (work / "results/predictions/meso4").glob("*/clean.parquet")])
+    preds = pd.concat(
+        [pd.read_parquet(p) for p in (work / "results/predictions/meso4").glob("*/clean.parquet")]
+    )
     preds[["dataset", "sample_id", "score"]].to_csv(work / "scores.csv", index=False)
     config = yaml.safe_load((work / "config.yaml").read_text())
-    config["detectors"].update({
-        "external": {"scores": "scores.csv"},
-        "imported": {"arch": "meso4", "input_size": 64,
-                     "checkpoint": str(work / "results/models/meso4/model.pt")},
-        "broken": {"arch": "meso4", "input_size": 64, "model": {"dropout": 1.5}},
-    })
+    config["detectors"].update(
+        {
+            "external": {"scores": "scores.csv"},
+            "imported": {
+                "arch": "meso4",
+                "input_size": 64,
+                "checkpoint": str(work / "results/models/meso4/model.pt"),
+            },
+            "broken": {"arch": "meso4", "input_size": 64, "model": {"dropout": 1.5}},
+        }
+    )
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    targets = [f"results/predictions/{d}/synthetic/clean.parquet"
-               for d in ("external", "imported", "broken")]
+    targets = [
+        f"results/predictions/{d}/synthetic/clean.parquet"
+        for d in ("external", "imported", "broken")
+    ]
     proc = snakemake(repo_root, work, "--cores", "2", "--keep-going", *targets, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0

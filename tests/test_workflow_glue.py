@@ -24,8 +24,13 @@ def test_shards_cover_every_row_once():
 
 
 def test_source_counts_without_decoding(tmp_path):
-    assert count_source_items("s", {"adapter": "synthetic", "options": {
-        "subjects_per_group": 2, "images_per_subject": 3}}) == 4 * 2 * 2 * 3
+    assert (
+        count_source_items(
+            "s",
+            {"adapter": "synthetic", "options": {"subjects_per_group": 2, "images_per_subject": 3}},
+        )
+        == 4 * 2 * 2 * 3
+    )
     table = tmp_path / "faces.csv"
     table.write_text("path,subject_id,group\n" + "".join(f"x{i}.jpg,s{i},g\n" for i in range(7)))
     assert count_source_items("c", {"adapter": "csv", "root": str(table)}) == 7
@@ -40,8 +45,9 @@ def test_source_counts_without_decoding(tmp_path):
 def test_csv_dataset_in_both_documented_forms(tmp_path):
     folder = tmp_path / "my_faces"
     folder.mkdir()
-    (folder / "labels.csv").write_text("path,subject_id,group\n"
-                                       + "".join(f"x{i}.jpg,s{i},g\n" for i in range(5)))
+    (folder / "labels.csv").write_text(
+        "path,subject_id,group\n" + "".join(f"x{i}.jpg,s{i},g\n" for i in range(5))
+    )
     as_file = {"adapter": "csv", "root": str(folder / "labels.csv")}
     as_folder = {"adapter": "csv", "root": str(folder), "options": {"table": "labels.csv"}}
     for cfg in (as_file, as_folder):
@@ -60,24 +66,34 @@ def test_csv_dataset_in_both_documented_forms(tmp_path):
 def test_every_adapter_answers_the_workflow_without_decoding(tmp_path):
     (tmp_path / "ff").mkdir()
     (tmp_path / "ff" / "fairface_label_val.csv").write_text(
-        "file,age,gender,race\n" + "".join(f"val/{i}.jpg,3-9,Male,White\n" for i in range(4)))
+        "file,age,gender,race\n" + "".join(f"val/{i}.jpg,3-9,Male,White\n" for i in range(4))
+    )
     # The config documents one label file as a plain string.
-    fairface = {"adapter": "fairface", "root": str(tmp_path / "ff"),
-                "options": {"labels": "fairface_label_val.csv"}}
+    fairface = {
+        "adapter": "fairface",
+        "root": str(tmp_path / "ff"),
+        "options": {"labels": "fairface_label_val.csv"},
+    }
     assert count_source_items("ff", fairface) == 4
     assert count_source_items("ff", {"adapter": "fairface", "root": str(tmp_path / "ff")}) == 4
     (tmp_path / "vids" / "labels.csv").parent.mkdir()
-    (tmp_path / "vids" / "labels.csv").write_text("path,subject_id,group\na.mp4,s1,g\n"
-                                                  "b.mp4,s2,g\n")
-    video = {"adapter": "video", "root": str(tmp_path / "vids"),
-             "options": {"frames_per_video": 3}}
+    (tmp_path / "vids" / "labels.csv").write_text("path,subject_id,group\na.mp4,s1,g\nb.mp4,s2,g\n")
+    video = {"adapter": "video", "root": str(tmp_path / "vids"), "options": {"frames_per_video": 3}}
     assert count_source_items("v", video) == 2 * 3
     assert dataset_root("v", video) == Path(RESULTS) / "v" / "video_source"
     assert get_adapter("video").listing_options("v", video)["videos"] == str(tmp_path / "vids")
     assert dataset_root("s", {"adapter": "synthetic"}) == Path(RESULTS) / "s" / "source_images"
     assert count_source_items("s", {"adapter": "synthetic"}) == 4 * 2 * 8 * 10
-    assert count_source_items("sv", {"adapter": "synthetic_video", "options": {
-        "subjects_per_group": 1, "clips_per_subject": 1, "frames_per_video": 4}}) == 8 * 4
+    assert (
+        count_source_items(
+            "sv",
+            {
+                "adapter": "synthetic_video",
+                "options": {"subjects_per_group": 1, "clips_per_subject": 1, "frames_per_video": 4},
+            },
+        )
+        == 8 * 4
+    )
     with pytest.raises(UnknownName, match="valid: csv"):
         count_source_items("x", {"adapter": "celeba", "root": str(tmp_path)})
     with pytest.raises(ValueError, match="'root' is required"):
@@ -85,9 +101,12 @@ def test_every_adapter_answers_the_workflow_without_decoding(tmp_path):
 
 
 def test_detector_settings_override_the_shared_protocol():
-    config = validate_config({"training": {"epochs": 4},
-                              "detectors": {"a": {"arch": "meso4", "epochs": 9, "balanced": True},
-                                            "b": {}}})
+    config = validate_config(
+        {
+            "training": {"epochs": 4},
+            "detectors": {"a": {"arch": "meso4", "epochs": 9, "balanced": True}, "b": {}},
+        }
+    )
     a, b = detector_settings(config, "a"), detector_settings(config, "b")
     assert (a["arch"], a["epochs"], a["balanced"], a["lr"]) == ("meso4", 9, True, 2e-4)
     assert (b["arch"], b["epochs"], b["batch_size"]) == ("b", 4, 32)
@@ -95,10 +114,18 @@ def test_detector_settings_override_the_shared_protocol():
 
 
 def test_faces_get_attributes_as_columns():
-    sources = pd.DataFrame({"image_id": ["x", "y"], "subject_id": ["s", "t"],
-                            "group": ["tone1", "tone2"], "split": ["train", "test"],
-                            "attributes": [json.dumps({"tone": "tone1", "gender": "male"}),
-                                           json.dumps({"tone": "tone2", "gender": "female"})]})
+    sources = pd.DataFrame(
+        {
+            "image_id": ["x", "y"],
+            "subject_id": ["s", "t"],
+            "group": ["tone1", "tone2"],
+            "split": ["train", "test"],
+            "attributes": [
+                json.dumps({"tone": "tone1", "gender": "male"}),
+                json.dumps({"tone": "tone2", "gender": "female"}),
+            ],
+        }
+    )
     faces = pd.DataFrame({"image_id": ["y", "x"], "ok": [True, False]})
     out = faces_with_attributes(sources, faces)
     assert list(out["image_id"]) == ["y", "x"]
@@ -108,15 +135,19 @@ def test_faces_get_attributes_as_columns():
 
 def test_a_shard_is_read_alone_and_equals_the_slice(tmp_path):
     from fairforge.manifest import write_manifest
+
     frame = pd.DataFrame({"image_id": [f"i{k:03d}" for k in range(23)], "v": range(23)})
     write_manifest(frame, tmp_path / "m.parquet", row_group_size=5)
     for shard in shard_ids(len(frame), 5):
-        pd.testing.assert_frame_equal(read_shard(tmp_path / "m.parquet", shard, 5),
-                                      shard_slice(frame, shard, 5).reset_index(drop=True))
+        pd.testing.assert_frame_equal(
+            read_shard(tmp_path / "m.parquet", shard, 5),
+            shard_slice(frame, shard, 5).reset_index(drop=True),
+        )
     # a file written with other row groups still gives the right rows
     write_manifest(frame, tmp_path / "n.parquet", row_group_size=7)
-    pd.testing.assert_frame_equal(read_shard(tmp_path / "n.parquet", "002", 5),
-                                  frame.iloc[10:15].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        read_shard(tmp_path / "n.parquet", "002", 5), frame.iloc[10:15].reset_index(drop=True)
+    )
 
 
 def test_result_paths_fill_the_wildcards_given_and_keep_the_others():
@@ -132,11 +163,16 @@ def test_every_file_the_report_reads_is_an_output_of_the_path_table(tmp_path):
     for ranking in (True, False):
         paths = report_paths(str(tmp_path), ["a", "b"], ["m", "n"], ranking=ranking)
         assert ("exposure_table" in paths) == ranking
-        filled = {result_path(name, str(tmp_path), dataset=d, method=m)
-                  for name in OUTPUTS for d in ("a", "b") for m in ("m", "n")}
+        filled = {
+            result_path(name, str(tmp_path), dataset=d, method=m)
+            for name in OUTPUTS
+            for d in ("a", "b")
+            for m in ("m", "n")
+        }
         for key, value in paths.items():
             for path in value if isinstance(value, list) else [value]:
                 assert path in filled, (key, path)
+
 
 def test_scripts_take_the_results_root_from_their_rule(repo_root):
     for script in (repo_root / "scripts").glob("*.py"):

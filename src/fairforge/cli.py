@@ -1,11 +1,12 @@
 """Command line: the stages a user may want outside Snakemake.
 
-    fairforge fairness --predictions P.parquet [P2 ...] --out table.csv
-    fairforge metrics  --predictions P.parquet --out detection.csv
-    fairforge faces    --sources sources.parquet --root DIR --results results --out faces.parquet
-    fairforge forge    --method faceswap --faces faces.parquet --pairs pairs.parquet --results results --out fakes.parquet
-    fairforge predict  --checkpoint model.pt --samples samples.parquet --results results --out preds.parquet
+fairforge fairness --predictions P.parquet [P2 ...] --out table.csv
+fairforge metrics  --predictions P.parquet --out detection.csv
+fairforge faces    --sources sources.parquet --root DIR --results results --out faces.parquet
+fairforge forge    --method faceswap --faces faces.parquet --pairs pairs.parquet --results results --out fakes.parquet
+fairforge predict  --checkpoint model.pt --samples samples.parquet --results results --out preds.parquet
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,8 @@ from fairforge.columns import PREDICTION_FILE_COLUMNS
 
 
 def _read_predictions(paths: list[str]) -> pd.DataFrame:
-    from fairforge.manifest import ManifestError, check_columns
+    from fairforge.manifest import ManifestError
+
     frames = []
     for path in paths:
         frame = pd.read_csv(path) if path.endswith(".csv") else pd.read_parquet(path)
@@ -34,11 +36,16 @@ def _read_predictions(paths: list[str]) -> pd.DataFrame:
 
 def cmd_fairness(args) -> int:
     from fairforge.tables import fairness_outputs
+
     preds = _read_predictions(args.predictions)
     if args.split and "split" in preds.columns:
         preds = preds.loc[preds["split"] == args.split]
-    out = fairness_outputs(preds, threshold=args.threshold,
-                           ur_denominator=args.ur_denominator, bootstrap=args.bootstrap)
+    out = fairness_outputs(
+        preds,
+        threshold=args.threshold,
+        ur_denominator=args.ur_denominator,
+        bootstrap=args.bootstrap,
+    )
     out["table"].to_csv(args.out, index=False, float_format="%.6g")
     if args.per_group:
         out["per_group"].to_csv(args.per_group, index=False, float_format="%.6g")
@@ -52,14 +59,20 @@ def cmd_fairness(args) -> int:
 
 def cmd_metrics(args) -> int:
     from fairforge.metrics.detection import detection_metrics
+
     preds = _read_predictions(args.predictions)
     if args.split and "split" in preds.columns:
         preds = preds.loc[preds["split"] == args.split]
     rows = []
     for det, part in preds.groupby("detector", sort=True):
-        rows.append({"detector": det, **detection_metrics(part["label"].to_numpy(),
-                                                          part["score"].to_numpy(),
-                                                          threshold=args.threshold)})
+        rows.append(
+            {
+                "detector": det,
+                **detection_metrics(
+                    part["label"].to_numpy(), part["score"].to_numpy(), threshold=args.threshold
+                ),
+            }
+        )
     table = pd.DataFrame(rows)
     table.to_csv(args.out, index=False, float_format="%.6g")
     print(table.to_string(index=False))
@@ -69,9 +82,16 @@ def cmd_metrics(args) -> int:
 def cmd_faces(args) -> int:
     from fairforge.faces import process_faces
     from fairforge.manifest import read_manifest, write_manifest
+
     sources = read_manifest(args.sources, contract="sources")
-    faces = process_faces(sources, args.root, args.results, args.crop_dir,
-                          crop_size=args.crop_size, detector=args.detector)
+    faces = process_faces(
+        sources,
+        args.root,
+        args.results,
+        args.crop_dir,
+        crop_size=args.crop_size,
+        detector=args.detector,
+    )
     write_manifest(faces, args.out, contract="faces")
     print(f"{int(faces['ok'].sum())}/{len(faces)} faces aligned -> {args.out}")
     return 0
@@ -80,10 +100,19 @@ def cmd_faces(args) -> int:
 def cmd_forge(args) -> int:
     from fairforge.forgery import forge_shard
     from fairforge.manifest import read_manifest, write_manifest
+
     faces = read_manifest(args.faces)
     pairs = read_manifest(args.pairs, contract="pairs")
-    fakes = forge_shard(args.method, args.backend, pairs, faces, args.results,
-                        f"{args.out_dir}/{args.method}", seed=args.seed, options={})
+    fakes = forge_shard(
+        args.method,
+        args.backend,
+        pairs,
+        faces,
+        args.results,
+        f"{args.out_dir}/{args.method}",
+        seed=args.seed,
+        options={},
+    )
     write_manifest(fakes, args.out, contract="forgery")
     print(f"{int(fakes['ok'].sum())}/{len(fakes)} fakes -> {args.out}")
     return 0
@@ -92,18 +121,27 @@ def cmd_forge(args) -> int:
 def cmd_predict(args) -> int:
     from fairforge.detector_kinds import predict
     from fairforge.manifest import read_manifest, write_manifest
+
     samples = read_manifest(args.samples, contract="samples")
-    preds = predict(args.checkpoint, samples, args.results, args.detector or Path(args.checkpoint).parent.name,
-                    variant=args.variant, batch_size=args.batch_size, device=args.device,
-                    num_workers=args.num_workers)
+    preds = predict(
+        args.checkpoint,
+        samples,
+        args.results,
+        args.detector or Path(args.checkpoint).parent.name,
+        variant=args.variant,
+        batch_size=args.batch_size,
+        device=args.device,
+        num_workers=args.num_workers,
+    )
     write_manifest(preds, args.out, contract="predictions")
     print(f"{len(preds)} predictions -> {args.out}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fairforge", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="fairforge", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fairness", help="FairFD and textbook fairness metrics from predictions")
@@ -113,8 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ur-denominator", choices=["acc", "one_plus_acc"], default="one_plus_acc")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--split", default=None, help="keep only this split (e.g. test)")
-    p.add_argument("--bootstrap", type=int, default=0,
-                   help="subject-level bootstrap resamples for confidence intervals")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        help="subject-level bootstrap resamples for confidence intervals",
+    )
     p.add_argument("--ci", help="write the bootstrap intervals here (needs --bootstrap)")
     p.set_defaults(func=cmd_fairness)
 

@@ -13,11 +13,24 @@ manifests".
 
 This module imports nothing from fairforge, so every layer may import it.
 """
+
 from __future__ import annotations
 
 # sources: one row per image of a dataset (fairforge.sources.adapters.build_sources).
-SOURCE_COLUMNS = ("image_id", "dataset", "path", "subject_id", "group", "attributes", "split",
-                  "width", "height", "sha256", "ok", "reason")
+SOURCE_COLUMNS = (
+    "image_id",
+    "dataset",
+    "path",
+    "subject_id",
+    "group",
+    "attributes",
+    "split",
+    "width",
+    "height",
+    "sha256",
+    "ok",
+    "reason",
+)
 # What a dataset adapter returns before groups, splits, sizes and hashes are added.
 LISTING_COLUMNS = ("image_id", "path", "subject_id", "attributes", "ok", "reason")
 # The frame a row was decoded from, carried by sources and samples of video datasets (absent
@@ -29,45 +42,143 @@ VIDEO_LISTING_COLUMNS = (*LISTING_COLUMNS, *VIDEO_FRAME_COLUMNS)
 CLIP_COLUMNS = ["video_id", "subject_id", "path", "tone", "gender", "n_frames", "fps"]
 
 # faces: one row per source image, aligned crop and landmarks (fairforge.faces.stage).
-FACES_COLUMNS = ("image_id", "ok", "reason", "bbox", "det_score", "n_faces", "landmarks",
-                 "crop_path", "detector")
+FACES_COLUMNS = (
+    "image_id",
+    "ok",
+    "reason",
+    "bbox",
+    "det_score",
+    "n_faces",
+    "landmarks",
+    "crop_path",
+    "detector",
+)
 
 # pairs: each source image and the image of its appointed target subject (fairforge.pairs).
-PAIR_COLUMNS = ["image_id", "target_image_id", "source_subject", "target_subject", "group",
-                "split", "ok", "reason"]
+PAIR_COLUMNS = [
+    "image_id",
+    "target_image_id",
+    "source_subject",
+    "target_subject",
+    "group",
+    "split",
+    "ok",
+    "reason",
+]
 
 # forgeries/{method}: one row per pair a method tried; method-specific columns follow, sorted.
-FORGERY_COLUMNS = ["sample_id", "method", "backend", "image_id", "target_image_id", "path",
-                   "mask_path", "group", "subject_id", "split", "ok", "reason", "params"]
+FORGERY_COLUMNS = [
+    "sample_id",
+    "method",
+    "backend",
+    "image_id",
+    "target_image_id",
+    "path",
+    "mask_path",
+    "group",
+    "subject_id",
+    "split",
+    "ok",
+    "reason",
+    "params",
+]
 
 # samples: every real crop and every successful fake with its label; VIDEO_FRAME_COLUMNS
 # follow for video datasets.
-SAMPLE_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group", "subject_id",
-                  "path", "mask_path", "image_id", "backend"]
+SAMPLE_COLUMNS = [
+    "sample_id",
+    "dataset",
+    "split",
+    "label",
+    "method",
+    "group",
+    "subject_id",
+    "path",
+    "mask_path",
+    "image_id",
+    "backend",
+]
 
 # predictions/{detector}/{dataset}/{variant}: one score (probability of fake) per sample.
-PREDICTION_COLUMNS = ["sample_id", "dataset", "split", "label", "method", "group",
-                      "subject_id", "detector", "variant", "score"]
+PREDICTION_COLUMNS = [
+    "sample_id",
+    "dataset",
+    "split",
+    "label",
+    "method",
+    "group",
+    "subject_id",
+    "detector",
+    "variant",
+    "score",
+]
 
 # What the CLI's fairness and metrics commands need of a user's predictions file, after
 # detector and dataset have defaulted to the file name and "data".
-PREDICTION_FILE_COLUMNS = ["sample_id", "label", "method", "group", "subject_id", "detector",
-                           "score"]
+PREDICTION_FILE_COLUMNS = [
+    "sample_id",
+    "label",
+    "method",
+    "group",
+    "subject_id",
+    "detector",
+    "score",
+]
 # What the FairFD and group fairness metrics read of a predictions frame (the subject-level
 # bootstrap also needs subject_id): not the predictions contract, only its scored core.
 FAIRNESS_INPUT_COLUMNS = ("label", "method", "group", "score")
 
 # The columns a reader may rely on in each manifest; extra columns are allowed.
 CONTRACTS: dict[str, tuple[str, ...]] = {
-    "sources": ("image_id", "dataset", "path", "subject_id", "group", "split",
-                "width", "height", "sha256", "ok", "reason"),
-    "faces": ("image_id", "ok", "reason", "bbox", "det_score", "landmarks", "crop_path",
-              "detector"),
+    "sources": (
+        "image_id",
+        "dataset",
+        "path",
+        "subject_id",
+        "group",
+        "split",
+        "width",
+        "height",
+        "sha256",
+        "ok",
+        "reason",
+    ),
+    "faces": (
+        "image_id",
+        "ok",
+        "reason",
+        "bbox",
+        "det_score",
+        "landmarks",
+        "crop_path",
+        "detector",
+    ),
     "pairs": ("image_id", "target_image_id", "source_subject", "target_subject", "group"),
-    "forgery": ("sample_id", "method", "backend", "image_id", "target_image_id", "path",
-                "mask_path", "group", "subject_id", "split", "ok", "reason"),
-    "samples": ("sample_id", "dataset", "split", "label", "method", "group", "subject_id",
-                "path"),
-    "predictions": ("sample_id", "dataset", "split", "label", "method", "group",
-                    "subject_id", "detector", "variant", "score"),
+    "forgery": (
+        "sample_id",
+        "method",
+        "backend",
+        "image_id",
+        "target_image_id",
+        "path",
+        "mask_path",
+        "group",
+        "subject_id",
+        "split",
+        "ok",
+        "reason",
+    ),
+    "samples": ("sample_id", "dataset", "split", "label", "method", "group", "subject_id", "path"),
+    "predictions": (
+        "sample_id",
+        "dataset",
+        "split",
+        "label",
+        "method",
+        "group",
+        "subject_id",
+        "detector",
+        "variant",
+        "score",
+    ),
 }

@@ -3,6 +3,7 @@
 Defaults from the schema are filled in (nested blocks too), and every error names the key
 that is wrong, e.g. ``config: detectors.meso4: unknown key 'epoch'``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -72,8 +73,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
 def load_schema(path: str | Path | None = None) -> dict:
     """The config schema: the package's own, or the one at ``path``."""
     if path is None:
-        return yaml.safe_load(resources.files("fairforge").joinpath(SCHEMA_RESOURCE)
-                              .read_text(encoding="utf-8"))
+        return yaml.safe_load(
+            resources.files("fairforge").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+        )
     with open(path) as fh:
         return yaml.safe_load(fh)
 
@@ -115,21 +117,27 @@ def _check_references(config: dict) -> None:
     datasets = list(config["datasets"])
     methods = set(config["forgery"]["methods"])
     for name, det in config["detectors"].items():
-        unknown = sorted(set(det.get("train_methods", config["training"]["train_methods"]))
-                         - methods)
+        unknown = sorted(
+            set(det.get("train_methods", config["training"]["train_methods"])) - methods
+        )
         if unknown and "scores" not in det and "checkpoint" not in det:
-            raise ConfigError(f"config: detectors.{name}.train_methods: {unknown} not in "
-                              f"forgery.methods {sorted(methods)}")
+            raise ConfigError(
+                f"config: detectors.{name}.train_methods: {unknown} not in "
+                f"forgery.methods {sorted(methods)}"
+            )
         train_ds = det.get("train_dataset")
         if train_ds is not None and train_ds not in datasets:
-            raise ConfigError(f"config: detectors.{name}.train_dataset: unknown dataset "
-                              f"{train_ds!r} (configured: {datasets})")
+            raise ConfigError(
+                f"config: detectors.{name}.train_dataset: unknown dataset "
+                f"{train_ds!r} (configured: {datasets})"
+            )
     for variant in config["variants"]:
         _check_variant(variant)
     ranking_ds = config["ranking"].get("dataset")
     if ranking_ds is not None and ranking_ds not in datasets:
-        raise ConfigError(f"config: ranking.dataset: unknown dataset {ranking_ds!r} "
-                          f"(configured: {datasets})")
+        raise ConfigError(
+            f"config: ranking.dataset: unknown dataset {ranking_ds!r} (configured: {datasets})"
+        )
     _check_trained_encoders(config["ranking"])
     total = sum(config["split"][k] for k in ("train", "val", "test"))
     if abs(total - 1.0) > 1e-6:
@@ -145,14 +153,20 @@ def _check_trained_encoders(ranking: dict) -> None:
     for label, opts in trained.items():
         arch = opts.get("encoder", label)
         if arch not in trainable_encoders():
-            raise ConfigError(f"config: ranking.encoders.{label}.train: {arch!r} is not a "
-                              f"trainable encoder (trainable: {trainable_encoders()})")
+            raise ConfigError(
+                f"config: ranking.encoders.{label}.train: {arch!r} is not a "
+                f"trainable encoder (trainable: {trainable_encoders()})"
+            )
         if "checkpoint" in opts:
-            raise ConfigError(f"config: ranking.encoders.{label}: give either checkpoint "
-                              "(trained elsewhere) or train, not both")
+            raise ConfigError(
+                f"config: ranking.encoders.{label}: give either checkpoint "
+                "(trained elsewhere) or train, not both"
+            )
     if "train" in ranking["splits"]:
-        raise ConfigError(f"config: ranking.splits: encoders {sorted(trained)} train on the "
-                          "train split, so it cannot be ranked; use e.g. [val, test]")
+        raise ConfigError(
+            f"config: ranking.splits: encoders {sorted(trained)} train on the "
+            "train split, so it cannot be ranked; use e.g. [val, test]"
+        )
 
 
 def _check_variant(variant: str) -> None:

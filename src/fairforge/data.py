@@ -4,10 +4,11 @@ Perturbations (test-time variants) and augmentations (training) are seeded per s
 ``(sample_id, variant)`` and ``(seed, epoch, sample_id)``, so results do not depend on worker
 count or batch order.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import cv2
 import numpy as np
@@ -38,10 +39,19 @@ class FaceDataset(Dataset):
     (zeros for real samples) for detectors that learn from it.
     """
 
-    def __init__(self, frame: pd.DataFrame, root: str | Path, input_size: int,
-                 mean, std, variant: str = "clean",
-                 augment: Callable | None = None, seed: int = 0,
-                 mask_column: str | None = None, variant_options: dict | None = None):
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        root: str | Path,
+        input_size: int,
+        mean,
+        std,
+        variant: str = "clean",
+        augment: Callable | None = None,
+        seed: int = 0,
+        mask_column: str | None = None,
+        variant_options: dict | None = None,
+    ):
         self.frame = frame.reset_index(drop=True)
         self.root = Path(root)
         self.input_size = int(input_size)
@@ -55,6 +65,7 @@ class FaceDataset(Dataset):
         self._apply_variant = None
         if variant != "clean":
             from fairforge.perturb import apply_variant
+
             self._apply_variant = apply_variant
 
     def __len__(self) -> int:

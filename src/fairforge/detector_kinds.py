@@ -16,6 +16,7 @@ adding a detector of an existing kind is one registration, and a new kind is one
 ``external``
     a score file checked against the samples manifest: nothing is trained, run or timed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,22 +45,39 @@ class DetectorKind(ABC):
     """How the detectors of one kind are trained, run and costed."""
 
     @abstractmethod
-    def fit(self, samples: pd.DataFrame, results_dir: str | Path, settings: TrainConfig,
-            out_path: str | Path) -> pd.DataFrame:
+    def fit(
+        self,
+        samples: pd.DataFrame,
+        results_dir: str | Path,
+        settings: TrainConfig,
+        out_path: str | Path,
+    ) -> pd.DataFrame:
         """Train ``settings.arch`` on ``samples``, write its model to ``out_path`` and
         return the training log (one row per epoch)."""
 
     @abstractmethod
-    def score(self, arch: str, model: str | Path, samples: pd.DataFrame,
-              results_dir: str | Path, detector: str, variant: str, splits, *,
-              batch_size: int, num_workers: int, device: str,
-              variant_options: dict | None) -> pd.DataFrame:
+    def score(
+        self,
+        arch: str,
+        model: str | Path,
+        samples: pd.DataFrame,
+        results_dir: str | Path,
+        detector: str,
+        variant: str,
+        splits,
+        *,
+        batch_size: int,
+        num_workers: int,
+        device: str,
+        variant_options: dict | None,
+    ) -> pd.DataFrame:
         """Predictions (the contract) of ``model`` (a checkpoint or a score file) on the
         samples of ``splits`` under ``variant``."""
 
     @abstractmethod
-    def cost(self, model: str | Path, detector: str, device: str, batch_sizes,
-             repeats: int) -> dict:
+    def cost(
+        self, model: str | Path, detector: str, device: str, batch_sizes, repeats: int
+    ) -> dict:
         """One row of the efficiency table."""
 
 
@@ -71,11 +89,25 @@ class NetworkKind(DetectorKind):
     def fit(self, samples, results_dir, settings, out_path):
         return train_network(samples, results_dir, settings, out_path)
 
-    def score(self, arch, model, samples, results_dir, detector, variant, splits, *,
-              batch_size, num_workers, device, variant_options):
+    def score(
+        self,
+        arch,
+        model,
+        samples,
+        results_dir,
+        detector,
+        variant,
+        splits,
+        *,
+        batch_size,
+        num_workers,
+        device,
+        variant_options,
+    ):
         frame = scored_frame(samples, splits, variant)
-        scores = network_scores(model, frame, results_dir, variant, batch_size, num_workers,
-                                device, variant_options)
+        scores = network_scores(
+            model, frame, results_dir, variant, batch_size, num_workers, device, variant_options
+        )
         return prediction_frame(frame, detector, variant, scores)
 
     def cost(self, model, detector, device, batch_sizes, repeats):
@@ -92,22 +124,49 @@ class ClassicalKind(DetectorKind):
         scores = model.predict_proba(sample_landmarks(val, results_dir))
         found = np.isfinite(scores)
         model.save(out_path)
-        return pd.DataFrame([{"epoch": 1, "train_loss": math.nan, "val_loss": math.nan,
-                              "val_auc": auc(val["label"].to_numpy()[found], scores[found]),
-                              "n_train": len(train), "n_val": len(val),
-                              "seconds": time.perf_counter() - start}])
+        return pd.DataFrame(
+            [
+                {
+                    "epoch": 1,
+                    "train_loss": math.nan,
+                    "val_loss": math.nan,
+                    "val_auc": auc(val["label"].to_numpy()[found], scores[found]),
+                    "n_train": len(train),
+                    "n_val": len(val),
+                    "seconds": time.perf_counter() - start,
+                }
+            ]
+        )
 
-    def score(self, arch, model, samples, results_dir, detector, variant, splits, *,
-              batch_size, num_workers, device, variant_options):
+    def score(
+        self,
+        arch,
+        model,
+        samples,
+        results_dir,
+        detector,
+        variant,
+        splits,
+        *,
+        batch_size,
+        num_workers,
+        device,
+        variant_options,
+    ):
         frame = scored_frame(samples, splits, variant)
         fitted = DETECTORS.get(arch).load(model)
-        landmarks = sample_landmarks(frame, results_dir, loading_variant(variant),
-                                     variant_options=variant_options)
+        landmarks = sample_landmarks(
+            frame, results_dir, loading_variant(variant), variant_options=variant_options
+        )
         scores = fitted.predict_proba(landmarks)
         missing = ~np.isfinite(scores)
         if missing.any():
-            log.warning("%d of %d faces had no landmarks under %s; scored 0.5",
-                        int(missing.sum()), len(scores), loading_variant(variant))
+            log.warning(
+                "%d of %d faces had no landmarks under %s; scored 0.5",
+                int(missing.sum()),
+                len(scores),
+                loading_variant(variant),
+            )
         scores = np.where(missing, np.float32(0.5), scores).astype(np.float32)
         return prediction_frame(frame, detector, variant, scores)
 
@@ -118,11 +177,26 @@ class ClassicalKind(DetectorKind):
 @DETECTOR_KINDS.register("external")
 class ExternalKind(DetectorKind):
     def fit(self, samples, results_dir, settings, out_path):
-        raise ValueError(f"detector {settings.arch!r} is external: it brings its own scores, "
-                         "there is nothing to train")
+        raise ValueError(
+            f"detector {settings.arch!r} is external: it brings its own scores, "
+            "there is nothing to train"
+        )
 
-    def score(self, arch, model, samples, results_dir, detector, variant, splits, *,
-              batch_size, num_workers, device, variant_options):
+    def score(
+        self,
+        arch,
+        model,
+        samples,
+        results_dir,
+        detector,
+        variant,
+        splits,
+        *,
+        batch_size,
+        num_workers,
+        device,
+        variant_options,
+    ):
         return DETECTORS.create(arch, model).predictions(samples, detector, variant, splits)
 
     def cost(self, model, detector, device, batch_sizes, repeats):
@@ -134,9 +208,13 @@ def kind_of(arch: str) -> DetectorKind:
     return DETECTOR_KINDS.create(detector_kind(arch))
 
 
-def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
-                   checkpoint_path: str | Path,
-                   log_path: str | Path | None = None) -> pd.DataFrame:
+def train_detector(
+    samples: pd.DataFrame,
+    root: str | Path,
+    cfg: TrainConfig,
+    checkpoint_path: str | Path,
+    log_path: str | Path | None = None,
+) -> pd.DataFrame:
     """Train ``cfg.arch``, of any kind, and save its model; returns (and writes) the log."""
     log_table = kind_of(cfg.arch).fit(samples, root, cfg, checkpoint_path)
     if log_path is not None:
@@ -145,10 +223,20 @@ def train_detector(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
     return log_table
 
 
-def predict(model: str | Path, samples: pd.DataFrame, root: str | Path, detector: str,
-            variant: str = "clean", splits=("val", "test"), batch_size: int = 64,
-            num_workers: int = 0, device: str = "auto", threads: int = 1,
-            variant_options: dict | None = None, arch: str | None = None) -> pd.DataFrame:
+def predict(
+    model: str | Path,
+    samples: pd.DataFrame,
+    root: str | Path,
+    detector: str,
+    variant: str = "clean",
+    splits=("val", "test"),
+    batch_size: int = 64,
+    num_workers: int = 0,
+    device: str = "auto",
+    threads: int = 1,
+    variant_options: dict | None = None,
+    arch: str | None = None,
+) -> pd.DataFrame:
     """Predictions of ``detector`` on the samples of ``splits`` under ``variant``.
 
     ``model`` is a checkpoint (its architecture is read from it) or, with
@@ -156,13 +244,29 @@ def predict(model: str | Path, samples: pd.DataFrame, root: str | Path, detector
     """
     torch.set_num_threads(max(1, threads))
     arch = arch or checkpoint_arch(model)
-    return kind_of(arch).score(arch, model, samples, root, detector, variant, splits,
-                               batch_size=batch_size, num_workers=num_workers, device=device,
-                               variant_options=variant_options)
+    return kind_of(arch).score(
+        arch,
+        model,
+        samples,
+        root,
+        detector,
+        variant,
+        splits,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        device=device,
+        variant_options=variant_options,
+    )
 
 
-def detector_cost(model: str | Path, detector: str, device: str = "auto",
-                  batch_sizes=(1, 32), repeats: int = 10, arch: str | None = None) -> dict:
+def detector_cost(
+    model: str | Path,
+    detector: str,
+    device: str = "auto",
+    batch_sizes=(1, 32),
+    repeats: int = 10,
+    arch: str | None = None,
+) -> dict:
     """The efficiency-table row of a trained detector (a note for kinds with no network)."""
     arch = arch or checkpoint_arch(model)
     return kind_of(arch).cost(model, detector, device, batch_sizes, repeats)

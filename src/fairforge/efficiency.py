@@ -10,6 +10,7 @@ the peak resident-set growth sampled every millisecond by a background thread, a
 freed heap pages to the OS (a coarse figure: memory the allocator still holds is reused
 without showing, so it can read low).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,10 +18,9 @@ import ctypes
 import statistics
 import threading
 import time
-
-import psutil
 from pathlib import Path
 
+import psutil
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -54,9 +54,16 @@ def flops_per_image(model: nn.Module, input_size: int, device="cpu", in_chans: i
     return int(counter.get_total_flops())
 
 
-def latency_per_image(model: nn.Module, input_size: int, batch_size: int, device="cpu",
-                      repeats: int = 10, warmup: int = 2, bf16: bool = False,
-                      in_chans: int = 3) -> float:
+def latency_per_image(
+    model: nn.Module,
+    input_size: int,
+    batch_size: int,
+    device="cpu",
+    repeats: int = 10,
+    warmup: int = 2,
+    bf16: bool = False,
+    in_chans: int = 3,
+) -> float:
     """Median seconds per image over ``repeats`` batches of ``batch_size``."""
     device = torch.device(device)
     model = model.to(device).eval()
@@ -111,8 +118,14 @@ class _RssPeak:
         return max(0, self.peak - self.start)
 
 
-def peak_memory_bytes(model: nn.Module, input_size: int, batch_size: int, device="cpu",
-                      bf16: bool = False, in_chans: int = 3) -> int:
+def peak_memory_bytes(
+    model: nn.Module,
+    input_size: int,
+    batch_size: int,
+    device="cpu",
+    bf16: bool = False,
+    in_chans: int = 3,
+) -> int:
     """Memory a forward pass of one batch needs beyond the model and its input."""
     device = torch.device(device)
     model = model.to(device).eval()
@@ -131,9 +144,16 @@ def peak_memory_bytes(model: nn.Module, input_size: int, batch_size: int, device
         return int(rss.delta)
 
 
-def efficiency_row(model: nn.Module, input_size: int, device="cpu", batch_sizes=(1, 32),
-                   repeats: int = 10, warmup: int = 2, bf16: bool = False,
-                   name: str | None = None) -> dict:
+def efficiency_row(
+    model: nn.Module,
+    input_size: int,
+    device="cpu",
+    batch_sizes=(1, 32),
+    repeats: int = 10,
+    warmup: int = 2,
+    bf16: bool = False,
+    name: str | None = None,
+) -> dict:
     """One row of the efficiency table for ``model`` at ``input_size`` on ``device``."""
     device = torch.device(device)
     row = {
@@ -152,12 +172,14 @@ def efficiency_row(model: nn.Module, input_size: int, device="cpu", batch_sizes=
     return row
 
 
-def checkpoint_efficiency(checkpoint: str | Path, name: str, device: str = "auto",
-                          batch_sizes=(1, 32), repeats: int = 10) -> dict:
+def checkpoint_efficiency(
+    checkpoint: str | Path, name: str, device: str = "auto", batch_sizes=(1, 32), repeats: int = 10
+) -> dict:
     """:func:`efficiency_row` of a trained network checkpoint at its own input size."""
     dev = pick_device(device)
     model, meta = load_checkpoint(checkpoint, dev)
-    row = efficiency_row(model, meta["input_size"], dev, batch_sizes, repeats,
-                         bf16=dev.type == "cuda", name=name)
+    row = efficiency_row(
+        model, meta["input_size"], dev, batch_sizes, repeats, bf16=dev.type == "cuda", name=name
+    )
     row["arch"] = meta["arch"]
     return row

@@ -2,6 +2,7 @@
 
 Inside the package images are RGB; OpenCV's BGR stays at this boundary.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,6 +4,7 @@ The loader decodes (and perturbs) in worker processes while the model runs, batc
 manifest order, and on CUDA the forward pass runs in channels_last under bf16 autocast.
 :mod:`fairforge.detector_kinds` predicts with a detector of any kind.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,17 +25,37 @@ from fairforge.video import loading_variant
 log = logging.getLogger(__name__)
 
 
-def score_frame(model: torch.nn.Module, meta: dict, frame: pd.DataFrame, root: str | Path,
-                variant: str = "clean", batch_size: int = 64, num_workers: int = 0,
-                device: torch.device | str = "cpu", progress: bool | None = None,
-                variant_options: dict | None = None) -> np.ndarray:
+def score_frame(
+    model: torch.nn.Module,
+    meta: dict,
+    frame: pd.DataFrame,
+    root: str | Path,
+    variant: str = "clean",
+    batch_size: int = 64,
+    num_workers: int = 0,
+    device: torch.device | str = "cpu",
+    progress: bool | None = None,
+    variant_options: dict | None = None,
+) -> np.ndarray:
     """Probability of fake for every row of ``frame``, in row order (float32)."""
     device = torch.device(device)
-    dataset = FaceDataset(frame, root, meta["input_size"], meta["mean"], meta["std"],
-                          variant=variant, variant_options=variant_options)
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
-                        pin_memory=device.type == "cuda",
-                        prefetch_factor=4 if num_workers > 0 else None)
+    dataset = FaceDataset(
+        frame,
+        root,
+        meta["input_size"],
+        meta["mean"],
+        meta["std"],
+        variant=variant,
+        variant_options=variant_options,
+    )
+    loader = DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=num_workers,
+        pin_memory=device.type == "cuda",
+        prefetch_factor=4 if num_workers > 0 else None,
+    )
     model = model.to(device).eval()
     if device.type == "cuda":
         model = model.to(memory_format=torch.channels_last)
@@ -43,6 +64,7 @@ def score_frame(model: torch.nn.Module, meta: dict, frame: pd.DataFrame, root: s
     batches = loader
     if show:
         from tqdm import tqdm
+
         batches = tqdm(loader, desc=f"predict {variant}", unit="batch")
     with torch.inference_mode():
         for batch in batches:
@@ -77,14 +99,19 @@ def scored_frame(samples: pd.DataFrame, splits, variant: str) -> pd.DataFrame:
     if "ok" in frame.columns:
         failed = frame.loc[~frame["ok"].astype(bool)]
         if len(failed):
-            log.warning("%d samples failed under %s and are not scored: %s", len(failed),
-                        variant, failed["reason"].value_counts().to_dict())
+            log.warning(
+                "%d samples failed under %s and are not scored: %s",
+                len(failed),
+                variant,
+                failed["reason"].value_counts().to_dict(),
+            )
         frame = frame.loc[frame["ok"].astype(bool)]
     return frame.sort_values("sample_id").reset_index(drop=True)
 
 
-def prediction_frame(frame: pd.DataFrame, detector: str, variant: str,
-                     scores: np.ndarray) -> pd.DataFrame:
+def prediction_frame(
+    frame: pd.DataFrame, detector: str, variant: str, scores: np.ndarray
+) -> pd.DataFrame:
     """The predictions contract for the rows of ``frame`` and their ``scores``."""
     extra = [c for c in ("video_id", "frame_index") if c in frame.columns]
     out = frame[[c for c in PREDICTION_COLUMNS if c in frame.columns] + extra].copy()
@@ -94,9 +121,16 @@ def prediction_frame(frame: pd.DataFrame, detector: str, variant: str,
     return out[PREDICTION_COLUMNS + extra]
 
 
-def network_scores(checkpoint: str | Path, frame: pd.DataFrame, root: str | Path,
-                   variant: str = "clean", batch_size: int = 64, num_workers: int = 0,
-                   device: str = "auto", variant_options: dict | None = None) -> np.ndarray:
+def network_scores(
+    checkpoint: str | Path,
+    frame: pd.DataFrame,
+    root: str | Path,
+    variant: str = "clean",
+    batch_size: int = 64,
+    num_workers: int = 0,
+    device: str = "auto",
+    variant_options: dict | None = None,
+) -> np.ndarray:
     """Scores of a network checkpoint on the rows of ``frame`` under ``variant``.
 
     An image variant whose weights are missing raises
@@ -104,5 +138,14 @@ def network_scores(checkpoint: str | Path, frame: pd.DataFrame, root: str | Path
     """
     dev = pick_device(device)
     model, meta = load_checkpoint(checkpoint, dev)
-    return score_frame(model, meta, frame, root, loading_variant(variant), batch_size,
-                       num_workers, dev, variant_options=variant_options)
+    return score_frame(
+        model,
+        meta,
+        frame,
+        root,
+        loading_variant(variant),
+        batch_size,
+        num_workers,
+        dev,
+        variant_options=variant_options,
+    )

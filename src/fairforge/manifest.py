@@ -2,10 +2,11 @@
 
 A row is never dropped: failures stay with ``ok=False`` and a ``reason``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import pandas as pd
 import pyarrow as pa
@@ -13,7 +14,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fairforge.columns import CONTRACTS
-
 
 # Streaming reads take pages through a small buffer (not a row group's whole column chunks)
 # and decode this many rows at a time, on one thread (parallel column decoding holds several
@@ -35,11 +35,16 @@ def check_columns(table: pd.DataFrame | Iterable[str], contract: str, where: str
     if missing:
         raise ManifestError(
             f"{where or contract} manifest lacks column(s) {missing}; "
-            f"the {contract} contract needs {list(CONTRACTS[contract])}")
+            f"the {contract} contract needs {list(CONTRACTS[contract])}"
+        )
 
 
-def write_manifest(df: pd.DataFrame, path: str | Path, contract: str | None = None,
-                   row_group_size: int | None = None) -> None:
+def write_manifest(
+    df: pd.DataFrame,
+    path: str | Path,
+    contract: str | None = None,
+    row_group_size: int | None = None,
+) -> None:
     """Write ``df`` as parquet, byte-identical for identical frames (no index, fixed options).
 
     ``row_group_size`` = the shard size lets :func:`read_rows` load one shard alone.
@@ -50,13 +55,13 @@ def write_manifest(df: pd.DataFrame, path: str | Path, contract: str | None = No
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
     tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", write_statistics=False,
-                   row_group_size=row_group_size)
+    pq.write_table(
+        table, tmp, compression="zstd", write_statistics=False, row_group_size=row_group_size
+    )
     tmp.replace(path)
 
 
-def _open(path: str | Path, contract: str | None = None, stream: bool = False
-          ) -> pq.ParquetFile:
+def _open(path: str | Path, contract: str | None = None, stream: bool = False) -> pq.ParquetFile:
     """The manifest at ``path``, checked against ``contract`` from its schema alone, so a
     reader of a few columns or rows still learns that the file breaks the contract."""
     path = Path(path)
@@ -69,8 +74,9 @@ def _open(path: str | Path, contract: str | None = None, stream: bool = False
     return source
 
 
-def read_manifest(path: str | Path, contract: str | None = None,
-                  columns: Iterable[str] | None = None) -> pd.DataFrame:
+def read_manifest(
+    path: str | Path, contract: str | None = None, columns: Iterable[str] | None = None
+) -> pd.DataFrame:
     _open(path, contract)
     return pd.read_parquet(path, columns=list(columns) if columns is not None else None)
 
@@ -82,8 +88,9 @@ def columns_in(path: str | Path, names: Iterable[str]) -> list[str]:
     return [n for n in names if n in have]
 
 
-def read_rows(path: str | Path, start: int, stop: int,
-              columns: Iterable[str] | None = None) -> pd.DataFrame:
+def read_rows(
+    path: str | Path, start: int, stop: int, columns: Iterable[str] | None = None
+) -> pd.DataFrame:
     """Rows ``start:stop`` of a manifest, decoding only the row groups that hold them, so a
     shard job's memory follows the shard, not the dataset."""
     source = _open(path)
@@ -102,8 +109,13 @@ def read_rows(path: str | Path, start: int, stop: int,
     return table.slice(start - first, stop - start).to_pandas()
 
 
-def read_ids(path: str | Path, ids: Iterable, columns: Iterable[str] | None = None,
-             id_column: str = "image_id", contract: str | None = None) -> pd.DataFrame:
+def read_ids(
+    path: str | Path,
+    ids: Iterable,
+    columns: Iterable[str] | None = None,
+    id_column: str = "image_id",
+    contract: str | None = None,
+) -> pd.DataFrame:
     """The rows whose ``id_column`` is in ``ids``, in file order.
 
     Small batches are filtered as they are decoded, so memory follows the rows asked for (a
@@ -116,8 +128,11 @@ def read_ids(path: str | Path, ids: Iterable, columns: Iterable[str] | None = No
     read = list(dict.fromkeys([*names, id_column]))
     wanted = pa.array(list(dict.fromkeys(ids)), type=schema.field(id_column).type)
     batches = source.iter_batches(STREAM_BATCH_ROWS, columns=read, use_threads=False)
-    kept = [batch.filter(pc.is_in(batch.column(id_column), value_set=wanted))
-            for batch in batches] if len(wanted) else []
+    kept = (
+        [batch.filter(pc.is_in(batch.column(id_column), value_set=wanted)) for batch in batches]
+        if len(wanted)
+        else []
+    )
     projected = pa.schema([schema.field(c) for c in read], metadata=schema.metadata)
     return pa.Table.from_batches(kept, schema=projected).select(names).to_pandas()
 

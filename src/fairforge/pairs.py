@@ -7,6 +7,7 @@ its target subject (seeded by the image id). Only faces with ``ok`` take part. A
 a single subject cannot pair: its images stay in the table with ``ok=False`` and a reason,
 so the forgery manifests can record them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,20 +40,24 @@ def derangement(n: int, rng: np.random.Generator) -> np.ndarray:
 def _with_subjects(faces_df: pd.DataFrame, sources_df: pd.DataFrame | None) -> pd.DataFrame:
     """Faces with subject_id and group (and split when known), taken from the sources."""
     if sources_df is not None:
-        cols = [c for c in ("subject_id", "group", "split")
-                if c in sources_df.columns and c not in faces_df.columns]
+        cols = [
+            c
+            for c in ("subject_id", "group", "split")
+            if c in sources_df.columns and c not in faces_df.columns
+        ]
         if cols:
-            faces_df = faces_df.merge(sources_df[["image_id"] + cols], on="image_id",
-                                      how="left", validate="one_to_one")
+            faces_df = faces_df.merge(
+                sources_df[["image_id"] + cols], on="image_id", how="left", validate="one_to_one"
+            )
     missing = [c for c in ("subject_id", "group") if c not in faces_df.columns]
     if missing:
-        raise ValueError(f"faces table lacks {missing}; pass sources_df to take them from "
-                         f"the sources manifest")
+        raise ValueError(
+            f"faces table lacks {missing}; pass sources_df to take them from the sources manifest"
+        )
     return faces_df
 
 
-def assign_target_subjects(subjects_by_group: dict[str, list[str]], seed: int
-                           ) -> dict[str, str]:
+def assign_target_subjects(subjects_by_group: dict[str, list[str]], seed: int) -> dict[str, str]:
     """subject -> target subject, a derangement within each group of >= 2 subjects."""
     targets: dict[str, str] = {}
     for group in sorted(subjects_by_group):
@@ -64,8 +69,9 @@ def assign_target_subjects(subjects_by_group: dict[str, list[str]], seed: int
     return targets
 
 
-def make_pairs(faces_df: pd.DataFrame, seed: int, sources_df: pd.DataFrame | None = None
-               ) -> pd.DataFrame:
+def make_pairs(
+    faces_df: pd.DataFrame, seed: int, sources_df: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The pairs table: one row per ok face, sorted by image_id.
 
     ``faces_df`` needs image_id, ok, subject_id and group (or ``sources_df`` to take
@@ -90,13 +96,16 @@ def make_pairs(faces_df: pd.DataFrame, seed: int, sources_df: pd.DataFrame | Non
     subjects_by_group = {g: sorted(s.unique()) for g, s in faces.groupby(pool)["subject_id"]}
     crossing = faces.groupby("subject_id")["group"].nunique()
     if (crossing > 1).any():
-        raise ValueError(f"subjects in more than one group: {sorted(crossing[crossing > 1].index)[:5]}")
+        raise ValueError(
+            f"subjects in more than one group: {sorted(crossing[crossing > 1].index)[:5]}"
+        )
     targets = assign_target_subjects(subjects_by_group, seed)
     images_of = {s: sorted(ids) for s, ids in faces.groupby("subject_id")["image_id"]}
 
     rows = []
-    for image_id, subject, group, split in faces[["image_id", "subject_id", "group",
-                                                   "split"]].itertuples(index=False):
+    for image_id, subject, group, split in faces[
+        ["image_id", "subject_id", "group", "split"]
+    ].itertuples(index=False):
         target_subject = targets.get(subject)
         if target_subject is None:
             rows.append((image_id, None, subject, None, group, split, False, NO_TARGET))
@@ -110,6 +119,9 @@ def make_pairs(faces_df: pd.DataFrame, seed: int, sources_df: pd.DataFrame | Non
     pairs.attrs["unpaired"] = unpaired
     if unpaired:
         lonely = sorted(set(pairs.loc[~pairs["ok"], "group"]))
-        log.warning("%d image(s) have no target subject (single-subject group(s): %s)",
-                    unpaired, ", ".join(lonely))
+        log.warning(
+            "%d image(s) have no target subject (single-subject group(s): %s)",
+            unpaired,
+            ", ".join(lonely),
+        )
     return pairs

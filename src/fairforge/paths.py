@@ -4,10 +4,11 @@ The rules (through ``rules/common.smk``), the report and the stages that name a 
 read it here, so renaming a file is a one-line change. Templates keep Snakemake's
 wildcards (``{dataset}``, ``{shard}``, ...); ``{results}`` is the results root.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 RESULTS = "results"
 
@@ -133,16 +134,23 @@ def benchmark_path(name: str, results: str = RESULTS) -> str:
     return f"{results}/pipeline_info/benchmarks/{name}"
 
 
-def report_paths(results: str = RESULTS, datasets: Sequence[str] = (),
-                 methods: Sequence[str] = (), ranking: bool = True) -> dict:
+def report_paths(
+    results: str = RESULTS,
+    datasets: Sequence[str] = (),
+    methods: Sequence[str] = (),
+    ranking: bool = True,
+) -> dict:
     """Every file the report reads, by the report's key; the ranking study's outputs only
     with ``ranking``."""
     tables = {**REPORT_TABLES, **(REPORT_EXPOSURE if ranking else {})}
     paths: dict = {key: result_path(name, results) for key, name in tables.items()}
-    paths["forgeries"] = [result_path("forgery", results, dataset=d, method=m)
-                          for d in datasets for m in methods]
-    paths["forgery_examples"] = [result_path("forgery_examples", results, dataset=d)
-                                 for d in datasets]
-    paths["face_detection_rates"] = [result_path("face_detection_rate", results, dataset=d)
-                                     for d in datasets]
+    paths["forgeries"] = [
+        result_path("forgery", results, dataset=d, method=m) for d in datasets for m in methods
+    ]
+    paths["forgery_examples"] = [
+        result_path("forgery_examples", results, dataset=d) for d in datasets
+    ]
+    paths["face_detection_rates"] = [
+        result_path("face_detection_rate", results, dataset=d) for d in datasets
+    ]
     return paths

@@ -3,6 +3,7 @@
 Shared by the report's figures and the ranking study's plot: the PNG is written without
 the ``Software`` metadata entry (it names the matplotlib version), at one resolution.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -21,10 +21,11 @@ the results folder by default):
 ``exposure_per_probe_group.csv``, ``exposure_ks.csv``, and for the figure ``exposure_per_ranking.parquet`` (per-ranking exposure
 of every group, NaN where the group holds no position) and ``exposure_hit_curve.csv``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,6 +48,7 @@ OUTPUT_FILES = {
 
 # --------------------------------------------------------------------------- selection
 
+
 def resolve_groups(faces: pd.DataFrame, group_column: str | Sequence[str]) -> pd.Series:
     """The group of every row: one column, or the intersection of several joined by ``_``
     (``["tone", "gender"]``, or ``"tone_gender"`` when that is not itself a column)."""
@@ -57,8 +59,10 @@ def resolve_groups(faces: pd.DataFrame, group_column: str | Sequence[str]) -> pd
         if len(parts) > 1 and all(p in faces.columns for p in parts):
             group_column = parts
         else:
-            raise KeyError(f"group column {group_column!r} not in the faces table "
-                           f"(columns: {list(faces.columns)})")
+            raise KeyError(
+                f"group column {group_column!r} not in the faces table "
+                f"(columns: {list(faces.columns)})"
+            )
     columns = list(group_column)
     missing = [c for c in columns if c not in faces.columns]
     if missing:
@@ -66,9 +70,13 @@ def resolve_groups(faces: pd.DataFrame, group_column: str | Sequence[str]) -> pd
     return faces[columns].astype(str).agg("_".join, axis=1)
 
 
-def split_probe_gallery(faces: pd.DataFrame, l: int = 10, seed: int = 0,
-                        group_column: str | Sequence[str] = "group",
-                        probe_fraction: float = 0.3) -> pd.DataFrame:
+def split_probe_gallery(
+    faces: pd.DataFrame,
+    l: int = 10,
+    seed: int = 0,
+    group_column: str | Sequence[str] = "group",
+    probe_fraction: float = 0.3,
+) -> pd.DataFrame:
     """Rows of the study: ``l`` crops of every identity with at least ``l``, each marked
     ``role`` = probe or gallery, with its ``group``. Sorted by subject, role, image id."""
     if l < 2:
@@ -98,15 +106,18 @@ def split_probe_gallery(faces: pd.DataFrame, l: int = 10, seed: int = 0,
     if not picked:
         raise ValueError(f"no identity has at least l={l} usable crops")
     out = pd.concat(picked, ignore_index=True)
-    out = out.sort_values(["subject_id", "role", "image_id"], ascending=[True, False, True],
-                          kind="stable").reset_index(drop=True)
+    out = out.sort_values(
+        ["subject_id", "role", "image_id"], ascending=[True, False, True], kind="stable"
+    ).reset_index(drop=True)
     return out[["image_id", "subject_id", "group", "crop_path", "role"]]
 
 
 # --------------------------------------------------------------------------- embeddings
 
-def identity_templates(embeddings: np.ndarray, identity_index: np.ndarray,
-                       n_identities: int) -> np.ndarray:
+
+def identity_templates(
+    embeddings: np.ndarray, identity_index: np.ndarray, n_identities: int
+) -> np.ndarray:
     """Mean embedding of each identity, re-normalised to unit length."""
     sums = np.zeros((n_identities, embeddings.shape[1]), dtype=np.float64)
     np.add.at(sums, identity_index, embeddings)
@@ -138,8 +149,20 @@ def resolve_encoders(encoder) -> dict[str, FaceEncoder]:
 
 # --------------------------------------------------------------------------- the study
 
-def _convention_rows(R, probe_identity, gallery_groups, probe_groups, groups, k, convention,
-                     base, counts, hit_cols, probe_hits):
+
+def _convention_rows(
+    R,
+    probe_identity,
+    gallery_groups,
+    probe_groups,
+    groups,
+    k,
+    convention,
+    base,
+    counts,
+    hit_cols,
+    probe_hits,
+):
     vis_rank = xm.per_ranking_visibility(R, gallery_groups, groups, k, probe_identity, convention)
     exp_rank = xm.per_ranking_exposure(R, gallery_groups, groups, k, probe_identity, convention)
     vis, exp = vis_rank.mean(axis=0), exp_rank.mean(axis=0)
@@ -151,10 +174,20 @@ def _convention_rows(R, probe_identity, gallery_groups, probe_groups, groups, k,
 
     vis_m, n_per_group = xm.per_probe_group_matrix(vis_rank, probe_groups, groups)
     exp_m, _ = xm.per_probe_group_matrix(exp_rank, probe_groups, groups)
-    per_group = [{**base, "convention": convention, "probe_group": pg, "gallery_group": gg,
-                  "n_probes": int(n_per_group[p]), "visibility": float(vis_m[p, q]),
-                  "exposure": float(exp_m[p, q]), **probe_hits[pg]}
-                 for p, pg in enumerate(groups) for q, gg in enumerate(groups)]
+    per_group = [
+        {
+            **base,
+            "convention": convention,
+            "probe_group": pg,
+            "gallery_group": gg,
+            "n_probes": int(n_per_group[p]),
+            "visibility": float(vis_m[p, q]),
+            "exposure": float(exp_m[p, q]),
+            **probe_hits[pg],
+        }
+        for p, pg in enumerate(groups)
+        for q, gg in enumerate(groups)
+    ]
 
     # a ranking in which a group holds no position has no exposure value for it
     exp_empty = np.where(vis_rank > 0, exp_rank, np.nan)
@@ -185,14 +218,23 @@ def calibration_rows(study: pd.DataFrame, n: int = 64) -> pd.DataFrame:
 def check_study(study: pd.DataFrame, k: int, l: int) -> None:
     n_id = study["subject_id"].nunique()
     if n_id < k + 1:
-        raise ValueError(f"{n_id} identities with l={l} crops; the false-positive ranking "
-                         f"at k={k} needs at least {k + 1}")
+        raise ValueError(
+            f"{n_id} identities with l={l} crops; the false-positive ranking "
+            f"at k={k} needs at least {k + 1}"
+        )
 
 
-def embed_study(study: pd.DataFrame, results_dir: str | Path, encoder: FaceEncoder,
-                settings: Sequence[str] = SETTINGS, distance: int = 3, seed: int = 0,
-                face_fraction: float = 1.0, batch_size: int = 64,
-                calibration: pd.DataFrame | None = None) -> pd.DataFrame:
+def embed_study(
+    study: pd.DataFrame,
+    results_dir: str | Path,
+    encoder: FaceEncoder,
+    settings: Sequence[str] = SETTINGS,
+    distance: int = 3,
+    seed: int = 0,
+    face_fraction: float = 1.0,
+    batch_size: int = 64,
+    calibration: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The embeddings that ``settings`` compare of ``study`` rows (all of them, or one
     shard's): one row per image and view with ``image_id``, ``role``, ``far``,
     ``fell_back`` (1 where the encoder found no face and aligned on its fallback box; NaN
@@ -205,41 +247,67 @@ def embed_study(study: pd.DataFrame, results_dir: str | Path, encoder: FaceEncod
     views = study_views(settings)
     results_dir = Path(results_dir)
     if calibration is not None and len(study) and hasattr(encoder, "calibrate_fallback"):
-        encoder.calibrate_fallback(face_images(calibration, results_dir, False, distance, seed,
-                                               encoder.input_size, face_fraction))
+        encoder.calibrate_fallback(
+            face_images(
+                calibration, results_dir, False, distance, seed, encoder.input_size, face_fraction
+            )
+        )
     frames = []
     for role, far in views:
         rows = study[study["role"] == role]
         start = None if encoder.fallbacks is None else len(encoder.fallbacks)
-        emb = embed_in_batches(encoder, face_images(rows, results_dir, far, distance, seed,
-                                                    encoder.input_size, face_fraction),
-                               batch_size)
-        fell_back = (np.full(len(rows), np.nan) if start is None
-                     else np.asarray(encoder.fallbacks[start:], dtype=float))
-        frames.append(pd.DataFrame({"image_id": rows["image_id"].to_numpy(), "role": role,
-                                    "far": far, "fell_back": fell_back,
-                                    "embedding": list(emb)}))
+        emb = embed_in_batches(
+            encoder,
+            face_images(rows, results_dir, far, distance, seed, encoder.input_size, face_fraction),
+            batch_size,
+        )
+        fell_back = (
+            np.full(len(rows), np.nan)
+            if start is None
+            else np.asarray(encoder.fallbacks[start:], dtype=float)
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "image_id": rows["image_id"].to_numpy(),
+                    "role": role,
+                    "far": far,
+                    "fell_back": fell_back,
+                    "embedding": list(emb),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
-def _view(embeddings: pd.DataFrame, rows: pd.DataFrame, role: str, far: bool,
-          label: str) -> tuple[np.ndarray, np.ndarray]:
+def _view(
+    embeddings: pd.DataFrame, rows: pd.DataFrame, role: str, far: bool, label: str
+) -> tuple[np.ndarray, np.ndarray]:
     part = embeddings[(embeddings["role"] == role) & (embeddings["far"] == far)]
     part = part.drop_duplicates("image_id").set_index("image_id")
     missing = pd.Index(rows["image_id"]).difference(part.index)
     if len(missing):
         view = "far" if far else "close-range"
-        raise ValueError(f"{label}: no {view} {role} embedding for {len(missing)} image(s), "
-                         f"e.g. {list(missing[:3])}")
+        raise ValueError(
+            f"{label}: no {view} {role} embedding for {len(missing)} image(s), "
+            f"e.g. {list(missing[:3])}"
+        )
     part = part.loc[rows["image_id"]]
     emb = np.stack(part["embedding"].to_numpy()).astype(np.float32)
     return emb, part["fell_back"].to_numpy(dtype=float)
 
 
-def rank_study(study: pd.DataFrame, embeddings: Mapping[str, pd.DataFrame],
-               settings: Sequence[str] = SETTINGS, distance: int = 3, l: int = 10,
-               k: int = 10, *, hit_ks: Sequence[int] = (1, 5, 10),
-               conventions: Sequence[str] = xm.CONVENTIONS) -> dict[str, pd.DataFrame]:
+def rank_study(
+    study: pd.DataFrame,
+    embeddings: Mapping[str, pd.DataFrame],
+    settings: Sequence[str] = SETTINGS,
+    distance: int = 3,
+    l: int = 10,
+    k: int = 10,
+    *,
+    hit_ks: Sequence[int] = (1, 5, 10),
+    conventions: Sequence[str] = xm.CONVENTIONS,
+) -> dict[str, pd.DataFrame]:
     """Rank the gallery for every probe of ``study`` (:func:`split_probe_gallery`) with each
     encoder's embeddings (:func:`embed_study`, label → frame) and measure; returns the
     frames of :data:`OUTPUT_FILES` by key."""
@@ -263,8 +331,9 @@ def rank_study(study: pd.DataFrame, embeddings: Mapping[str, pd.DataFrame],
     for label, frame in embeddings.items():
         probe_emb, probe_fallback = _view(frame, probes, "probe", True, label)
         for setting in settings:
-            gallery_emb, gallery_fallback = _view(frame, gallery, "gallery",
-                                                  setting == "reidentification", label)
+            gallery_emb, gallery_fallback = _view(
+                frame, gallery, "gallery", setting == "reidentification", label
+            )
             templates = identity_templates(gallery_emb, gallery_identity, n_id)
             R, _ = xm.rank_gallery(probe_emb, templates, depth)
 
@@ -274,40 +343,82 @@ def rank_study(study: pd.DataFrame, embeddings: Mapping[str, pd.DataFrame],
             probe_hits = {}
             for g in groups:
                 mine = probe_groups == g
-                probe_hits[g] = {f"hit_ratio@{c}": (float(xm.hit_ratio(
-                    R[mine], probe_identity[mine], min(c, depth))) if mine.any() else np.nan)
-                    for c in hit_ks}
-            base = {"encoder": label, "setting": setting, "distance": int(distance),
-                    "k": int(k), "l": int(l)}
-            counts = {"n_identities": n_id, "n_probes": len(probes),
-                      "n_gallery_images": len(gallery),
-                      "fallback_share_probes": float(probe_fallback.mean()),
-                      "fallback_share_gallery": float(gallery_fallback.mean()),
-                      **{f"fallback_probes_{g}": float(probe_fallback[probe_groups == g].mean())
-                         for g in groups}}
-            curve_frames.append(pd.DataFrame({"encoder": label, "setting": setting,
-                                              "distance": int(distance),
-                                              "k": np.arange(1, depth + 1), "hit_ratio": curve}))
+                probe_hits[g] = {
+                    f"hit_ratio@{c}": (
+                        float(xm.hit_ratio(R[mine], probe_identity[mine], min(c, depth)))
+                        if mine.any()
+                        else np.nan
+                    )
+                    for c in hit_ks
+                }
+            base = {
+                "encoder": label,
+                "setting": setting,
+                "distance": int(distance),
+                "k": int(k),
+                "l": int(l),
+            }
+            counts = {
+                "n_identities": n_id,
+                "n_probes": len(probes),
+                "n_gallery_images": len(gallery),
+                "fallback_share_probes": float(probe_fallback.mean()),
+                "fallback_share_gallery": float(gallery_fallback.mean()),
+                **{
+                    f"fallback_probes_{g}": float(probe_fallback[probe_groups == g].mean())
+                    for g in groups
+                },
+            }
+            curve_frames.append(
+                pd.DataFrame(
+                    {
+                        "encoder": label,
+                        "setting": setting,
+                        "distance": int(distance),
+                        "k": np.arange(1, depth + 1),
+                        "hit_ratio": curve,
+                    }
+                )
+            )
             for convention in conventions:
                 summary, per_group, ks, exp_empty = _convention_rows(
-                    R, probe_identity, gallery_groups, probe_groups, groups, k, convention,
-                    base, counts, hit_cols, probe_hits)
+                    R,
+                    probe_identity,
+                    gallery_groups,
+                    probe_groups,
+                    groups,
+                    k,
+                    convention,
+                    base,
+                    counts,
+                    hit_cols,
+                    probe_hits,
+                )
                 tables.append(summary)
                 per_group_rows.extend(per_group)
                 ks_rows.extend(ks)
-                ranking_frames.append(pd.DataFrame({
-                    "encoder": label, "setting": setting, "distance": int(distance),
-                    "convention": convention,
-                    "probe_image_id": np.repeat(probes["image_id"].to_numpy(), len(groups)),
-                    "probe_group": np.repeat(probe_groups, len(groups)),
-                    "group": np.tile(np.asarray(groups, dtype=object), len(probes)),
-                    "exposure": exp_empty.reshape(-1)}))
+                ranking_frames.append(
+                    pd.DataFrame(
+                        {
+                            "encoder": label,
+                            "setting": setting,
+                            "distance": int(distance),
+                            "convention": convention,
+                            "probe_image_id": np.repeat(probes["image_id"].to_numpy(), len(groups)),
+                            "probe_group": np.repeat(probe_groups, len(groups)),
+                            "group": np.tile(np.asarray(groups, dtype=object), len(probes)),
+                            "exposure": exp_empty.reshape(-1),
+                        }
+                    )
+                )
 
-    return {"exposure_table": pd.DataFrame(tables),
-            "per_probe_group": pd.DataFrame(per_group_rows),
-            "ks": pd.DataFrame(ks_rows),
-            "per_ranking": pd.concat(ranking_frames, ignore_index=True),
-            "hit_curve": pd.concat(curve_frames, ignore_index=True)}
+    return {
+        "exposure_table": pd.DataFrame(tables),
+        "per_probe_group": pd.DataFrame(per_group_rows),
+        "ks": pd.DataFrame(ks_rows),
+        "per_ranking": pd.concat(ranking_frames, ignore_index=True),
+        "hit_curve": pd.concat(curve_frames, ignore_index=True),
+    }
 
 
 def write_exposure_outputs(outputs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> None:
@@ -321,15 +432,26 @@ def write_exposure_outputs(outputs: Mapping[str, pd.DataFrame], out_dir: str | P
             frame.to_csv(path, index=False)
 
 
-def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
-                   encoder="dlib_resnet", settings: Sequence[str] = SETTINGS,
-                   distance: int = 3, l: int = 10, k: int = 10, seed: int = 0,
-                   group_column: str | Sequence[str] = "group", *,
-                   probe_fraction: float = 0.3, hit_ks: Sequence[int] = (1, 5, 10),
-                   conventions: Sequence[str] = xm.CONVENTIONS, face_fraction: float = 1.0,
-                   batch_size: int = 64, calibrate: bool = True,
-                   out_dir: str | Path | None = None,
-                   write: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def exposure_study(
+    faces_df: pd.DataFrame,
+    results_dir: str | Path,
+    encoder="dlib_resnet",
+    settings: Sequence[str] = SETTINGS,
+    distance: int = 3,
+    l: int = 10,
+    k: int = 10,
+    seed: int = 0,
+    group_column: str | Sequence[str] = "group",
+    *,
+    probe_fraction: float = 0.3,
+    hit_ks: Sequence[int] = (1, 5, 10),
+    conventions: Sequence[str] = xm.CONVENTIONS,
+    face_fraction: float = 1.0,
+    batch_size: int = 64,
+    calibrate: bool = True,
+    out_dir: str | Path | None = None,
+    write: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The whole protocol in one process: :func:`split_probe_gallery`, :func:`embed_study`
     for every encoder, :func:`rank_study`. Returns (exposure_table, per_probe_group,
     ks_table) and, with ``write``, writes all outputs to ``out_dir`` (default
@@ -350,11 +472,23 @@ def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
     study = split_probe_gallery(faces_df, l, seed, group_column, probe_fraction)
     check_study(study, k, l)
     calibration = calibration_rows(study) if calibrate else None
-    embeddings = {label: embed_study(study, results_dir, enc, settings, distance, seed,
-                                     face_fraction, batch_size, calibration)
-                  for label, enc in resolve_encoders(encoder).items()}
-    outputs = rank_study(study, embeddings, settings, distance, l, k, hit_ks=hit_ks,
-                         conventions=conventions)
+    embeddings = {
+        label: embed_study(
+            study,
+            results_dir,
+            enc,
+            settings,
+            distance,
+            seed,
+            face_fraction,
+            batch_size,
+            calibration,
+        )
+        for label, enc in resolve_encoders(encoder).items()
+    }
+    outputs = rank_study(
+        study, embeddings, settings, distance, l, k, hit_ks=hit_ks, conventions=conventions
+    )
     if write:
         write_exposure_outputs(outputs, out_dir if out_dir is not None else results_dir)
     return outputs["exposure_table"], outputs["per_probe_group"], outputs["ks"]
@@ -362,8 +496,13 @@ def exposure_study(faces_df: pd.DataFrame, results_dir: str | Path,
 
 # --------------------------------------------------------------------------- figure
 
-def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str | Path,
-                  convention: str = "false_positive") -> Path:
+
+def plot_exposure(
+    per_ranking: pd.DataFrame,
+    hit_curve: pd.DataFrame,
+    path: str | Path,
+    convention: str = "false_positive",
+) -> Path:
     """Box plots of per-ranking exposure per group (one panel per setting, one box per
     encoder and group; empty values left out) and hit ratio against k per encoder."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -381,13 +520,22 @@ def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str 
     for ax, setting in zip(axes, settings):
         here = data[data["setting"] == setting]
         for e, enc in enumerate(encoders):
-            values = [here.loc[(here["encoder"] == enc) & (here["group"] == g), "exposure"]
-                      .dropna().to_numpy() for g in groups]
+            values = [
+                here.loc[(here["encoder"] == enc) & (here["group"] == g), "exposure"]
+                .dropna()
+                .to_numpy()
+                for g in groups
+            ]
             positions = np.arange(len(groups)) + (e - (len(encoders) - 1) / 2) * width
             keep = [i for i, v in enumerate(values) if len(v)]
             if keep:
-                box = ax.boxplot([values[i] for i in keep], positions=positions[keep],
-                                 widths=width * 0.9, patch_artist=True, showfliers=False)
+                box = ax.boxplot(
+                    [values[i] for i in keep],
+                    positions=positions[keep],
+                    widths=width * 0.9,
+                    patch_artist=True,
+                    showfliers=False,
+                )
                 for patch in box["boxes"]:
                     patch.set_facecolor(colours[e])
                     patch.set_alpha(0.6)
@@ -396,14 +544,20 @@ def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str 
         ax.set_ylabel("per-ranking exposure")
     if len(encoders) > 1:
         from matplotlib.patches import Patch
-        axes[0].legend([Patch(facecolor=c, alpha=0.6) for c in colours], encoders,
-                       fontsize="small")
+
+        axes[0].legend([Patch(facecolor=c, alpha=0.6) for c in colours], encoders, fontsize="small")
     ax = axes[-1]
     for e, enc in enumerate(encoders):
         for s, setting in enumerate(settings):
             curve = hit_curve[(hit_curve["encoder"] == enc) & (hit_curve["setting"] == setting)]
-            ax.plot(curve["k"], curve["hit_ratio"], color=colours[e],
-                    linestyle=("-", "--", ":")[s % 3], marker=".", label=f"{enc} / {setting}")
+            ax.plot(
+                curve["k"],
+                curve["hit_ratio"],
+                color=colours[e],
+                linestyle=("-", "--", ":")[s % 3],
+                marker=".",
+                label=f"{enc} / {setting}",
+            )
     ax.set_xlabel("k")
     ax.set_ylabel("hit ratio @k")
     ax.set_ylim(0, 1.02)
@@ -411,11 +565,13 @@ def plot_exposure(per_ranking: pd.DataFrame, hit_curve: pd.DataFrame, path: str 
     return save_png(fig, path)
 
 
-def plot_exposure_outputs(out_dir: str | Path, path: str | Path | None = None,
-                          convention: str = "false_positive") -> Path:
+def plot_exposure_outputs(
+    out_dir: str | Path, path: str | Path | None = None, convention: str = "false_positive"
+) -> Path:
     """:func:`plot_exposure` from the files :func:`exposure_study` wrote to ``out_dir``."""
     out_dir = Path(out_dir)
     per_ranking = pd.read_parquet(out_dir / OUTPUT_FILES["per_ranking"])
     hit_curve = pd.read_csv(out_dir / OUTPUT_FILES["hit_curve"])
-    return plot_exposure(per_ranking, hit_curve, path or out_dir / "exposure_figure.png",
-                         convention)
+    return plot_exposure(
+        per_ranking, hit_curve, path or out_dir / "exposure_figure.png", convention
+    )

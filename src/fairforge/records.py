@@ -3,6 +3,7 @@
 What a reader of a results folder needs to reproduce it: which code (git commit), which
 packages, which accelerator stack, and exactly which settings (defaults filled in).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,10 +18,25 @@ import yaml
 
 from fairforge import __version__
 
-PACKAGES = ("torch", "torchvision", "timm", "snakemake", "snakemake-executor-plugin-slurm",
-            "dlib-bin", "face-recognition-models", "opencv-python-headless", "numpy", "scipy",
-            "pandas", "pyarrow", "scikit-learn", "fairlearn", "onnxruntime", "imageio-ffmpeg",
-            "matplotlib")
+PACKAGES = (
+    "torch",
+    "torchvision",
+    "timm",
+    "snakemake",
+    "snakemake-executor-plugin-slurm",
+    "dlib-bin",
+    "face-recognition-models",
+    "opencv-python-headless",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "scikit-learn",
+    "fairlearn",
+    "onnxruntime",
+    "imageio-ffmpeg",
+    "matplotlib",
+)
 
 
 def config_hash(config: dict) -> str:
@@ -30,10 +46,18 @@ def config_hash(config: dict) -> str:
 
 def git_commit(repo: str | Path) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"],
-                               capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     if out.returncode != 0:
@@ -71,11 +95,23 @@ def write_run_records(out_dir: str | Path, repo: str | Path, config: dict) -> No
         yaml.safe_dump(config, fh, sort_keys=False)
 
 
-def write_rule_graph(out_path: str | Path, snakefile: str | Path, workdir: str | Path,
-                     configfiles: list[str]) -> None:
+def write_rule_graph(
+    out_path: str | Path, snakefile: str | Path, workdir: str | Path, configfiles: list[str]
+) -> None:
     """The workflow's rule graph (dot) as this run resolved it."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory",
-           str(workdir), "--rulegraph", "--nolock", "--quiet", "all"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(snakefile),
+        "--directory",
+        str(workdir),
+        "--rulegraph",
+        "--nolock",
+        "--quiet",
+        "all",
+    ]
     for path in configfiles:
         cmd += ["--configfile", str(path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

@@ -4,6 +4,7 @@ Real samples are the aligned crops of ok faces (``method='real'``, label 0); fak
 rows of every forgery manifest (label 1). Failed items are not samples, but they stay in their
 own manifests and are counted per group in the failure report.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -14,18 +15,35 @@ from .columns import SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS
 # present): the samples job spans the dataset, so it loads these columns and no others.
 SOURCE_INPUTS = ["image_id", "split", "group", "subject_id", "ok", "reason"]
 FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
-FORGERY_INPUTS = ["sample_id", "method", "backend", "image_id", "path", "mask_path", "group",
-                  "subject_id", "split", "ok", "reason"]
+FORGERY_INPUTS = [
+    "sample_id",
+    "method",
+    "backend",
+    "image_id",
+    "path",
+    "mask_path",
+    "group",
+    "subject_id",
+    "split",
+    "ok",
+    "reason",
+]
 
 
-def build_samples(dataset: str, sources: pd.DataFrame, faces: pd.DataFrame,
-                  forgeries: list[pd.DataFrame]) -> pd.DataFrame:
+def build_samples(
+    dataset: str, sources: pd.DataFrame, faces: pd.DataFrame, forgeries: list[pd.DataFrame]
+) -> pd.DataFrame:
     meta = sources[["image_id", "split", "group", "subject_id"]]
-    real = faces.loc[faces["ok"], ["image_id", "crop_path"]].merge(meta, on="image_id",
-                                                                   how="left", validate="1:1")
+    real = faces.loc[faces["ok"], ["image_id", "crop_path"]].merge(
+        meta, on="image_id", how="left", validate="1:1"
+    )
     real = real.rename(columns={"crop_path": "path"}).assign(
-        sample_id=lambda d: "real__" + d["image_id"], label=0, method="real",
-        mask_path=None, backend="real")
+        sample_id=lambda d: "real__" + d["image_id"],
+        label=0,
+        method="real",
+        mask_path=None,
+        backend="real",
+    )
     parts = [real]
     for fakes in forgeries:
         ok = fakes.loc[fakes["ok"]].copy()
@@ -42,8 +60,9 @@ def build_samples(dataset: str, sources: pd.DataFrame, faces: pd.DataFrame,
     return samples[columns].sort_values("sample_id").reset_index(drop=True)
 
 
-def failure_counts(sources: pd.DataFrame, faces: pd.DataFrame,
-                   forgeries: list[pd.DataFrame]) -> pd.DataFrame:
+def failure_counts(
+    sources: pd.DataFrame, faces: pd.DataFrame, forgeries: list[pd.DataFrame]
+) -> pd.DataFrame:
     """Failures per stage, group and reason: a detector pipeline's failure rate can be unfair."""
     groups = sources.set_index("image_id")["group"]
     rows = []
@@ -51,13 +70,25 @@ def failure_counts(sources: pd.DataFrame, faces: pd.DataFrame,
     stages += [(f"forgery:{f['method'].iloc[0]}", f) for f in forgeries if len(f)]
     for stage, frame in stages:
         g = frame["image_id"].map(groups)
-        table = pd.DataFrame({"group": g, "ok": frame["ok"].astype(bool),
-                              "reason": frame["reason"].fillna("")})
+        table = pd.DataFrame(
+            {"group": g, "ok": frame["ok"].astype(bool), "reason": frame["reason"].fillna("")}
+        )
         for grp, part in table.groupby("group", sort=True):
             n_fail = int((~part["ok"]).sum())
-            rows.append({"stage": stage, "group": grp, "n": len(part), "n_failed": n_fail,
-                         "failure_rate": n_fail / len(part) if len(part) else float("nan"),
-                         "reasons": "; ".join(
-                             f"{r} ({c})" for r, c in
-                             part.loc[~part["ok"], "reason"].value_counts().sort_index().items())})
+            rows.append(
+                {
+                    "stage": stage,
+                    "group": grp,
+                    "n": len(part),
+                    "n_failed": n_fail,
+                    "failure_rate": n_fail / len(part) if len(part) else float("nan"),
+                    "reasons": "; ".join(
+                        f"{r} ({c})"
+                        for r, c in part.loc[~part["ok"], "reason"]
+                        .value_counts()
+                        .sort_index()
+                        .items()
+                    ),
+                }
+            )
     return pd.DataFrame(rows)

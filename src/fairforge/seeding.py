@@ -5,6 +5,7 @@ hash of the global seed and the ids of the thing being made (a subject, an image
 (sample_id, variant) pair). The same config therefore gives the same files whatever the job
 order, the shard size or the number of workers.
 """
+
 from __future__ import annotations
 
 import hashlib

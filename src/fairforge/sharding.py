@@ -4,6 +4,7 @@ source images each.
 Manifests a shard job reads are sorted by ``image_id`` and written with one row group per
 shard, so shard ``i`` is rows ``[i * shard_size, (i + 1) * shard_size)`` and is read alone.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,11 +24,12 @@ def shard_ids(n_items: int, shard_size: int) -> list[str]:
 def shard_slice(frame: pd.DataFrame, shard: str, shard_size: int) -> pd.DataFrame:
     """Rows of shard ``shard`` (sources are sorted by image_id, so shards are stable)."""
     start = int(shard) * shard_size
-    return frame.iloc[start:start + shard_size]
+    return frame.iloc[start : start + shard_size]
 
 
-def read_shard(path: str | Path, shard: str, shard_size: int,
-               columns: list[str] | None = None) -> pd.DataFrame:
+def read_shard(
+    path: str | Path, shard: str, shard_size: int, columns: list[str] | None = None
+) -> pd.DataFrame:
     """Shard ``shard`` of a manifest written with ``row_group_size=shard_size``, read alone."""
     start = int(shard) * shard_size
     return read_rows(path, start, start + shard_size, columns).reset_index(drop=True)

@@ -7,6 +7,7 @@ checkpoint with the best validation AUC is kept, together with the architecture 
 config that built it, so that :func:`load_checkpoint` can rebuild the model with
 ``weights_only=True``. :mod:`fairforge.detector_kinds` trains a detector of any kind.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,6 +31,7 @@ from fairforge.seeding import derive_seed
 @dataclass
 class TrainConfig:
     """What the training rule passes; mirrors the ``detectors.<name>`` config block."""
+
     arch: str
     model: dict = field(default_factory=dict)
     input_size: int | None = None
@@ -78,8 +80,9 @@ def training_sets(samples: pd.DataFrame, cfg: TrainConfig) -> tuple[pd.DataFrame
 
 
 def _collate_device(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
-            for k, v in batch.items()}
+    return {
+        k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()
+    }
 
 
 def evaluate(model, loader, device) -> tuple[np.ndarray, float]:
@@ -96,8 +99,9 @@ def evaluate(model, loader, device) -> tuple[np.ndarray, float]:
     return scores, float(np.mean(losses)) if losses else math.nan
 
 
-def train_network(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
-                  checkpoint_path: str | Path) -> pd.DataFrame:
+def train_network(
+    samples: pd.DataFrame, root: str | Path, cfg: TrainConfig, checkpoint_path: str | Path
+) -> pd.DataFrame:
     """Train the network detector ``cfg.arch`` and save the best-by-validation-AUC
     checkpoint; returns the log, one row per epoch."""
     torch.set_num_threads(max(1, cfg.threads))
@@ -112,17 +116,30 @@ def train_network(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
 
     train, val = training_sets(samples, cfg)
     if train["label"].nunique() < 2:
-        raise ValueError(f"training set for {cfg.arch} needs real and fake samples; "
-                         f"methods {cfg.train_methods} gave labels {sorted(train['label'].unique())}")
+        raise ValueError(
+            f"training set for {cfg.arch} needs real and fake samples; "
+            f"methods {cfg.train_methods} gave labels {sorted(train['label'].unique())}"
+        )
     augment = None if cfg.augment == "none" else create_augment(cfg.augment)
     mask_column = "mask_path" if entry.needs_masks else None
-    train_ds = FaceDataset(train, root, input_size, entry.mean, entry.std, augment=augment,
-                           seed=cfg.seed, mask_column=mask_column)
+    train_ds = FaceDataset(
+        train,
+        root,
+        input_size,
+        entry.mean,
+        entry.std,
+        augment=augment,
+        seed=cfg.seed,
+        mask_column=mask_column,
+    )
     val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
     gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
-    loader_kw = dict(batch_size=cfg.batch_size, num_workers=cfg.num_workers,
-                     pin_memory=device.type == "cuda",
-                     persistent_workers=cfg.num_workers > 0)
+    loader_kw = dict(
+        batch_size=cfg.batch_size,
+        num_workers=cfg.num_workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=cfg.num_workers > 0,
+    )
     train_loader = DataLoader(train_ds, shuffle=True, generator=gen, drop_last=False, **loader_kw)
     val_loader = DataLoader(val_ds, shuffle=False, **loader_kw)
 
@@ -141,9 +158,17 @@ def train_network(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
             losses.append(float(loss.detach()))
         scores, val_loss = evaluate(model, val_loader, device)
         val_auc = auc(val["label"].to_numpy(), scores)
-        rows.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": val_loss,
-                     "val_auc": val_auc, "n_train": len(train_ds), "n_val": len(val_ds),
-                     "seconds": time.perf_counter() - start})
+        rows.append(
+            {
+                "epoch": epoch,
+                "train_loss": float(np.mean(losses)),
+                "val_loss": val_loss,
+                "val_auc": val_auc,
+                "n_train": len(train_ds),
+                "n_val": len(val_ds),
+                "seconds": time.perf_counter() - start,
+            }
+        )
         # NaN AUC (a one-class validation set) must still save a checkpoint.
         score = -math.inf if math.isnan(val_auc) else val_auc
         if epoch == 1 or score > best_auc:
@@ -152,8 +177,9 @@ def train_network(samples: pd.DataFrame, root: str | Path, cfg: TrainConfig,
     return pd.DataFrame(rows)
 
 
-def save_checkpoint(path, model, cfg: TrainConfig, model_kwargs: dict, input_size: int,
-                    epoch: int, val_auc: float) -> None:
+def save_checkpoint(
+    path, model, cfg: TrainConfig, model_kwargs: dict, input_size: int, epoch: int, val_auc: float
+) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = type(model)
@@ -173,8 +199,9 @@ def save_checkpoint(path, model, cfg: TrainConfig, model_kwargs: dict, input_siz
     tmp.replace(path)
 
 
-def import_checkpoint(source: str | Path, out: str | Path, cfg: TrainConfig,
-                      fmt: str = "fairforge") -> None:
+def import_checkpoint(
+    source: str | Path, out: str | Path, cfg: TrainConfig, fmt: str = "fairforge"
+) -> None:
     """Bring user-provided weights into the workflow as a fairforge checkpoint.
 
     ``fmt='deepfakebench'`` maps a DeepfakeBench state dict onto ``cfg.arch`` (an error lists
@@ -195,8 +222,15 @@ def import_checkpoint(source: str | Path, out: str | Path, cfg: TrainConfig,
     model, meta = load_checkpoint(source)
     if meta["arch"] != cfg.arch:
         raise ValueError(f"{source} holds a {meta['arch']!r} detector, config says {cfg.arch!r}")
-    save_checkpoint(out, model, cfg, meta["model_config"], meta["input_size"],
-                    epoch=int(meta.get("epoch", 0)), val_auc=float(meta.get("val_auc", math.nan)))
+    save_checkpoint(
+        out,
+        model,
+        cfg,
+        meta["model_config"],
+        meta["input_size"],
+        epoch=int(meta.get("epoch", 0)),
+        val_auc=float(meta.get("val_auc", math.nan)),
+    )
 
 
 def read_checkpoint(path: str | Path) -> dict:
@@ -217,8 +251,10 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
     payload = read_checkpoint(path)
     for key in ("arch", "model_config", "state_dict"):
         if key not in payload:
-            raise ValueError(f"{path} is not a fairforge checkpoint (no {key!r}); "
-                             "for a DeepfakeBench checkpoint use load_deepfakebench")
+            raise ValueError(
+                f"{path} is not a fairforge checkpoint (no {key!r}); "
+                "for a DeepfakeBench checkpoint use load_deepfakebench"
+            )
     model = create_detector(payload["arch"], **payload["model_config"])
     model.load_state_dict(payload["state_dict"])
     meta = {k: v for k, v in payload.items() if k != "state_dict"}

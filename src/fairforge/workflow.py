@@ -4,6 +4,7 @@ resolved from the config, and the log every script writes to.
 Kept here (not in the .smk files) so it is importable and unit-tested. Paths come from
 :mod:`fairforge.paths`, shard plans from :mod:`fairforge.sharding`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -70,8 +71,10 @@ def variant_options(config: dict, variant: str) -> dict:
     options = {op: opts for op, opts in config["variant_options"].items() if op in ops}
     weights = degradation_checkpoint(config) if LEARNED_DEGRADATION_OP in ops else None
     if weights:
-        options[LEARNED_DEGRADATION_OP] = {"weights": weights,
-                                           **options.get(LEARNED_DEGRADATION_OP, {})}
+        options[LEARNED_DEGRADATION_OP] = {
+            "weights": weights,
+            **options.get(LEARNED_DEGRADATION_OP, {}),
+        }
     return options
 
 
@@ -89,8 +92,10 @@ def trains_degradation(config: dict) -> bool:
     given = [key for key in ("high_dir", "low_dir") if block.get(key)]
     if len(given) == 1:
         missing = "low_dir" if given == ["high_dir"] else "high_dir"
-        raise ValueError(f"config: degradation: {given[0]} is set but {missing} is not; "
-                         "training the generator needs both (or set checkpoint)")
+        raise ValueError(
+            f"config: degradation: {given[0]} is set but {missing} is not; "
+            "training the generator needs both (or set checkpoint)"
+        )
     return len(given) == 2
 
 
@@ -124,16 +129,22 @@ def degradation_images(config: dict, key: str) -> list[str]:
     folder = Path(config["degradation"][key])
     if not folder.is_dir():
         return [str(folder)]
-    return sorted(str(p) for p in folder.rglob("*")
-                  if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    return sorted(
+        str(p) for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
+    )
 
 
 def degradation_settings(config: dict) -> dict:
     """What trains the generator (its params, so changing any of them retrains it)."""
     block = config["degradation"]
-    return {"high_dir": str(block["high_dir"]), "low_dir": str(block["low_dir"]),
-            "steps": int(block["steps"]), "batch_size": int(block["batch_size"]),
-            "seed": int(config["seed"]), "device": config["device"]}
+    return {
+        "high_dir": str(block["high_dir"]),
+        "low_dir": str(block["low_dir"]),
+        "steps": int(block["steps"]),
+        "batch_size": int(block["batch_size"]),
+        "seed": int(config["seed"]),
+        "device": config["device"],
+    }
 
 
 def is_external(config: dict, name: str) -> bool:
@@ -183,8 +194,11 @@ def encoder_training(config: dict, label: str) -> dict:
     """Keyword arguments of :func:`fairforge.encoders.trainable.train_encoder_on_faces` for
     one trained encoder; far-trained encoders see the ranking's distance."""
     opts = config["ranking"]["encoders"][label]
-    return {"arch": opts.get("encoder", label), "distance": config["ranking"]["distance"],
-            **opts["train"]}
+    return {
+        "arch": opts.get("encoder", label),
+        "distance": config["ranking"]["distance"],
+        **opts["train"],
+    }
 
 
 @contextlib.contextmanager

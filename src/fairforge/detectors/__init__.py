@@ -10,6 +10,24 @@ already normalised with the detector's ``mean``/``std``, and returns one logit p
 those with auxiliary objectives override :meth:`Detector.loss`. The ``classical`` and
 ``external`` kinds are described in :mod:`fairforge.detectors.base`.
 """
+
+# Importing the member modules registers them.
+from fairforge.detectors import (  # noqa: F401,E402
+    capsule,
+    core,
+    efficientnet,
+    external,
+    f3net,
+    ffd,
+    headpose,
+    meso,
+    patch,
+    recce,
+    spsl,
+    srm,
+    ucf,
+    xception,
+)
 from fairforge.detectors.base import (
     DETECTORS,
     KINDS,
@@ -21,11 +39,13 @@ from fairforge.detectors.base import (
     register,
 )
 
-# Importing the member modules registers them.
-from fairforge.detectors import (  # noqa: F401,E402
-    capsule, core, efficientnet, external, f3net, ffd, headpose, meso, patch, recce, spsl, srm,
-    ucf, xception,
-)
-
-__all__ = ["DETECTORS", "KINDS", "Detector", "create_detector", "detector_entry",
-           "detector_kind", "list_detectors", "register"]
+__all__ = [
+    "DETECTORS",
+    "KINDS",
+    "Detector",
+    "create_detector",
+    "detector_entry",
+    "detector_kind",
+    "list_detectors",
+    "register",
+]

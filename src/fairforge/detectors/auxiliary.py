@@ -5,6 +5,7 @@ auxiliary objectives (attention maps, reconstructions, patch logits, capsule out
 side outputs of their latest forward pass and read them back in :meth:`Detector.loss`; the
 identity check on the logits makes a loss computed on stale outputs an error, not a silent bug.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,8 +25,10 @@ class AuxiliaryLossDetector(Detector):
     def _outputs_for(self, logits: torch.Tensor) -> dict:
         outputs = self._outputs
         if outputs is None or outputs["logits"] is not logits:
-            raise RuntimeError(f"{type(self).__name__}.loss needs the logits returned by its "
-                               "latest forward pass (the side outputs are kept from it)")
+            raise RuntimeError(
+                f"{type(self).__name__}.loss needs the logits returned by its "
+                "latest forward pass (the side outputs are kept from it)"
+            )
         # Dropped once used, so the model holds no graph and stays deep-copyable.
         self._outputs = None
         return outputs

@@ -13,13 +13,14 @@ Every detector is registered on :data:`DETECTORS` with its ``kind`` as metadata:
 How each kind is trained, scored and costed is written once per kind, in
 :mod:`fairforge.detector_kinds`, so adding a detector of an existing kind is one registration.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from fairforge.registry import Registry
 
@@ -46,8 +47,9 @@ class Detector(nn.Module):
     #: True when :meth:`loss` wants the manipulation masks in the batch.
     needs_masks: bool = False
 
-    def loss(self, logits: torch.Tensor, labels: torch.Tensor,
-             batch: dict | None = None) -> torch.Tensor:
+    def loss(
+        self, logits: torch.Tensor, labels: torch.Tensor, batch: dict | None = None
+    ) -> torch.Tensor:
         return F.binary_cross_entropy_with_logits(logits, labels.float())
 
 
@@ -59,6 +61,7 @@ def register(name: str, kind: str = "network") -> Callable[[type], type]:
     def wrap(cls: type) -> type:
         cls.name = name
         return DETECTORS.register(name, cls, kind=kind)
+
     return wrap
 
 

@@ -12,12 +12,13 @@ nothing either); the training-time noise on the routing weights and the routing 
 left out. The logit returned is that of the mean fake probability, so sigmoid(logit) is
 exactly the paper's score.
 """
+
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
 from timm.models.vgg import cfgs as vgg_cfgs
+from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register
@@ -55,11 +56,17 @@ class _StatsPool(nn.Module):
 
 def _primary_capsule(cin: int) -> nn.Sequential:
     return nn.Sequential(
-        nn.Conv2d(cin, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
-        nn.Conv2d(64, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+        nn.Conv2d(cin, 64, 3, padding=1),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(64, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(inplace=True),
         _StatsPool(),
-        nn.Conv1d(2, 8, 5, stride=2, padding=2), nn.BatchNorm1d(8),
-        nn.Conv1d(8, 1, 3, padding=1), nn.BatchNorm1d(1),
+        nn.Conv1d(2, 8, 5, stride=2, padding=2),
+        nn.BatchNorm1d(8),
+        nn.Conv1d(8, 1, 3, padding=1),
+        nn.BatchNorm1d(1),
         nn.Flatten(),  # (B, 8)
     )
 
@@ -106,8 +113,8 @@ class CapsuleForensics(AuxiliaryLossDetector):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         feats = self.vgg(x)
         primary = squash(torch.stack([c(feats) for c in self.capsules], dim=1), dim=-1)
-        out = self.routing(primary)                       # (B, 2, 4): (real, fake) × dims
-        votes = out[:, 1, :] - out[:, 0, :]               # per-dimension fake-vs-real logits
+        out = self.routing(primary)  # (B, 2, 4): (real, fake) × dims
+        votes = out[:, 1, :] - out[:, 0, :]  # per-dimension fake-vs-real logits
         p_fake = torch.sigmoid(votes).mean(dim=1).clamp(1e-6, 1 - 1e-6)
         return self._keep(torch.logit(p_fake), votes=votes)
 

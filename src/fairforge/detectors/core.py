@@ -14,6 +14,7 @@ first view is the image as the loader delivered it (already augmented when the t
 asks for augmentation) and only crop and flip make the second. In eval mode the loss is the
 BCE alone.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,9 @@ from fairforge.detectors.xception import xception_features, xception_net
 from fairforge.seeding import rng_for
 
 
-def crop_flip_view(x: torch.Tensor, rng: np.random.Generator,
-                   min_scale: float = 0.7) -> torch.Tensor:
+def crop_flip_view(
+    x: torch.Tensor, rng: np.random.Generator, min_scale: float = 0.7
+) -> torch.Tensor:
     """A random square crop (``min_scale``..1 of the side) resized back, flipped with p=1/2,
     per image, as one batched ``grid_sample``."""
     b = x.shape[0]
@@ -40,18 +42,24 @@ def crop_flip_view(x: torch.Tensor, rng: np.random.Generator,
     theta[:, 1, 1] = scale
     theta[:, 0, 2] = cx
     theta[:, 1, 2] = cy
-    grid = F.affine_grid(torch.from_numpy(theta).to(x.device, x.dtype), list(x.shape),
-                         align_corners=False)
-    return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection",
-                         align_corners=False)
+    grid = F.affine_grid(
+        torch.from_numpy(theta).to(x.device, x.dtype), list(x.shape), align_corners=False
+    )
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
 
 
 @register("core")
 class CORE(AuxiliaryLossDetector):
     default_input_size = 256
 
-    def __init__(self, input_size: int = 256, consistency_weight: float = 1.0,
-                 min_crop: float = 0.7, drop_rate: float = 0.0, seed: int = 0):
+    def __init__(
+        self,
+        input_size: int = 256,
+        consistency_weight: float = 1.0,
+        min_crop: float = 0.7,
+        drop_rate: float = 0.0,
+        seed: int = 0,
+    ):
         super().__init__()
         self.input_size = input_size
         self.consistency_weight = consistency_weight
@@ -76,8 +84,9 @@ class CORE(AuxiliaryLossDetector):
         if not self.training:
             return bce
         self.steps += 1
-        view = crop_flip_view(out["image"], rng_for(self.seed, "core-view", self.steps),
-                              self.min_crop)
+        view = crop_flip_view(
+            out["image"], rng_for(self.seed, "core-view", self.steps), self.min_crop
+        )
         logits2, representation2 = self._classify(view)
         cos = (out["representation"] * representation2).sum(dim=1)
         bce2 = F.binary_cross_entropy_with_logits(logits2, target)

@@ -16,6 +16,7 @@ that lists them.
 
     >>> model = load_deepfakebench("xception_best.pth", "xception", input_size=256)
 """
+
 from __future__ import annotations
 
 import re
@@ -29,9 +30,9 @@ from fairforge.detectors.base import Detector, create_detector
 
 @dataclass(frozen=True)
 class _Layout:
-    rules: tuple[tuple[str, str], ...]           # (regex on DeepfakeBench key, replacement)
-    ignore: tuple[str, ...] = ()                 # DeepfakeBench keys with no counterpart
-    head: str | None = None                      # our single-logit linear layer, if any
+    rules: tuple[tuple[str, str], ...]  # (regex on DeepfakeBench key, replacement)
+    ignore: tuple[str, ...] = ()  # DeepfakeBench keys with no counterpart
+    head: str | None = None  # our single-logit linear layer, if any
 
 
 _XCEPTION_RULES = (
@@ -50,13 +51,16 @@ LAYOUTS: dict[str, _Layout] = {
             (r"^map\.c\.pointwise\.weight$", "attention.1.weight"),
             *_XCEPTION_RULES,
         ),
-        _XCEPTION_IGNORE, head="backbone.fc"),
+        _XCEPTION_IGNORE,
+        head="backbone.fc",
+    ),
     "capsule": _Layout(
         (
             (r"^vgg_ext\.vgg_1\.(.+)$", r"vgg.\1"),
             (r"^fea_ext\.capsules\.(.+)$", r"capsules.\1"),
             (r"^routing_stats\.route_weights$", "routing.route_weights"),
-        )),
+        )
+    ),
 }
 
 
@@ -77,7 +81,7 @@ def _unwrap(state: dict) -> dict:
             state = state[key]
             break
     if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module."):]: v for k, v in state.items()}
+        state = {k[len("module.") :]: v for k, v in state.items()}
     return state
 
 
@@ -104,8 +108,11 @@ def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
                 mapped[key] = mapped[key][1:2] - mapped[key][0:1]  # fake − real
     unknown = [k for k in mapped if k not in target]
     missing = [k for k in target if k not in mapped]
-    wrong = [f"{k} {tuple(mapped[k].shape)}≠{tuple(target[k].shape)}" for k in mapped
-             if k in target and mapped[k].shape != target[k].shape]
+    wrong = [
+        f"{k} {tuple(mapped[k].shape)}≠{tuple(target[k].shape)}"
+        for k in mapped
+        if k in target and mapped[k].shape != target[k].shape
+    ]
     problems = []
     if unmatched:
         problems.append(f"checkpoint keys with no rule ({_listing(unmatched)})")
@@ -116,8 +123,9 @@ def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     if wrong:
         problems.append(f"shape mismatches ({_listing(wrong)})")
     if problems:
-        raise CheckpointMismatch(f"DeepfakeBench checkpoint does not fit {arch}: "
-                                 + "; ".join(problems))
+        raise CheckpointMismatch(
+            f"DeepfakeBench checkpoint does not fit {arch}: " + "; ".join(problems)
+        )
     return mapped
 
 

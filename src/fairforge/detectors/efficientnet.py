@@ -7,6 +7,7 @@ the self-blending is a training-data method, not part of the network, and is not
 EfficientNet (``efficientnet_b0`` for CPU-sized runs). Weights start random; SBI starts from
 ImageNet weights.
 """
+
 from __future__ import annotations
 
 import timm
@@ -21,12 +22,14 @@ class EfficientNetB4(Detector):
     mean = IMAGENET_MEAN
     std = IMAGENET_STD
 
-    def __init__(self, input_size: int = 380, backbone: str = "efficientnet_b4",
-                 drop_rate: float = 0.2):
+    def __init__(
+        self, input_size: int = 380, backbone: str = "efficientnet_b4", drop_rate: float = 0.2
+    ):
         super().__init__()
         self.input_size = input_size
-        self.backbone = timm.create_model(backbone, pretrained=False, num_classes=1,
-                                          drop_rate=drop_rate)
+        self.backbone = timm.create_model(
+            backbone, pretrained=False, num_classes=1, drop_rate=drop_rate
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.backbone(x).squeeze(1)

@@ -7,6 +7,7 @@ be a sample of the manifest (ids of other splits are ignored). The result is the
 contract, like a network's predictions. Such a detector is registered as the one ``external``
 detector: nothing is trained, run or timed here.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,9 +40,13 @@ def read_scores(path: str | Path) -> pd.DataFrame:
     raise ScoreFileError(f"{path}: score files are .parquet or .csv")
 
 
-def external_predictions(scores: str | Path | pd.DataFrame, samples: pd.DataFrame,
-                         detector: str, variant: str = "clean",
-                         splits=("val", "test")) -> pd.DataFrame:
+def external_predictions(
+    scores: str | Path | pd.DataFrame,
+    samples: pd.DataFrame,
+    detector: str,
+    variant: str = "clean",
+    splits=("val", "test"),
+) -> pd.DataFrame:
     """Validate a score file against ``samples`` and return predictions for ``splits``."""
     where = str(scores) if not isinstance(scores, pd.DataFrame) else "score frame"
     table = scores if isinstance(scores, pd.DataFrame) else read_scores(scores)
@@ -61,19 +66,24 @@ def external_predictions(scores: str | Path | pd.DataFrame, samples: pd.DataFram
         raise ScoreFileError(f"{where} scores {len(dup)} sample(s) more than once: {_few(dup)}")
     unknown = sorted(set(ids) - set(samples["sample_id"].astype(str)))
     if unknown:
-        raise ScoreFileError(f"{where} has {len(unknown)} sample_id(s) not in the samples "
-                             f"manifest: {_few(unknown)}")
+        raise ScoreFileError(
+            f"{where} has {len(unknown)} sample_id(s) not in the samples manifest: {_few(unknown)}"
+        )
     frame = samples.loc[samples["split"].isin(list(splits))]
     frame = frame.sort_values("sample_id").reset_index(drop=True)
     missing = sorted(set(frame["sample_id"].astype(str)) - set(ids))
     if missing:
-        raise ScoreFileError(f"{where} has no score for {len(missing)} sample(s) of splits "
-                             f"{list(splits)}: {_few(missing)}")
+        raise ScoreFileError(
+            f"{where} has no score for {len(missing)} sample(s) of splits "
+            f"{list(splits)}: {_few(missing)}"
+        )
     score = pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~(np.isfinite(score) & (score >= 0.0) & (score <= 1.0))
     if bad.any():
-        raise ScoreFileError(f"{where} has {int(bad.sum())} score(s) outside [0, 1] or not a "
-                             f"number, e.g. for {_few(ids[bad])}")
+        raise ScoreFileError(
+            f"{where} has {int(bad.sum())} score(s) outside [0, 1] or not a "
+            f"number, e.g. for {_few(ids[bad])}"
+        )
     by_id = pd.Series(score.astype(np.float32), index=ids.to_numpy())
     out = frame[[c for c in PREDICTION_COLUMNS if c in frame.columns]].copy()
     out["detector"] = detector
@@ -90,6 +100,7 @@ class ScoreFile:
     def __init__(self, path: str | Path | pd.DataFrame):
         self.path = path
 
-    def predictions(self, samples: pd.DataFrame, detector: str, variant: str = "clean",
-                    splits=("val", "test")) -> pd.DataFrame:
+    def predictions(
+        self, samples: pd.DataFrame, detector: str, variant: str = "clean", splits=("val", "test")
+    ) -> pd.DataFrame:
         return external_predictions(self.path, samples, detector, variant, splits)

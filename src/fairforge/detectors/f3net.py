@@ -16,13 +16,14 @@ N×N learnable weights, so a model only takes inputs of its ``input_size``.
 Simplifications: the MixBlock cross-attention fusion between the branches (at the middle and
 the end of Xception) is replaced by late concatenation; random initialisation.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from fairforge.detectors.base import Detector, register
 from fairforge.detectors.xception import FEATURE_CHANNELS, xception_features, xception_net
@@ -62,10 +63,14 @@ class FAD(nn.Module):
     def __init__(self, size: int):
         super().__init__()
         self.register_buffer("dct", dct_matrix(size))
-        self.filters = nn.ModuleList([
-            BandFilter(size, 0, size / 2.82), BandFilter(size, size / 2.82, size / 2),
-            BandFilter(size, size / 2, 2 * size), BandFilter(size, 0, 2 * size),
-        ])
+        self.filters = nn.ModuleList(
+            [
+                BandFilter(size, 0, size / 2.82),
+                BandFilter(size, size / 2.82, size / 2),
+                BandFilter(size, size / 2, 2 * size),
+                BandFilter(size, 0, 2 * size),
+            ]
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = self.dct
@@ -80,9 +85,11 @@ class LFS(nn.Module):
         self.window, self.stride, self.padding = window, stride, padding
         self.register_buffer("dct", dct_matrix(window))
         self.filters = nn.ModuleList(
-            BandFilter(window, 2.0 * window / n_bands * i, 2.0 * window / n_bands * (i + 1),
-                       normalise=True)
-            for i in range(n_bands))
+            BandFilter(
+                window, 2.0 * window / n_bands * i, 2.0 * window / n_bands * (i + 1), normalise=True
+            )
+            for i in range(n_bands)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         grey = 0.299 * x[:, 0:1] + 0.587 * x[:, 1:2] + 0.114 * x[:, 2:3]
@@ -95,7 +102,7 @@ class LFS(nn.Module):
         patches = patches.transpose(1, 2).reshape(b, -1, k, k)
         log_mag = torch.log10((self.dct @ patches @ self.dct.T).abs() + 1e-15)
         weights = torch.stack([f() for f in self.filters]).flatten(1)  # (M, k²)
-        stats = log_mag.flatten(2) @ weights.T                         # (B, L, M)
+        stats = log_mag.flatten(2) @ weights.T  # (B, L, M)
         return stats.transpose(1, 2).reshape(b, -1, n_out, m_out)
 
 
@@ -114,8 +121,10 @@ class F3Net(Detector):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-2:] != (self.input_size, self.input_size):
-            raise ValueError(f"f3net was built for {self.input_size} px inputs (its DCT band "
-                             f"filters are per frequency); got {tuple(x.shape[-2:])}")
+            raise ValueError(
+                f"f3net was built for {self.input_size} px inputs (its DCT band "
+                f"filters are per frequency); got {tuple(x.shape[-2:])}"
+            )
         fad = xception_features(self.fad_net, self.fad(x))
         lfs = xception_features(self.lfs_net, self.lfs(x))
         pooled = torch.cat([F.adaptive_avg_pool2d(fad, 1), F.adaptive_avg_pool2d(lfs, 1)], 1)

@@ -13,17 +13,18 @@ without ground-truth maps: real maps are pulled to 0 and the maximum of fake map
 Simplifications: random initialisation instead of ImageNet weights; only the regression map
 (not the template-based maps) is implemented.
 """
+
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector, batch_mask
 from fairforge.detectors.base import register
 from fairforge.detectors.xception import ENTRY, EXIT, MIDDLE, STEM, run_stages, xception_net
 
-_BEFORE_MAP = STEM + ENTRY + MIDDLE[:4]   # through block 7
+_BEFORE_MAP = STEM + ENTRY + MIDDLE[:4]  # through block 7
 _AFTER_MAP = MIDDLE[4:] + EXIT
 
 
@@ -49,8 +50,9 @@ class FFD(AuxiliaryLossDetector):
         logits = self.backbone.forward_head(f).squeeze(1)
         return self._keep(logits, attention=attention)
 
-    def map_loss(self, attention: torch.Tensor, labels: torch.Tensor,
-                 mask: torch.Tensor | None) -> torch.Tensor:
+    def map_loss(
+        self, attention: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None
+    ) -> torch.Tensor:
         if mask is not None:
             target = F.adaptive_avg_pool2d(mask.to(attention.dtype), attention.shape[-2:])
             return F.l1_loss(attention, target)

@@ -18,15 +18,16 @@ Simplifications: the generic 3-D face is built here from the package's 68-point 
 not the paper's 3-D model; the central region is brows, nose and mouth corners (landmarks
 18–36, 49, 55, 1-based), the whole face all 68 points.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import cv2
 import numpy as np
-import torch
 import pandas as pd
+import torch
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -43,8 +44,17 @@ WHOLE_FACE = np.arange(68)
 CENTRAL_FACE = np.r_[17:36, 48, 54]
 
 # Relief of the generic face in units of the landmark box width (z grows away from the camera).
-_NOSE_RELIEF = {27: -0.03, 28: -0.06, 29: -0.09, 30: -0.12, 31: -0.05, 32: -0.06, 33: -0.07,
-                34: -0.06, 35: -0.05}
+_NOSE_RELIEF = {
+    27: -0.03,
+    28: -0.06,
+    29: -0.09,
+    30: -0.12,
+    31: -0.05,
+    32: -0.06,
+    33: -0.07,
+    34: -0.06,
+    35: -0.05,
+}
 _EYE_RELIEF = 0.02
 _LIP_RELIEF = -0.02
 
@@ -70,8 +80,9 @@ def camera_matrix(image_size: float) -> np.ndarray:
     return np.array([[f, 0.0, f / 2], [0.0, f, f / 2], [0.0, 0.0, 1.0]])
 
 
-def head_pose(points_2d: np.ndarray, model_3d: np.ndarray,
-              camera: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def head_pose(
+    points_2d: np.ndarray, model_3d: np.ndarray, camera: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rotation matrix (3, 3) and translation (3,) mapping model to camera coordinates."""
     obj = np.ascontiguousarray(model_3d, dtype=np.float64)
     img = np.ascontiguousarray(points_2d, dtype=np.float64)
@@ -81,19 +92,25 @@ def head_pose(points_2d: np.ndarray, model_3d: np.ndarray,
     f, cx, cy = camera[0, 0], camera[0, 2], camera[1, 2]
     z0 = f * np.ptp(obj[:, 0]) / max(np.ptp(img[:, 0]), 1e-6)
     centre_obj, centre_img = obj.mean(axis=0), img.mean(axis=0)
-    tvec = np.array([[(centre_img[0] - cx) * z0 / f - centre_obj[0]],
-                     [(centre_img[1] - cy) * z0 / f - centre_obj[1]],
-                     [z0 - centre_obj[2]]])
+    tvec = np.array(
+        [
+            [(centre_img[0] - cx) * z0 / f - centre_obj[0]],
+            [(centre_img[1] - cy) * z0 / f - centre_obj[1]],
+            [z0 - centre_obj[2]],
+        ]
+    )
     rvec = np.zeros((3, 1))
-    ok, rvec, tvec = cv2.solvePnP(obj, img, camera, dist, rvec, tvec, useExtrinsicGuess=True,
-                                  flags=cv2.SOLVEPNP_ITERATIVE)
+    ok, rvec, tvec = cv2.solvePnP(
+        obj, img, camera, dist, rvec, tvec, useExtrinsicGuess=True, flags=cv2.SOLVEPNP_ITERATIVE
+    )
     if not ok:
         raise ValueError("solvePnP failed")
     return cv2.Rodrigues(rvec)[0], tvec.ravel()
 
 
-def pose_difference_features(landmarks: np.ndarray, image_size: float,
-                             model_3d: np.ndarray | None = None) -> np.ndarray:
+def pose_difference_features(
+    landmarks: np.ndarray, image_size: float, model_3d: np.ndarray | None = None
+) -> np.ndarray:
     """(N, 6) features of (N, 68, 2) landmarks: the rotation vector of R_central · R_wholeᵀ and
     (t_whole − t_central) / |t_whole|. Rows with non-finite landmarks are NaN."""
     landmarks = np.asarray(landmarks, dtype=np.float64).reshape(-1, 68, 2)
@@ -115,8 +132,9 @@ def pose_difference_features(landmarks: np.ndarray, image_size: float,
 class HeadPoseSVM:
     """Yang et al.'s head-pose inconsistency detector: pose-difference features → RBF SVM."""
 
-    def __init__(self, image_size: float = 256, C: float = 1.0, gamma: str | float = "scale",
-                 seed: int = 0):
+    def __init__(
+        self, image_size: float = 256, C: float = 1.0, gamma: str | float = "scale", seed: int = 0
+    ):
         self.image_size = image_size
         self.C, self.gamma, self.seed = C, gamma, seed
         self.pipeline = None
@@ -125,17 +143,18 @@ class HeadPoseSVM:
     def features(self, landmarks: np.ndarray) -> np.ndarray:
         return pose_difference_features(landmarks, self.image_size)
 
-    def fit(self, landmarks: np.ndarray, labels) -> "HeadPoseSVM":
+    def fit(self, landmarks: np.ndarray, labels) -> HeadPoseSVM:
         return self._fit_features(self.features(landmarks), np.asarray(labels).astype(np.int64))
 
-    def _fit_features(self, x: np.ndarray, y: np.ndarray) -> "HeadPoseSVM":
+    def _fit_features(self, x: np.ndarray, y: np.ndarray) -> HeadPoseSVM:
         keep = np.isfinite(x).all(axis=1)
         if len(np.unique(y[keep])) < 2:
             raise ValueError("headpose needs real and fake faces with landmarks to fit")
         # Platt scaling on cross-validated decision values, the final SVM fit on all faces.
         svm = SVC(C=self.C, gamma=self.gamma, random_state=self.seed)
         self.pipeline = make_pipeline(
-            StandardScaler(), CalibratedClassifierCV(svm, method="sigmoid", ensemble=False))
+            StandardScaler(), CalibratedClassifierCV(svm, method="sigmoid", ensemble=False)
+        )
         self.pipeline.fit(x[keep], y[keep])
         self._train = (np.ascontiguousarray(x[keep], dtype=np.float64), y[keep].astype(np.int64))
         return self
@@ -161,23 +180,38 @@ class HeadPoseSVM:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         x, y = self._train
-        torch.save({"arch": self.name, "classical": True,
-                    "model_config": {"image_size": float(self.image_size), "C": float(self.C),
-                                     "gamma": self.gamma, "seed": int(self.seed)},
-                    "features": torch.from_numpy(x), "labels": torch.from_numpy(y)}, path)
+        torch.save(
+            {
+                "arch": self.name,
+                "classical": True,
+                "model_config": {
+                    "image_size": float(self.image_size),
+                    "C": float(self.C),
+                    "gamma": self.gamma,
+                    "seed": int(self.seed),
+                },
+                "features": torch.from_numpy(x),
+                "labels": torch.from_numpy(y),
+            },
+            path,
+        )
 
     @classmethod
-    def load(cls, path: str | Path) -> "HeadPoseSVM":
+    def load(cls, path: str | Path) -> HeadPoseSVM:
         payload = torch.load(Path(path), map_location="cpu", weights_only=True)
         model = cls(**payload["model_config"])
         model._fit_features(payload["features"].numpy(), payload["labels"].numpy())
         return model
 
 
-def sample_landmarks(frame: pd.DataFrame, root: str | Path, variant: str = "clean",
-                     face_detector: str = "hog",
-                     read: Callable[[Path], np.ndarray] | None = None,
-                     variant_options: dict | None = None) -> np.ndarray:
+def sample_landmarks(
+    frame: pd.DataFrame,
+    root: str | Path,
+    variant: str = "clean",
+    face_detector: str = "hog",
+    read: Callable[[Path], np.ndarray] | None = None,
+    variant_options: dict | None = None,
+) -> np.ndarray:
     """(N, 68, 2) dlib landmarks of the images of ``frame`` (``path`` relative to ``root``)
     under ``variant``; NaN rows where no face is found."""
     read = read or read_image
@@ -193,8 +227,13 @@ def sample_landmarks(frame: pd.DataFrame, root: str | Path, variant: str = "clea
     return out
 
 
-def headpose_predictions(model: HeadPoseSVM, frame: pd.DataFrame, landmarks: np.ndarray,
-                         detector: str = "headpose", variant: str = "clean") -> pd.DataFrame:
+def headpose_predictions(
+    model: HeadPoseSVM,
+    frame: pd.DataFrame,
+    landmarks: np.ndarray,
+    detector: str = "headpose",
+    variant: str = "clean",
+) -> pd.DataFrame:
     """The predictions contract for ``frame`` rows scored from their ``landmarks``
     (faces without landmarks get a NaN score)."""
     out = frame.reset_index(drop=True)[[c for c in PREDICTION_COLUMNS if c in frame.columns]]

@@ -4,6 +4,7 @@ Meso-4 follows the paper: four conv/BN/pool blocks (8, 8, 16, 16 channels; kerne
 a 16-unit hidden layer with dropout, one output. The paper's input is 256 px; any size works
 because the last pooling is adaptive (the paper's fixed 8×8 map at 256 px equals it there).
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,13 +30,20 @@ class Meso4(Detector):
         super().__init__()
         self.input_size = input_size
         self.features = nn.Sequential(
-            _block(3, 8, 3, 2), _block(8, 8, 5, 2), _block(8, 16, 5, 2), _block(16, 16, 5, 4),
+            _block(3, 8, 3, 2),
+            _block(8, 8, 5, 2),
+            _block(8, 16, 5, 2),
+            _block(16, 16, 5, 4),
             nn.AdaptiveAvgPool2d(max(1, input_size // 32)),
         )
         side = max(1, input_size // 32)
         self.head = nn.Sequential(
-            nn.Flatten(), nn.Dropout(dropout), nn.Linear(16 * side * side, 16),
-            nn.LeakyReLU(0.1), nn.Dropout(dropout), nn.Linear(16, 1),
+            nn.Flatten(),
+            nn.Dropout(dropout),
+            nn.Linear(16 * side * side, 16),
+            nn.LeakyReLU(0.1),
+            nn.Dropout(dropout),
+            nn.Linear(16, 1),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -48,14 +56,18 @@ class _InceptionLayer(nn.Module):
     def __init__(self, cin: int, a: int, b: int, c: int, d: int):
         super().__init__()
         self.branch1 = nn.Conv2d(cin, a, 1)
-        self.branch2 = nn.Sequential(nn.Conv2d(cin, b, 1), nn.ReLU(inplace=True),
-                                     nn.Conv2d(b, b, 3, padding=1))
-        self.branch3 = nn.Sequential(nn.Conv2d(cin, c, 1), nn.ReLU(inplace=True),
-                                     nn.Conv2d(c, c, 3, padding=2, dilation=2))
-        self.branch4 = nn.Sequential(nn.Conv2d(cin, d, 1), nn.ReLU(inplace=True),
-                                     nn.Conv2d(d, d, 3, padding=3, dilation=3))
-        self.out = nn.Sequential(nn.BatchNorm2d(a + b + c + d), nn.ReLU(inplace=True),
-                                 nn.MaxPool2d(2, 2))
+        self.branch2 = nn.Sequential(
+            nn.Conv2d(cin, b, 1), nn.ReLU(inplace=True), nn.Conv2d(b, b, 3, padding=1)
+        )
+        self.branch3 = nn.Sequential(
+            nn.Conv2d(cin, c, 1), nn.ReLU(inplace=True), nn.Conv2d(c, c, 3, padding=2, dilation=2)
+        )
+        self.branch4 = nn.Sequential(
+            nn.Conv2d(cin, d, 1), nn.ReLU(inplace=True), nn.Conv2d(d, d, 3, padding=3, dilation=3)
+        )
+        self.out = nn.Sequential(
+            nn.BatchNorm2d(a + b + c + d), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         branches = (self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x))
@@ -74,13 +86,19 @@ class MesoInception4(Detector):
         self.input_size = input_size
         side = max(1, input_size // 32)
         self.features = nn.Sequential(
-            _InceptionLayer(3, 1, 4, 4, 2), _InceptionLayer(11, 2, 4, 4, 2),
-            _block(12, 16, 5, 2), _block(16, 16, 5, 4),
+            _InceptionLayer(3, 1, 4, 4, 2),
+            _InceptionLayer(11, 2, 4, 4, 2),
+            _block(12, 16, 5, 2),
+            _block(16, 16, 5, 4),
             nn.AdaptiveAvgPool2d(side),
         )
         self.head = nn.Sequential(
-            nn.Flatten(), nn.Dropout(dropout), nn.Linear(16 * side * side, 16),
-            nn.LeakyReLU(0.1), nn.Dropout(dropout), nn.Linear(16, 1),
+            nn.Flatten(),
+            nn.Dropout(dropout),
+            nn.Linear(16 * side * side, 16),
+            nn.LeakyReLU(0.1),
+            nn.Dropout(dropout),
+            nn.Linear(16, 1),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

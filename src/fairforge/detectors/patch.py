@@ -12,12 +12,13 @@ Simplifications: random initialisation; the paper averages patch *softmax* outpu
 logits are averaged, which keeps one logit per image and ranks the same way for confident
 patches.
 """
+
 from __future__ import annotations
 
 import timm
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register

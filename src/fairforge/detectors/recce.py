@@ -11,11 +11,12 @@ classify. Loss = BCE + ``recon_weight`` · L1(x̂, x) averaged over the real ima
 Simplifications: the paper's metric-learning loss and multi-scale graph reasoning between
 encoder and decoder features are left out; the decoder is a plain upsampling stack.
 """
+
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import register
@@ -29,9 +30,12 @@ class ImageDecoder(nn.Module):
         super().__init__()
         stages = []
         for cout in widths:
-            stages += [nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
-                       nn.Conv2d(cin, cout, 3, padding=1, bias=False),
-                       nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+            stages += [
+                nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
+                nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                nn.BatchNorm2d(cout),
+                nn.ReLU(inplace=True),
+            ]
             cin = cout
         stages += [nn.Conv2d(cin, 3, 3, padding=1), nn.Tanh()]
         self.net = nn.Sequential(*stages)
@@ -43,8 +47,9 @@ class ImageDecoder(nn.Module):
         return out
 
 
-def real_reconstruction_l1(recon: torch.Tensor, x: torch.Tensor,
-                           labels: torch.Tensor) -> torch.Tensor:
+def real_reconstruction_l1(
+    recon: torch.Tensor, x: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
     """Mean absolute reconstruction error over the real images (0 when the batch has none)."""
     real = (labels == 0).to(x.dtype)
     per_image = (recon - x).abs().flatten(1).mean(dim=1)
@@ -61,8 +66,9 @@ class RECCE(AuxiliaryLossDetector):
         self.recon_weight = recon_weight
         self.backbone = xception_net(drop_rate=drop_rate)
         self.decoder = ImageDecoder(728)
-        self.guide = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(inplace=True),
-                                   nn.Conv2d(8, 1, 3, padding=1))
+        self.guide = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(inplace=True), nn.Conv2d(8, 1, 3, padding=1)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = run_stages(self.backbone, x, STEM + ENTRY)

@@ -8,6 +8,7 @@ content's amplitude; it is stacked with RGB into a 4-channel Xception.
 they are then not built, so the state dict differs from DeepfakeBench's); the default is the
 full Xception, as DeepfakeBench runs SPSL, so its checkpoints load.
 """
+
 from __future__ import annotations
 
 import torch

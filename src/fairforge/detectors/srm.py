@@ -11,33 +11,52 @@ Simplifications: the paper runs two Xception streams (RGB and SRM) with multi-sc
 features, a dual cross-modality attention module and spatial attention; here the streams
 are fused at the input of one network.
 """
+
 from __future__ import annotations
 
 import timm
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
 
 
 def srm_kernels() -> torch.Tensor:
     """(3, 3, 5, 5): three SRM kernels, each repeated over the three input channels."""
-    kb = torch.tensor([[0, 0, 0, 0, 0],
-                       [0, -1, 2, -1, 0],
-                       [0, 2, -4, 2, 0],
-                       [0, -1, 2, -1, 0],
-                       [0, 0, 0, 0, 0]], dtype=torch.float32) / 4.0
-    kv = torch.tensor([[-1, 2, -2, 2, -1],
-                       [2, -6, 8, -6, 2],
-                       [-2, 8, -12, 8, -2],
-                       [2, -6, 8, -6, 2],
-                       [-1, 2, -2, 2, -1]], dtype=torch.float32) / 12.0
-    second = torch.tensor([[0, 0, 0, 0, 0],
-                           [0, 0, 0, 0, 0],
-                           [0, 1, -2, 1, 0],
-                           [0, 0, 0, 0, 0],
-                           [0, 0, 0, 0, 0]], dtype=torch.float32) / 2.0
+    kb = (
+        torch.tensor(
+            [
+                [0, 0, 0, 0, 0],
+                [0, -1, 2, -1, 0],
+                [0, 2, -4, 2, 0],
+                [0, -1, 2, -1, 0],
+                [0, 0, 0, 0, 0],
+            ],
+            dtype=torch.float32,
+        )
+        / 4.0
+    )
+    kv = (
+        torch.tensor(
+            [
+                [-1, 2, -2, 2, -1],
+                [2, -6, 8, -6, 2],
+                [-2, 8, -12, 8, -2],
+                [2, -6, 8, -6, 2],
+                [-1, 2, -2, 2, -1],
+            ],
+            dtype=torch.float32,
+        )
+        / 12.0
+    )
+    second = (
+        torch.tensor(
+            [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 1, -2, 1, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]],
+            dtype=torch.float32,
+        )
+        / 2.0
+    )
     return torch.stack([kb, kv, second])[:, None].repeat(1, 3, 1, 1)
 
 
@@ -63,8 +82,9 @@ class SRMDetector(Detector):
         super().__init__()
         self.input_size = input_size
         self.srm = SRMFilter()
-        self.backbone = timm.create_model(backbone, pretrained=False, in_chans=6, num_classes=1,
-                                          drop_rate=drop_rate)
+        self.backbone = timm.create_model(
+            backbone, pretrained=False, in_chans=6, num_classes=1, drop_rate=drop_rate
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.backbone(torch.cat([x, self.srm(x)], dim=1)).squeeze(1)

@@ -18,17 +18,22 @@ content encoder is shallower than the paper's second Xception (AdaIN only uses t
 fingerprint's channel statistics, so the two maps need not share a resolution), and the
 decoder is a plain upsampling stack.
 """
+
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.recce import ImageDecoder
 from fairforge.detectors.base import register
+from fairforge.detectors.recce import ImageDecoder
 from fairforge.detectors.xception import (
-    ENTRY, FEATURE_CHANNELS, STEM, xception_features, xception_net,
+    ENTRY,
+    FEATURE_CHANNELS,
+    STEM,
+    xception_features,
+    xception_net,
 )
 
 
@@ -49,8 +54,13 @@ def _conv1x1(cin: int, cout: int) -> nn.Sequential:
 class UCF(AuxiliaryLossDetector):
     default_input_size = 256
 
-    def __init__(self, input_size: int = 256, feature_dim: int = 512, recon_weight: float = 0.3,
-                 drop_rate: float = 0.2):
+    def __init__(
+        self,
+        input_size: int = 256,
+        feature_dim: int = 512,
+        recon_weight: float = 0.3,
+        drop_rate: float = 0.2,
+    ):
         super().__init__()
         self.input_size = input_size
         self.recon_weight = recon_weight
@@ -84,6 +94,7 @@ class UCF(AuxiliaryLossDetector):
         loss = F.binary_cross_entropy_with_logits(logits, labels.float())
         if "self_recon" in out:
             x = out["image"]
-            loss = loss + self.recon_weight * (F.l1_loss(out["self_recon"], x)
-                                               + F.l1_loss(out["cross_recon"], x))
+            loss = loss + self.recon_weight * (
+                F.l1_loss(out["self_recon"], x) + F.l1_loss(out["cross_recon"], x)
+            )
         return loss

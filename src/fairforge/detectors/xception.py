@@ -9,6 +9,7 @@ not for the protocol. The network is size-agnostic: 64 px inputs reach the exit 
 The stage helpers below let the Xception-based detectors (FFD, RECCE, UCF, CORE, SPSL, F3Net,
 patch Xception) run parts of the same network without re-implementing it.
 """
+
 from __future__ import annotations
 
 import timm
@@ -18,16 +19,21 @@ from torch import nn
 from fairforge.detectors.base import Detector, register
 
 STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")
-ENTRY = ("block1", "block2", "block3")                       # to 728 channels, stride 16
-MIDDLE = tuple(f"block{i}" for i in range(4, 12))           # eight 728-channel blocks
+ENTRY = ("block1", "block2", "block3")  # to 728 channels, stride 16
+MIDDLE = tuple(f"block{i}" for i in range(4, 12))  # eight 728-channel blocks
 EXIT = ("block12", "conv3", "bn3", "act3", "conv4", "bn4", "act4")  # to 2048 channels, stride 32
 FEATURE_CHANNELS = 2048
 
 
 def xception_net(in_chans: int = 3, num_classes: int = 1, drop_rate: float = 0.0) -> nn.Module:
     """A randomly initialised ``legacy_xception``; nothing is downloaded."""
-    return timm.create_model("legacy_xception", pretrained=False, in_chans=in_chans,
-                             num_classes=num_classes, drop_rate=drop_rate)
+    return timm.create_model(
+        "legacy_xception",
+        pretrained=False,
+        in_chans=in_chans,
+        num_classes=num_classes,
+        drop_rate=drop_rate,
+    )
 
 
 def run_stages(net: nn.Module, x: torch.Tensor, names) -> torch.Tensor:

@@ -12,6 +12,9 @@ Registered: ``dlib_resnet`` (the default; dlib's ResNet with its 5-point chip),
 encoders on timm backbones (``mobilefacenet``, ``resnet``, ``resnest``, ``repvgg``,
 ``hrnet``), which load a checkpoint written by :func:`fairforge.encoders.trainable.train_encoder`.
 """
+
+# Importing the member modules registers them.
+from fairforge.encoders import dlib_resnet, onnx_arcface, trainable  # noqa: E402,F401
 from fairforge.encoders.base import (
     DEFAULT_ENCODER,
     ENCODERS,
@@ -26,11 +29,16 @@ from fairforge.encoders.base import (
     register_encoder,
 )
 
-# Importing the member modules registers them.
-from fairforge.encoders import dlib_resnet, onnx_arcface, trainable  # noqa: E402,F401
-
 __all__ = [
-    "DEFAULT_ENCODER", "ENCODERS", "EncoderError", "FaceEncoder", "as_image_list",
-    "create_encoder", "embed_in_batches", "encoder_entry", "l2_normalise", "list_encoders",
+    "DEFAULT_ENCODER",
+    "ENCODERS",
+    "EncoderError",
+    "FaceEncoder",
+    "as_image_list",
+    "create_encoder",
+    "embed_in_batches",
+    "encoder_entry",
+    "l2_normalise",
+    "list_encoders",
     "register_encoder",
 ]

@@ -2,9 +2,10 @@
 
 Member modules import this module, never the package, so that the package can import them.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -37,16 +38,20 @@ class FaceEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.asarray(self._embed(batch), dtype=np.float32)
         if out.shape != (len(batch), self.dim):
-            raise EncoderError(f"{self.name}: expected embeddings of shape "
-                               f"{(len(batch), self.dim)}, got {out.shape}")
+            raise EncoderError(
+                f"{self.name}: expected embeddings of shape "
+                f"{(len(batch), self.dim)}, got {out.shape}"
+            )
         return l2_normalise(out)
 
     def _embed(self, images: list[np.ndarray]) -> np.ndarray:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, "
-                f"input_size={self.input_size})")
+        return (
+            f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, "
+            f"input_size={self.input_size})"
+        )
 
 
 def l2_normalise(x: np.ndarray, axis: int = -1, eps: float = 1e-12) -> np.ndarray:
@@ -60,8 +65,9 @@ def as_image_list(images: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]
     """Check every image is uint8 HxWx3 and return them as a list."""
     if isinstance(images, np.ndarray):
         if images.ndim == 3:
-            raise EncoderError("embed expects a batch (a list, or an NxHxWx3 array), "
-                               "got a single HxWx3 image")
+            raise EncoderError(
+                "embed expects a batch (a list, or an NxHxWx3 array), got a single HxWx3 image"
+            )
         images = list(images)
     out = []
     for i, img in enumerate(images):
@@ -74,10 +80,12 @@ def as_image_list(images: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]
 
 def register_encoder(name: str, **metadata) -> Callable[[type[FaceEncoder]], type[FaceEncoder]]:
     """Register an encoder class under ``name`` (the class learns its name)."""
+
     def wrap(cls: type[FaceEncoder]) -> type[FaceEncoder]:
         if not cls.__dict__.get("name"):
             cls.name = name
         return ENCODERS.register(name, cls, **metadata)
+
     return wrap
 
 
@@ -97,8 +105,9 @@ def create_encoder(name: str = DEFAULT_ENCODER, **config) -> FaceEncoder:
     return encoder
 
 
-def embed_in_batches(encoder: FaceEncoder, images: Iterable[np.ndarray],
-                     batch_size: int = 64) -> np.ndarray:
+def embed_in_batches(
+    encoder: FaceEncoder, images: Iterable[np.ndarray], batch_size: int = 64
+) -> np.ndarray:
     """Embed an iterable of images ``batch_size`` at a time (bounded memory)."""
     chunks, batch = [], []
     for img in images:

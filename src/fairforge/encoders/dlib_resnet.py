@@ -20,6 +20,7 @@ crop. Every input gets a chip, so no probe is missing from a ranking, and :meth:
 reports which images fell back (``fallbacks`` records them). Images smaller than the chip are upscaled first (the detector
 does not see faces under ~80 px).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,8 +38,10 @@ SHAPE_FILE = "shape_predictor_5_face_landmarks.dat"
 def default_model_dir() -> Path:
     spec = importlib.util.find_spec("face_recognition_models")
     if spec is None or not spec.submodule_search_locations:
-        raise EncoderError("dlib_resnet needs the face_recognition_models package "
-                           "(pip install face-recognition-models) or model_dir=...")
+        raise EncoderError(
+            "dlib_resnet needs the face_recognition_models package "
+            "(pip install face-recognition-models) or model_dir=..."
+        )
     return Path(spec.submodule_search_locations[0]) / "models"
 
 
@@ -49,10 +52,17 @@ class DlibResNetEncoder(FaceEncoder):
     dim = 128
     input_size = 150
 
-    def __init__(self, model_dir: str | Path | None = None, chip_size: int = 150,
-                 padding: float = 0.25, detect: bool = True, upsample: int = 0,
-                 num_jitters: int = 0, batch_size: int = 64,
-                 fallback_box: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)):
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        chip_size: int = 150,
+        padding: float = 0.25,
+        detect: bool = True,
+        upsample: int = 0,
+        num_jitters: int = 0,
+        batch_size: int = 64,
+        fallback_box: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0),
+    ):
         import dlib
 
         model_dir = Path(model_dir) if model_dir else default_model_dir()
@@ -77,8 +87,11 @@ class DlibResNetEncoder(FaceEncoder):
         h, w = img.shape[:2]
         if min(h, w) < self.chip_size:
             scale = self.chip_size / min(h, w)
-            img = cv2.resize(img, (max(1, round(w * scale)), max(1, round(h * scale))),
-                             interpolation=cv2.INTER_CUBIC)
+            img = cv2.resize(
+                img,
+                (max(1, round(w * scale)), max(1, round(h * scale))),
+                interpolation=cv2.INTER_CUBIC,
+            )
         return img
 
     def _detect(self, img: np.ndarray):
@@ -99,8 +112,9 @@ class DlibResNetEncoder(FaceEncoder):
             if len(found):
                 box = max(found, key=lambda r: r.width() * r.height())
                 h, w = img.shape[:2]
-                boxes.append((box.left() / w, box.top() / h, (box.right() + 1) / w,
-                              (box.bottom() + 1) / h))
+                boxes.append(
+                    (box.left() / w, box.top() / h, (box.right() + 1) / w, (box.bottom() + 1) / h)
+                )
         if not boxes:
             return None
         self.fallback_box = _check_box(tuple(float(v) for v in np.median(boxes, axis=0)))
@@ -117,17 +131,19 @@ class DlibResNetEncoder(FaceEncoder):
             if box is None:
                 h, w = img.shape[:2]
                 x0, y0, x1, y1 = self.fallback_box
-                box = self._dlib.rectangle(round(x0 * w), round(y0 * h),
-                                           round(x1 * w) - 1, round(y1 * h) - 1)
+                box = self._dlib.rectangle(
+                    round(x0 * w), round(y0 * h), round(x1 * w) - 1, round(y1 * h) - 1
+                )
             shape = self._shape(img, box)
-            chips.append(self._dlib.get_face_chip(img, shape, size=self.chip_size,
-                                                  padding=self.padding))
+            chips.append(
+                self._dlib.get_face_chip(img, shape, size=self.chip_size, padding=self.padding)
+            )
         return chips, detected
 
     def _embed(self, images: list[np.ndarray]) -> np.ndarray:
         out = []
         for start in range(0, len(images), self.batch_size):
-            chips, detected = self.chips_for(images[start:start + self.batch_size])
+            chips, detected = self.chips_for(images[start : start + self.batch_size])
             self.fallbacks.extend((~detected).tolist())
             if self.chip_size != 150:
                 # the ResNet expects 150 px chips
@@ -140,6 +156,8 @@ class DlibResNetEncoder(FaceEncoder):
 def _check_box(box) -> tuple[float, float, float, float]:
     x0, y0, x1, y1 = (float(v) for v in box)
     if not (x1 > x0 and y1 > y0):
-        raise EncoderError(f"dlib_resnet: fallback_box must be (left, top, right, bottom) "
-                           f"with right > left and bottom > top, got {box}")
+        raise EncoderError(
+            f"dlib_resnet: fallback_box must be (left, top, right, bottom) "
+            f"with right > left and bottom > top, got {box}"
+        )
     return x0, y0, x1, y1

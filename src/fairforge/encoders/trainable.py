@@ -19,12 +19,13 @@ the classifier weights are not kept (they only matter for training).
 Inputs are aligned crops, resized to the input size and normalised as insightface does,
 (x − 127.5) / 127.5.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import cv2
 import numpy as np
@@ -40,21 +41,30 @@ from fairforge.seeding import derive_seed
 
 @dataclass(frozen=True)
 class ArchSpec:
-    backbone: str          # timm model name, or "mobilefacenet" for the native net
+    backbone: str  # timm model name, or "mobilefacenet" for the native net
     input_size: int
     embedding_dim: int
 
 
-
 # --------------------------------------------------------------------------- MobileFaceNet
 
+
 class _ConvBN(nn.Sequential):
-    def __init__(self, cin: int, cout: int, kernel: int = 1, stride: int = 1,
-                 groups: int = 1, act: bool = True, padding: int | None = None):
+    def __init__(
+        self,
+        cin: int,
+        cout: int,
+        kernel: int = 1,
+        stride: int = 1,
+        groups: int = 1,
+        act: bool = True,
+        padding: int | None = None,
+    ):
         padding = kernel // 2 if padding is None else padding
         layers: list[nn.Module] = [
             nn.Conv2d(cin, cout, kernel, stride, padding, groups=groups, bias=False),
-            nn.BatchNorm2d(cout)]
+            nn.BatchNorm2d(cout),
+        ]
         if act:
             layers.append(nn.PReLU(cout))
         super().__init__(*layers)
@@ -69,7 +79,8 @@ class _Bottleneck(nn.Module):
         self.block = nn.Sequential(
             _ConvBN(cin, hidden),
             _ConvBN(hidden, hidden, 3, stride, groups=hidden),
-            _ConvBN(hidden, cout, act=False))
+            _ConvBN(hidden, cout, act=False),
+        )
         self.residual = stride == 1 and cin == cout
 
     def forward(self, x):
@@ -98,8 +109,9 @@ class MobileFaceNet(nn.Module):
         self.features = nn.Sequential(*layers)
         side = input_size // 16
         self.gdc = _ConvBN(512, 512, side, 1, groups=512, act=False, padding=0)
-        self.project = nn.Sequential(nn.Conv2d(512, embedding_dim, 1, bias=False),
-                                     nn.BatchNorm2d(embedding_dim))
+        self.project = nn.Sequential(
+            nn.Conv2d(512, embedding_dim, 1, bias=False), nn.BatchNorm2d(embedding_dim)
+        )
         self.num_features = embedding_dim
 
     def forward(self, x):
@@ -115,9 +127,12 @@ class TimmEmbeddingNet(nn.Module):
 
         self.backbone = timm.create_model(backbone, pretrained=False, num_classes=0)
         features = self.backbone.num_features
-        self.neck = nn.Sequential(nn.BatchNorm1d(features), nn.Dropout(dropout),
-                                  nn.Linear(features, embedding_dim),
-                                  nn.BatchNorm1d(embedding_dim))
+        self.neck = nn.Sequential(
+            nn.BatchNorm1d(features),
+            nn.Dropout(dropout),
+            nn.Linear(features, embedding_dim),
+            nn.BatchNorm1d(embedding_dim),
+        )
 
     def forward(self, x):
         return self.neck(self.backbone(x))
@@ -135,14 +150,20 @@ def arch_spec(arch: str) -> ArchSpec:
     return ENCODERS.get(arch).spec
 
 
-def build_embedding_net(arch: str, embedding_dim: int | None = None,
-                        backbone: str | None = None,
-                        input_size: int | None = None) -> tuple[nn.Module, dict]:
+def build_embedding_net(
+    arch: str,
+    embedding_dim: int | None = None,
+    backbone: str | None = None,
+    input_size: int | None = None,
+) -> tuple[nn.Module, dict]:
     """The embedding network of ``arch`` and the plain-value config that rebuilds it."""
     spec = arch_spec(arch)
-    config = {"arch": arch, "backbone": backbone or spec.backbone,
-              "embedding_dim": int(embedding_dim or spec.embedding_dim),
-              "input_size": int(input_size or spec.input_size)}
+    config = {
+        "arch": arch,
+        "backbone": backbone or spec.backbone,
+        "embedding_dim": int(embedding_dim or spec.embedding_dim),
+        "input_size": int(input_size or spec.input_size),
+    }
     if config["backbone"] == "mobilefacenet":
         net: nn.Module = MobileFaceNet(config["embedding_dim"], config["input_size"])
     else:
@@ -152,11 +173,13 @@ def build_embedding_net(arch: str, embedding_dim: int | None = None,
 
 # --------------------------------------------------------------------------- margin heads
 
+
 class ArcFaceHead(nn.Module):
     """Additive angular margin: the target logit is s·cos(θ_y + m)."""
 
-    def __init__(self, embedding_dim: int, n_classes: int, scale: float = 64.0,
-                 margin: float = 0.5):
+    def __init__(
+        self, embedding_dim: int, n_classes: int, scale: float = 64.0, margin: float = 0.5
+    ):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(n_classes, embedding_dim))
         nn.init.xavier_uniform_(self.weight)
@@ -173,8 +196,9 @@ class ArcFaceHead(nn.Module):
         shifted = cos_y * torch.cos(margin) - sin_y * torch.sin(margin)
         # Past θ_y = π − m, cos(θ_y + m) would rise again; keep it decreasing in θ_y
         # (insightface's fallback) so the margin never rewards a worse angle.
-        return torch.where(cos_y > torch.cos(math.pi - margin), shifted,
-                           cos_y - margin * torch.sin(margin))
+        return torch.where(
+            cos_y > torch.cos(math.pi - margin), shifted, cos_y - margin * torch.sin(margin)
+        )
 
     def forward(self, emb: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         cos = self.cosines(emb)
@@ -186,9 +210,17 @@ class ArcFaceHead(nn.Module):
 class NPCFaceHead(ArcFaceHead):
     """NPCFace: hard negatives emphasised, and a positive margin that grows with them."""
 
-    def __init__(self, embedding_dim: int, n_classes: int, scale: float = 64.0,
-                 margin: float = 0.5, m0: float = 0.4, m1: float = 0.2, t: float = 1.1,
-                 a: float = 0.2):
+    def __init__(
+        self,
+        embedding_dim: int,
+        n_classes: int,
+        scale: float = 64.0,
+        margin: float = 0.5,
+        m0: float = 0.4,
+        m1: float = 0.2,
+        t: float = 1.1,
+        a: float = 0.2,
+    ):
         super().__init__(embedding_dim, n_classes, scale, margin)
         self.m0, self.m1, self.t, self.a = float(m0), float(m1), float(t), float(a)
 
@@ -211,6 +243,7 @@ MARGIN_HEADS = {"arcface": ArcFaceHead, "npcface": NPCFaceHead}
 
 # --------------------------------------------------------------------------- training
 
+
 def to_input_tensor(images: Sequence[np.ndarray], size: int) -> torch.Tensor:
     """uint8 RGB images -> uint8 NCHW tensor at ``size`` (normalised later, per batch)."""
     out = np.empty((len(images), size, size, 3), dtype=np.uint8)
@@ -231,16 +264,30 @@ class TrainedEncoder:
     model: nn.Module
     config: dict
     classes: list[str]
-    losses: list[float] = field(default_factory=list)   # one per optimisation step
+    losses: list[float] = field(default_factory=list)  # one per optimisation step
 
 
-def train_encoder(images: Sequence[np.ndarray], identity_labels: Sequence,
-                  arch: str = "mobilefacenet", epochs: int = 10, out_path: str | Path | None = None, *,
-                  head: str = "arcface", scale: float = 64.0, margin: float = 0.5,
-                  embedding_dim: int | None = None, backbone: str | None = None,
-                  input_size: int | None = None, batch_size: int = 64, lr: float = 1e-3,
-                  weight_decay: float = 5e-4, hflip: bool = True, max_steps: int | None = None,
-                  seed: int = 0, device: str | torch.device | None = None) -> TrainedEncoder:
+def train_encoder(
+    images: Sequence[np.ndarray],
+    identity_labels: Sequence,
+    arch: str = "mobilefacenet",
+    epochs: int = 10,
+    out_path: str | Path | None = None,
+    *,
+    head: str = "arcface",
+    scale: float = 64.0,
+    margin: float = 0.5,
+    embedding_dim: int | None = None,
+    backbone: str | None = None,
+    input_size: int | None = None,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    weight_decay: float = 5e-4,
+    hflip: bool = True,
+    max_steps: int | None = None,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+) -> TrainedEncoder:
     """Train an embedding network to tell ``identity_labels`` apart through a margin head.
 
     Adam (lr 1e-3, weight decay 5e-4), shuffled batches, random horizontal flips.
@@ -261,8 +308,14 @@ def train_encoder(images: Sequence[np.ndarray], identity_labels: Sequence,
         torch.manual_seed(derive_seed(seed, "encoder_init", arch))
         net, config = build_embedding_net(arch, embedding_dim, backbone, input_size)
         margin_head = MARGIN_HEADS[head](config["embedding_dim"], len(classes), scale, margin)
-    config.update(head=head, scale=float(scale), margin=float(margin), epochs=int(epochs),
-                  seed=int(seed), n_classes=len(classes))
+    config.update(
+        head=head,
+        scale=float(scale),
+        margin=float(margin),
+        epochs=int(epochs),
+        seed=int(seed),
+        n_classes=len(classes),
+    )
     data = to_input_tensor(images, config["input_size"])
     net.to(device).train()
     margin_head.to(device).train()
@@ -276,7 +329,7 @@ def train_encoder(images: Sequence[np.ndarray], identity_labels: Sequence,
         order = torch.randperm(len(data), generator=gen)
         flips = torch.rand(len(data), generator=gen) < 0.5
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             if len(idx) < 2:
                 continue
             x = normalise_input(data[idx])
@@ -300,10 +353,19 @@ def train_encoder(images: Sequence[np.ndarray], identity_labels: Sequence,
     return result
 
 
-def train_encoder_on_faces(faces: pd.DataFrame, results_dir: str | Path, arch: str,
-                           out_path: str | Path, split: str | None = "train", *,
-                           far: bool = False, distance: int = 3, face_fraction: float = 1.0,
-                           seed: int = 0, **train_kwargs) -> TrainedEncoder:
+def train_encoder_on_faces(
+    faces: pd.DataFrame,
+    results_dir: str | Path,
+    arch: str,
+    out_path: str | Path,
+    split: str | None = "train",
+    *,
+    far: bool = False,
+    distance: int = 3,
+    face_fraction: float = 1.0,
+    seed: int = 0,
+    **train_kwargs,
+) -> TrainedEncoder:
     """:func:`train_encoder` on the usable crops (``ok``, ``crop_path`` relative to
     ``results_dir``) of the faces-table rows of ``split`` (all rows when None), labelled by
     ``subject_id``, in image-id order.
@@ -322,16 +384,25 @@ def train_encoder_on_faces(faces: pd.DataFrame, results_dir: str | Path, arch: s
         raise ValueError(f"no usable face crops in split {split!r} to train an encoder on")
     input_size = train_kwargs.get("input_size") or arch_spec(arch).input_size
     images = list(face_images(rows, results_dir, far, distance, seed, input_size, face_fraction))
-    return train_encoder(images, rows["subject_id"].astype(str).tolist(), arch,
-                         out_path=out_path, seed=seed, **train_kwargs)
+    return train_encoder(
+        images,
+        rows["subject_id"].astype(str).tolist(),
+        arch,
+        out_path=out_path,
+        seed=seed,
+        **train_kwargs,
+    )
 
 
 def save_encoder_checkpoint(trained: TrainedEncoder, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"state_dict": {k: v.detach().cpu() for k, v in trained.model.state_dict().items()},
-               "config": dict(trained.config), "classes": list(trained.classes),
-               "losses": [float(x) for x in trained.losses]}
+    payload = {
+        "state_dict": {k: v.detach().cpu() for k, v in trained.model.state_dict().items()},
+        "config": dict(trained.config),
+        "classes": list(trained.classes),
+        "losses": [float(x) for x in trained.losses],
+    }
     tmp = path.with_name(path.name + ".tmp")
     torch.save(payload, tmp)
     tmp.replace(path)
@@ -344,8 +415,9 @@ def load_encoder_checkpoint(path: str | Path) -> tuple[nn.Module, dict]:
         raise EncoderError(f"encoder checkpoint not found: {path}")
     payload = torch.load(path, map_location="cpu", weights_only=True)
     config = payload["config"]
-    net, _ = build_embedding_net(config["arch"], config["embedding_dim"], config["backbone"],
-                                 config["input_size"])
+    net, _ = build_embedding_net(
+        config["arch"], config["embedding_dim"], config["backbone"], config["input_size"]
+    )
     net.load_state_dict(payload["state_dict"])
     return net.eval(), config
 
@@ -356,15 +428,19 @@ class TrainableEncoder(FaceEncoder):
 
     spec: ArchSpec
 
-    def __init__(self, checkpoint: str | Path | None = None, device: str | None = None,
-                 batch_size: int = 64):
+    def __init__(
+        self, checkpoint: str | Path | None = None, device: str | None = None, batch_size: int = 64
+    ):
         if checkpoint is None:
-            raise EncoderError(f"{self.arch}: give checkpoint=<path> written by train_encoder "
-                               "(an untrained encoder would rank at random)")
+            raise EncoderError(
+                f"{self.arch}: give checkpoint=<path> written by train_encoder "
+                "(an untrained encoder would rank at random)"
+            )
         self.model, self.config = load_encoder_checkpoint(checkpoint)
         if self.config["arch"] != self.arch:
-            raise EncoderError(f"{checkpoint} holds a {self.config['arch']!r} encoder, "
-                               f"not {self.arch!r}")
+            raise EncoderError(
+                f"{checkpoint} holds a {self.config['arch']!r} encoder, not {self.arch!r}"
+            )
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model.to(self.device)
         self.dim = int(self.config["embedding_dim"])
@@ -379,7 +455,7 @@ class TrainableEncoder(FaceEncoder):
     def _embed(self, images: list[np.ndarray]) -> np.ndarray:
         out = []
         for start in range(0, len(images), self.batch_size):
-            x = to_input_tensor(images[start:start + self.batch_size], self.input_size)
+            x = to_input_tensor(images[start : start + self.batch_size], self.input_size)
             emb = self.model(normalise_input(x).to(self.device))
             out.append(F.normalize(emb, dim=1).cpu().numpy())
         return np.concatenate(out, axis=0)
@@ -388,29 +464,33 @@ class TrainableEncoder(FaceEncoder):
 @register_encoder("mobilefacenet", trainable=True)
 class MobileFaceNetEncoder(TrainableEncoder):
     """Trained MobileFaceNet (written out above: timm has none)."""
+
     spec = ArchSpec("mobilefacenet", 112, 128)
 
 
 @register_encoder("resnet", trainable=True)
 class ResNetEncoder(TrainableEncoder):
     """Trained timm resnet10t."""
+
     spec = ArchSpec("resnet10t", 112, 512)
 
 
 @register_encoder("resnest", trainable=True)
 class ResNeStEncoder(TrainableEncoder):
     """Trained timm resnest14d."""
+
     spec = ArchSpec("resnest14d", 112, 512)
 
 
 @register_encoder("repvgg", trainable=True)
 class RepVGGEncoder(TrainableEncoder):
     """Trained timm repvgg_a0."""
+
     spec = ArchSpec("repvgg_a0", 112, 512)
 
 
 @register_encoder("hrnet", trainable=True)
 class HRNetEncoder(TrainableEncoder):
     """Trained timm hrnet_w18_small; 128 px, a multiple of its stride 32."""
-    spec = ArchSpec("hrnet_w18_small", 128, 512)
 
+    spec = ArchSpec("hrnet_w18_small", 128, 512)

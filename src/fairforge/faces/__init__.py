@@ -1,4 +1,5 @@
 """Faces: dlib detection (HOG or MMOD), 68 landmarks and similarity-aligned crops."""
+
 from fairforge.faces.align import (
     TEMPLATE_5,
     alignment_matrix,
@@ -29,9 +30,26 @@ from fairforge.faces.stage import (
 )
 
 __all__ = [
-    "DETECTOR_NAMES", "Detection", "FACES_COLUMNS", "FaceModelError", "FaceResult",
-    "TEMPLATE_5", "alignment_matrix", "default_models_dir", "detect_and_align",
-    "detect_faces", "detection_rate_by_group", "five_points", "landmarks_array",
-    "model_path", "predict_landmarks", "process_faces", "read_rgb", "reason_kind",
-    "template_points", "transform_points", "umeyama_similarity", "warp_crop",
+    "DETECTOR_NAMES",
+    "Detection",
+    "FACES_COLUMNS",
+    "FaceModelError",
+    "FaceResult",
+    "TEMPLATE_5",
+    "alignment_matrix",
+    "default_models_dir",
+    "detect_and_align",
+    "detect_faces",
+    "detection_rate_by_group",
+    "five_points",
+    "landmarks_array",
+    "model_path",
+    "predict_landmarks",
+    "process_faces",
+    "read_rgb",
+    "reason_kind",
+    "template_points",
+    "transform_points",
+    "umeyama_similarity",
+    "warp_crop",
 ]

@@ -5,6 +5,7 @@ in image-left to image-right order) normalised to [0, 1]; ``margin`` pads it by 
 fraction of the template box on every side, so ``margin=0`` gives a tight recognition crop and
 larger margins keep the jaw, hair line and some background for forgery work.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,19 @@ import math
 import cv2
 import numpy as np
 
-TEMPLATE_5 = np.array([[38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.7366],
-                       [41.5493, 92.3655], [70.7299, 92.2041]], dtype=np.float64) / 112.0
+TEMPLATE_5 = (
+    np.array(
+        [
+            [38.2946, 51.6963],
+            [73.5318, 51.5014],
+            [56.0252, 71.7366],
+            [41.5493, 92.3655],
+            [70.7299, 92.2041],
+        ],
+        dtype=np.float64,
+    )
+    / 112.0
+)
 
 # iBUG 68 indices: eyes 36-41 (image left) and 42-47, nose tip 30, mouth corners 48 and 54.
 _LEFT_EYE, _RIGHT_EYE = slice(36, 42), slice(42, 48)
@@ -25,8 +37,15 @@ def five_points(landmarks68: np.ndarray) -> np.ndarray:
     pts = np.asarray(landmarks68, dtype=np.float64)
     if pts.shape != (68, 2):
         raise ValueError(f"expected (68, 2) landmarks, got {pts.shape}")
-    return np.stack([pts[_LEFT_EYE].mean(0), pts[_RIGHT_EYE].mean(0), pts[_NOSE_TIP],
-                     pts[_MOUTH_LEFT], pts[_MOUTH_RIGHT]])
+    return np.stack(
+        [
+            pts[_LEFT_EYE].mean(0),
+            pts[_RIGHT_EYE].mean(0),
+            pts[_NOSE_TIP],
+            pts[_MOUTH_LEFT],
+            pts[_MOUTH_RIGHT],
+        ]
+    )
 
 
 def template_points(crop_size: int, margin: float) -> np.ndarray:
@@ -43,7 +62,7 @@ def umeyama_similarity(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     dst = np.asarray(dst, dtype=np.float64)
     mu_s, mu_d = src.mean(0), dst.mean(0)
     s, d = src - mu_s, dst - mu_d
-    var_s = float((s ** 2).sum()) / len(src)
+    var_s = float((s**2).sum()) / len(src)
     if var_s <= 1e-12:
         raise ValueError("degenerate points: all source points coincide")
     u, sigma, vt = np.linalg.svd(d.T @ s / len(src))
@@ -76,8 +95,14 @@ def warp_crop(image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int) -> np.n
         sx, sy = new_w / w, new_h / h
         to_small = np.array([[sx, 0, 0.5 * sx - 0.5], [0, sy, 0.5 * sy - 0.5], [0, 0, 1]])
         m = (np.vstack([m, [0, 0, 1]]) @ np.linalg.inv(to_small))[:2]
-    return cv2.warpAffine(img, m, (int(crop_size), int(crop_size)), flags=cv2.INTER_LINEAR,
-                          borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0))
+    return cv2.warpAffine(
+        img,
+        m,
+        (int(crop_size), int(crop_size)),
+        flags=cv2.INTER_LINEAR,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=(0, 0, 0),
+    )
 
 
 def face_fraction(margin: float) -> float:

@@ -1,4 +1,5 @@
 """Faces with who they are: each face joined with its subject, group, split and attributes."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,10 @@ def faces_with_attributes(sources: pd.DataFrame, faces: pd.DataFrame) -> pd.Data
     """
     meta = sources[SOURCE_META].copy()
     if "attributes" in sources.columns:
-        attrs = pd.DataFrame([json.loads(a) if isinstance(a, str) and a else {}
-                              for a in sources["attributes"]], index=sources.index)
+        attrs = pd.DataFrame(
+            [json.loads(a) if isinstance(a, str) and a else {} for a in sources["attributes"]],
+            index=sources.index,
+        )
         attrs = attrs[[c for c in attrs.columns if c not in meta.columns]]
         meta = pd.concat([meta, attrs], axis=1)
     extra = [c for c in ("video_id", "frame_index") if c in sources.columns]

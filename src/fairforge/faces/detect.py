@@ -4,12 +4,13 @@ Model files are loaded by path: ``models_dir`` if given, else ``$FAIRFORGE_DLIB_
 the ``models`` folder of the ``face_recognition_models`` package (found without importing it,
 since its ``__init__`` needs pkg_resources).
 """
+
 from __future__ import annotations
 
 import importlib.util
 import os
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -40,42 +41,50 @@ def model_path(filename: str, models_dir: str | Path | None = None) -> Path:
     if folder is None:
         raise FaceModelError(
             f"dlib model {filename} not found: the face_recognition_models package is not "
-            f"installed; install face-recognition-models, set ${MODELS_ENV} or pass models_dir")
+            f"installed; install face-recognition-models, set ${MODELS_ENV} or pass models_dir"
+        )
     path = folder / filename
     if not path.is_file():
-        raise FaceModelError(f"dlib model file not found: {path} (install "
-                             f"face-recognition-models, set ${MODELS_ENV} or pass models_dir)")
+        raise FaceModelError(
+            f"dlib model file not found: {path} (install "
+            f"face-recognition-models, set ${MODELS_ENV} or pass models_dir)"
+        )
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hog_detector():
     import dlib
+
     return dlib.get_frontal_face_detector()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mmod_detector(path: str):
     import dlib
+
     return dlib.cnn_face_detection_model_v1(path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _shape_predictor(path: str):
     import dlib
+
     return dlib.shape_predictor(path)
 
 
 def detector_name(detector: str) -> str:
     if detector not in DETECTOR_NAMES:
-        raise ValueError(f"unknown face detector {detector!r}; expected one of "
-                         f"{sorted(DETECTOR_NAMES)}")
+        raise ValueError(
+            f"unknown face detector {detector!r}; expected one of {sorted(DETECTOR_NAMES)}"
+        )
     return DETECTOR_NAMES[detector]
 
 
 @dataclass(frozen=True)
 class Detection:
     """A face box in image pixels (x1, y1 exclusive; may extend past the image) and score."""
+
     x0: int
     y0: int
     x1: int
@@ -87,13 +96,21 @@ class Detection:
         return max(0, self.x1 - self.x0) * max(0, self.y1 - self.y0)
 
     def clipped(self, width: int, height: int) -> tuple[int, int, int, int]:
-        return (min(max(self.x0, 0), width), min(max(self.y0, 0), height),
-                min(max(self.x1, 0), width), min(max(self.y1, 0), height))
+        return (
+            min(max(self.x0, 0), width),
+            min(max(self.y0, 0), height),
+            min(max(self.x1, 0), width),
+            min(max(self.y1, 0), height),
+        )
 
 
-def detect_faces(image_rgb: np.ndarray, detector: str = "hog", upsample: int = 1,
-                 adjust_threshold: float = 0.0, models_dir: str | Path | None = None
-                 ) -> list[Detection]:
+def detect_faces(
+    image_rgb: np.ndarray,
+    detector: str = "hog",
+    upsample: int = 1,
+    adjust_threshold: float = 0.0,
+    models_dir: str | Path | None = None,
+) -> list[Detection]:
     """All faces in a uint8 RGB image, largest first (ties: higher score, then position).
 
     HOG scores are the SVM margins of ``run(img, upsample, adjust_threshold)``; MMOD scores
@@ -103,20 +120,32 @@ def detect_faces(image_rgb: np.ndarray, detector: str = "hog", upsample: int = 1
     img = np.ascontiguousarray(image_rgb)
     if detector == "hog":
         rects, scores, _ = _hog_detector().run(img, int(upsample), float(adjust_threshold))
-        found = [Detection(r.left(), r.top(), r.right() + 1, r.bottom() + 1, float(s))
-                 for r, s in zip(rects, scores)]
+        found = [
+            Detection(r.left(), r.top(), r.right() + 1, r.bottom() + 1, float(s))
+            for r, s in zip(rects, scores)
+        ]
     else:
         cnn = _mmod_detector(str(model_path(MMOD_FILE, models_dir)))
-        found = [Detection(d.rect.left(), d.rect.top(), d.rect.right() + 1,
-                           d.rect.bottom() + 1, float(d.confidence))
-                 for d in cnn(img, int(upsample)) if d.confidence >= adjust_threshold]
+        found = [
+            Detection(
+                d.rect.left(),
+                d.rect.top(),
+                d.rect.right() + 1,
+                d.rect.bottom() + 1,
+                float(d.confidence),
+            )
+            for d in cnn(img, int(upsample))
+            if d.confidence >= adjust_threshold
+        ]
     return sorted(found, key=lambda d: (-d.area, -d.score, d.y0, d.x0))
 
 
-def predict_landmarks(image_rgb: np.ndarray, face: Detection,
-                      models_dir: str | Path | None = None) -> np.ndarray:
+def predict_landmarks(
+    image_rgb: np.ndarray, face: Detection, models_dir: str | Path | None = None
+) -> np.ndarray:
     """The 68 iBUG landmarks of ``face`` as a (68, 2) float32 array of (x, y) image pixels."""
     import dlib
+
     predictor = _shape_predictor(str(model_path(LANDMARKS_68_FILE, models_dir)))
     rect = dlib.rectangle(face.x0, face.y0, face.x1 - 1, face.y1 - 1)
     shape = predictor(np.ascontiguousarray(image_rgb), rect)

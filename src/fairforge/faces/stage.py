@@ -3,14 +3,15 @@
 Every source row gives one faces row; a failure (unreadable file, image too small, no face)
 is a row with ``ok=False`` and a reason, never an exception and never a missing row.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Mapping
 
 import cv2
 import numpy as np
@@ -30,15 +31,16 @@ DEFAULT_MIN_IMAGE_SIZE = 48
 class FaceResult:
     """One image's outcome. On failure only ``ok``, ``reason``, ``n_faces``, ``detector``
     are meaningful."""
+
     ok: bool
     reason: str
     detector: str
     n_faces: int = 0
     bbox: tuple[int, int, int, int] | None = None
     det_score: float = math.nan
-    landmarks: np.ndarray | None = None   # (68, 2) float32, crop pixels
-    crop: np.ndarray | None = None        # (crop_size, crop_size, 3) uint8 RGB
-    matrix: np.ndarray | None = None      # 2x3, image pixels -> crop pixels
+    landmarks: np.ndarray | None = None  # (68, 2) float32, crop pixels
+    crop: np.ndarray | None = None  # (crop_size, crop_size, 3) uint8 RGB
+    matrix: np.ndarray | None = None  # 2x3, image pixels -> crop pixels
 
 
 def as_rgb(image: np.ndarray) -> np.ndarray:
@@ -46,8 +48,10 @@ def as_rgb(image: np.ndarray) -> np.ndarray:
     since a 3-channel array here is already RGB and must not be treated as BGR)."""
     img = np.asarray(image)
     if img.dtype != np.uint8:
-        raise ImageError(f"expected a uint8 RGB image, got {img.dtype}; decode files with "
-                         f"fairforge.images.read_image")
+        raise ImageError(
+            f"expected a uint8 RGB image, got {img.dtype}; decode files with "
+            f"fairforge.images.read_image"
+        )
     if img.ndim == 2:
         img = np.repeat(img[:, :, None], 3, axis=2)
     if img.ndim != 3 or img.shape[2] != 3:
@@ -55,11 +59,16 @@ def as_rgb(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(img)
 
 
-def detect_and_align(image_rgb: np.ndarray, detector: str = "hog", crop_size: int = 256,
-                     margin: float = DEFAULT_MARGIN, upsample: int = 1,
-                     min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
-                     adjust_threshold: float = 0.0,
-                     models_dir: str | Path | None = None) -> FaceResult:
+def detect_and_align(
+    image_rgb: np.ndarray,
+    detector: str = "hog",
+    crop_size: int = 256,
+    margin: float = DEFAULT_MARGIN,
+    upsample: int = 1,
+    min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
+    adjust_threshold: float = 0.0,
+    models_dir: str | Path | None = None,
+) -> FaceResult:
     """Detect faces, keep the largest, and align it to a ``crop_size`` square crop."""
     name = detector_name(detector)
     img = as_rgb(image_rgb)
@@ -76,10 +85,17 @@ def detect_and_align(image_rgb: np.ndarray, detector: str = "hog", crop_size: in
     except ValueError as err:
         return FaceResult(False, f"alignment failed ({err})", name, n_faces=len(faces))
     crop = warp_crop(img, matrix, crop_size)
-    return FaceResult(True, "", name, n_faces=len(faces), bbox=face.clipped(w, h),
-                      det_score=face.score,
-                      landmarks=transform_points(points, matrix).astype(np.float32),
-                      crop=crop, matrix=matrix)
+    return FaceResult(
+        True,
+        "",
+        name,
+        n_faces=len(faces),
+        bbox=face.clipped(w, h),
+        det_score=face.score,
+        landmarks=transform_points(points, matrix).astype(np.float32),
+        crop=crop,
+        matrix=matrix,
+    )
 
 
 def read_rgb(path: Path) -> np.ndarray:
@@ -97,17 +113,32 @@ def read_rgb(path: Path) -> np.ndarray:
 
 
 def _failed_row(image_id: str, reason: str, name: str, n_faces: int = 0) -> dict:
-    return {"image_id": image_id, "ok": False, "reason": reason, "bbox": None,
-            "det_score": math.nan, "n_faces": n_faces, "landmarks": None, "crop_path": "",
-            "detector": name}
+    return {
+        "image_id": image_id,
+        "ok": False,
+        "reason": reason,
+        "bbox": None,
+        "det_score": math.nan,
+        "n_faces": n_faces,
+        "landmarks": None,
+        "crop_path": "",
+        "detector": name,
+    }
 
 
-def process_faces(sources_df: pd.DataFrame, root: str | Path, out_dir: str | Path,
-                  crop_dir_rel: str = "crops", crop_size: int = 256, detector: str = "hog",
-                  margin: float = DEFAULT_MARGIN, upsample: int = 1,
-                  min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
-                  adjust_threshold: float = 0.0,
-                  models_dir: str | Path | None = None) -> pd.DataFrame:
+def process_faces(
+    sources_df: pd.DataFrame,
+    root: str | Path,
+    out_dir: str | Path,
+    crop_dir_rel: str = "crops",
+    crop_size: int = 256,
+    detector: str = "hog",
+    margin: float = DEFAULT_MARGIN,
+    upsample: int = 1,
+    min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
+    adjust_threshold: float = 0.0,
+    models_dir: str | Path | None = None,
+) -> pd.DataFrame:
     """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
     (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
 
@@ -130,19 +161,34 @@ def process_faces(sources_df: pd.DataFrame, root: str | Path, out_dir: str | Pat
         except ImageError as err:
             rows.append(_failed_row(image_id, str(err), name))
             continue
-        result = detect_and_align(image, detector, crop_size=crop_size, margin=margin,
-                                  upsample=upsample, min_image_size=min_image_size,
-                                  adjust_threshold=adjust_threshold, models_dir=models_dir)
+        result = detect_and_align(
+            image,
+            detector,
+            crop_size=crop_size,
+            margin=margin,
+            upsample=upsample,
+            min_image_size=min_image_size,
+            adjust_threshold=adjust_threshold,
+            models_dir=models_dir,
+        )
         if not result.ok:
             rows.append(_failed_row(image_id, result.reason, name, result.n_faces))
             continue
         crop_rel = (PurePosixPath(crop_dir_rel) / f"{image_id}.png").as_posix()
         write_image(out_dir / crop_rel, result.crop)
-        rows.append({"image_id": image_id, "ok": True, "reason": "",
-                     "bbox": [int(v) for v in result.bbox],
-                     "det_score": float(result.det_score), "n_faces": int(result.n_faces),
-                     "landmarks": result.landmarks.reshape(-1).astype(np.float32),
-                     "crop_path": crop_rel, "detector": name})
+        rows.append(
+            {
+                "image_id": image_id,
+                "ok": True,
+                "reason": "",
+                "bbox": [int(v) for v in result.bbox],
+                "det_score": float(result.det_score),
+                "n_faces": int(result.n_faces),
+                "landmarks": result.landmarks.reshape(-1).astype(np.float32),
+                "crop_path": crop_rel,
+                "detector": name,
+            }
+        )
     df = pd.DataFrame(rows, columns=list(FACES_COLUMNS))
     df["ok"] = df["ok"].astype(bool)
     df["det_score"] = df["det_score"].astype(np.float64)
@@ -154,8 +200,10 @@ def landmarks_array(row: Mapping | pd.Series) -> np.ndarray:
     """The (68, 2) float32 crop-pixel landmarks of a faces row (flat or nested storage)."""
     value = row["landmarks"]
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        raise ValueError(f"faces row {row.get('image_id', '?')!r} has no landmarks "
-                         f"(ok={row.get('ok')}, reason={row.get('reason')!r})")
+        raise ValueError(
+            f"faces row {row.get('image_id', '?')!r} has no landmarks "
+            f"(ok={row.get('ok')}, reason={row.get('reason')!r})"
+        )
     if isinstance(value, np.ndarray) and value.dtype == object:
         value = np.stack([np.asarray(v, dtype=np.float32) for v in value])
     arr = np.asarray(value, dtype=np.float32)
@@ -178,21 +226,28 @@ def detection_rate_by_group(sources_df: pd.DataFrame, faces_df: pd.DataFrame) ->
     object reason kind -> count). Source images without a faces row count as 'no faces row'.
     A last row, group '(all)', totals every group."""
     merged = sources_df[["image_id", "group"]].merge(
-        faces_df[["image_id", "ok", "reason"]], on="image_id", how="left", indicator=True)
+        faces_df[["image_id", "ok", "reason"]], on="image_id", how="left", indicator=True
+    )
     missing = (merged["_merge"] == "left_only").to_numpy()
     detected = np.where(missing, False, merged["ok"].fillna(False).astype(bool).to_numpy())
-    kinds = np.where(missing, "no faces row",
-                     [reason_kind(r) for r in merged["reason"].fillna("").astype(str)])
-    table = pd.DataFrame({"group": merged["group"].astype(str).to_numpy(),
-                          "detected": detected, "kind": kinds})
+    kinds = np.where(
+        missing, "no faces row", [reason_kind(r) for r in merged["reason"].fillna("").astype(str)]
+    )
+    table = pd.DataFrame(
+        {"group": merged["group"].astype(str).to_numpy(), "detected": detected, "kind": kinds}
+    )
 
     def summarise(part: pd.DataFrame, group: str) -> dict:
         failed = part.loc[~part["detected"], "kind"].value_counts()
         n = len(part)
         n_detected = int(part["detected"].sum())
-        return {"group": group, "n": n, "n_detected": n_detected,
-                "rate": n_detected / n if n else math.nan,
-                "failures": json.dumps({str(k): int(v) for k, v in sorted(failed.items())})}
+        return {
+            "group": group,
+            "n": n,
+            "n_detected": n_detected,
+            "rate": n_detected / n if n else math.nan,
+            "failures": json.dumps({str(k): int(v) for k, v in sorted(failed.items())}),
+        }
 
     rows = [summarise(part, str(g)) for g, part in table.groupby("group", sort=True)]
     rows.append(summarise(table, "(all)"))

@@ -9,11 +9,35 @@ target image), ``fastreen`` and ``dualreen`` (expression reenactment of the sour
 target), ``maskgan`` (part editing of the source), ``sbi`` and ``xray`` (the source blended
 with an augmented copy of itself).
 """
-from .base import (FORGERY_METHODS, ForgeryError, ForgeryMethod, ForgeryResult, as_landmarks,
-                   create_method, list_backends, list_methods, method_key, register_method)
+
 from . import blend, faceswap, maskgan, reenact, simswap  # noqa: F401  (registers the methods)
+from .base import (
+    FORGERY_METHODS,
+    ForgeryError,
+    ForgeryMethod,
+    ForgeryResult,
+    as_landmarks,
+    create_method,
+    list_backends,
+    list_methods,
+    method_key,
+    register_method,
+)
 from .shard import FORGERY_COLUMNS, file_stem, forge_shard, sample_id_for
 
-__all__ = ["FORGERY_COLUMNS", "FORGERY_METHODS", "ForgeryError", "ForgeryMethod",
-           "ForgeryResult", "as_landmarks", "create_method", "file_stem", "forge_shard",
-           "list_backends", "list_methods", "method_key", "register_method", "sample_id_for"]
+__all__ = [
+    "FORGERY_COLUMNS",
+    "FORGERY_METHODS",
+    "ForgeryError",
+    "ForgeryMethod",
+    "ForgeryResult",
+    "as_landmarks",
+    "create_method",
+    "file_stem",
+    "forge_shard",
+    "list_backends",
+    "list_methods",
+    "method_key",
+    "register_method",
+    "sample_id_for",
+]

@@ -14,12 +14,14 @@ Which face is kept differs by method family (the ``kept`` attribute):
 The returned mask is the authority on which pixels changed: every method composites through a
 weight whose support is the mask, so pixels outside it are the kept image's, bit for bit.
 """
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import cv2
 import numpy as np
@@ -35,8 +37,8 @@ class ForgeryError(RuntimeError):
 
 @dataclass
 class ForgeryResult:
-    image: np.ndarray                      # uint8 RGB, HxWx3, the size of the kept crop
-    mask: np.ndarray                       # uint8 HxW, 0 or 255: the pixels that changed
+    image: np.ndarray  # uint8 RGB, HxWx3, the size of the kept crop
+    mask: np.ndarray  # uint8 HxW, 0 or 255: the pixels that changed
     extra: dict[str, Any] = field(default_factory=dict)  # arrays are saved as PNGs beside
 
 
@@ -50,15 +52,17 @@ class ForgeryMethod:
 
     name: str = ""
     backend: str = "classical"
-    kept: str = "source"            # "target" for identity replacement
-    needs_target: bool = True       # False: the target arguments are ignored
+    kept: str = "source"  # "target" for identity replacement
+    needs_target: bool = True  # False: the target arguments are ignored
     defaults: dict[str, Any] = {}
 
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(self.defaults))
         if unknown:
-            raise ValueError(f"{self.name} ({self.backend}) has no option(s) {unknown}; "
-                             f"options: {sorted(self.defaults)}")
+            raise ValueError(
+                f"{self.name} ({self.backend}) has no option(s) {unknown}; "
+                f"options: {sorted(self.defaults)}"
+            )
         self.options = {**self.defaults, **options}
 
     @property
@@ -68,17 +72,24 @@ class ForgeryMethod:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, backend={self.backend!r})"
 
-    def __call__(self, source_img: np.ndarray, source_lm: np.ndarray,
-                 target_img: np.ndarray | None, target_lm: np.ndarray | None,
-                 rng: np.random.Generator) -> ForgeryResult:
+    def __call__(
+        self,
+        source_img: np.ndarray,
+        source_lm: np.ndarray,
+        target_img: np.ndarray | None,
+        target_lm: np.ndarray | None,
+        rng: np.random.Generator,
+    ) -> ForgeryResult:
         source_img, source_lm = check_face(source_img, source_lm, "source")
         if self.needs_target:
             if target_img is None or target_lm is None:
                 raise ForgeryError(f"{self.name} needs a target face")
             target_img, target_lm = check_face(target_img, target_lm, "target")
             if target_img.shape != source_img.shape:
-                raise ForgeryError(f"source and target crops differ in size "
-                                   f"({source_img.shape[:2]} vs {target_img.shape[:2]})")
+                raise ForgeryError(
+                    f"source and target crops differ in size "
+                    f"({source_img.shape[:2]} vs {target_img.shape[:2]})"
+                )
         try:
             with single_threaded_blas():
                 result = self.forge(source_img, source_lm, target_img, target_lm, rng)
@@ -89,9 +100,14 @@ class ForgeryMethod:
         _check_result(result, kept.shape, self.name)
         return result
 
-    def forge(self, source_img: np.ndarray, source_lm: np.ndarray,
-              target_img: np.ndarray | None, target_lm: np.ndarray | None,
-              rng: np.random.Generator) -> ForgeryResult:
+    def forge(
+        self,
+        source_img: np.ndarray,
+        source_lm: np.ndarray,
+        target_img: np.ndarray | None,
+        target_lm: np.ndarray | None,
+        rng: np.random.Generator,
+    ) -> ForgeryResult:
         raise NotImplementedError
 
 
@@ -126,10 +142,13 @@ def method_key(name: str, backend: str) -> str:
 
 def register_method(name: str) -> Callable[[type[ForgeryMethod]], type[ForgeryMethod]]:
     """Class decorator: register a method implementation under ``(name, cls.backend)``."""
+
     def wrap(cls: type[ForgeryMethod]) -> type[ForgeryMethod]:
         cls.name = name
-        return FORGERY_METHODS.register(method_key(name, cls.backend), cls, method=name,
-                                        backend=cls.backend, kept=cls.kept)
+        return FORGERY_METHODS.register(
+            method_key(name, cls.backend), cls, method=name, backend=cls.backend, kept=cls.kept
+        )
+
     return wrap
 
 
@@ -138,8 +157,9 @@ def list_methods() -> list[str]:
 
 
 def list_backends(name: str) -> list[str]:
-    return sorted(FORGERY_METHODS.metadata(key)["backend"]
-                  for key in FORGERY_METHODS.names(method=name))
+    return sorted(
+        FORGERY_METHODS.metadata(key)["backend"] for key in FORGERY_METHODS.names(method=name)
+    )
 
 
 def create_method(name: str, backend: str = "classical", **options: Any) -> ForgeryMethod:
@@ -149,6 +169,7 @@ def create_method(name: str, backend: str = "classical", **options: Any) -> Forg
 
 
 # --------------------------------------------------------------------------- input checks
+
 
 def as_landmarks(value: Any) -> np.ndarray:
     """68x2 float32 from an array, nested lists, or a parquet cell (object array of arrays)."""
@@ -181,8 +202,12 @@ def check_face(img: np.ndarray, lm: Any, role: str) -> tuple[np.ndarray, np.ndar
     if not np.isfinite(lm).all():
         raise ForgeryError(f"{role} landmarks are not finite")
     h, w = img.shape[:2]
-    if (lm[:, 0] < 0).any() or (lm[:, 1] < 0).any() or (lm[:, 0] > w - 1).any() \
-            or (lm[:, 1] > h - 1).any():
+    if (
+        (lm[:, 0] < 0).any()
+        or (lm[:, 1] < 0).any()
+        or (lm[:, 0] > w - 1).any()
+        or (lm[:, 1] > h - 1).any()
+    ):
         raise ForgeryError(f"{role} landmarks outside the crop")
     hull_area = float(cv2.contourArea(cv2.convexHull(lm.astype(np.float32))))
     # A face smaller than ~2% of the crop side between the eyes cannot be warped sensibly.
@@ -193,8 +218,10 @@ def check_face(img: np.ndarray, lm: Any, role: str) -> tuple[np.ndarray, np.ndar
 
 def _check_result(result: ForgeryResult, shape: tuple[int, ...], name: str) -> None:
     if result.image.shape != shape or result.image.dtype != np.uint8:
-        raise AssertionError(f"{name} returned image {result.image.dtype} {result.image.shape}, "
-                             f"expected uint8 {shape}")
+        raise AssertionError(
+            f"{name} returned image {result.image.dtype} {result.image.shape}, "
+            f"expected uint8 {shape}"
+        )
     if result.mask.shape != shape[:2] or result.mask.dtype != np.uint8:
         raise AssertionError(f"{name} returned mask {result.mask.dtype} {result.mask.shape}")
     if not result.mask.any():
@@ -202,6 +229,7 @@ def _check_result(result: ForgeryResult, shape: tuple[int, ...], name: str) -> N
 
 
 # --------------------------------------------------------------------------- shared image ops
+
 
 def polygon_mask(points: np.ndarray, shape: tuple[int, ...], convex: bool = True) -> np.ndarray:
     """uint8 0/255 mask of the (convex hull of the) points, sub-pixel accurate."""
@@ -251,7 +279,9 @@ def clean_alpha(alpha: np.ndarray) -> np.ndarray:
     return alpha
 
 
-def composite(fake: np.ndarray, kept: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def composite(
+    fake: np.ndarray, kept: np.ndarray, alpha: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Alpha-blend ``fake`` over ``kept``; returns (uint8 image, 0/255 mask of alpha > 0)."""
     alpha = clean_alpha(alpha)
     a = alpha[..., None]
@@ -262,8 +292,9 @@ def composite(fake: np.ndarray, kept: np.ndarray, alpha: np.ndarray) -> tuple[np
     return out, support.astype(np.uint8) * 255
 
 
-def colour_transfer_lab(img: np.ndarray, ref: np.ndarray, mask: np.ndarray,
-                        ref_mask: np.ndarray | None = None) -> np.ndarray:
+def colour_transfer_lab(
+    img: np.ndarray, ref: np.ndarray, mask: np.ndarray, ref_mask: np.ndarray | None = None
+) -> np.ndarray:
     """Match LAB mean and std of ``img`` inside ``mask`` to ``ref`` inside ``ref_mask``."""
     sel = mask > 0
     ref_sel = (ref_mask if ref_mask is not None else mask) > 0
@@ -279,8 +310,9 @@ def colour_transfer_lab(img: np.ndarray, ref: np.ndarray, mask: np.ndarray,
     return cv2.cvtColor(np.clip(out + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_LAB2RGB)
 
 
-def poisson_clone(src: np.ndarray, dst: np.ndarray, mask: np.ndarray, pad: int = 16,
-                  mode: int = cv2.NORMAL_CLONE) -> np.ndarray:
+def poisson_clone(
+    src: np.ndarray, dst: np.ndarray, mask: np.ndarray, pad: int = 16, mode: int = cv2.NORMAL_CLONE
+) -> np.ndarray:
     """cv2.seamlessClone of the aligned ``src`` into ``dst`` over ``mask``, kept in place.
 
     Both images are padded by reflection so a mask touching the crop edge still has a
@@ -291,8 +323,9 @@ def poisson_clone(src: np.ndarray, dst: np.ndarray, mask: np.ndarray, pad: int =
         raise ForgeryError("empty blending mask")
     s = cv2.copyMakeBorder(src, pad, pad, pad, pad, cv2.BORDER_REFLECT)
     d = cv2.copyMakeBorder(dst, pad, pad, pad, pad, cv2.BORDER_REFLECT)
-    m = cv2.copyMakeBorder(((mask > 0) * 255).astype(np.uint8), pad, pad, pad, pad,
-                           cv2.BORDER_CONSTANT, value=0)
+    m = cv2.copyMakeBorder(
+        ((mask > 0) * 255).astype(np.uint8), pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=0
+    )
     x, y, w, h = cv2.boundingRect(m)
     out = cv2.seamlessClone(s, d, m, (x + w // 2, y + h // 2), mode)
     return out[pad:-pad, pad:-pad]
@@ -304,7 +337,7 @@ def similarity_transform(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     dst = np.asarray(dst, np.float64)
     mu_s, mu_d = src.mean(0), dst.mean(0)
     s0, d0 = src - mu_s, dst - mu_d
-    var = (s0 ** 2).sum() / len(src)
+    var = (s0**2).sum() / len(src)
     if var < 1e-9:
         raise ForgeryError("degenerate points for a similarity transform")
     cov = d0.T @ s0 / len(src)

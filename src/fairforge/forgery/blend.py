@@ -17,13 +17,23 @@ a random ratio r: ``out = copy * (r M) + source * (1 - r M)``. They differ as th
 The X-ray map B = 4 M' (1 - M'), with M' = r M the effective blend weight, is returned as the
 ``xray`` extra (uint8, 255 = 1), the boundary of the blend that Face X-ray learns to predict.
 """
+
 from __future__ import annotations
 
 import cv2
 import numpy as np
 
-from .base import (ForgeryError, ForgeryMethod, ForgeryResult, clean_alpha, colour_transfer_lab,
-                   composite, interocular, polygon_mask, register_method)
+from .base import (
+    ForgeryError,
+    ForgeryMethod,
+    ForgeryResult,
+    clean_alpha,
+    colour_transfer_lab,
+    composite,
+    interocular,
+    polygon_mask,
+    register_method,
+)
 from .parsing import forehead_points
 from .warp import identity_grid, piecewise_affine_maps
 
@@ -68,8 +78,14 @@ def elastic_deform(mask: np.ndarray, rng: np.random.Generator, iod: float) -> np
     field = rng.normal(0.0, 0.06 * iod, (cells, cells, 2)).astype(np.float32)
     field = cv2.resize(field, (w, h), interpolation=cv2.INTER_CUBIC)
     xs, ys = identity_grid(mask.shape)
-    return cv2.remap(mask, xs + field[..., 0], ys + field[..., 1], cv2.INTER_LINEAR,
-                     borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    return cv2.remap(
+        mask,
+        xs + field[..., 0],
+        ys + field[..., 1],
+        cv2.INTER_LINEAR,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=0,
+    )
 
 
 def grid_deform(mask: np.ndarray, rng: np.random.Generator, lm: np.ndarray) -> np.ndarray:
@@ -88,8 +104,9 @@ def grid_deform(mask: np.ndarray, rng: np.random.Generator, lm: np.ndarray) -> n
     dst[:, 0] = dst[:, 0].clip(0, w - 1)
     dst[:, 1] = dst[:, 1].clip(0, h - 1)
     map_x, map_y, inside = piecewise_affine_maps(src, dst, mask.shape)
-    out = cv2.remap(mask, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
-                    borderValue=0)
+    out = cv2.remap(
+        mask, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+    )
     out[~inside] = 0
     return out
 
@@ -115,16 +132,16 @@ def frequency_augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     h, w = img.shape[:2]
     if rng.random() < 0.5:
         f = rng.uniform(0.3, 0.6)
-        small = cv2.resize(img, (max(int(w * f), 1), max(int(h * f), 1)),
-                           interpolation=cv2.INTER_AREA)
+        small = cv2.resize(
+            img, (max(int(w * f), 1), max(int(h * f), 1)), interpolation=cv2.INTER_AREA
+        )
         return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
     blur = cv2.GaussianBlur(img, (0, 0), 1.5).astype(np.float32)
     amount = rng.uniform(0.5, 1.5)
     return np.clip(img + amount * (img - blur) + 0.5, 0, 255).astype(np.uint8)
 
 
-def _blend(copy: np.ndarray, source: np.ndarray, soft: np.ndarray, ratio: float
-           ) -> ForgeryResult:
+def _blend(copy: np.ndarray, source: np.ndarray, soft: np.ndarray, ratio: float) -> ForgeryResult:
     weight = clean_alpha(soft * ratio)
     if not (weight > 0).any():
         raise ForgeryError("blending mask vanished")
@@ -141,8 +158,8 @@ class SelfBlended(ForgeryMethod):
     defaults = {
         "hulls": ("full", "forehead", "inner", "lower"),
         "ratios": (0.25, 0.5, 0.75, 1.0, 1.0, 1.0),
-        "shift": 0.03,     # max translation, fraction of the crop side
-        "scale": 0.05,     # max relative scale change
+        "shift": 0.03,  # max translation, fraction of the crop side
+        "scale": 0.05,  # max relative scale change
     }
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
@@ -155,8 +172,9 @@ class SelfBlended(ForgeryMethod):
         tx, ty = rng.uniform(-1, 1, 2) * float(self.options["shift"]) * np.array([w, h])
         cx, cy = source_lm.mean(0)
         mat = np.array([[s, 0, (1 - s) * cx + tx], [0, s, (1 - s) * cy + ty]])
-        copy = cv2.warpAffine(copy, mat, (w, h), flags=cv2.INTER_LINEAR,
-                              borderMode=cv2.BORDER_REFLECT)
+        copy = cv2.warpAffine(
+            copy, mat, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+        )
         hulls = list(self.options["hulls"])
         kind = hulls[int(rng.integers(len(hulls)))]
         hard = elastic_deform(hull_mask(source_lm, shape, kind), rng, iod)

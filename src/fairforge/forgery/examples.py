@@ -1,5 +1,6 @@
 """The example sheet of FairFD's Figure 2: per group, a source, its target, every method's
 fake and the fake's manipulation mask."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,13 +23,19 @@ def _tile(path: Path | None, size: int, gray: bool = False) -> np.ndarray:
 
 def _label(text: str, width: int, height: int = 22) -> np.ndarray:
     band = np.full((height, width, 3), BACKGROUND, np.uint8)
-    cv2.putText(band, text, (4, height - 7), cv2.FONT_HERSHEY_SIMPLEX, 0.42, (0, 0, 0), 1,
-                cv2.LINE_AA)
+    cv2.putText(
+        band, text, (4, height - 7), cv2.FONT_HERSHEY_SIMPLEX, 0.42, (0, 0, 0), 1, cv2.LINE_AA
+    )
     return band
 
 
-def example_sheet(faces: pd.DataFrame, forgeries: dict[str, pd.DataFrame],
-                  results_dir: str | Path, out_path: str | Path, tile: int = 112) -> pd.DataFrame:
+def example_sheet(
+    faces: pd.DataFrame,
+    forgeries: dict[str, pd.DataFrame],
+    results_dir: str | Path,
+    out_path: str | Path,
+    tile: int = 112,
+) -> pd.DataFrame:
     """Write the sheet; return which source image was shown for each group.
 
     ``faces`` needs image_id, group and crop_path; each forgery manifest image_id,
@@ -38,8 +45,9 @@ def example_sheet(faces: pd.DataFrame, forgeries: dict[str, pd.DataFrame],
     root = Path(results_dir)
     methods = sorted(forgeries)
     crops = faces.set_index("image_id")["crop_path"]
-    ok_by_method = {m: f.loc[f["ok"].astype(bool)].set_index("image_id") for m, f in
-                    forgeries.items()}
+    ok_by_method = {
+        m: f.loc[f["ok"].astype(bool)].set_index("image_id") for m, f in forgeries.items()
+    }
     rows, shown = [], []
     columns = ["source", "target", *methods]
     header = np.hstack([_label(c, tile) for c in columns])
@@ -49,10 +57,15 @@ def example_sheet(faces: pd.DataFrame, forgeries: dict[str, pd.DataFrame],
         if not ids or max(counts) == 0:
             continue
         image_id = ids[int(np.argmax(counts))]  # first id with the most successes
-        target = next((ok_by_method[m].loc[image_id, "target_image_id"] for m in methods
-                       if image_id in ok_by_method[m].index
-                       and isinstance(ok_by_method[m].loc[image_id, "target_image_id"], str)),
-                      None)
+        target = next(
+            (
+                ok_by_method[m].loc[image_id, "target_image_id"]
+                for m in methods
+                if image_id in ok_by_method[m].index
+                and isinstance(ok_by_method[m].loc[image_id, "target_image_id"], str)
+            ),
+            None,
+        )
         fakes, masks = [], []
         for m in methods:
             row = ok_by_method[m].loc[image_id] if image_id in ok_by_method[m].index else None
@@ -60,8 +73,15 @@ def example_sheet(faces: pd.DataFrame, forgeries: dict[str, pd.DataFrame],
             masks.append(_tile(root / row["mask_path"] if row is not None else None, tile))
         blank = _tile(None, tile)
         rows.append(_label(f"group {group}  ({image_id})", tile * len(columns)))
-        rows.append(np.hstack([_tile(root / crops[image_id], tile),
-                               _tile(root / crops[target], tile) if target else blank, *fakes]))
+        rows.append(
+            np.hstack(
+                [
+                    _tile(root / crops[image_id], tile),
+                    _tile(root / crops[target], tile) if target else blank,
+                    *fakes,
+                ]
+            )
+        )
         rows.append(np.hstack([blank, blank, *masks]))
         shown.append({"group": group, "image_id": image_id, "target_image_id": target})
     if not rows:

@@ -9,12 +9,24 @@ lighting are kept; the face (brows to chin) is the source's.
 A 3D-aware variant (fitting a 3D morphable model to handle large pose differences) is not
 implemented: aligned crops of frontal-ish faces make the 2D warp adequate.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from .base import (ForgeryError, ForgeryMethod, ForgeryResult, colour_transfer_lab, composite,
-                   erode, feather, interocular, poisson_clone, polygon_mask, register_method)
+from .base import (
+    ForgeryError,
+    ForgeryMethod,
+    ForgeryResult,
+    colour_transfer_lab,
+    composite,
+    erode,
+    feather,
+    interocular,
+    poisson_clone,
+    polygon_mask,
+    register_method,
+)
 from .warp import piecewise_affine_maps, remap
 
 
@@ -24,17 +36,18 @@ class FaceSwap(ForgeryMethod):
     kept = "target"
     needs_target = True
     defaults = {
-        "blend": "feather",        # "feather" (alpha ramp) or "poisson" (cv2.seamlessClone)
-        "erode": 0.04,             # mask erosion, inter-ocular units
-        "feather": 0.12,           # feather radius, inter-ocular units
+        "blend": "feather",  # "feather" (alpha ramp) or "poisson" (cv2.seamlessClone)
+        "erode": 0.04,  # mask erosion, inter-ocular units
+        "feather": 0.12,  # feather radius, inter-ocular units
         "colour_correction": True,
     }
 
     def __init__(self, **options):
         super().__init__(**options)
         if self.options["blend"] not in ("feather", "poisson"):
-            raise ValueError(f"faceswap blend must be 'feather' or 'poisson', "
-                             f"got {self.options['blend']!r}")
+            raise ValueError(
+                f"faceswap blend must be 'feather' or 'poisson', got {self.options['blend']!r}"
+            )
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
         shape = target_img.shape

@@ -10,13 +10,23 @@ non-empty subset of parts is edited:
   tone shifted with it (lighter when > 1), as a MaskGAN skin-label edit re-renders skin.
 The edited regions are feathered back into the source; the mask is their union.
 """
+
 from __future__ import annotations
 
 import cv2
 import numpy as np
 
-from .base import (ForgeryError, ForgeryMethod, ForgeryResult, composite, dilate, feather,
-                   interocular, polygon_mask, register_method)
+from .base import (
+    ForgeryError,
+    ForgeryMethod,
+    ForgeryResult,
+    composite,
+    dilate,
+    feather,
+    interocular,
+    polygon_mask,
+    register_method,
+)
 from .parsing import PARTS, parse_parts, part_components
 
 MIN_PART_AREA = 12  # pixels; a closed mouth has no interior to edit
@@ -28,10 +38,10 @@ class MaskGAN(ForgeryMethod):
     kept = "source"
     needs_target = False
     defaults = {
-        "parts": PARTS,             # candidate parts
+        "parts": PARTS,  # candidate parts
         "scale_range": (0.7, 1.3),
-        "margin": 0.06,             # context carried with a part, inter-ocular units
-        "feather": 0.06,            # inter-ocular units
+        "margin": 0.06,  # context carried with a part, inter-ocular units
+        "feather": 0.06,  # inter-ocular units
     }
 
     def __init__(self, **options):
@@ -73,8 +83,9 @@ class MaskGAN(ForgeryMethod):
                 cx, cy = np.asarray(poly, np.float64).mean(0)
                 mat = np.array([[s, 0, (1 - s) * cx], [0, s, (1 - s) * cy]], np.float64)
                 size = (shape[1], shape[0])
-                moved = cv2.warpAffine(source_img, mat, size, flags=cv2.INTER_LINEAR,
-                                       borderMode=cv2.BORDER_REFLECT)
+                moved = cv2.warpAffine(
+                    source_img, mat, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+                )
                 moved_region = cv2.warpAffine(region, mat, size, flags=cv2.INTER_NEAREST)
                 a = feather(moved_region, max(margin // 2, 1))[..., None]
                 canvas = moved.astype(np.float32) * a + canvas * (1 - a)
@@ -87,8 +98,11 @@ class MaskGAN(ForgeryMethod):
         radius = max(int(round(self.options["feather"] * iod)), 1)
         alpha = feather(edited, radius, inside=False)
         image, mask = composite(np.clip(canvas + 0.5, 0, 255).astype(np.uint8), source_img, alpha)
-        return ForgeryResult(image, mask, {"parts": sorted(chosen),
-                                           "factors": {p: round(f, 4) for p, f in factors.items()}})
+        return ForgeryResult(
+            image,
+            mask,
+            {"parts": sorted(chosen), "factors": {p: round(f, 4) for p, f in factors.items()}},
+        )
 
 
 def _edit_skin(canvas: np.ndarray, skin: np.ndarray, factor: float, iod: float) -> np.ndarray:

@@ -4,6 +4,7 @@ Indices follow the iBUG 300-W / dlib convention: jaw 0-16, brows 17-21 and 22-26
 27-35, eyes 36-41 and 42-47, outer lips 48-59, inner lips 60-67. "Left" and "right" are
 image sides (the subject's right eye is at image left).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,9 +22,27 @@ LOWER_LIP = np.array([54, 55, 56, 57, 58, 59, 48, 60, 67, 66, 65, 64])
 # How far each point follows the jaw when the mouth opens (lower lip fully, corners and the
 # chin partly, tapering along the jaw line).
 LOWER_MOUTH_WEIGHTS = {
-    65: 1.0, 66: 1.0, 67: 1.0, 55: 0.9, 56: 1.0, 57: 1.0, 58: 1.0, 59: 0.9,
-    54: 0.4, 48: 0.4, 60: 0.4, 64: 0.4,
-    8: 1.0, 7: 0.85, 9: 0.85, 6: 0.6, 10: 0.6, 5: 0.35, 11: 0.35, 4: 0.1, 12: 0.1,
+    65: 1.0,
+    66: 1.0,
+    67: 1.0,
+    55: 0.9,
+    56: 1.0,
+    57: 1.0,
+    58: 1.0,
+    59: 0.9,
+    54: 0.4,
+    48: 0.4,
+    60: 0.4,
+    64: 0.4,
+    8: 1.0,
+    7: 0.85,
+    9: 0.85,
+    6: 0.6,
+    10: 0.6,
+    5: 0.35,
+    11: 0.35,
+    4: 0.1,
+    12: 0.1,
 }
 
 # The parts a parser yields, each as one or more connected components (index lists).

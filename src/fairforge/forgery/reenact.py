@@ -20,19 +20,29 @@ the driver. They differ in how landmarks are retargeted and how the face is rend
 
 Both are learning-free stand-ins for the learned reenactment models FairFD used.
 """
+
 from __future__ import annotations
 
 import cv2
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from .base import (ForgeryError, ForgeryMethod, ForgeryResult, clean_alpha, dilate,
-                   feather, interocular, polygon_mask, register_method)
+from .base import (
+    ForgeryError,
+    ForgeryMethod,
+    ForgeryResult,
+    clean_alpha,
+    dilate,
+    feather,
+    interocular,
+    polygon_mask,
+    register_method,
+)
 from .parsing import EXPRESSION, LOWER_MOUTH_WEIGHTS, face_frame, measure_expression
 from .warp import border_anchors, identity_grid, remap, ring_anchors, tps_displacement
 
 MOVE_THRESHOLD = 0.25  # pixels: displacements below this are left unwarped
-CLOSED_MOUTH = 0.1     # inner-lip gap (IOD units) below which inner lips are not handles
+CLOSED_MOUTH = 0.1  # inner-lip gap (IOD units) below which inner lips are not handles
 
 
 def apply_expression_delta(lm: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -55,8 +65,17 @@ def apply_expression_delta(lm: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return out
 
 
-BLENDSHAPES = ("jaw_open", "lips_part", "smile", "pucker", "blink_l", "blink_r",
-               "brow_raise_l", "brow_raise_r", "brow_furrow")
+BLENDSHAPES = (
+    "jaw_open",
+    "lips_part",
+    "smile",
+    "pucker",
+    "blink_l",
+    "blink_r",
+    "brow_raise_l",
+    "brow_raise_r",
+    "brow_furrow",
+)
 
 
 def blendshape_basis(lm: np.ndarray, unit: float = 0.1) -> np.ndarray:
@@ -77,7 +96,7 @@ def blendshape_basis(lm: np.ndarray, unit: float = 0.1) -> np.ndarray:
         b["lips_part"][idx] = -wgt * u * ay
     centre = lm[48:68].mean(0)
     half = max(0.5 * (lm[54] - lm[48]) @ ax, 1e-6)
-    side = np.clip(((lm[48:68] - centre) @ ax) / half, -1, 1)        # -1 left corner, +1 right
+    side = np.clip(((lm[48:68] - centre) @ ax) / half, -1, 1)  # -1 left corner, +1 right
     b["smile"][48:68] = (side[:, None] * ax - 0.5 * np.abs(side)[:, None] * ay) * u
     for idx in (40, 41, 46, 47):
         b["smile"][idx] = -0.3 * u * ay
@@ -87,15 +106,25 @@ def blendshape_basis(lm: np.ndarray, unit: float = 0.1) -> np.ndarray:
         b[name][lower] = -0.3 * u * ay
     b["brow_raise_l"][17:22] = -u * ay
     b["brow_raise_r"][22:27] = -u * ay
-    for idx, wgt, toward in ((21, 1.0, 1), (20, 0.6, 1), (19, 0.3, 1),
-                             (22, 1.0, -1), (23, 0.6, -1), (24, 0.3, -1)):
+    for idx, wgt, toward in (
+        (21, 1.0, 1),
+        (20, 0.6, 1),
+        (19, 0.3, 1),
+        (22, 1.0, -1),
+        (23, 0.6, -1),
+        (24, 0.3, -1),
+    ):
         b["brow_furrow"][idx] = wgt * u * (0.6 * ay + 0.4 * toward * ax)
     return basis
 
 
-def fit_blendshapes(lm: np.ndarray, goal: np.ndarray, ridge: float = 1e-3,
-                    bounds: tuple[float, float] = (-4.0, 6.0), iterations: int = 2
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def fit_blendshapes(
+    lm: np.ndarray,
+    goal: np.ndarray,
+    ridge: float = 1e-3,
+    bounds: tuple[float, float] = (-4.0, 6.0),
+    iterations: int = 2,
+) -> tuple[np.ndarray, np.ndarray]:
     """Weights w so that ``measure_expression(lm + basis . w)`` is close to ``goal``.
 
     The measures are almost linear in the landmarks, so a couple of Gauss-Newton steps with a
@@ -133,9 +162,9 @@ class _Reenactment(ForgeryMethod):
     kept = "source"
     needs_target = True
     defaults = {
-        "strength": 1.0,           # fraction of the expression difference transferred
-        "ring": 1.4,               # fixed ring around the face, hull scale about its centre
-        "min_mouth_area": 0.01,    # IOD^2: a mouth opening grown less is warped, not filled
+        "strength": 1.0,  # fraction of the expression difference transferred
+        "ring": 1.4,  # fixed ring around the face, hull scale about its centre
+        "min_mouth_area": 0.01,  # IOD^2: a mouth opening grown less is warped, not filled
     }
 
     def retarget(self, source_lm, goal) -> tuple[np.ndarray, dict]:
@@ -153,14 +182,13 @@ class _Reenactment(ForgeryMethod):
         m_src = measure_expression(source_lm)
         m_drv = measure_expression(target_lm)
         goal = m_src + float(self.options["strength"]) * (m_drv - m_src)
-        goal[[0, 2, 3]] = np.maximum(goal[[0, 2, 3]], 0.0)    # openings cannot go negative
+        goal[[0, 2, 3]] = np.maximum(goal[[0, 2, 3]], 0.0)  # openings cannot go negative
         moved, info = self.retarget(source_lm, goal)
         if not np.isfinite(moved).all():
             raise ForgeryError("expression retargeting diverged")
 
         # The fixed ring surrounds where the face is and where it goes (an opening jaw).
-        ring = ring_anchors(np.concatenate([source_lm, moved]), float(self.options["ring"]),
-                            shape)
+        ring = ring_anchors(np.concatenate([source_lm, moved]), float(self.options["ring"]), shape)
         anchors = np.concatenate([border_anchors(shape), ring], 0)
         # Inner-lip points of a (nearly) closed mouth almost coincide yet move apart; as spline
         # handles they make it overshoot. The outer lips drive the warp then, and the opening
@@ -168,8 +196,9 @@ class _Reenactment(ForgeryMethod):
         handles = np.arange(68)
         if m_src[0] < CLOSED_MOUTH:
             handles = np.setdiff1d(handles, np.arange(60, 68))
-        disp = tps_displacement(moved[handles], source_lm[handles], anchors, shape,
-                                step=self.grid_step(iod))
+        disp = tps_displacement(
+            moved[handles], source_lm[handles], anchors, shape, step=self.grid_step(iod)
+        )
         # A spline can overshoot between close handles; no pixel moves further than a handle.
         reach = float(np.abs(moved - source_lm).max()) + 0.5
         np.clip(disp, -reach, reach, out=disp)
@@ -182,14 +211,22 @@ class _Reenactment(ForgeryMethod):
         mouth_region = np.zeros(shape[:2], np.uint8)
         mouth_img = None
         # Fill only an opening that grew: a mouth that closes or stays is handled by the warp.
-        grown = cv2.contourArea(inner.astype(np.float32)) \
-            - cv2.contourArea(source_lm[60:68].astype(np.float32))
-        if grown > self.options["min_mouth_area"] * iod ** 2 \
-                and cv2.contourArea(target_lm[60:68].astype(np.float32)) > 1.0:
+        grown = cv2.contourArea(inner.astype(np.float32)) - cv2.contourArea(
+            source_lm[60:68].astype(np.float32)
+        )
+        if (
+            grown > self.options["min_mouth_area"] * iod**2
+            and cv2.contourArea(target_lm[60:68].astype(np.float32)) > 1.0
+        ):
             mouth_region = polygon_mask(inner, shape, convex=False)
             mat = _mouth_affine(target_lm, moved)
-            mouth_img = cv2.warpAffine(target_img, mat, (shape[1], shape[0]),
-                                       flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+            mouth_img = cv2.warpAffine(
+                target_img,
+                mat,
+                (shape[1], shape[0]),
+                flags=cv2.INTER_LINEAR,
+                borderMode=cv2.BORDER_REFLECT,
+            )
         rendered = self.render(source_img, disp, mouth_img, mouth_region, iod)
 
         changed = moving | dilate(mouth_region, int(round(0.1 * iod)) + 1)
@@ -200,8 +237,11 @@ class _Reenactment(ForgeryMethod):
         sel = changed > 0
         image[sel] = rendered[sel]
         mask = sel.astype(np.uint8) * 255
-        extra = {"expression": dict(zip(EXPRESSION, np.round(goal, 4).tolist())),
-                 "landmarks": np.round(moved, 2).tolist(), **info}
+        extra = {
+            "expression": dict(zip(EXPRESSION, np.round(goal, 4).tolist())),
+            "landmarks": np.round(moved, 2).tolist(),
+            **info,
+        }
         return ForgeryResult(image, mask, extra)
 
 
@@ -212,7 +252,7 @@ def _sample(img: np.ndarray, disp: np.ndarray) -> np.ndarray:
 
 @register_method("fastreen")
 class FastReenactment(_Reenactment):
-    defaults = {**_Reenactment.defaults, "low_sigma": 0.12}   # low-pass scale, IOD units
+    defaults = {**_Reenactment.defaults, "low_sigma": 0.12}  # low-pass scale, IOD units
 
     def grid_step(self, iod: float) -> int:
         return max(int(iod / 10), 1)

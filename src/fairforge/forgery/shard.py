@@ -1,12 +1,14 @@
 """Run one forgery method over a shard of the pairs table: images, masks and manifest rows."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,8 +24,7 @@ from .base import ForgeryError, as_landmarks, create_method
 
 # What forge_shard reads of the pairs and faces manifests, so a shard job loads nothing else
 # (faces also need subject_id, group and split, joined from the sources).
-PAIR_INPUTS = ["image_id", "target_image_id", "source_subject", "group", "split", "ok",
-               "reason"]
+PAIR_INPUTS = ["image_id", "target_image_id", "source_subject", "group", "split", "ok", "reason"]
 FACE_INPUTS = ["image_id", "ok", "reason", "crop_path", "landmarks"]
 
 
@@ -56,21 +57,36 @@ def _jsonable(value: Any) -> Any:
 def _unpaired(image_id: str, faces: pd.DataFrame) -> dict[str, Any]:
     """A pairs-like record for an image the pairs table lacks, with the reason why."""
     if image_id not in faces.index:
-        return {"image_id": image_id, "ok": False,
-                "reason": f"no face record for image {image_id}"}
+        return {"image_id": image_id, "ok": False, "reason": f"no face record for image {image_id}"}
     face = faces.loc[image_id]
-    reason = (f"face not usable: {face.get('reason', '')}" if not bool(face["ok"])
-              else "image missing from the pairs table")
-    return {"image_id": image_id, "target_image_id": None,
-            "source_subject": face.get("subject_id"), "group": face.get("group"),
-            "split": face.get("split"), "ok": False, "reason": reason}
+    reason = (
+        f"face not usable: {face.get('reason', '')}"
+        if not bool(face["ok"])
+        else "image missing from the pairs table"
+    )
+    return {
+        "image_id": image_id,
+        "target_image_id": None,
+        "source_subject": face.get("subject_id"),
+        "group": face.get("group"),
+        "split": face.get("split"),
+        "ok": False,
+        "reason": reason,
+    }
 
 
-def forge_shard(method_name: str, backend: str, pairs_df: pd.DataFrame, faces_df: pd.DataFrame,
-                results_dir: str | Path, out_rel_dir: str, seed: int,
-                options: dict[str, Any] | None = None,
-                source_ids: Iterable[str] | None = None,
-                crops_dir: str | Path | None = None) -> pd.DataFrame:
+def forge_shard(
+    method_name: str,
+    backend: str,
+    pairs_df: pd.DataFrame,
+    faces_df: pd.DataFrame,
+    results_dir: str | Path,
+    out_rel_dir: str,
+    seed: int,
+    options: dict[str, Any] | None = None,
+    source_ids: Iterable[str] | None = None,
+    crops_dir: str | Path | None = None,
+) -> pd.DataFrame:
     """Forge every pair of ``pairs_df`` with one method; return forgery-manifest rows.
 
     ``pairs_df`` is (a shard of) :func:`fairforge.pairs.make_pairs`; ``faces_df`` gives
@@ -91,7 +107,7 @@ def forge_shard(method_name: str, backend: str, pairs_df: pd.DataFrame, faces_df
     if not faces.index.is_unique:
         raise ValueError("faces table has duplicate image_id values")
 
-    @lru_cache(maxsize=64)   # targets repeat within a subject; keep a few decoded crops
+    @lru_cache(maxsize=64)  # targets repeat within a subject; keep a few decoded crops
     def load(image_id: str) -> tuple[np.ndarray, np.ndarray]:
         if image_id not in faces.index:
             raise ForgeryError(f"no face record for image {image_id}")
@@ -108,15 +124,21 @@ def forge_shard(method_name: str, backend: str, pairs_df: pd.DataFrame, faces_df
         rec = pairs.get(image_id) or _unpaired(image_id, faces)
         sample_id = sample_id_for(method_name, image_id)
         target = rec.get("target_image_id")
-        target_id = (None if _missing(target) else str(target)) if method.needs_target \
-            else image_id
+        target_id = (None if _missing(target) else str(target)) if method.needs_target else image_id
         row: dict[str, Any] = {
-            "sample_id": sample_id, "method": method_name, "backend": method.backend,
-            "image_id": image_id, "target_image_id": target_id, "path": None,
-            "mask_path": None, "group": rec.get("group"),
+            "sample_id": sample_id,
+            "method": method_name,
+            "backend": method.backend,
+            "image_id": image_id,
+            "target_image_id": target_id,
+            "path": None,
+            "mask_path": None,
+            "group": rec.get("group"),
             "subject_id": rec.get("source_subject", rec.get("subject_id")),
             "split": None if _missing(rec.get("split")) else rec.get("split"),
-            "ok": False, "reason": "", "params": None,
+            "ok": False,
+            "reason": "",
+            "params": None,
         }
         rows.append(row)
         if method.needs_target and (target_id is None or not bool(rec.get("ok", True))):
@@ -125,8 +147,9 @@ def forge_shard(method_name: str, backend: str, pairs_df: pd.DataFrame, faces_df
         try:
             source_img, source_lm = load(image_id)
             target_img, target_lm = load(target_id) if method.needs_target else (None, None)
-            result = method(source_img, source_lm, target_img, target_lm,
-                            rng_for(seed, method_name, image_id))
+            result = method(
+                source_img, source_lm, target_img, target_lm, rng_for(seed, method_name, image_id)
+            )
         except (ForgeryError, ImageError) as err:
             row["reason"] = str(err)
             continue
@@ -142,16 +165,21 @@ def forge_shard(method_name: str, backend: str, pairs_df: pd.DataFrame, faces_df
                 extra_columns.add(f"{key}_path")
             else:
                 params[key] = _jsonable(value)
-        row.update(path=f"{stem}.png", mask_path=f"{stem}_mask.png", ok=True,
-                   params=json.dumps(params, sort_keys=True))
+        row.update(
+            path=f"{stem}.png",
+            mask_path=f"{stem}_mask.png",
+            ok=True,
+            params=json.dumps(params, sort_keys=True),
+        )
     columns = FORGERY_COLUMNS + sorted(extra_columns)
     out = pd.DataFrame(rows, columns=columns)
     out["ok"] = out["ok"].astype(bool)
     return out
 
 
-def read_forgery_shard(sources: str | Path, faces: str | Path, pairs: str | Path, shard: str,
-                       shard_size: int) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
+def read_forgery_shard(
+    sources: str | Path, faces: str | Path, pairs: str | Path, shard: str, shard_size: int
+) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
     """The shard's image ids, their pairs rows, and the faces of them and of their targets
     (which may lie in any shard) with subject, group and split: what one forgery job uses,
     read alone, so its memory follows the shard, not the dataset."""
@@ -160,5 +188,6 @@ def read_forgery_shard(sources: str | Path, faces: str | Path, pairs: str | Path
     wanted = sorted({*ids, *shard_pairs["target_image_id"].dropna()})
     shard_faces = faces_with_attributes(
         read_ids(sources, wanted, SOURCE_META, contract="sources"),
-        read_ids(faces, wanted, FACE_INPUTS, contract="faces"))
+        read_ids(faces, wanted, FACE_INPUTS, contract="faces"),
+    )
     return ids, shard_pairs, shard_faces

@@ -16,6 +16,7 @@ frequency-domain match: per-band contrast, and mean and contrast of the coarsest
 LAB), and it is Poisson-blended (cv2.seamlessClone) into the target. It does not learn an
 identity representation; reports should call it a stand-in.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,15 +24,33 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .base import (ForgeryError, ForgeryMethod, ForgeryResult, composite, erode, five_points,
-                   interocular, poisson_clone, polygon_mask, register_method,
-                   similarity_transform)
+from .base import (
+    ForgeryError,
+    ForgeryMethod,
+    ForgeryResult,
+    composite,
+    erode,
+    five_points,
+    interocular,
+    poisson_clone,
+    polygon_mask,
+    register_method,
+    similarity_transform,
+)
 from .parsing import face_region
 from .warp import identity_grid, remap, tps_displacement
 
 # insightface's ArcFace alignment template for 112x112 crops (eyes, nose tip, mouth corners).
-ARCFACE_112 = np.array([[38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.7366],
-                        [41.5493, 92.3655], [70.7299, 92.2041]], np.float32)
+ARCFACE_112 = np.array(
+    [
+        [38.2946, 51.6963],
+        [73.5318, 51.5014],
+        [56.0252, 71.7366],
+        [41.5493, 92.3655],
+        [70.7299, 92.2041],
+    ],
+    np.float32,
+)
 
 
 def arcface_template(size: int) -> np.ndarray:
@@ -46,6 +65,7 @@ def arcface_template(size: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- classical
+
 
 def laplacian_pyramid(img: np.ndarray, levels: int) -> list[np.ndarray]:
     bands, cur = [], img
@@ -65,8 +85,7 @@ def collapse_pyramid(bands: list[np.ndarray]) -> np.ndarray:
     return cur
 
 
-def match_bands(img: np.ndarray, ref: np.ndarray, mask: np.ndarray, levels: int = 4
-                ) -> np.ndarray:
+def match_bands(img: np.ndarray, ref: np.ndarray, mask: np.ndarray, levels: int = 4) -> np.ndarray:
     """Match ``img`` to ``ref`` inside ``mask``, band by band, in LAB (uint8 RGB in and out)."""
     lab = cv2.cvtColor(img, cv2.COLOR_RGB2LAB).astype(np.float32)
     ref_lab = cv2.cvtColor(ref, cv2.COLOR_RGB2LAB).astype(np.float32)
@@ -80,9 +99,9 @@ def match_bands(img: np.ndarray, ref: np.ndarray, mask: np.ndarray, levels: int 
             continue
         sd, rsd = b[sel].std(0) + 1e-3, rb[sel].std(0) + 1e-3
         gain = np.clip(rsd / sd, 0.5, 2.0)
-        if i < levels:          # detail band: contrast only, it has zero mean
+        if i < levels:  # detail band: contrast only, it has zero mean
             out.append(b * gain)
-        else:                   # coarsest band: colour (mean) and contrast
+        else:  # coarsest band: colour (mean) and contrast
             out.append((b - b[sel].mean(0)) * gain + rb[sel].mean(0))
     res = collapse_pyramid(out)
     return cv2.cvtColor(np.clip(res + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_LAB2RGB)
@@ -94,9 +113,9 @@ class SimSwapClassical(ForgeryMethod):
     kept = "target"
     needs_target = True
     defaults = {
-        "forehead": 0.3,     # how far above the brows the inner face reaches, IOD units
-        "shrink": 0.94,      # inner-face polygon scale about its centre (keeps off the jaw)
-        "levels": 4,         # Laplacian pyramid levels for the colour/texture match
+        "forehead": 0.3,  # how far above the brows the inner face reaches, IOD units
+        "shrink": 0.94,  # inner-face polygon scale about its centre (keeps off the jaw)
+        "levels": 4,  # Laplacian pyramid levels for the colour/texture match
     }
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
@@ -111,8 +130,9 @@ class SimSwapClassical(ForgeryMethod):
         cnt, _ = cv2.findContours(region, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
         poly = max(cnt, key=cv2.contourArea).reshape(-1, 2).astype(np.float64)
         centre = pts.mean(0)
-        region = polygon_mask(centre + (poly - centre) * float(self.options["shrink"]), shape,
-                              convex=False)
+        region = polygon_mask(
+            centre + (poly - centre) * float(self.options["shrink"]), shape, convex=False
+        )
         inner = np.where((region > 0)[..., None], warped, target_img)
         matched = match_bands(inner, target_img, region, int(self.options["levels"]))
         region = erode(region, max(int(round(0.03 * interocular(target_lm))), 1))
@@ -122,6 +142,7 @@ class SimSwapClassical(ForgeryMethod):
 
 
 # --------------------------------------------------------------------------- onnx
+
 
 def _session(path: str, providers, threads: int):
     import onnxruntime as ort
@@ -171,12 +192,12 @@ class SimSwapOnnx(ForgeryMethod):
     kept = "target"
     needs_target = True
     defaults = {
-        "swapper_path": None,        # inswapper_128-style model: (target image, identity)
-        "arcface_path": None,        # ArcFace identity encoder, 112x112 input
+        "swapper_path": None,  # inswapper_128-style model: (target image, identity)
+        "arcface_path": None,  # ArcFace identity encoder, 112x112 input
         "arcface_mean": 127.5,
         "arcface_std": 127.5,
-        "latent_map": "auto",        # "auto", "none", or a .npy path
-        "providers": None,           # onnxruntime providers; default CUDA if present, else CPU
+        "latent_map": "auto",  # "auto", "none", or a .npy path
+        "providers": None,  # onnxruntime providers; default CUDA if present, else CPU
         "threads": 1,
     }
 
@@ -190,8 +211,10 @@ class SimSwapOnnx(ForgeryMethod):
         image_in = [i for i in inputs if len(i.shape) == 4]
         latent_in = [i for i in inputs if len(i.shape) == 2]
         if len(image_in) != 1 or len(latent_in) != 1:
-            raise ValueError(f"swapper {swapper} must take one image (Nx3xHxW) and one latent "
-                             f"(NxD) input, has {[(i.name, i.shape) for i in inputs]}")
+            raise ValueError(
+                f"swapper {swapper} must take one image (Nx3xHxW) and one latent "
+                f"(NxD) input, has {[(i.name, i.shape) for i in inputs]}"
+            )
         self.image_name, self.latent_name = image_in[0].name, latent_in[0].name
         self.size = _static(image_in[0].shape[2], 128)
         self.dim = _static(latent_in[0].shape[1], 512)
@@ -201,8 +224,12 @@ class SimSwapOnnx(ForgeryMethod):
 
     def identity(self, img: np.ndarray, lm: np.ndarray) -> np.ndarray:
         mat = similarity_transform(five_points(lm), arcface_template(self.arc_size))
-        crop = cv2.warpAffine(img, mat, (self.arc_size, self.arc_size), borderMode=cv2.BORDER_REFLECT)
-        blob = (crop.astype(np.float32) - self.options["arcface_mean"]) / self.options["arcface_std"]
+        crop = cv2.warpAffine(
+            img, mat, (self.arc_size, self.arc_size), borderMode=cv2.BORDER_REFLECT
+        )
+        blob = (crop.astype(np.float32) - self.options["arcface_mean"]) / self.options[
+            "arcface_std"
+        ]
         emb = self.arcface.run(None, {self.arc_in.name: blob.transpose(2, 0, 1)[None]})[0]
         emb = np.asarray(emb, np.float32).reshape(-1)
         if emb.size != self.dim:
@@ -217,11 +244,13 @@ class SimSwapOnnx(ForgeryMethod):
         h, w = target_img.shape[:2]
         latent = self.identity(source_img, source_lm)
         mat = similarity_transform(five_points(target_lm), arcface_template(self.size))
-        aligned = cv2.warpAffine(target_img, mat, (self.size, self.size),
-                                 borderMode=cv2.BORDER_REFLECT)
+        aligned = cv2.warpAffine(
+            target_img, mat, (self.size, self.size), borderMode=cv2.BORDER_REFLECT
+        )
         blob = (aligned.astype(np.float32) / 255.0).transpose(2, 0, 1)[None]
-        out = self.swapper.run(None, {self.image_name: blob,
-                                      self.latent_name: latent[None].astype(np.float32)})[0]
+        out = self.swapper.run(
+            None, {self.image_name: blob, self.latent_name: latent[None].astype(np.float32)}
+        )[0]
         fake = (np.clip(np.asarray(out)[0].transpose(1, 2, 0), 0, 1) * 255 + 0.5).astype(np.uint8)
         inv = cv2.invertAffineTransform(mat)
         fake_full = cv2.warpAffine(fake, inv, (w, h), borderValue=0)

@@ -9,6 +9,7 @@ brows, eyes with irises, nose, lips, mouth interior with teeth, hair, a textured
 with controllable expression, so the forgery methods can be tested on faces whose landmarks
 are known exactly, independently of any detector.
 """
+
 from __future__ import annotations
 
 import cv2
@@ -16,31 +17,91 @@ import numpy as np
 
 from .parsing import LOWER_MOUTH_WEIGHTS
 
-MEAN_FACE_68 = np.array([
-    (0.072, 0.369), (0.075, 0.480), (0.087, 0.588), (0.115, 0.697),
-    (0.158, 0.802), (0.219, 0.898), (0.296, 0.975), (0.390, 1.020),
-    (0.502, 1.028), (0.617, 1.023), (0.719, 0.977), (0.797, 0.897),
-    (0.861, 0.799), (0.903, 0.690), (0.926, 0.578), (0.934, 0.465),
-    (0.934, 0.352), (0.159, 0.238), (0.218, 0.200), (0.290, 0.193),
-    (0.365, 0.202), (0.431, 0.232), (0.539, 0.232), (0.605, 0.200),
-    (0.681, 0.189), (0.755, 0.195), (0.820, 0.228), (0.485, 0.309),
-    (0.486, 0.385), (0.485, 0.459), (0.485, 0.536), (0.399, 0.593),
-    (0.443, 0.610), (0.491, 0.622), (0.537, 0.609), (0.582, 0.593),
-    (0.234, 0.322), (0.279, 0.293), (0.333, 0.290), (0.382, 0.320),
-    (0.331, 0.334), (0.279, 0.336), (0.598, 0.318), (0.648, 0.288),
-    (0.704, 0.291), (0.751, 0.318), (0.704, 0.334), (0.650, 0.333),
-    (0.331, 0.764), (0.388, 0.735), (0.449, 0.723), (0.492, 0.731),
-    (0.536, 0.720), (0.603, 0.732), (0.667, 0.762), (0.613, 0.804),
-    (0.546, 0.825), (0.498, 0.829), (0.451, 0.827), (0.386, 0.806),
-    (0.356, 0.763), (0.449, 0.756), (0.493, 0.760), (0.537, 0.756),
-    (0.642, 0.761), (0.540, 0.768), (0.496, 0.774), (0.452, 0.769),
-], dtype=np.float32)
+MEAN_FACE_68 = np.array(
+    [
+        (0.072, 0.369),
+        (0.075, 0.480),
+        (0.087, 0.588),
+        (0.115, 0.697),
+        (0.158, 0.802),
+        (0.219, 0.898),
+        (0.296, 0.975),
+        (0.390, 1.020),
+        (0.502, 1.028),
+        (0.617, 1.023),
+        (0.719, 0.977),
+        (0.797, 0.897),
+        (0.861, 0.799),
+        (0.903, 0.690),
+        (0.926, 0.578),
+        (0.934, 0.465),
+        (0.934, 0.352),
+        (0.159, 0.238),
+        (0.218, 0.200),
+        (0.290, 0.193),
+        (0.365, 0.202),
+        (0.431, 0.232),
+        (0.539, 0.232),
+        (0.605, 0.200),
+        (0.681, 0.189),
+        (0.755, 0.195),
+        (0.820, 0.228),
+        (0.485, 0.309),
+        (0.486, 0.385),
+        (0.485, 0.459),
+        (0.485, 0.536),
+        (0.399, 0.593),
+        (0.443, 0.610),
+        (0.491, 0.622),
+        (0.537, 0.609),
+        (0.582, 0.593),
+        (0.234, 0.322),
+        (0.279, 0.293),
+        (0.333, 0.290),
+        (0.382, 0.320),
+        (0.331, 0.334),
+        (0.279, 0.336),
+        (0.598, 0.318),
+        (0.648, 0.288),
+        (0.704, 0.291),
+        (0.751, 0.318),
+        (0.704, 0.334),
+        (0.650, 0.333),
+        (0.331, 0.764),
+        (0.388, 0.735),
+        (0.449, 0.723),
+        (0.492, 0.731),
+        (0.536, 0.720),
+        (0.603, 0.732),
+        (0.667, 0.762),
+        (0.613, 0.804),
+        (0.546, 0.825),
+        (0.498, 0.829),
+        (0.451, 0.827),
+        (0.386, 0.806),
+        (0.356, 0.763),
+        (0.449, 0.756),
+        (0.493, 0.760),
+        (0.537, 0.756),
+        (0.642, 0.761),
+        (0.540, 0.768),
+        (0.496, 0.774),
+        (0.452, 0.769),
+    ],
+    dtype=np.float32,
+)
 
 
-
-def template_landmarks(size: int, scale: float = 0.6, centre: tuple[float, float] = (0.5, 0.5),
-                       angle_deg: float = 0.0, mouth_open: float = 0.0, eye_open: float = 1.0,
-                       brow_raise: float = 0.0, width: float = 1.0) -> np.ndarray:
+def template_landmarks(
+    size: int,
+    scale: float = 0.6,
+    centre: tuple[float, float] = (0.5, 0.5),
+    angle_deg: float = 0.0,
+    mouth_open: float = 0.0,
+    eye_open: float = 1.0,
+    brow_raise: float = 0.0,
+    width: float = 1.0,
+) -> np.ndarray:
     """68 landmarks in pixels of a ``size`` crop. Expression amounts are in inter-ocular units
     (``eye_open`` scales the lid opening, 0 = closed)."""
     pts = MEAN_FACE_68.astype(np.float64).copy()
@@ -77,8 +138,9 @@ def _poly(img: np.ndarray, pts: np.ndarray, colour, closed: bool = True, thickne
         cv2.polylines(img, [p], closed, colour, thickness, cv2.LINE_AA, shift)
 
 
-def template_face(size: int = 256, seed: int = 0, skin: tuple[int, int, int] | None = None,
-                  **shape: float) -> tuple[np.ndarray, np.ndarray]:
+def template_face(
+    size: int = 256, seed: int = 0, skin: tuple[int, int, int] | None = None, **shape: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw a face; returns (uint8 RGB image, float32 (68, 2) landmarks).
 
     ``seed`` sets colours and textures; ``shape`` is passed to :func:`template_landmarks`.
@@ -133,10 +195,17 @@ def template_face(size: int = 256, seed: int = 0, skin: tuple[int, int, int] | N
         layer = canvas.copy()
         layer[:] = (235, 235, 230)
         cx, cy = eye.mean(0)
-        cv2.circle(layer, (int(round(cx)), int(round(cy))), max(int(0.13 * iod), 1), iris, -1,
-                   cv2.LINE_AA)
-        cv2.circle(layer, (int(round(cx)), int(round(cy))), max(int(0.05 * iod), 1), (10, 10, 10),
-                   -1, cv2.LINE_AA)
+        cv2.circle(
+            layer, (int(round(cx)), int(round(cy))), max(int(0.13 * iod), 1), iris, -1, cv2.LINE_AA
+        )
+        cv2.circle(
+            layer,
+            (int(round(cx)), int(round(cy))),
+            max(int(0.05 * iod), 1),
+            (10, 10, 10),
+            -1,
+            cv2.LINE_AA,
+        )
         a = (eye_mask.astype(np.float32) / 255)[..., None]
         canvas = canvas * (1 - a) + layer * a
         _poly(canvas, eye, tuple(float(v) for v in skin_arr * 0.35), thickness=1)
@@ -145,9 +214,14 @@ def template_face(size: int = 256, seed: int = 0, skin: tuple[int, int, int] | N
     _poly(canvas, lm[27:31], nose_col, closed=False, thickness=max(lw // 2, 1))
     _poly(canvas, lm[31:36], nose_col, closed=False, thickness=max(lw // 2, 1))
     for i in (32, 34):
-        cv2.circle(canvas, (int(round(lm[i, 0])), int(round(lm[i, 1] - 0.02 * iod))),
-                   max(int(0.04 * iod), 1), tuple(float(v) for v in skin_arr * 0.35), -1,
-                   cv2.LINE_AA)
+        cv2.circle(
+            canvas,
+            (int(round(lm[i, 0])), int(round(lm[i, 1] - 0.02 * iod))),
+            max(int(0.04 * iod), 1),
+            tuple(float(v) for v in skin_arr * 0.35),
+            -1,
+            cv2.LINE_AA,
+        )
 
     lip_col = tuple(float(v) for v in np.clip(skin_arr * np.array([1.0, 0.55, 0.6]), 0, 255))
     inner = lm[60:68]

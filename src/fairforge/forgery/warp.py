@@ -3,6 +3,7 @@
 Both build *backward* maps for ``cv2.remap``: for every output pixel, where to sample the
 input. Inputs are point sets in pixel coordinates (x, y).
 """
+
 from __future__ import annotations
 
 import cv2
@@ -31,8 +32,9 @@ def triangulate(points: np.ndarray, min_area: float = 1e-3) -> Delaunay:
     return tri
 
 
-def piecewise_affine_maps(src_pts: np.ndarray, dst_pts: np.ndarray, shape: tuple[int, ...]
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def piecewise_affine_maps(
+    src_pts: np.ndarray, dst_pts: np.ndarray, shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Maps that move ``src_pts`` onto ``dst_pts``, triangle by triangle.
 
     The triangulation is built on ``dst_pts`` (the output geometry). Returns ``map_x``,
@@ -42,7 +44,7 @@ def piecewise_affine_maps(src_pts: np.ndarray, dst_pts: np.ndarray, shape: tuple
     src_pts = np.asarray(src_pts, np.float64)
     dst_pts = np.asarray(dst_pts, np.float64)
     tri = triangulate(dst_pts)
-    dst_tri = dst_pts[tri.simplices]                     # (k, 3, 2)
+    dst_tri = dst_pts[tri.simplices]  # (k, 3, 2)
     usable = triangle_areas(dst_tri) > 1e-6
     # Per triangle, the affine A with [x, y, 1] @ A = source point.
     homog = np.concatenate([dst_tri, np.ones(dst_tri.shape[:2] + (1,))], 2)
@@ -85,8 +87,9 @@ class ThinPlateSpline:
     ``smoothing`` > 0 relaxes exact interpolation (useful when points nearly coincide).
     """
 
-    def __init__(self, ctrl: np.ndarray, values: np.ndarray, scale: float,
-                 smoothing: float = 1e-6) -> None:
+    def __init__(
+        self, ctrl: np.ndarray, values: np.ndarray, scale: float, smoothing: float = 1e-6
+    ) -> None:
         c = np.asarray(ctrl, np.float64) / scale
         v = np.asarray(values, np.float64)
         n = len(c)
@@ -110,13 +113,18 @@ class ThinPlateSpline:
         out = np.concatenate([np.ones((len(q), 1)), q], 1) @ self.affine
         # Chunked to bound memory: (chunk x n_ctrl) kernel blocks.
         for start in range(0, len(q), 16384):
-            blk = q[start:start + 16384]
-            out[start:start + 16384] += _tps_kernel(_sq_dist(blk, self.ctrl)) @ self.weights
+            blk = q[start : start + 16384]
+            out[start : start + 16384] += _tps_kernel(_sq_dist(blk, self.ctrl)) @ self.weights
         return out
 
 
-def tps_displacement(moved: np.ndarray, original: np.ndarray, anchors: np.ndarray,
-                     shape: tuple[int, ...], step: int = 1) -> np.ndarray:
+def tps_displacement(
+    moved: np.ndarray,
+    original: np.ndarray,
+    anchors: np.ndarray,
+    shape: tuple[int, ...],
+    step: int = 1,
+) -> np.ndarray:
     """Backward displacement field (HxWx2, float32) that carries ``original`` to ``moved``.
 
     For an output pixel p, ``p + field[p]`` is where to sample the input. ``anchors`` are
@@ -126,8 +134,9 @@ def tps_displacement(moved: np.ndarray, original: np.ndarray, anchors: np.ndarra
     h, w = shape[:2]
     moved = np.asarray(moved, np.float64)
     ctrl = np.concatenate([moved, anchors], 0)
-    values = np.concatenate([np.asarray(original, np.float64) - moved,
-                             np.zeros((len(anchors), 2))], 0)
+    values = np.concatenate(
+        [np.asarray(original, np.float64) - moved, np.zeros((len(anchors), 2))], 0
+    )
     # Coincident control points make the system singular: keep the first of each.
     _, keep = np.unique(np.round(ctrl, 3), axis=0, return_index=True)
     keep = np.sort(keep)
@@ -140,8 +149,9 @@ def tps_displacement(moved: np.ndarray, original: np.ndarray, anchors: np.ndarra
     disp = disp.astype(np.float32)
     if step > 1:
         # Corner-aligned bilinear upsampling: output pixel x samples coarse index x / step.
-        xs, ys = np.meshgrid(np.arange(w, dtype=np.float32) / step,
-                             np.arange(h, dtype=np.float32) / step)
+        xs, ys = np.meshgrid(
+            np.arange(w, dtype=np.float32) / step, np.arange(h, dtype=np.float32) / step
+        )
         disp = cv2.remap(disp, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     return disp
 
@@ -167,10 +177,12 @@ def ring_anchors(lm: np.ndarray, scale: float, shape: tuple[int, ...]) -> np.nda
     return ring
 
 
-def remap(img: np.ndarray, map_x: np.ndarray, map_y: np.ndarray,
-          border: int = cv2.BORDER_REFLECT) -> np.ndarray:
-    return cv2.remap(img, map_x.astype(np.float32), map_y.astype(np.float32),
-                     cv2.INTER_LINEAR, borderMode=border)
+def remap(
+    img: np.ndarray, map_x: np.ndarray, map_y: np.ndarray, border: int = cv2.BORDER_REFLECT
+) -> np.ndarray:
+    return cv2.remap(
+        img, map_x.astype(np.float32), map_y.astype(np.float32), cv2.INTER_LINEAR, borderMode=border
+    )
 
 
 def identity_grid(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -6,22 +6,66 @@
 - :mod:`.uncertainty`: subject-level bootstrap intervals and permutation p-values.
 - :mod:`.thresholds`: per-group thresholds fitted on validation data.
 """
+
 from .detection import acc, ap, auc, detection_metrics, eer, roc_points, video_level, video_scores
-from .fairness import (accuracy_matrix, fairfd_metrics, fairness_report, fairness_table,
-                       group_rates, metrics_from_cell_counts, per_group_long, per_group_table,
-                       textbook_metrics)
-from .thresholds import (apply_group_thresholds, best_threshold, compare_thresholds,
-                         fit_group_thresholds)
-from .uncertainty import (SubjectStats, bootstrap_intervals, bootstrap_replicates,
-                          bootstrap_table, permutation_pvalue, permutation_pvalues,
-                          stats_from_frame, subject_resample_indices, subject_stats)
+from .fairness import (
+    accuracy_matrix,
+    fairfd_metrics,
+    fairness_report,
+    fairness_table,
+    group_rates,
+    metrics_from_cell_counts,
+    per_group_long,
+    per_group_table,
+    textbook_metrics,
+)
+from .thresholds import (
+    apply_group_thresholds,
+    best_threshold,
+    compare_thresholds,
+    fit_group_thresholds,
+)
+from .uncertainty import (
+    SubjectStats,
+    bootstrap_intervals,
+    bootstrap_replicates,
+    bootstrap_table,
+    permutation_pvalue,
+    permutation_pvalues,
+    stats_from_frame,
+    subject_resample_indices,
+    subject_stats,
+)
 
 __all__ = [
-    "acc", "ap", "auc", "detection_metrics", "eer", "roc_points", "video_level", "video_scores",
-    "accuracy_matrix", "fairfd_metrics", "fairness_report", "fairness_table", "group_rates",
-    "metrics_from_cell_counts", "per_group_long", "per_group_table", "textbook_metrics",
-    "apply_group_thresholds", "best_threshold", "compare_thresholds", "fit_group_thresholds",
-    "SubjectStats", "bootstrap_intervals", "bootstrap_replicates", "bootstrap_table",
-    "permutation_pvalue", "permutation_pvalues", "stats_from_frame", "subject_resample_indices",
+    "acc",
+    "ap",
+    "auc",
+    "detection_metrics",
+    "eer",
+    "roc_points",
+    "video_level",
+    "video_scores",
+    "accuracy_matrix",
+    "fairfd_metrics",
+    "fairness_report",
+    "fairness_table",
+    "group_rates",
+    "metrics_from_cell_counts",
+    "per_group_long",
+    "per_group_table",
+    "textbook_metrics",
+    "apply_group_thresholds",
+    "best_threshold",
+    "compare_thresholds",
+    "fit_group_thresholds",
+    "SubjectStats",
+    "bootstrap_intervals",
+    "bootstrap_replicates",
+    "bootstrap_table",
+    "permutation_pvalue",
+    "permutation_pvalues",
+    "stats_from_frame",
+    "subject_resample_indices",
     "subject_stats",
 ]

@@ -5,9 +5,10 @@ step-wise sum of precision times recall increments) and agree with ``roc_auc_sco
 ``average_precision_score``. Ranking metrics of inputs with a single class are NaN, without
 a warning: a test slice may legitimately hold only real or only fake samples.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,9 @@ def _as_label_score(label: ArrayLike, score: ArrayLike) -> tuple[np.ndarray, np.
     y = np.asarray(label)
     s = np.asarray(score, dtype=np.float64)
     if y.shape != s.shape or y.ndim != 1:
-        raise ValueError(f"label and score must be 1-d of equal length, got {y.shape} and {s.shape}")
+        raise ValueError(
+            f"label and score must be 1-d of equal length, got {y.shape} and {s.shape}"
+        )
     if np.isnan(s).any():
         raise ValueError("scores contain NaN; drop or fix failed predictions before scoring")
     y = y.astype(np.int64, copy=False)
@@ -114,8 +117,9 @@ def acc(label: ArrayLike, score: ArrayLike, threshold: float | ArrayLike = 0.5) 
     return float(np.mean((s > np.asarray(threshold, dtype=np.float64)) == (y == 1)))
 
 
-def detection_metrics(label: ArrayLike, score: ArrayLike,
-                      threshold: float | ArrayLike = 0.5) -> dict[str, float]:
+def detection_metrics(
+    label: ArrayLike, score: ArrayLike, threshold: float | ArrayLike = 0.5
+) -> dict[str, float]:
     """AUC, ACC (at ``threshold``), AP, EER and the sample counts."""
     y, s = _as_label_score(label, score)
     n_fake = int(y.sum())
@@ -132,23 +136,36 @@ def detection_metrics(label: ArrayLike, score: ArrayLike,
     }
 
 
-def video_scores(frame_df: pd.DataFrame, video_col: str = "video_id", label_col: str = "label",
-                 score_col: str = "score") -> pd.DataFrame:
+def video_scores(
+    frame_df: pd.DataFrame,
+    video_col: str = "video_id",
+    label_col: str = "label",
+    score_col: str = "score",
+) -> pd.DataFrame:
     """One row per video: its label, the mean of its frame scores and its frame count."""
     for col in (video_col, label_col, score_col):
         if col not in frame_df.columns:
             raise ValueError(f"frame table lacks column {col!r}")
     grouped = frame_df.groupby(video_col, sort=True, observed=True)
-    videos = grouped.agg(label=(label_col, "max"), label_min=(label_col, "min"),
-                         score=(score_col, "mean"), n_frames=(score_col, "size"))
+    videos = grouped.agg(
+        label=(label_col, "max"),
+        label_min=(label_col, "min"),
+        score=(score_col, "mean"),
+        n_frames=(score_col, "size"),
+    )
     mixed = videos.index[videos["label"] != videos["label_min"]]
     if len(mixed):
         raise ValueError(f"videos with frames of both labels: {list(mixed[:5])}")
     return videos.drop(columns="label_min").reset_index()
 
 
-def video_level(frame_df: pd.DataFrame, video_col: str = "video_id", label_col: str = "label",
-                score_col: str = "score", threshold: float = 0.5) -> dict[str, float]:
+def video_level(
+    frame_df: pd.DataFrame,
+    video_col: str = "video_id",
+    label_col: str = "label",
+    score_col: str = "score",
+    threshold: float = 0.5,
+) -> dict[str, float]:
     """Detection metrics on videos, each scored by the mean of its frame scores."""
     videos = video_scores(frame_df, video_col, label_col, score_col)
     return detection_metrics(videos["label"].to_numpy(), videos["score"].to_numpy(), threshold)

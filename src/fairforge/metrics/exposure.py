@@ -25,10 +25,11 @@ which a group holds no position has no exposure value for that group ("empty"): 
 ``absent=np.nan`` to mark it, and :func:`ks_tests` drops such values explicitly before
 comparing the distributions of two groups.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Sequence
 
 import numpy as np
 from scipy import stats
@@ -38,8 +39,10 @@ CONVENTIONS = ("all", "false_positive")
 
 # --------------------------------------------------------------------------- ranking
 
-def rank_gallery(probe_emb: np.ndarray, gallery_templates: np.ndarray, k: int,
-                 batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+
+def rank_gallery(
+    probe_emb: np.ndarray, gallery_templates: np.ndarray, k: int, batch_size: int = 4096
+) -> tuple[np.ndarray, np.ndarray]:
     """Top-k gallery indices (best first) and their cosine scores for every probe.
 
     Embeddings are expected L2-normalised, so cosine similarity is a dot product: one matrix
@@ -49,8 +52,9 @@ def rank_gallery(probe_emb: np.ndarray, gallery_templates: np.ndarray, k: int,
     probes = np.asarray(probe_emb, dtype=np.float32)
     gallery = np.asarray(gallery_templates, dtype=np.float32)
     if probes.ndim != 2 or gallery.ndim != 2 or probes.shape[1] != gallery.shape[1]:
-        raise ValueError(f"embedding shapes do not match: probes {probes.shape}, "
-                         f"gallery {gallery.shape}")
+        raise ValueError(
+            f"embedding shapes do not match: probes {probes.shape}, gallery {gallery.shape}"
+        )
     n, n_gallery = len(probes), len(gallery)
     if not 1 <= k <= n_gallery:
         raise ValueError(f"k must be in 1..{n_gallery} (gallery size), got {k}")
@@ -58,16 +62,16 @@ def rank_gallery(probe_emb: np.ndarray, gallery_templates: np.ndarray, k: int,
     scores = np.empty((n, k), dtype=np.float32)
     gallery_t = np.ascontiguousarray(gallery.T)
     for start in range(0, n, batch_size):
-        sim = probes[start:start + batch_size] @ gallery_t
+        sim = probes[start : start + batch_size] @ gallery_t
         if k < n_gallery:
-            top = np.argpartition(sim, n_gallery - k, axis=1)[:, n_gallery - k:]
+            top = np.argpartition(sim, n_gallery - k, axis=1)[:, n_gallery - k :]
             top.sort(axis=1)
         else:
             top = np.broadcast_to(np.arange(n_gallery), sim.shape)
         top_scores = np.take_along_axis(sim, top, axis=1)
         order = np.argsort(-top_scores, axis=1, kind="stable")
-        indices[start:start + len(sim)] = np.take_along_axis(top, order, axis=1)
-        scores[start:start + len(sim)] = np.take_along_axis(top_scores, order, axis=1)
+        indices[start : start + len(sim)] = np.take_along_axis(top, order, axis=1)
+        scores[start : start + len(sim)] = np.take_along_axis(top_scores, order, axis=1)
     return indices, scores
 
 
@@ -92,13 +96,15 @@ def hit_ratio_curve(R: np.ndarray, probe_identity: np.ndarray, ks: Sequence[int]
 
 # --------------------------------------------------------------------------- positions
 
+
 def position_discounts(k: int) -> np.ndarray:
     """1/log2(pos + 1) for pos = 1..k."""
     return 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
 
 
-def effective_rankings(R: np.ndarray, k: int, probe_identity: np.ndarray | None = None,
-                       convention: str = "all") -> np.ndarray:
+def effective_rankings(
+    R: np.ndarray, k: int, probe_identity: np.ndarray | None = None, convention: str = "all"
+) -> np.ndarray:
     """The k positions that count under ``convention`` (see the module docstring)."""
     R = _check_rankings(R)
     if convention == "all":
@@ -109,9 +115,11 @@ def effective_rankings(R: np.ndarray, k: int, probe_identity: np.ndarray | None 
         if probe_identity is None:
             raise ValueError("the false_positive convention needs probe_identity")
         if R.shape[1] < k + 1:
-            raise ValueError(f"the false_positive convention needs k+1={k + 1} ranked "
-                             f"identities per probe (the probe's own may be among them), "
-                             f"got {R.shape[1]}")
+            raise ValueError(
+                f"the false_positive convention needs k+1={k + 1} ranked "
+                f"identities per probe (the probe's own may be among them), "
+                f"got {R.shape[1]}"
+            )
         is_self = R == np.asarray(probe_identity)[:, None]
         # a stable sort on the flag moves the probe's own identity behind the others
         order = np.argsort(is_self, axis=1, kind="stable")
@@ -128,8 +136,9 @@ def group_codes(gallery_groups: Sequence, groups: Sequence) -> np.ndarray:
     return np.fromiter((lookup.get(g, -1) for g in labels), dtype=np.int64, count=len(labels))
 
 
-def _weighted_group_shares(R_eff: np.ndarray, codes: np.ndarray, n_groups: int,
-                           weights: np.ndarray, absent: float) -> np.ndarray:
+def _weighted_group_shares(
+    R_eff: np.ndarray, codes: np.ndarray, n_groups: int, weights: np.ndarray, absent: float
+) -> np.ndarray:
     """Σ_pos weights[pos]·1[group of R_eff[i, pos] == g] for every ranking i and group g."""
     pos_codes = codes[R_eff]
     n, k = pos_codes.shape
@@ -144,41 +153,71 @@ def _weighted_group_shares(R_eff: np.ndarray, codes: np.ndarray, n_groups: int,
     return shares
 
 
-def per_ranking_visibility(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
-                           probe_identity: np.ndarray | None = None, convention: str = "all",
-                           absent: float = 0.0) -> np.ndarray:
+def per_ranking_visibility(
+    R: np.ndarray,
+    gallery_groups: Sequence,
+    groups: Sequence,
+    k: int,
+    probe_identity: np.ndarray | None = None,
+    convention: str = "all",
+    absent: float = 0.0,
+) -> np.ndarray:
     """(n_probes, n_groups): share of the k counted positions held by each group."""
     R_eff = effective_rankings(R, k, probe_identity, convention)
     weights = np.full(k, 1.0 / k)
-    return _weighted_group_shares(R_eff, group_codes(gallery_groups, groups), len(groups),
-                                  weights, absent)
+    return _weighted_group_shares(
+        R_eff, group_codes(gallery_groups, groups), len(groups), weights, absent
+    )
 
 
-def per_ranking_exposure(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
-                         probe_identity: np.ndarray | None = None, convention: str = "all",
-                         absent: float = 0.0) -> np.ndarray:
+def per_ranking_exposure(
+    R: np.ndarray,
+    gallery_groups: Sequence,
+    groups: Sequence,
+    k: int,
+    probe_identity: np.ndarray | None = None,
+    convention: str = "all",
+    absent: float = 0.0,
+) -> np.ndarray:
     """(n_probes, n_groups): position-discounted share (÷ o) held by each group."""
     R_eff = effective_rankings(R, k, probe_identity, convention)
     discounts = position_discounts(k)
-    return _weighted_group_shares(R_eff, group_codes(gallery_groups, groups), len(groups),
-                                  discounts / discounts.sum(), absent)
+    return _weighted_group_shares(
+        R_eff, group_codes(gallery_groups, groups), len(groups), discounts / discounts.sum(), absent
+    )
 
 
-def visibility(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
-               probe_identity: np.ndarray | None = None, convention: str = "all") -> np.ndarray:
+def visibility(
+    R: np.ndarray,
+    gallery_groups: Sequence,
+    groups: Sequence,
+    k: int,
+    probe_identity: np.ndarray | None = None,
+    convention: str = "all",
+) -> np.ndarray:
     """V(g, k) for every group in ``groups`` (an array in that order)."""
-    return _mean_rows(per_ranking_visibility(R, gallery_groups, groups, k, probe_identity,
-                                             convention), len(groups))
+    return _mean_rows(
+        per_ranking_visibility(R, gallery_groups, groups, k, probe_identity, convention),
+        len(groups),
+    )
 
 
-def exposure(R: np.ndarray, gallery_groups: Sequence, groups: Sequence, k: int,
-             probe_identity: np.ndarray | None = None, convention: str = "all") -> np.ndarray:
+def exposure(
+    R: np.ndarray,
+    gallery_groups: Sequence,
+    groups: Sequence,
+    k: int,
+    probe_identity: np.ndarray | None = None,
+    convention: str = "all",
+) -> np.ndarray:
     """E(g, k) for every group in ``groups`` (an array in that order)."""
-    return _mean_rows(per_ranking_exposure(R, gallery_groups, groups, k, probe_identity,
-                                           convention), len(groups))
+    return _mean_rows(
+        per_ranking_exposure(R, gallery_groups, groups, k, probe_identity, convention), len(groups)
+    )
 
 
 # --------------------------------------------------------------------------- comparisons
+
 
 def pairwise_disparity(values: np.ndarray) -> np.ndarray:
     """(G, G) matrix of |v_i − v_j|."""
@@ -198,12 +237,12 @@ def mean_disparity(values: np.ndarray) -> float:
 def disparities(values: np.ndarray, groups: Sequence) -> dict[tuple, float]:
     """|v_i − v_j| for every unordered pair of groups, keyed by (g_i, g_j)."""
     d = pairwise_disparity(values)
-    return {(groups[i], groups[j]): float(d[i, j])
-            for i, j in combinations(range(len(groups)), 2)}
+    return {(groups[i], groups[j]): float(d[i, j]) for i, j in combinations(range(len(groups)), 2)}
 
 
-def per_probe_group_matrix(per_ranking: np.ndarray, probe_groups: Sequence,
-                           probe_group_order: Sequence) -> tuple[np.ndarray, np.ndarray]:
+def per_probe_group_matrix(
+    per_ranking: np.ndarray, probe_groups: Sequence, probe_group_order: Sequence
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean per-ranking values over the probes of each probe group.
 
     Returns (matrix (P, G): row p = probes of ``probe_group_order[p]``, column g = gallery
@@ -233,12 +272,21 @@ def ks_tests(per_ranking: np.ndarray, groups: Sequence) -> list[dict]:
             statistic, pvalue = float(res.statistic), float(res.pvalue)
         else:
             statistic = pvalue = float("nan")
-        rows.append({"group_a": groups[i], "group_b": groups[j], "n_a": len(a),
-                     "n_b": len(b), "statistic": statistic, "pvalue": pvalue})
+        rows.append(
+            {
+                "group_a": groups[i],
+                "group_b": groups[j],
+                "n_a": len(a),
+                "n_b": len(b),
+                "statistic": statistic,
+                "pvalue": pvalue,
+            }
+        )
     return rows
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _check_rankings(R: np.ndarray) -> np.ndarray:
     R = np.asarray(R)

@@ -23,10 +23,11 @@ Key names of :func:`fairness_report` (and so of the rows of ``fairness_table.csv
 Empty cells (an approach with no sample of a group) give NaN accuracies, and NaN propagates
 into every metric that uses the cell.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,15 +37,39 @@ from . import detection
 
 REAL = "real"
 UR_DENOMINATORS = ("one_plus_acc", "acc")
-FAIRFD_KEYS = ("DPD", "DEOdds", "DEO", "STD", "AADPD", "AADEOdds", "AADEO", "AASTD",
-               "URDPD", "URDEOdds", "URDEO", "URSTD", "AccGap")
+FAIRFD_KEYS = (
+    "DPD",
+    "DEOdds",
+    "DEO",
+    "STD",
+    "AADPD",
+    "AADEOdds",
+    "AADEO",
+    "AASTD",
+    "URDPD",
+    "URDEOdds",
+    "URDEO",
+    "URSTD",
+    "AccGap",
+)
 # Report order: naive (with AccGap, Table 1's overall gap) then AA; UR keys follow per denominator.
-REPORT_ORDER_NON_UR = ("DPD", "DEOdds", "DEO", "STD", "AccGap", "AADPD", "AADEOdds", "AADEO", "AASTD")
+REPORT_ORDER_NON_UR = (
+    "DPD",
+    "DEOdds",
+    "DEO",
+    "STD",
+    "AccGap",
+    "AADPD",
+    "AADEOdds",
+    "AADEO",
+    "AASTD",
+)
 
 Threshold = float | Mapping[str, float]
 
 
 # --------------------------------------------------------------------------- FairFD matrix
+
 
 def _range(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.max(x, axis=axis) - np.min(x, axis=axis)
@@ -55,7 +80,9 @@ def _check_denominator(ur_denominator: str) -> None:
         raise ValueError(f"ur_denominator must be one of {UR_DENOMINATORS}, got {ur_denominator!r}")
 
 
-def _fairfd_from_array(A: np.ndarray, real_index: int, ur_denominator: str) -> dict[str, np.ndarray]:
+def _fairfd_from_array(
+    A: np.ndarray, real_index: int, ur_denominator: str
+) -> dict[str, np.ndarray]:
     _check_denominator(ur_denominator)
     n_approaches = A.shape[-2]
     if not 0 <= real_index < n_approaches:
@@ -64,9 +91,9 @@ def _fairfd_from_array(A: np.ndarray, real_index: int, ur_denominator: str) -> d
     if fake.size == 0:
         raise ValueError("the accuracy matrix needs at least one forgery row besides the real row")
     real_row = A[..., real_index, :]
-    overall = A.mean(axis=-2)                  # per group, mean over approaches
+    overall = A.mean(axis=-2)  # per group, mean over approaches
     fake_mean = A[..., fake, :].mean(axis=-2)  # per group, mean over forgery approaches
-    row_range = _range(A)                      # per approach
+    row_range = _range(A)  # per approach
     row_std = A.std(axis=-1)
     row_mean = A.mean(axis=-1)
     denom = row_mean if ur_denominator == "acc" else 1.0 + row_mean
@@ -93,7 +120,9 @@ def _fairfd_from_array(A: np.ndarray, real_index: int, ur_denominator: str) -> d
     return out
 
 
-def _matrix_and_real_index(A: pd.DataFrame | np.ndarray, real_row: str | int) -> tuple[np.ndarray, int]:
+def _matrix_and_real_index(
+    A: pd.DataFrame | np.ndarray, real_row: str | int
+) -> tuple[np.ndarray, int]:
     if isinstance(A, pd.DataFrame):
         labels = list(A.index)
         if isinstance(real_row, str):
@@ -108,8 +137,9 @@ def _matrix_and_real_index(A: pd.DataFrame | np.ndarray, real_row: str | int) ->
     return arr, real_row if isinstance(real_row, (int, np.integer)) else 0
 
 
-def fairfd_metrics(A: pd.DataFrame | np.ndarray, real_row: str | int = REAL,
-                   ur_denominator: str = "one_plus_acc") -> dict[str, float | np.ndarray]:
+def fairfd_metrics(
+    A: pd.DataFrame | np.ndarray, real_row: str | int = REAL, ur_denominator: str = "one_plus_acc"
+) -> dict[str, float | np.ndarray]:
     """FairFD naive, AA and UR fairness metrics of an accuracy matrix (docs/metrics.md section 2).
 
     ``A`` is a DataFrame (rows: approaches, one of them ``real_row``; columns: groups), or an
@@ -144,14 +174,21 @@ def per_group_table(A: pd.DataFrame | np.ndarray) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- encoding inputs
 
-def _encode(values: np.ndarray | pd.Series, categories: Sequence[str] | None, what: str,
-            first: str | None = None) -> tuple[np.ndarray, list[str]]:
+
+def _encode(
+    values: np.ndarray | pd.Series,
+    categories: Sequence[str] | None,
+    what: str,
+    first: str | None = None,
+) -> tuple[np.ndarray, list[str]]:
     """Integer codes of ``values`` and their category names; -1 for values outside ``categories``.
 
     Without ``categories`` they are the sorted distinct values, ``first`` (if present) first.
     """
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, pd.Series)
-                                  else values, use_na_sentinel=True)
+    codes, uniques = pd.factorize(
+        np.asarray(values, dtype=object) if not isinstance(values, pd.Series) else values,
+        use_na_sentinel=True,
+    )
     uniques = [str(u) for u in uniques]
     if categories is None:
         if (codes < 0).any():
@@ -187,11 +224,11 @@ class EncodedPredictions:
 
     approach_code: np.ndarray  # (n,), -1 outside the selected approaches / groups
     group_code: np.ndarray
-    label: np.ndarray          # (n,) int 0/1
-    correct: np.ndarray        # (n,) bool
+    label: np.ndarray  # (n,) int 0/1
+    correct: np.ndarray  # (n,) bool
     approaches: list[str]
     groups: list[str]
-    real_index: int | None     # row of ``real`` among approaches
+    real_index: int | None  # row of ``real`` among approaches
 
     @property
     def kept(self) -> np.ndarray:
@@ -203,13 +240,21 @@ class EncodedPredictions:
         n_f, n_s = len(self.approaches), len(self.groups)
         cell = self.approach_code[kept] * n_s + self.group_code[kept]
         total = np.bincount(cell, minlength=n_f * n_s).reshape(n_f, n_s).astype(np.float64)
-        correct = np.bincount(cell, weights=self.correct[kept], minlength=n_f * n_s).reshape(n_f, n_s)
+        correct = np.bincount(cell, weights=self.correct[kept], minlength=n_f * n_s).reshape(
+            n_f, n_s
+        )
         return correct, total
 
 
-def encode_predictions(label, method, group, score, threshold: Threshold = 0.5,
-                       approaches: Sequence[str] | None = None,
-                       groups: Sequence[str] | None = None) -> EncodedPredictions:
+def encode_predictions(
+    label,
+    method,
+    group,
+    score,
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> EncodedPredictions:
     """Encode approaches and groups, and check the labels the accuracy matrix relies on.
 
     Every sample of ``real`` must have label 0 and every sample of another approach label 1,
@@ -233,14 +278,21 @@ def encode_predictions(label, method, group, score, threshold: Threshold = 0.5,
         if n_fake[f] != expected * n_in[f]:
             raise ValueError(
                 f"approach {name!r} has samples labelled {1 - expected}; 'real' samples must have "
-                f"label 0 and every forgery method label 1")
+                f"label 0 and every forgery method label 1"
+            )
     real_index = a_names.index(REAL) if REAL in a_names else None
     return EncodedPredictions(a_code, g_code, y, correct, a_names, g_names, real_index)
 
 
-def accuracy_matrix(label, method, group, score, threshold: Threshold = 0.5,
-                    approaches: Sequence[str] | None = None,
-                    groups: Sequence[str] | None = None) -> pd.DataFrame:
+def accuracy_matrix(
+    label,
+    method,
+    group,
+    score,
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Accuracy per approach (rows: ``real`` first, then forgery methods sorted, or as given)
     and group (columns: sorted, or as given). A sample is predicted fake when score > threshold;
     ``threshold`` may be a ``{group: threshold}`` mapping. Empty cells are NaN."""
@@ -248,11 +300,15 @@ def accuracy_matrix(label, method, group, score, threshold: Threshold = 0.5,
     correct, total = enc.cell_counts()
     with np.errstate(invalid="ignore", divide="ignore"):
         values = correct / total
-    return pd.DataFrame(values, index=pd.Index(enc.approaches, name="approach"),
-                        columns=pd.Index(enc.groups, name="group"))
+    return pd.DataFrame(
+        values,
+        index=pd.Index(enc.approaches, name="approach"),
+        columns=pd.Index(enc.groups, name="group"),
+    )
 
 
 # --------------------------------------------------------------------------- textbook metrics
+
 
 def _confusion(y: np.ndarray, pred: np.ndarray, codes: np.ndarray, n_codes: int) -> np.ndarray:
     """Counts ``(n_codes, 4)`` of TN, FP, FN, TP per code (codes < 0 ignored)."""
@@ -289,8 +345,14 @@ def pooled_from_confusion(tn, fp, fn, tp) -> dict[str, np.ndarray]:
     }
 
 
-def group_rates(y_true, y_pred_or_score, group, threshold: Threshold = 0.5,
-                groups: Sequence[str] | None = None, with_auc: bool = True) -> pd.DataFrame:
+def group_rates(
+    y_true,
+    y_pred_or_score,
+    group,
+    threshold: Threshold = 0.5,
+    groups: Sequence[str] | None = None,
+    with_auc: bool = True,
+) -> pd.DataFrame:
     """Per group: counts, confusion counts, PR, TPR, FPR, TNR, FNR, Acc and AUC.
 
     Hard 0/1 predictions can be passed as scores: with a threshold in [0, 1) they stay as
@@ -301,9 +363,18 @@ def group_rates(y_true, y_pred_or_score, group, threshold: Threshold = 0.5,
     pred = s > threshold_array(threshold, group)
     conf = _confusion(y, pred, codes, len(names))
     tn, fp, fn, tp = conf.T
-    table = pd.DataFrame({"n": tn + fp + fn + tp, "n_pos": tp + fn, "n_neg": tn + fp,
-                          "TP": tp, "FP": fp, "TN": tn, "FN": fn},
-                         index=pd.Index(names, name="group"))
+    table = pd.DataFrame(
+        {
+            "n": tn + fp + fn + tp,
+            "n_pos": tp + fn,
+            "n_neg": tn + fp,
+            "TP": tp,
+            "FP": fp,
+            "TN": tn,
+            "FN": fn,
+        },
+        index=pd.Index(names, name="group"),
+    )
     for key, value in rates_from_confusion(tn, fp, fn, tp).items():
         table[key] = value
     table["AUC"] = _group_auc(y, s, codes, len(names)) if with_auc else np.nan
@@ -315,28 +386,34 @@ def _group_auc(y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_codes: int) ->
     bounds = np.searchsorted(codes[order], np.arange(n_codes + 1))
     out = np.full(n_codes, np.nan)
     for g in range(n_codes):
-        idx = order[bounds[g]:bounds[g + 1]]
+        idx = order[bounds[g] : bounds[g + 1]]
         if idx.size:
             out[g] = detection.auc(y[idx], s[idx])
     return out
 
 
-def textbook_metrics(y_true, y_pred_or_score, group, threshold: Threshold = 0.5,
-                     groups: Sequence[str] | None = None) -> dict[str, float]:
+def textbook_metrics(
+    y_true, y_pred_or_score, group, threshold: Threshold = 0.5, groups: Sequence[str] | None = None
+) -> dict[str, float]:
     """Sample-pooled DPD, DEOdds (mean of the TPR and FPR gaps), DEO, STD, AccGap and AUCGap.
 
     Agrees with fairlearn's ``demographic_parity_difference``,
     ``equalized_odds_difference(agg="mean")`` and the range of ``true_positive_rate``.
     """
     rates = group_rates(y_true, y_pred_or_score, group, threshold, groups)
-    out = pooled_from_confusion(rates["TN"].to_numpy(), rates["FP"].to_numpy(),
-                                rates["FN"].to_numpy(), rates["TP"].to_numpy())
+    out = pooled_from_confusion(
+        rates["TN"].to_numpy(),
+        rates["FP"].to_numpy(),
+        rates["FN"].to_numpy(),
+        rates["TP"].to_numpy(),
+    )
     out = {k: float(v) for k, v in out.items()}
     out["AUCGap"] = float(_range(rates["AUC"].to_numpy()))
     return out
 
 
 # --------------------------------------------------------------------------- from cell counts
+
 
 def _denominators(ur_denominator: str | Iterable[str]) -> tuple[str, ...]:
     dens = (ur_denominator,) if isinstance(ur_denominator, str) else tuple(ur_denominator)
@@ -347,9 +424,12 @@ def _denominators(ur_denominator: str | Iterable[str]) -> tuple[str, ...]:
     return dens
 
 
-def metrics_from_cell_counts(correct: np.ndarray, total: np.ndarray, real_index: int,
-                             ur_denominator: str | Iterable[str] = "one_plus_acc"
-                             ) -> dict[str, np.ndarray]:
+def metrics_from_cell_counts(
+    correct: np.ndarray,
+    total: np.ndarray,
+    real_index: int,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+) -> dict[str, np.ndarray]:
     """Every count-based metric of :func:`fairness_report` from per-cell counts.
 
     ``correct`` and ``total`` have shape (F, S) or (B, F, S); row ``real_index`` holds real
@@ -371,8 +451,10 @@ def metrics_from_cell_counts(correct: np.ndarray, total: np.ndarray, real_index:
     fn = total[..., fake, :].sum(axis=-2) - tp
     n_all = total.sum(axis=(-2, -1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        out: dict[str, np.ndarray] = {"ACC": correct.sum(axis=(-2, -1)) / n_all,
-                                      "MeanAcc": A.mean(axis=(-2, -1))}
+        out: dict[str, np.ndarray] = {
+            "ACC": correct.sum(axis=(-2, -1)) / n_all,
+            "MeanAcc": A.mean(axis=(-2, -1)),
+        }
     for i, den in enumerate(dens):
         fair = _fairfd_from_array(A, real_index, den)
         if i == 0:
@@ -385,17 +467,21 @@ def metrics_from_cell_counts(correct: np.ndarray, total: np.ndarray, real_index:
 
 # --------------------------------------------------------------------------- frames
 
+
 def _check_frame(predictions: pd.DataFrame, needed: Sequence[str] = FAIRNESS_INPUT_COLUMNS) -> None:
     missing = [c for c in needed if c not in predictions.columns]
     if missing:
         raise ValueError(f"predictions lack column(s) {missing}")
     if "sample_id" in predictions.columns and predictions["sample_id"].duplicated().any():
-        raise ValueError("repeated sample_id: the predictions mix several detectors, variants or "
-                         "datasets; select one (or use fairness_table with by=...)")
+        raise ValueError(
+            "repeated sample_id: the predictions mix several detectors, variants or "
+            "datasets; select one (or use fairness_table with by=...)"
+        )
 
 
-def _select(predictions: pd.DataFrame, approaches: Sequence[str] | None,
-            groups: Sequence[str] | None) -> pd.DataFrame:
+def _select(
+    predictions: pd.DataFrame, approaches: Sequence[str] | None, groups: Sequence[str] | None
+) -> pd.DataFrame:
     keep = np.ones(len(predictions), dtype=bool)
     if approaches is not None:
         keep &= predictions["method"].astype(str).isin(list(approaches)).to_numpy()
@@ -404,10 +490,13 @@ def _select(predictions: pd.DataFrame, approaches: Sequence[str] | None,
     return predictions if keep.all() else predictions.loc[keep]
 
 
-def fairness_report(predictions: pd.DataFrame, threshold: Threshold = 0.5,
-                    ur_denominator: str | Iterable[str] = "one_plus_acc",
-                    approaches: Sequence[str] | None = None,
-                    groups: Sequence[str] | None = None) -> dict[str, float]:
+def fairness_report(
+    predictions: pd.DataFrame,
+    threshold: Threshold = 0.5,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> dict[str, float]:
     """All detection, FairFD and pooled fairness metrics of one detector's predictions.
 
     ``predictions`` has columns label, method, group, score (and usually sample_id,
@@ -417,8 +506,15 @@ def fairness_report(predictions: pd.DataFrame, threshold: Threshold = 0.5,
     """
     _check_frame(predictions)
     frame = _select(predictions, approaches, groups)
-    enc = encode_predictions(frame["label"], frame["method"], frame["group"], frame["score"],
-                             threshold, approaches, groups)
+    enc = encode_predictions(
+        frame["label"],
+        frame["method"],
+        frame["group"],
+        frame["score"],
+        threshold,
+        approaches,
+        groups,
+    )
     if enc.real_index is None:
         raise ValueError("the predictions have no 'real' approach; FairFD metrics need one")
     correct, total = enc.cell_counts()
@@ -448,17 +544,22 @@ def _split_by(predictions: pd.DataFrame, by: str | Sequence[str] | None):
     if missing:
         raise ValueError(f"predictions lack the by column(s) {missing}")
     key = cols[0] if len(cols) == 1 else cols
-    for name, part in predictions.groupby(key, sort=True, observed=True):
-        yield name, part
+    yield from predictions.groupby(key, sort=True, observed=True)
 
 
-def fairness_table(predictions: pd.DataFrame, by: str | Sequence[str] | None = "detector",
-                   threshold: Threshold = 0.5, ur_denominator: str | Iterable[str] = "one_plus_acc",
-                   approaches: Sequence[str] | None = None,
-                   groups: Sequence[str] | None = None) -> pd.DataFrame:
+def fairness_table(
+    predictions: pd.DataFrame,
+    by: str | Sequence[str] | None = "detector",
+    threshold: Threshold = 0.5,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Wide table of :func:`fairness_report`: one row per metric, one column per ``by`` value."""
-    reports = {name: fairness_report(part, threshold, ur_denominator, approaches, groups)
-               for name, part in _split_by(predictions, by)}
+    reports = {
+        name: fairness_report(part, threshold, ur_denominator, approaches, groups)
+        for name, part in _split_by(predictions, by)
+    }
     table = pd.DataFrame(reports)
     table.index.name = "metric"
     if len(_by_columns(by)) > 1:
@@ -468,9 +569,13 @@ def fairness_table(predictions: pd.DataFrame, by: str | Sequence[str] | None = "
     return table
 
 
-def per_group_long(predictions: pd.DataFrame, by: str | Sequence[str] | None = "detector",
-                   threshold: Threshold = 0.5, approaches: Sequence[str] | None = None,
-                   groups: Sequence[str] | None = None) -> pd.DataFrame:
+def per_group_long(
+    predictions: pd.DataFrame,
+    by: str | Sequence[str] | None = "detector",
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Long table: per ``by`` value, approach and group the accuracy, counts and rates.
 
     Rows with approach ``all`` pool every approach: their accuracy is the sample-pooled
@@ -483,28 +588,43 @@ def per_group_long(predictions: pd.DataFrame, by: str | Sequence[str] | None = "
     for name, part in _split_by(predictions, by):
         _check_frame(part)
         part = _select(part, approaches, groups)
-        enc = encode_predictions(part["label"], part["method"], part["group"], part["score"],
-                                 threshold, approaches, groups)
+        enc = encode_predictions(
+            part["label"],
+            part["method"],
+            part["group"],
+            part["score"],
+            threshold,
+            approaches,
+            groups,
+        )
         score = part["score"].to_numpy(dtype=np.float64)
         pred = enc.correct == (enc.label == 1)  # predicted fake, recovered from correctness
         n_f, n_s = len(enc.approaches), len(enc.groups)
         kept = enc.kept
         cell = np.where(kept, enc.approach_code * n_s + enc.group_code, -1)
-        conf = np.vstack([_confusion(enc.label, pred, cell, n_f * n_s),
-                          _confusion(enc.label, pred, np.where(kept, enc.group_code, -1), n_s)])
+        conf = np.vstack(
+            [
+                _confusion(enc.label, pred, cell, n_f * n_s),
+                _confusion(enc.label, pred, np.where(kept, enc.group_code, -1), n_s),
+            ]
+        )
         tn, fp, fn, tp = conf.T
-        rows = pd.DataFrame({
-            "approach": np.r_[np.repeat(enc.approaches, n_s), np.repeat("all", n_s)],
-            "group": np.tile(enc.groups, n_f + 1),
-            "n": tn + fp + fn + tp,
-            "n_correct": tn + tp,
-        })
+        rows = pd.DataFrame(
+            {
+                "approach": np.r_[np.repeat(enc.approaches, n_s), np.repeat("all", n_s)],
+                "group": np.tile(enc.groups, n_f + 1),
+                "n": tn + fp + fn + tp,
+                "n_correct": tn + tp,
+            }
+        )
         rates = rates_from_confusion(tn, fp, fn, tp)
         rows["accuracy"] = rates.pop("Acc")
         for key, value in rates.items():
             rows[key] = value
-        rows["AUC"] = np.r_[np.full(n_f * n_s, np.nan),
-                            _group_auc(enc.label, score, np.where(kept, enc.group_code, -1), n_s)]
+        rows["AUC"] = np.r_[
+            np.full(n_f * n_s, np.nan),
+            _group_auc(enc.label, score, np.where(kept, enc.group_code, -1), n_s),
+        ]
         names = name if isinstance(name, tuple) else (name,)
         for col, value in zip(cols, names):
             rows.insert(cols.index(col), col, value)

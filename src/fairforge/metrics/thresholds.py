@@ -4,9 +4,10 @@ For each group, the threshold that maximises that group's accuracy on validation
 fitted, then applied to the test data; utility and fairness at the global threshold and at
 the per-group thresholds are reported side by side.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,8 +46,9 @@ def best_threshold(label, score, prefer: float = 0.5) -> float:
     return float(chosen[np.argmin(np.abs(chosen - prefer))])
 
 
-def fit_group_thresholds(label, score, group, groups: Sequence[str] | None = None,
-                         prefer: float = 0.5) -> dict[str, float]:
+def fit_group_thresholds(
+    label, score, group, groups: Sequence[str] | None = None, prefer: float = 0.5
+) -> dict[str, float]:
     """Per group, the accuracy-maximising threshold (:func:`best_threshold`) on these data."""
     codes, names = _encode(group, groups, "group")
     y, s = detection._as_label_score(label, score)
@@ -54,14 +56,15 @@ def fit_group_thresholds(label, score, group, groups: Sequence[str] | None = Non
     bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
     out = {}
     for g, name in enumerate(names):
-        idx = order[bounds[g]:bounds[g + 1]]
+        idx = order[bounds[g] : bounds[g + 1]]
         if idx.size:
             out[name] = best_threshold(y[idx], s[idx], prefer)
     return out
 
 
-def group_threshold_values(group, thresholds: Mapping[str, float],
-                           default: float | None = None) -> np.ndarray:
+def group_threshold_values(
+    group, thresholds: Mapping[str, float], default: float | None = None
+) -> np.ndarray:
     """Per-sample thresholds; groups without one get ``default`` (an error when it is None)."""
     codes, names = _encode(group, None, "group")
     missing = [g for g in names if g not in thresholds]
@@ -71,31 +74,38 @@ def group_threshold_values(group, thresholds: Mapping[str, float],
     return per_code[codes]
 
 
-def apply_group_thresholds(score, group, thresholds: Mapping[str, float],
-                           default: float | None = None) -> np.ndarray:
+def apply_group_thresholds(
+    score, group, thresholds: Mapping[str, float], default: float | None = None
+) -> np.ndarray:
     """Boolean predictions (True = fake): score > the threshold of the sample's group."""
     s = np.asarray(score, dtype=np.float64)
     return s > group_threshold_values(group, thresholds, default)
 
 
-def compare_thresholds(validation: pd.DataFrame, test: pd.DataFrame, threshold: float = 0.5,
-                       ur_denominator: str | Iterable[str] = "one_plus_acc",
-                       approaches: Sequence[str] | None = None,
-                       groups: Sequence[str] | None = None
-                       ) -> tuple[pd.DataFrame, dict[str, float]]:
+def compare_thresholds(
+    validation: pd.DataFrame,
+    test: pd.DataFrame,
+    threshold: float = 0.5,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> tuple[pd.DataFrame, dict[str, float]]:
     """Test metrics at the global ``threshold`` and at per-group thresholds fitted on
     ``validation`` (groups absent there keep the global threshold).
 
     Returns the table (rows: :func:`fairness_report` keys; columns ``global`` and
     ``per_group``) and the fitted thresholds.
     """
-    fitted = fit_group_thresholds(validation["label"], validation["score"], validation["group"],
-                                  prefer=threshold)
+    fitted = fit_group_thresholds(
+        validation["label"], validation["score"], validation["group"], prefer=threshold
+    )
     test_groups = sorted(set(test["group"].astype(str)))
     per_group: Threshold = {g: fitted.get(g, threshold) for g in test_groups}
-    table = pd.DataFrame({
-        "global": fairness_report(test, threshold, ur_denominator, approaches, groups),
-        "per_group": fairness_report(test, per_group, ur_denominator, approaches, groups),
-    })
+    table = pd.DataFrame(
+        {
+            "global": fairness_report(test, threshold, ur_denominator, approaches, groups),
+            "per_group": fairness_report(test, per_group, ur_denominator, approaches, groups),
+        }
+    )
     table.index.name = "metric"
     return table, fitted

@@ -12,19 +12,27 @@ computed for all B at once by :func:`fairforge.metrics.fairness.metrics_from_cel
 the same function that gives the point estimates. AUC-based metrics need the samples' scores
 and are not resampled.
 """
+
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..columns import FAIRNESS_INPUT_COLUMNS
 from ..seeding import rng_for
-from .fairness import (Threshold, _check_frame, _select, _split_by,
-                       _by_columns, encode_predictions, metrics_from_cell_counts)
+from .fairness import (
+    Threshold,
+    _by_columns,
+    _check_frame,
+    _select,
+    _split_by,
+    encode_predictions,
+    metrics_from_cell_counts,
+)
 
 # Resamples are drawn and evaluated in chunks of this many, bounding memory at
 # CHUNK x n_subjects.
@@ -36,13 +44,13 @@ NOT_GAPS = ("ACC", "MeanAcc")  # utility, invariant under group permutation
 class SubjectStats:
     """Per-subject counts of correct and of all samples, per approach."""
 
-    subject_ids: np.ndarray    # (N,) sorted
+    subject_ids: np.ndarray  # (N,) sorted
     subject_group: np.ndarray  # (N,) index into groups
     groups: tuple[str, ...]
     approaches: tuple[str, ...]
     real_index: int
-    correct: np.ndarray        # (N, F) float64
-    total: np.ndarray          # (N, F) float64
+    correct: np.ndarray  # (N, F) float64
+    total: np.ndarray  # (N, F) float64
 
     @property
     def n_subjects(self) -> int:
@@ -67,17 +75,28 @@ class SubjectStats:
         total = (weights @ self._by_group(self.total)).reshape(*lead, *shape)
         return correct, total
 
-    def cell_counts_for_assignment(self, subject_group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def cell_counts_for_assignment(
+        self, subject_group: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Cell counts (B, F, S) when subjects take the groups ``subject_group`` (B, N)."""
         onehot = (subject_group[:, :, None] == np.arange(len(self.groups))).astype(np.float64)
         onehot_t = onehot.transpose(0, 2, 1)  # (B, S, N)
-        return ((onehot_t @ self.correct).transpose(0, 2, 1),
-                (onehot_t @ self.total).transpose(0, 2, 1))
+        return (
+            (onehot_t @ self.correct).transpose(0, 2, 1),
+            (onehot_t @ self.total).transpose(0, 2, 1),
+        )
 
 
-def subject_stats(label, method, group, subject_id, score, threshold: Threshold = 0.5,
-                  approaches: Sequence[str] | None = None,
-                  groups: Sequence[str] | None = None) -> SubjectStats:
+def subject_stats(
+    label,
+    method,
+    group,
+    subject_id,
+    score,
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> SubjectStats:
     """Sufficient statistics of the subject bootstrap. Each subject must lie in one group."""
     enc = encode_predictions(label, method, group, score, threshold, approaches, groups)
     if enc.real_index is None:
@@ -85,8 +104,11 @@ def subject_stats(label, method, group, subject_id, score, threshold: Threshold 
     if len(subject_id) != enc.label.size:
         raise ValueError("subject_id must have one entry per prediction")
     kept = enc.kept
-    subjects = pd.Series(np.asarray(subject_id, dtype=object)[kept] if not isinstance(subject_id, pd.Series)
-                         else subject_id[kept])
+    subjects = pd.Series(
+        np.asarray(subject_id, dtype=object)[kept]
+        if not isinstance(subject_id, pd.Series)
+        else subject_id[kept]
+    )
     if subjects.isna().any():
         raise ValueError("subject_id has missing values")
     s_code, s_ids = pd.factorize(subjects.astype(str), sort=True)
@@ -95,29 +117,54 @@ def subject_stats(label, method, group, subject_id, score, threshold: Threshold 
     in_group = np.bincount(s_code * n_s + g_code, minlength=n * n_s).reshape(n, n_s) > 0
     spanning = np.flatnonzero(in_group.sum(axis=1) > 1)
     if spanning.size:
-        raise ValueError(f"subjects in more than one group: {list(np.asarray(s_ids)[spanning[:5]])}")
+        raise ValueError(
+            f"subjects in more than one group: {list(np.asarray(s_ids)[spanning[:5]])}"
+        )
     cell = s_code * n_f + enc.approach_code[kept]
     total = np.bincount(cell, minlength=n * n_f).reshape(n, n_f).astype(np.float64)
     correct = np.bincount(cell, weights=enc.correct[kept], minlength=n * n_f).reshape(n, n_f)
-    return SubjectStats(np.asarray(s_ids, dtype=object), in_group.argmax(axis=1),
-                        tuple(enc.groups), tuple(enc.approaches), enc.real_index, correct, total)
+    return SubjectStats(
+        np.asarray(s_ids, dtype=object),
+        in_group.argmax(axis=1),
+        tuple(enc.groups),
+        tuple(enc.approaches),
+        enc.real_index,
+        correct,
+        total,
+    )
 
 
-def stats_from_frame(predictions: pd.DataFrame, threshold: Threshold = 0.5,
-                     approaches: Sequence[str] | None = None,
-                     groups: Sequence[str] | None = None) -> SubjectStats:
+def stats_from_frame(
+    predictions: pd.DataFrame,
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> SubjectStats:
     """:func:`subject_stats` of a predictions frame (columns label, method, group, subject_id, score)."""
     _check_frame(predictions, (*FAIRNESS_INPUT_COLUMNS, "subject_id"))
     frame = _select(predictions, approaches, groups)
-    return subject_stats(frame["label"], frame["method"], frame["group"], frame["subject_id"],
-                         frame["score"], threshold, approaches, groups)
+    return subject_stats(
+        frame["label"],
+        frame["method"],
+        frame["group"],
+        frame["subject_id"],
+        frame["score"],
+        threshold,
+        approaches,
+        groups,
+    )
 
 
 def _as_stats(data: SubjectStats | pd.DataFrame, threshold, approaches, groups) -> SubjectStats:
-    return data if isinstance(data, SubjectStats) else stats_from_frame(data, threshold, approaches, groups)
+    return (
+        data
+        if isinstance(data, SubjectStats)
+        else stats_from_frame(data, threshold, approaches, groups)
+    )
 
 
 # --------------------------------------------------------------------------- bootstrap
+
 
 def _index_chunks(stats: SubjectStats, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     rng = rng_for("fairforge.metrics.bootstrap", seed)
@@ -128,7 +175,7 @@ def _index_chunks(stats: SubjectStats, n_boot: int, seed: int) -> Iterator[np.nd
         for m in members:
             if m.size:
                 idx[:, m] = m[rng.integers(0, m.size, size=(CHUNK, m.size))]
-        yield idx[:min(CHUNK, n_boot - start)]
+        yield idx[: min(CHUNK, n_boot - start)]
 
 
 def subject_resample_indices(stats: SubjectStats, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
@@ -143,48 +190,74 @@ def counts_from_indices(indices: np.ndarray, n_subjects: int) -> np.ndarray:
     indices = np.asarray(indices, dtype=np.int64)
     n_boot = indices.shape[0]
     flat = (indices + (np.arange(n_boot) * n_subjects)[:, None]).ravel()
-    return np.bincount(flat, minlength=n_boot * n_subjects).reshape(n_boot, n_subjects).astype(np.float64)
+    return (
+        np.bincount(flat, minlength=n_boot * n_subjects)
+        .reshape(n_boot, n_subjects)
+        .astype(np.float64)
+    )
 
 
-def bootstrap_replicates(data: SubjectStats | pd.DataFrame, n_boot: int = 1000, seed: int = 0,
-                         ur_denominator: str | Iterable[str] = "one_plus_acc",
-                         indices: np.ndarray | None = None, threshold: Threshold = 0.5,
-                         approaches: Sequence[str] | None = None,
-                         groups: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+def bootstrap_replicates(
+    data: SubjectStats | pd.DataFrame,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    indices: np.ndarray | None = None,
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> dict[str, np.ndarray]:
     """Every count-based metric for each of ``n_boot`` subject resamples: name -> (B,) array.
 
     ``indices`` (B, N) replaces the seeded draws (see :func:`subject_resample_indices`).
     A resample with an empty cell gives NaN for the metrics that use it.
     """
     stats = _as_stats(data, threshold, approaches, groups)
-    chunks = (_index_chunks(stats, n_boot, seed) if indices is None
-              else (indices[i:i + CHUNK] for i in range(0, len(indices), CHUNK)))
+    chunks = (
+        _index_chunks(stats, n_boot, seed)
+        if indices is None
+        else (indices[i : i + CHUNK] for i in range(0, len(indices), CHUNK))
+    )
     parts: dict[str, list[np.ndarray]] = {}
     for idx in chunks:
         correct, total = stats.cell_counts(counts_from_indices(idx, stats.n_subjects))
-        for key, value in metrics_from_cell_counts(correct, total, stats.real_index,
-                                                   ur_denominator).items():
+        for key, value in metrics_from_cell_counts(
+            correct, total, stats.real_index, ur_denominator
+        ).items():
             parts.setdefault(key, []).append(value)
     if not parts:
         raise ValueError("n_boot must be positive")
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
-def point_estimates(data: SubjectStats | pd.DataFrame,
-                    ur_denominator: str | Iterable[str] = "one_plus_acc",
-                    threshold: Threshold = 0.5, approaches: Sequence[str] | None = None,
-                    groups: Sequence[str] | None = None) -> dict[str, float]:
+def point_estimates(
+    data: SubjectStats | pd.DataFrame,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> dict[str, float]:
     """The count-based metrics of the data itself (equal to :func:`fairness_report`'s)."""
     stats = _as_stats(data, threshold, approaches, groups)
     correct, total = stats.cell_counts()
-    return {k: float(v) for k, v in
-            metrics_from_cell_counts(correct, total, stats.real_index, ur_denominator).items()}
+    return {
+        k: float(v)
+        for k, v in metrics_from_cell_counts(
+            correct, total, stats.real_index, ur_denominator
+        ).items()
+    }
 
 
-def bootstrap_intervals(data: SubjectStats | pd.DataFrame, n_boot: int = 1000, seed: int = 0,
-                        level: float = 0.95, ur_denominator: str | Iterable[str] = "one_plus_acc",
-                        threshold: Threshold = 0.5, approaches: Sequence[str] | None = None,
-                        groups: Sequence[str] | None = None) -> pd.DataFrame:
+def bootstrap_intervals(
+    data: SubjectStats | pd.DataFrame,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Percentile intervals (2.5 / 97.5 for ``level`` 0.95) of the subject bootstrap.
 
     One row per metric: estimate, ci_low, ci_high, n_valid (resamples without NaN), n_boot.
@@ -200,16 +273,29 @@ def bootstrap_intervals(data: SubjectStats | pd.DataFrame, n_boot: int = 1000, s
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN metrics stay NaN
         low, high = np.nanpercentile(values, [tail, 100 - tail], axis=1)
-    return pd.DataFrame({"estimate": [estimate[k] for k in names], "ci_low": low, "ci_high": high,
-                         "n_valid": np.isfinite(values).sum(axis=1), "n_boot": n_boot},
-                        index=pd.Index(names, name="metric"))
+    return pd.DataFrame(
+        {
+            "estimate": [estimate[k] for k in names],
+            "ci_low": low,
+            "ci_high": high,
+            "n_valid": np.isfinite(values).sum(axis=1),
+            "n_boot": n_boot,
+        },
+        index=pd.Index(names, name="metric"),
+    )
 
 
-def bootstrap_table(predictions: pd.DataFrame, by: str | Sequence[str] | None = "detector",
-                    n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                    ur_denominator: str | Iterable[str] = "one_plus_acc",
-                    threshold: Threshold = 0.5, approaches: Sequence[str] | None = None,
-                    groups: Sequence[str] | None = None) -> pd.DataFrame:
+def bootstrap_table(
+    predictions: pd.DataFrame,
+    by: str | Sequence[str] | None = "detector",
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Long table of :func:`bootstrap_intervals`, one block per ``by`` value.
 
     The same seed gives every detector the same subject resamples (paired intervals).
@@ -217,8 +303,9 @@ def bootstrap_table(predictions: pd.DataFrame, by: str | Sequence[str] | None = 
     cols = _by_columns(by)
     frames = []
     for name, part in _split_by(predictions, by):
-        table = bootstrap_intervals(part, n_boot, seed, level, ur_denominator, threshold,
-                                    approaches, groups).reset_index()
+        table = bootstrap_intervals(
+            part, n_boot, seed, level, ur_denominator, threshold, approaches, groups
+        ).reset_index()
         names = name if isinstance(name, tuple) else (name,)
         for i, col in enumerate(cols):
             table.insert(i, col, names[i])
@@ -228,10 +315,16 @@ def bootstrap_table(predictions: pd.DataFrame, by: str | Sequence[str] | None = 
 
 # --------------------------------------------------------------------------- permutation test
 
-def permutation_pvalues(data: SubjectStats | pd.DataFrame, n_perm: int = 1000, seed: int = 0,
-                        ur_denominator: str | Iterable[str] = "one_plus_acc",
-                        threshold: Threshold = 0.5, approaches: Sequence[str] | None = None,
-                        groups: Sequence[str] | None = None) -> dict[str, float]:
+
+def permutation_pvalues(
+    data: SubjectStats | pd.DataFrame,
+    n_perm: int = 1000,
+    seed: int = 0,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> dict[str, float]:
     """One-sided p-values that each gap metric is larger than chance.
 
     Under the null, group labels are exchangeable across subjects: each replicate shuffles
@@ -246,8 +339,9 @@ def permutation_pvalues(data: SubjectStats | pd.DataFrame, n_perm: int = 1000, s
     exceed: dict[str, int] = {}
     valid: dict[str, int] = {}
     for start in range(0, n_perm, CHUNK):
-        assignment = rng.permuted(np.broadcast_to(stats.subject_group, (CHUNK, stats.n_subjects)),
-                                  axis=1)[:min(CHUNK, n_perm - start)]
+        assignment = rng.permuted(
+            np.broadcast_to(stats.subject_group, (CHUNK, stats.n_subjects)), axis=1
+        )[: min(CHUNK, n_perm - start)]
         correct, total = stats.cell_counts_for_assignment(assignment)
         reps = metrics_from_cell_counts(correct, total, stats.real_index, ur_denominator)
         for key, value in reps.items():
@@ -259,14 +353,26 @@ def permutation_pvalues(data: SubjectStats | pd.DataFrame, n_perm: int = 1000, s
             reach = value >= obs - 1e-12 * max(1.0, abs(obs))
             exceed[key] = exceed.get(key, 0) + int(np.sum(reach & np.isfinite(value)))
             valid[key] = valid.get(key, 0) + int(np.sum(np.isfinite(value)))
-    return {k: (float("nan") if not np.isfinite(observed[k]) or valid[k] == 0
-                else (1 + exceed[k]) / (1 + valid[k])) for k in exceed}
+    return {
+        k: (
+            float("nan")
+            if not np.isfinite(observed[k]) or valid[k] == 0
+            else (1 + exceed[k]) / (1 + valid[k])
+        )
+        for k in exceed
+    }
 
 
-def permutation_pvalue(data: SubjectStats | pd.DataFrame, metric: str = "DPD", n_perm: int = 1000,
-                       seed: int = 0, ur_denominator: str | Iterable[str] = "one_plus_acc",
-                       threshold: Threshold = 0.5, approaches: Sequence[str] | None = None,
-                       groups: Sequence[str] | None = None) -> float:
+def permutation_pvalue(
+    data: SubjectStats | pd.DataFrame,
+    metric: str = "DPD",
+    n_perm: int = 1000,
+    seed: int = 0,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> float:
     """The permutation p-value of one metric (a key of :func:`permutation_pvalues`)."""
     pvalues = permutation_pvalues(data, n_perm, seed, ur_denominator, threshold, approaches, groups)
     if metric not in pvalues:

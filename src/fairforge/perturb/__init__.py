@@ -8,26 +8,82 @@ and near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbat
 - :mod:`.augment`: the ``AUGMENTATIONS`` registry (``none``, ``sdaug``, ``daug``);
 - :mod:`.suites`: named variant lists.
 """
-from fairforge.perturb.base import (
-    OPERATIONS, InvalidImage, InvalidLevel, Operation, OperationUnavailable, PerturbationError,
-    VideoOnlyOperation, VideoOperation, check_image, create_op, get_op_class, list_ops,
-    register)
+
 # The member modules register their operations on import.
 from fairforge.perturb import deeperforensics, distance, ops, video_ops  # noqa: F401
 from fairforge.perturb.augment import AUGMENTATIONS, DAug, SDAug, create_augment
+from fairforge.perturb.base import (
+    OPERATIONS,
+    InvalidImage,
+    InvalidLevel,
+    Operation,
+    OperationUnavailable,
+    PerturbationError,
+    VideoOnlyOperation,
+    VideoOperation,
+    check_image,
+    create_op,
+    get_op_class,
+    list_ops,
+    register,
+)
 from fairforge.perturb.distance import far_degrade
-from fairforge.perturb.suites import (DEFAULT_SUITE, DF_SUITE, DISTANCE_SUITE, SUITES,
-                                      VIDEO_SUITE, suite)
+from fairforge.perturb.suites import (
+    DEFAULT_SUITE,
+    DF_SUITE,
+    DISTANCE_SUITE,
+    SUITES,
+    VIDEO_SUITE,
+    suite,
+)
 from fairforge.perturb.variants import (
-    CLEAN, apply_variant, available, check_variant, is_video_variant, op_for_variant,
-    parse_variant, unavailable_reason, variant_name, variants_of, video_variant_pattern)
+    CLEAN,
+    apply_variant,
+    available,
+    check_variant,
+    is_video_variant,
+    op_for_variant,
+    parse_variant,
+    unavailable_reason,
+    variant_name,
+    variants_of,
+    video_variant_pattern,
+)
 
 __all__ = [
-    "AUGMENTATIONS", "CLEAN", "DAug", "DEFAULT_SUITE", "DF_SUITE", "DISTANCE_SUITE",
-    "InvalidImage", "InvalidLevel", "OPERATIONS", "Operation", "OperationUnavailable",
-    "PerturbationError", "SDAug", "SUITES", "VIDEO_SUITE",
-    "VideoOnlyOperation", "VideoOperation", "apply_variant", "available", "check_image",
-    "check_variant", "create_augment", "create_op", "far_degrade", "get_op_class",
-    "is_video_variant", "list_ops", "op_for_variant", "parse_variant", "register", "suite",
-    "unavailable_reason", "variant_name", "variants_of", "video_variant_pattern",
+    "AUGMENTATIONS",
+    "CLEAN",
+    "DAug",
+    "DEFAULT_SUITE",
+    "DF_SUITE",
+    "DISTANCE_SUITE",
+    "InvalidImage",
+    "InvalidLevel",
+    "OPERATIONS",
+    "Operation",
+    "OperationUnavailable",
+    "PerturbationError",
+    "SDAug",
+    "SUITES",
+    "VIDEO_SUITE",
+    "VideoOnlyOperation",
+    "VideoOperation",
+    "apply_variant",
+    "available",
+    "check_image",
+    "check_variant",
+    "create_augment",
+    "create_op",
+    "far_degrade",
+    "get_op_class",
+    "is_video_variant",
+    "list_ops",
+    "op_for_variant",
+    "parse_variant",
+    "register",
+    "suite",
+    "unavailable_reason",
+    "variant_name",
+    "variants_of",
+    "video_variant_pattern",
 ]

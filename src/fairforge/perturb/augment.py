@@ -10,6 +10,7 @@ In a torch Dataset pass ``rng=rng_for(seed, epoch, sample_id)`` so augmentations
 reproducible whatever the worker layout; without one the transform uses its own seeded
 call counter (reproducible only for the same call order).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from fairforge.perturb.ops import add_gaussian_noise, gray_mean, jpeg_roundtrip,
 from fairforge.registry import Registry
 from fairforge.seeding import rng_for
 
-AUGMENTATIONS: Registry[type["Augmentation"]] = Registry("augmentation")
+AUGMENTATIONS: Registry[type[Augmentation]] = Registry("augmentation")
 
 ENHANCE_KINDS = ("brightness", "contrast")
 SMOOTH_KINDS = ("gaussian", "average")
@@ -33,13 +34,17 @@ class AugmentPlan:
     """Drawn parameters of one call; ``None`` marks a step that did not fire."""
 
     enhance: tuple[str, float] | None = None  # (kind, factor)
-    smooth: tuple[str, int] | None = None     # (kind, odd kernel size)
+    smooth: tuple[str, int] | None = None  # (kind, odd kernel size)
     noise_sigma: float | None = None
     jpeg_quality: int | None = None
 
     def fired(self) -> dict[str, bool]:
-        return {"enhance": self.enhance is not None, "smooth": self.smooth is not None,
-                "noise": self.noise_sigma is not None, "jpeg": self.jpeg_quality is not None}
+        return {
+            "enhance": self.enhance is not None,
+            "smooth": self.smooth is not None,
+            "noise": self.noise_sigma is not None,
+            "jpeg": self.jpeg_quality is not None,
+        }
 
 
 def enhance(image: np.ndarray, kind: str, factor: float) -> np.ndarray:
@@ -98,8 +103,9 @@ class Augmentation:
         return apply_plan(image, plan, rng)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
-                           if k not in ("calls", "last_applied"))
+        fields = ", ".join(
+            f"{k}={v!r}" for k, v in vars(self).items() if k not in ("calls", "last_applied")
+        )
         return f"{type(self).__name__}({fields})"
 
 
@@ -117,12 +123,18 @@ class SDAug(Augmentation):
 
     name = "sdaug"
 
-    def __init__(self, seed: int = 0, p_enhance: float = 0.5, p_smooth: float = 0.5,
-                 p_noise: float = 0.3, p_jpeg: float = 0.7,
-                 factor_range: tuple[float, float] = (0.5, 1.5),
-                 kernel_range: tuple[int, int] = (3, 15),
-                 sigma_range: tuple[float, float] = (0.0, 50.0),
-                 quality_range: tuple[int, int] = (10, 95)):
+    def __init__(
+        self,
+        seed: int = 0,
+        p_enhance: float = 0.5,
+        p_smooth: float = 0.5,
+        p_noise: float = 0.3,
+        p_jpeg: float = 0.7,
+        factor_range: tuple[float, float] = (0.5, 1.5),
+        kernel_range: tuple[int, int] = (3, 15),
+        sigma_range: tuple[float, float] = (0.0, 50.0),
+        quality_range: tuple[int, int] = (10, 95),
+    ):
         super().__init__(seed)
         if kernel_range[0] % 2 == 0 or kernel_range[1] % 2 == 0:
             raise ValueError(f"kernel_range must have odd ends, got {kernel_range}")
@@ -147,7 +159,8 @@ class SDAug(Augmentation):
             enhance=(enhance_kind, factor) if fires[0] else None,
             smooth=(smooth_kind, kernel) if fires[1] else None,
             noise_sigma=sigma if fires[2] else None,
-            jpeg_quality=quality if fires[3] else None)
+            jpeg_quality=quality if fires[3] else None,
+        )
 
 
 @AUGMENTATIONS.register("daug")
@@ -162,17 +175,26 @@ class DAug(Augmentation):
 
     name = "daug"
 
-    def __init__(self, seed: int = 0, factor: float = 1.25, kernel: int = 9,
-                 sigma: float = 25.0, quality: int = 52):
+    def __init__(
+        self,
+        seed: int = 0,
+        factor: float = 1.25,
+        kernel: int = 9,
+        sigma: float = 25.0,
+        quality: int = 52,
+    ):
         super().__init__(seed)
         if kernel % 2 == 0:
             raise ValueError(f"kernel must be odd, got {kernel}")
         self.factor, self.kernel, self.sigma, self.quality = factor, kernel, sigma, quality
 
     def plan(self, rng):
-        return AugmentPlan(enhance=(ENHANCE_KINDS[int(rng.integers(2))], self.factor),
-                           smooth=(SMOOTH_KINDS[int(rng.integers(2))], self.kernel),
-                           noise_sigma=self.sigma, jpeg_quality=self.quality)
+        return AugmentPlan(
+            enhance=(ENHANCE_KINDS[int(rng.integers(2))], self.factor),
+            smooth=(SMOOTH_KINDS[int(rng.integers(2))], self.kernel),
+            noise_sigma=self.sigma,
+            jpeg_quality=self.quality,
+        )
 
 
 def create_augment(name: str | None, **kwargs) -> Augmentation:

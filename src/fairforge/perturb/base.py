@@ -12,6 +12,7 @@ encoding that :mod:`fairforge.video.ops` runs on whole clips; called on an image
 :class:`VideoOnlyOperation`. Variant names (``{op}@{level}``) and whether a variant can run
 here are the business of :mod:`fairforge.perturb.variants`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 
 from fairforge.registry import Registry
 
-OPERATIONS: Registry[type["Operation"]] = Registry("operation")
+OPERATIONS: Registry[type[Operation]] = Registry("operation")
 
 KINDS = ("image", "video")
 
@@ -81,8 +82,7 @@ class Operation:
         if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
             raise InvalidLevel(f"{self.name}: level must be an integer, got {level!r}")
         if int(level) not in self.levels:
-            raise InvalidLevel(
-                f"{self.name}: level {level} is not one of {list(self.levels)}")
+            raise InvalidLevel(f"{self.name}: level {level} is not one of {list(self.levels)}")
         self.level = int(level)
         self.param = self.params[self.levels.index(self.level)] if self.params else self.level
 
@@ -129,7 +129,8 @@ class VideoOperation(Operation):
     def apply(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         raise VideoOnlyOperation(
             f"{self.name}@{self.level} is a video operation ({self.description}, via ffmpeg); "
-            "it applies to video files in the video pipeline, not to single images")
+            "it applies to video files in the video pipeline, not to single images"
+        )
 
 
 def register(cls: type[Operation]) -> type[Operation]:
@@ -140,8 +141,9 @@ def register(cls: type[Operation]) -> type[Operation]:
         raise TypeError(f"{cls.name}: kind {cls.kind!r} is not one of {KINDS}")
     if cls.params and len(cls.params) != len(cls.levels):
         raise TypeError(f"{cls.name}: params and levels differ in length")
-    return OPERATIONS.register(cls.name, cls, kind=cls.kind, category=cls.category,
-                               levels=tuple(cls.levels))
+    return OPERATIONS.register(
+        cls.name, cls, kind=cls.kind, category=cls.category, levels=tuple(cls.levels)
+    )
 
 
 def get_op_class(name: str) -> type[Operation]:
@@ -165,8 +167,7 @@ def create_op(name: str, level: int, **options: Any) -> Operation:
         op = cls(level, **options)
     except TypeError as err:
         if options and "argument" in str(err):
-            raise PerturbationError(
-                f"{name}: unsupported option(s) {sorted(options)}") from None
+            raise PerturbationError(f"{name}: unsupported option(s) {sorted(options)}") from None
         raise
     op.check_available()
     return op

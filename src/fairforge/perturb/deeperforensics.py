@@ -3,13 +3,14 @@
 Follows the reference implementation (colour work in YCbCr normalised to [0, 1]).
 ``df_video_compression`` needs a video file: it is a video operation (video_ops.py).
 """
+
 from __future__ import annotations
 
 import cv2
 import numpy as np
 
-from fairforge.perturb.ops import gaussian_blur, to_uint8
 from fairforge.perturb.base import Operation, register
+from fairforge.perturb.ops import gaussian_blur, to_uint8
 
 # df_block places 8x8 blocks on the reference side; other sizes scale the block side so that
 # the covered fraction of the image does not depend on resolution.
@@ -65,7 +66,7 @@ class DfBlock(Operation):
         lefts = rng.integers(0, w - side + 1, size=self.param)
         out = image.copy()
         for top, left in zip(tops, lefts):
-            out[top:top + side, left:left + side] = BLOCK_GREY
+            out[top : top + side, left : left + side] = BLOCK_GREY
         return out
 
 
@@ -101,7 +102,7 @@ class DfPixelate(Operation):
 
     def apply(self, image, rng):
         h, w = image.shape[:2]
-        small = cv2.resize(image, (max(1, w // self.param), max(1, h // self.param)),
-                           interpolation=cv2.INTER_AREA)
+        small = cv2.resize(
+            image, (max(1, w // self.param), max(1, h // self.param)), interpolation=cv2.INTER_AREA
+        )
         return cv2.resize(small, (w, h), interpolation=cv2.INTER_NEAREST)
-

@@ -5,6 +5,7 @@ orientation, growing with distance), sampling on fewer pixels (the face ends 64/
 px wide), sensor noise at that low resolution (Poisson shot noise and Gaussian read noise),
 JPEG, and finally the upsampling an encoder does to its input size (112 px by default).
 """
+
 from __future__ import annotations
 
 import math
@@ -14,18 +15,23 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from fairforge.perturb.ops import WEIGHTS_DIR, jpeg_roundtrip, to_uint8
 from fairforge.perturb.base import (
-    InvalidLevel, Operation, OperationUnavailable, check_image, register)
+    InvalidLevel,
+    Operation,
+    OperationUnavailable,
+    check_image,
+    register,
+)
+from fairforge.perturb.ops import WEIGHTS_DIR, jpeg_roundtrip, to_uint8
 
 
 @dataclass(frozen=True)
 class FarStep:
-    face_px: int         # face width after downsampling
-    blur_sigma: float    # mean optical blur, in low-resolution pixels
-    noise_sigma: float   # Gaussian read noise, grey levels at low resolution
-    photons: float       # Poisson shot noise: expected photon count at white (mid-grey
-                         # std = 255 * sqrt(0.5 / photons): 2.9 .. 9 grey levels)
+    face_px: int  # face width after downsampling
+    blur_sigma: float  # mean optical blur, in low-resolution pixels
+    noise_sigma: float  # Gaussian read noise, grey levels at low resolution
+    photons: float  # Poisson shot noise: expected photon count at white (mid-grey
+    # std = 255 * sqrt(0.5 / photons): 2.9 .. 9 grey levels)
     jpeg_quality: int
 
 
@@ -37,7 +43,7 @@ FAR_SCHEDULE: dict[int, FarStep] = {
     5: FarStep(12, 0.7, 20.0, 400.0, 40),
 }
 ANISOTROPY = (0.7, 1.3)  # each blur axis is the mean sigma times a factor in this range
-WORK_OVERSAMPLING = 4    # blur at 4x the final low resolution: cheap and still smooth
+WORK_OVERSAMPLING = 4  # blur at 4x the final low resolution: cheap and still smooth
 
 
 def anisotropic_gaussian_kernel(sigma_x: float, sigma_y: float, theta: float) -> np.ndarray:
@@ -55,9 +61,13 @@ def _size_for(width: int, height: int, target_width: int) -> tuple[int, int]:
     return target_width, max(1, round(target_width * height / width))
 
 
-def far_degrade(image: np.ndarray, distance: int, rng: np.random.Generator,
-                out_size: int | tuple[int, int] | None = 112,
-                face_fraction: float = 1.0) -> np.ndarray:
+def far_degrade(
+    image: np.ndarray,
+    distance: int,
+    rng: np.random.Generator,
+    out_size: int | tuple[int, int] | None = 112,
+    face_fraction: float = 1.0,
+) -> np.ndarray:
     """Degrade a face crop as if seen at ``distance`` (1 near .. 5 far).
 
     ``face_fraction`` is the share of the crop width the face spans (aligned crops carry a
@@ -111,8 +121,7 @@ class Far(Operation):
         self.face_fraction = float(face_fraction)
 
     def apply(self, image, rng):
-        return far_degrade(image, self.level, rng, out_size=None,
-                           face_fraction=self.face_fraction)
+        return far_degrade(image, self.level, rng, out_size=None, face_fraction=self.face_fraction)
 
 
 @register
@@ -134,7 +143,8 @@ class FarLearned(Operation):
             raise OperationUnavailable(
                 f"far_learned is unavailable: high-to-low generator checkpoint not found at "
                 f"{self.weights} (train it, or set perturb options far_learned.weights)",
-                self.weights)
+                self.weights,
+            )
 
     def apply(self, image, rng):
         # Imported on first use: torch (see ops.LearnedCompression.apply).
@@ -142,5 +152,6 @@ class FarLearned(Operation):
 
         self.check_available()
         h, w = image.shape[:2]
-        return apply_generator(cached_generator(self.weights, self.device), image, rng,
-                               out_size=(w, h))
+        return apply_generator(
+            cached_generator(self.weights, self.device), image, rng, out_size=(w, h)
+        )

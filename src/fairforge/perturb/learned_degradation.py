@@ -6,6 +6,7 @@ plus an MSE term to the 4x average-pooled input that keeps content and colour in
 (docs/perturbations.md section 5). ``train_high_to_low`` writes a checkpoint (state dicts and the
 config, loadable with ``torch.load(..., weights_only=True)``) and a PNG sample sheet.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,8 +44,10 @@ class ResidualBlock(nn.Module):
     def __init__(self, channels: int):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Conv2d(channels, channels, 3, padding=1), nn.LeakyReLU(0.2),
-            nn.Conv2d(channels, channels, 3, padding=1))
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(channels, channels, 3, padding=1),
+        )
 
     def forward(self, x):
         return x + self.body(x)
@@ -86,9 +89,13 @@ class LowResDiscriminator(nn.Module):
         super().__init__()
         c = channels
         self.features = nn.Sequential(
-            spectral_norm(nn.Conv2d(3, c, 3, padding=1)), nn.LeakyReLU(0.2),
-            spectral_norm(nn.Conv2d(c, 2 * c, 4, stride=2, padding=1)), nn.LeakyReLU(0.2),
-            spectral_norm(nn.Conv2d(2 * c, 4 * c, 4, stride=2, padding=1)), nn.LeakyReLU(0.2))
+            spectral_norm(nn.Conv2d(3, c, 3, padding=1)),
+            nn.LeakyReLU(0.2),
+            spectral_norm(nn.Conv2d(c, 2 * c, 4, stride=2, padding=1)),
+            nn.LeakyReLU(0.2),
+            spectral_norm(nn.Conv2d(2 * c, 4 * c, 4, stride=2, padding=1)),
+            nn.LeakyReLU(0.2),
+        )
         self.score = spectral_norm(nn.Linear(4 * c * 4 * 4, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -96,6 +103,7 @@ class LowResDiscriminator(nn.Module):
 
 
 # --- data -----------------------------------------------------------------------------------
+
 
 def _image_paths(folder: str | Path) -> list[Path]:
     folder = Path(folder)
@@ -140,6 +148,7 @@ def _batch(faces: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray
 
 # --- training -------------------------------------------------------------------------------
 
+
 @dataclass
 class TrainResult:
     checkpoint: Path
@@ -153,10 +162,17 @@ def _resolve_device(device: str | None) -> torch.device:
     return torch.device(device)
 
 
-def train_high_to_low(high_dir: str | Path, low_dir: str | Path, out_ckpt: str | Path,
-                      steps: int = 2000, seed: int = 0, batch_size: int = 16,
-                      device: str | None = "auto", config: HighToLowConfig | None = None,
-                      sample_sheet: str | Path | None = None) -> TrainResult:
+def train_high_to_low(
+    high_dir: str | Path,
+    low_dir: str | Path,
+    out_ckpt: str | Path,
+    steps: int = 2000,
+    seed: int = 0,
+    batch_size: int = 16,
+    device: str | None = "auto",
+    config: HighToLowConfig | None = None,
+    sample_sheet: str | Path | None = None,
+) -> TrainResult:
     """Train the generator from two unpaired folders and save it to ``out_ckpt``.
 
     ``high_dir``: faces of any size (resized to 64x64); ``low_dir``: real low-resolution
@@ -181,8 +197,9 @@ def train_high_to_low(high_dir: str | Path, low_dir: str | Path, out_ckpt: str |
         rng = rng_for("high_to_low", seed, "step", step)
         x = _to_tensor(_batch(high, rng, batch_size), dev)
         real = _to_tensor(_batch(low, rng, batch_size), dev)
-        z = torch.from_numpy(rng.standard_normal((batch_size, config.noise_dim),
-                                                 dtype=np.float32)).to(dev)
+        z = torch.from_numpy(
+            rng.standard_normal((batch_size, config.noise_dim), dtype=np.float32)
+        ).to(dev)
 
         fake = gen(x, z)
         d_loss = F.relu(1.0 - disc(real)).mean() + F.relu(1.0 + disc(fake.detach())).mean()
@@ -209,9 +226,15 @@ def train_high_to_low(high_dir: str | Path, low_dir: str | Path, out_ckpt: str |
         "generator": {k: v.cpu() for k, v in gen.state_dict().items()},
         "discriminator": {k: v.cpu() for k, v in disc.state_dict().items()},
         "config": cfg,
-        "train": {"steps": steps, "seed": seed, "batch_size": batch_size,
-                  "high_dir": str(high_dir), "low_dir": str(low_dir),
-                  "n_high": len(high), "n_low": len(low)},
+        "train": {
+            "steps": steps,
+            "seed": seed,
+            "batch_size": batch_size,
+            "high_dir": str(high_dir),
+            "low_dir": str(low_dir),
+            "n_high": len(high),
+            "n_low": len(low),
+        },
         "history": history,
     }
     tmp = out_ckpt.with_name(out_ckpt.name + ".tmp")
@@ -224,8 +247,9 @@ def train_high_to_low(high_dir: str | Path, low_dir: str | Path, out_ckpt: str |
 
 
 @torch.no_grad()
-def sample_sheet_image(gen: HighToLowGenerator, high: np.ndarray, low: np.ndarray,
-                       seed: int = 0) -> np.ndarray:
+def sample_sheet_image(
+    gen: HighToLowGenerator, high: np.ndarray, low: np.ndarray, seed: int = 0
+) -> np.ndarray:
     """Rows: high-res inputs, their 4x average pools, generated low-res, real low-res.
 
     Low-res tiles are shown at 64 px with nearest neighbour so their pixels stay visible.
@@ -233,14 +257,14 @@ def sample_sheet_image(gen: HighToLowGenerator, high: np.ndarray, low: np.ndarra
     dev = next(gen.parameters()).device
     x = _to_tensor(high, dev)
     rng = rng_for("high_to_low", seed, "sheet")
-    z = torch.from_numpy(rng.standard_normal((len(high), gen.noise_dim),
-                                             dtype=np.float32)).to(dev)
+    z = torch.from_numpy(rng.standard_normal((len(high), gen.noise_dim), dtype=np.float32)).to(dev)
     rows = [high, _to_images(F.avg_pool2d(x, 4)), _to_images(gen(x, z)), low]
     width = max(len(r) for r in rows)
 
     def tile_row(images: np.ndarray) -> np.ndarray:
-        tiles = [cv2.resize(im, (HIGH_SIZE, HIGH_SIZE), interpolation=cv2.INTER_NEAREST)
-                 for im in images]
+        tiles = [
+            cv2.resize(im, (HIGH_SIZE, HIGH_SIZE), interpolation=cv2.INTER_NEAREST) for im in images
+        ]
         tiles += [np.zeros((HIGH_SIZE, HIGH_SIZE, 3), np.uint8)] * (width - len(tiles))
         return np.concatenate(tiles, axis=1)
 
@@ -249,13 +273,16 @@ def sample_sheet_image(gen: HighToLowGenerator, high: np.ndarray, low: np.ndarra
 
 # --- loading and applying -------------------------------------------------------------------
 
+
 def load_generator(path: str | Path, device: str | None = "cpu") -> HighToLowGenerator:
     """The generator of a checkpoint written by :func:`train_high_to_low`."""
     path = Path(path)
     if not path.is_file():
         raise OperationUnavailable(
             f"high-to-low generator checkpoint not found at {path} (train it with "
-            "train_high_to_low, or set the path of an existing checkpoint)", path)
+            "train_high_to_low, or set the path of an existing checkpoint)",
+            path,
+        )
     payload = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(payload, dict) or "generator" not in payload or "config" not in payload:
         raise ValueError(f"{path} is not a high-to-low generator checkpoint")
@@ -266,8 +293,12 @@ def load_generator(path: str | Path, device: str | None = "cpu") -> HighToLowGen
 
 
 @torch.no_grad()
-def apply_generator(gen: HighToLowGenerator, image: np.ndarray, rng: np.random.Generator,
-                    out_size: int | tuple[int, int] | None = None) -> np.ndarray:
+def apply_generator(
+    gen: HighToLowGenerator,
+    image: np.ndarray,
+    rng: np.random.Generator,
+    out_size: int | tuple[int, int] | None = None,
+) -> np.ndarray:
     """Degrade one uint8 RGB face: resize to 64x64, generate 16x16, optionally upsample.
 
     ``out_size``: ``None`` returns the 16x16 result, an int a square of that side, a pair
@@ -282,7 +313,6 @@ def apply_generator(gen: HighToLowGenerator, image: np.ndarray, rng: np.random.G
         return low
     size = (out_size, out_size) if isinstance(out_size, int) else tuple(map(int, out_size))
     return cv2.resize(low, size, interpolation=cv2.INTER_CUBIC)
-
 
 
 @functools.lru_cache(maxsize=4)

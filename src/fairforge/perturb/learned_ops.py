@@ -5,6 +5,7 @@ KAIR / DnCNN-PyTorch style ``<prefix>.<index>.<param>`` keys), so neither Compre
 training repositories are needed. Weights come from configured paths and are loaded with
 ``torch.load(..., weights_only=True)``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,7 +43,7 @@ def _tensor_to_image(x: torch.Tensor) -> np.ndarray:
 # --- bmshj2018-factorized -----------------------------------------------------------------
 
 # CompressAI stores GDN's beta and gamma reparametrised: value = max(p, bound)^2 - pedestal.
-_PEDESTAL = 2.0 ** -36
+_PEDESTAL = 2.0**-36
 _BETA_MIN = 1e-6
 
 
@@ -77,10 +78,18 @@ class FactorizedPriorCodec(nn.Module):
 
     def __init__(self, n: int, m: int):
         super().__init__()
-        self.g_a = nn.Sequential(_conv(3, n), GDN(n), _conv(n, n), GDN(n), _conv(n, n), GDN(n),
-                                 _conv(n, m))
-        self.g_s = nn.Sequential(_deconv(m, n), GDN(n, True), _deconv(n, n), GDN(n, True),
-                                 _deconv(n, n), GDN(n, True), _deconv(n, 3))
+        self.g_a = nn.Sequential(
+            _conv(3, n), GDN(n), _conv(n, n), GDN(n), _conv(n, n), GDN(n), _conv(n, m)
+        )
+        self.g_s = nn.Sequential(
+            _deconv(m, n),
+            GDN(n, True),
+            _deconv(n, n),
+            GDN(n, True),
+            _deconv(n, n),
+            GDN(n, True),
+            _deconv(n, 3),
+        )
         self.register_buffer("medians", torch.zeros(m))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -97,15 +106,15 @@ def codec_from_compressai(state: dict[str, torch.Tensor]) -> FactorizedPriorCode
     """Build the codec from a CompressAI ``FactorizedPrior`` state dict."""
     try:
         n, m = state["g_a.0.weight"].shape[0], state["g_a.6.weight"].shape[0]
-        quantiles = state.get("entropy_bottleneck.quantiles",
-                              state.get("entropy_bottleneck._quantiles"))
+        quantiles = state.get(
+            "entropy_bottleneck.quantiles", state.get("entropy_bottleneck._quantiles")
+        )
         if quantiles is None:
             raise KeyError("entropy_bottleneck.quantiles")
     except KeyError as err:
         raise ValueError(f"not a bmshj2018-factorized state dict: missing {err}") from None
     codec = FactorizedPriorCodec(n, m)
-    own = {k: v for k, v in state.items() if k.startswith(("g_a.", "g_s."))
-           and "reparam" not in k}
+    own = {k: v for k, v in state.items() if k.startswith(("g_a.", "g_s.")) and "reparam" not in k}
     for prefix in _gdn_keys(state):
         for name, minimum in (("beta", _BETA_MIN), ("gamma", 0.0)):
             bound = state.get(f"{prefix}.{name}_reparam.lower_bound.bound")

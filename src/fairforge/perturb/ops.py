@@ -6,6 +6,7 @@ the natural parameter:
 ``jpeg`` (quality 95, 80, 60, 45, 30), ``gaussian_blur`` (kernel 3..11) and
 ``learned_compression`` (CompressAI quality 1..8). ``params`` lists what each level means.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,6 @@ import cv2
 import numpy as np
 
 from fairforge.perturb.base import Operation, OperationUnavailable, PerturbationError, register
-
 
 # Relative to the working directory (the workflow root) unless the config gives a path.
 WEIGHTS_DIR = Path("weights")
@@ -32,6 +32,7 @@ def default_weights_path(op: str, level: int | None = None) -> Path:
 
 # --- pixel helpers shared with augment.py and distance.py --------------------------------
 
+
 def to_uint8(values: np.ndarray) -> np.ndarray:
     """Round and clip float pixels to uint8."""
     return np.clip(np.rint(values), 0, 255).astype(np.uint8)
@@ -44,8 +45,9 @@ def add_gaussian_noise(image: np.ndarray, sigma: float, rng: np.random.Generator
     return to_uint8(image.astype(np.float32) + noise)
 
 
-def add_poisson_gaussian_noise(image: np.ndarray, a: float, b: float,
-                               rng: np.random.Generator) -> np.ndarray:
+def add_poisson_gaussian_noise(
+    image: np.ndarray, a: float, b: float, rng: np.random.Generator
+) -> np.ndarray:
     """Signal-dependent noise on x in [0, 1]: ``a * Poisson(x / a) + N(0, b^2)``."""
     x = image.astype(np.float32) / 255.0
     shot = rng.poisson(x / a).astype(np.float32) * np.float32(a) if a > 0 else x
@@ -55,8 +57,9 @@ def add_poisson_gaussian_noise(image: np.ndarray, a: float, b: float,
 
 def encode_jpeg(image: np.ndarray, quality: int) -> bytes:
     """JPEG bytes of an RGB image (OpenCV's libjpeg, 4:2:0 chroma subsampling)."""
-    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR),
-                           [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    ok, buf = cv2.imencode(
+        ".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, int(quality)]
+    )
     if not ok:
         raise RuntimeError(f"JPEG encoding failed at quality {quality}")
     return buf.tobytes()
@@ -67,16 +70,16 @@ def jpeg_roundtrip(image: np.ndarray, quality: int) -> np.ndarray:
     return cv2.cvtColor(cv2.imdecode(data, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
-def resize_roundtrip(image: np.ndarray, scale: float,
-                     up: int = cv2.INTER_CUBIC) -> np.ndarray:
+def resize_roundtrip(image: np.ndarray, scale: float, up: int = cv2.INTER_CUBIC) -> np.ndarray:
     """Down by ``scale`` then back to the original size.
 
     INTER_AREA on the way down integrates over the source pixels, as a camera or an
     antialiased (PIL-style) bicubic resize does; plain cv2 bicubic would alias instead.
     """
     h, w = image.shape[:2]
-    small = cv2.resize(image, (max(1, round(w * scale)), max(1, round(h * scale))),
-                       interpolation=cv2.INTER_AREA)
+    small = cv2.resize(
+        image, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA
+    )
     return cv2.resize(small, (w, h), interpolation=up)
 
 
@@ -94,6 +97,7 @@ def lut(image: np.ndarray, table: np.ndarray) -> np.ndarray:
 
 
 # --- noise --------------------------------------------------------------------------------
+
 
 @register
 class GaussianNoise(Operation):
@@ -124,6 +128,7 @@ class PoissonGaussianNoise(Operation):
 
 
 # --- resizing and compression -------------------------------------------------------------
+
 
 @register
 class Resize(Operation):
@@ -160,8 +165,11 @@ class LearnedCompression(Operation):
 
     def __init__(self, level: int, weights: str | Path | None = None, device: str = "cpu"):
         super().__init__(level)
-        self.weights = (Path(str(weights).format(quality=self.level)) if weights
-                        else default_weights_path(self.name, self.level))
+        self.weights = (
+            Path(str(weights).format(quality=self.level))
+            if weights
+            else default_weights_path(self.name, self.level)
+        )
         self.device = device
 
     def check_available(self) -> None:
@@ -170,7 +178,8 @@ class LearnedCompression(Operation):
                 f"learned_compression@{self.level} is unavailable: CompressAI "
                 f"bmshj2018-factorized weights for quality {self.level} not found at "
                 f"{self.weights} (set perturb options learned_compression.weights)",
-                self.weights)
+                self.weights,
+            )
 
     def apply(self, image, rng):
         # Imported on first use: the module loads torch (about 2 s), and importing
@@ -182,6 +191,7 @@ class LearnedCompression(Operation):
 
 
 # --- denoising and blur -------------------------------------------------------------------
+
 
 @register
 class GaussianBlur(Operation):
@@ -206,8 +216,13 @@ class Denoise(Operation):
     params = (3.0, 6.0, 9.0, 13.0, 18.0)  # NLM h (luma and chroma)
     modes: ClassVar[tuple[str, ...]] = ("nlm", "dncnn")
 
-    def __init__(self, level: int, mode: str | None = None,
-                 weights: str | Path | None = None, device: str = "cpu"):
+    def __init__(
+        self,
+        level: int,
+        mode: str | None = None,
+        weights: str | Path | None = None,
+        device: str = "cpu",
+    ):
         super().__init__(level)
         self.mode = mode or ("dncnn" if weights else "nlm")
         if self.mode not in self.modes:
@@ -220,7 +235,8 @@ class Denoise(Operation):
             raise OperationUnavailable(
                 f"denoise@{self.level} (dncnn) is unavailable: DnCNN weights not found at "
                 f"{self.weights} (set perturb options denoise.weights, or use mode 'nlm')",
-                self.weights)
+                self.weights,
+            )
 
     def apply(self, image, rng):
         if self.mode == "nlm":
@@ -236,6 +252,7 @@ class Denoise(Operation):
 
 
 # --- enhancement --------------------------------------------------------------------------
+
 
 @register
 class Brightness(Operation):
@@ -270,6 +287,7 @@ class Gamma(Operation):
 
 # --- colour -------------------------------------------------------------------------------
 
+
 @register
 class Grayscale(Operation):
     name = "grayscale"
@@ -281,6 +299,7 @@ class Grayscale(Operation):
 
 
 # --- combinations: level L applies each part at its own L-th level -----------------------
+
 
 class Combination(Operation):
     category = "combination"

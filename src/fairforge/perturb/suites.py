@@ -1,19 +1,41 @@
 """Named variant lists, as data: every op of a suite at each of its levels, mildest first."""
+
 from __future__ import annotations
 
 from fairforge.perturb.variants import CLEAN, variants_of
 
 ASSESSMENT_OPS = (
-    "gaussian_noise", "poisson_gaussian_noise", "resize", "jpeg", "learned_compression",
-    "gaussian_blur", "denoise", "brightness", "contrast", "gamma",
-    "jpeg+gaussian_noise", "blur+jpeg", "resize+noise+jpeg", "grayscale",
+    "gaussian_noise",
+    "poisson_gaussian_noise",
+    "resize",
+    "jpeg",
+    "learned_compression",
+    "gaussian_blur",
+    "denoise",
+    "brightness",
+    "contrast",
+    "gamma",
+    "jpeg+gaussian_noise",
+    "blur+jpeg",
+    "resize+noise+jpeg",
+    "grayscale",
 )
-DF_IMAGE_OPS = ("df_saturation", "df_contrast", "df_block", "df_noise", "df_blur",
-                "df_pixelate")
+DF_IMAGE_OPS = ("df_saturation", "df_contrast", "df_block", "df_noise", "df_blur", "df_pixelate")
 # The order of the table in video_ops.py.
-VIDEO_OPS = ("vid_h264", "df_video_compression", "vid_hflip", "vid_vflip", "vid_vintage",
-             "vid_grayscale", "vid_lighten", "vid_darken", "vid_contrast", "vid_noise",
-             "vid_scale", "vid_stretch")
+VIDEO_OPS = (
+    "vid_h264",
+    "df_video_compression",
+    "vid_hflip",
+    "vid_vflip",
+    "vid_vintage",
+    "vid_grayscale",
+    "vid_lighten",
+    "vid_darken",
+    "vid_contrast",
+    "vid_noise",
+    "vid_scale",
+    "vid_stretch",
+)
 
 # learned_compression stays in the default suite: without weights its variants are reported
 # as unavailable (variants.unavailable_reason), never silently dropped.

@@ -16,15 +16,24 @@ variant (:func:`is_video_variant`), and whether it can run here (:func:`unavaila
 does not have is a configuration error and raises; an operation whose weights are missing
 is not, it is reported unavailable with the path it expected.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from fairforge.perturb.base import (OPERATIONS, Operation, OperationUnavailable,
-                                    PerturbationError, check_image, create_op, get_op_class)
+from fairforge.perturb.base import (
+    OPERATIONS,
+    Operation,
+    OperationUnavailable,
+    PerturbationError,
+    check_image,
+    create_op,
+    get_op_class,
+)
 from fairforge.seeding import rng_for
 
 CLEAN = "clean"
@@ -43,7 +52,8 @@ def parse_variant(variant: str) -> tuple[str, int]:
     match = _VARIANT.match(variant.strip()) if isinstance(variant, str) else None
     if match is None:
         raise PerturbationError(
-            f"variant {variant!r} is not of the form '{{op}}@{{level}}' (e.g. 'jpeg@60')")
+            f"variant {variant!r} is not of the form '{{op}}@{{level}}' (e.g. 'jpeg@60')"
+        )
     return match.group(1), int(match.group(2))
 
 
@@ -84,8 +94,9 @@ def op_for_variant(variant: str, options: Options | None = None) -> Operation | 
     return create_op(name, level, **_options_for(name, options))
 
 
-def apply_variant(image: np.ndarray, variant: str, sample_id: str,
-                  options: Options | None = None) -> np.ndarray:
+def apply_variant(
+    image: np.ndarray, variant: str, sample_id: str, options: Options | None = None
+) -> np.ndarray:
     """Apply a variant to one image, seeded by ``(sample_id, variant)``.
 
     ``clean`` returns the image itself (checked, not copied); a video variant raises

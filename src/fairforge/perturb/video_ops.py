@@ -26,6 +26,7 @@ The filter chains are part of the cache key of a perturbed clip, so their exact 
 (types included: ``0`` is not ``0.0``) must not change without bumping
 ``fairforge.video.ops.CACHE_VERSION``.
 """
+
 from __future__ import annotations
 
 from fairforge.perturb.base import VideoOperation, register
@@ -138,7 +139,7 @@ class Noise(VideoOperation):
 
     def filters(self, seed):
         # ffmpeg's noise seed is a 31-bit int; allf=t draws new noise on every frame.
-        return [("noise", (), {"alls": self.param, "allf": "t", "all_seed": seed % (2 ** 31)})]
+        return [("noise", (), {"alls": self.param, "allf": "t", "all_seed": seed % (2**31)})]
 
 
 @register
@@ -153,8 +154,13 @@ class Scale(VideoOperation):
     def filters(self, seed):
         # Even sides keep the result encodable as yuv420p when re-encoded with crf=.
         f = self.param
-        return [("scale", (f"max(2,trunc(iw*{f}/2)*2)", f"max(2,trunc(ih*{f}/2)*2)"),
-                 {"flags": "bicubic"})]
+        return [
+            (
+                "scale",
+                (f"max(2,trunc(iw*{f}/2)*2)", f"max(2,trunc(ih*{f}/2)*2)"),
+                {"flags": "bicubic"},
+            )
+        ]
 
 
 @register
@@ -167,7 +173,7 @@ class Stretch(VideoOperation):
     description = "aspect ratio stretched: width x 4/3"
 
     def filters(self, seed):
-        return [("scale", (f"trunc(iw*{self.param}/2)*2", "trunc(ih/2)*2"),
-                 {"flags": "bicubic"}),
-                ("setsar", ("1",), {})]
-
+        return [
+            ("scale", (f"trunc(iw*{self.param}/2)*2", "trunc(ih/2)*2"), {"flags": "bicubic"}),
+            ("setsar", ("1",), {}),
+        ]

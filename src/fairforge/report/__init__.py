@@ -8,13 +8,27 @@ and a verdict.
 - :mod:`.html`: building the page (:func:`build_report`, :func:`write_report`).
 - :mod:`.figures`: the report's figures (imported on its own: it needs matplotlib).
 """
-from fairforge.report.inputs import (caption_path, caption_text, ranking_enabled, read_input,
-                                     report_inputs)
-from fairforge.report.verdict import ALPHA, VERDICT_METRICS, exposure_verdict, verdict
+
 from fairforge.report.html import build_report, write_report
+from fairforge.report.inputs import (
+    caption_path,
+    caption_text,
+    ranking_enabled,
+    read_input,
+    report_inputs,
+)
+from fairforge.report.verdict import ALPHA, VERDICT_METRICS, exposure_verdict, verdict
 
 __all__ = [
-    "ALPHA", "VERDICT_METRICS", "build_report", "caption_path",
-    "caption_text", "exposure_verdict", "ranking_enabled", "read_input", "report_inputs",
-    "verdict", "write_report",
+    "ALPHA",
+    "VERDICT_METRICS",
+    "build_report",
+    "caption_path",
+    "caption_text",
+    "exposure_verdict",
+    "ranking_enabled",
+    "read_input",
+    "report_inputs",
+    "verdict",
+    "write_report",
 ]

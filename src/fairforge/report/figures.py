@@ -4,10 +4,11 @@ Figures are built with :class:`matplotlib.figure.Figure` (no pyplot state, Agg c
 saved by :func:`fairforge.plotting.save_png`, so the same tables give the same bytes. Every
 function takes a table and an output path and returns the path.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ PANEL = (4.0, 3.0)  # inches per panel
 
 def _colours(names: Sequence[str]) -> dict[str, tuple]:
     from matplotlib import colormaps
+
     cmap = colormaps["tab10"]
     return {n: cmap(i % 10) for i, n in enumerate(names)}
 
@@ -43,8 +45,13 @@ def _message(path: str | Path, text: str) -> Path:
 
 # --------------------------------------------------------------------------- robustness
 
-def robustness_figure(robustness: pd.DataFrame, path: str | Path,
-                      twins: Sequence[tuple[str, str]] = (), metric: str = "AUC") -> Path:
+
+def robustness_figure(
+    robustness: pd.DataFrame,
+    path: str | Path,
+    twins: Sequence[tuple[str, str]] = (),
+    metric: str = "AUC",
+) -> Path:
     """AUC against severity, one panel per operation (rows: datasets), one line per detector.
 
     Severity 0 is ``clean``. A detector's SDAug-trained twin (``twins``: (base, twin) pairs)
@@ -73,24 +80,31 @@ def robustness_figure(robustness: pd.DataFrame, path: str | Path,
                 x = np.r_[0, line["severity"].to_numpy(float)]
                 y = np.r_[clean.get(detector, np.nan), line[metric].to_numpy(float)]
                 base = twin_of.get(detector, detector)
-                ax.plot(x, y, marker="o", ms=3, color=colours.get(base, "k"),
-                        linestyle="--" if detector in twin_of else "-",
-                        label=f"{detector} (SDAug twin of {base})" if detector in twin_of
-                        else detector)
-            ax.set_xticks(np.r_[0, levels["severity"].to_numpy(float)],
-                          ["clean", *[f"{lv:g}" for lv in levels["level"]]])
+                ax.plot(
+                    x,
+                    y,
+                    marker="o",
+                    ms=3,
+                    color=colours.get(base, "k"),
+                    linestyle="--" if detector in twin_of else "-",
+                    label=f"{detector} (SDAug twin of {base})" if detector in twin_of else detector,
+                )
+            ax.set_xticks(
+                np.r_[0, levels["severity"].to_numpy(float)],
+                ["clean", *[f"{lv:g}" for lv in levels["level"]]],
+            )
             ax.set_title(f"{op} ({dataset})" if len(datasets) > 1 else op, fontsize=10)
             ax.set_xlabel("level (mildest to strongest)")
             ax.set_ylabel(metric)
             ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)),
-               fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), fontsize=8)
     return save_png(fig, path)
 
 
 # --------------------------------------------------------------------------- fairness
+
 
 def default_heatmap_metrics(ur_denominator: str) -> list[str]:
     return ["AUC", "AADPD", f"URDEOdds_{ur_denominator}", "pooled_DEOdds"]
@@ -113,9 +127,17 @@ def fairness_heatmap(fup: pd.DataFrame, path: str | Path, metrics: Sequence[str]
         data = fup.loc[fup["dataset"] == dataset]
         for c, metric in enumerate(metrics):
             ax = axes[r, c]
-            grid = (data.pivot_table(index="detector", columns="variant", values=metric,
-                                     aggfunc="first", dropna=False)
-                    .reindex(index=detectors, columns=variants).to_numpy(float))
+            grid = (
+                data.pivot_table(
+                    index="detector",
+                    columns="variant",
+                    values=metric,
+                    aggfunc="first",
+                    dropna=False,
+                )
+                .reindex(index=detectors, columns=variants)
+                .to_numpy(float)
+            )
             if metric == "AUC":
                 vmin, vmax, cmap = 0.5, 1.0, "Greens"
             else:
@@ -125,8 +147,15 @@ def fairness_heatmap(fup: pd.DataFrame, path: str | Path, metrics: Sequence[str]
             for (i, j), value in np.ndenumerate(grid):
                 if np.isfinite(value) and grid.size <= 400:
                     dark = (value - vmin) / (vmax - vmin) > 0.6
-                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if dark else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{value:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if dark else "black",
+                    )
             ax.set_xticks(range(len(variants)), variants, rotation=60, ha="right", fontsize=8)
             ax.set_yticks(range(len(detectors)), detectors, fontsize=8)
             ax.set_title(f"{metric} ({dataset})" if len(datasets) > 1 else metric, fontsize=10)
@@ -134,8 +163,14 @@ def fairness_heatmap(fup: pd.DataFrame, path: str | Path, metrics: Sequence[str]
     return save_png(fig, path)
 
 
-def score_distributions(preds: pd.DataFrame, path: str | Path, split: str | None = "test",
-                        variant: str = CLEAN, threshold: float = 0.5, bins: int = 20) -> Path:
+def score_distributions(
+    preds: pd.DataFrame,
+    path: str | Path,
+    split: str | None = "test",
+    variant: str = CLEAN,
+    threshold: float = 0.5,
+    bins: int = 20,
+) -> Path:
     """Score histograms per group (FairFD Fig. 4): one panel per detector (rows: datasets);
     real samples solid, fakes dashed, one colour per group; the decision threshold dotted."""
     data = evaluation_rows(preds, split)
@@ -155,22 +190,28 @@ def score_distributions(preds: pd.DataFrame, path: str | Path, split: str | None
             part = data.loc[(data["dataset"] == dataset) & (data["detector"] == detector)]
             for group in groups:
                 for label, style, kind in ((0, "-", "real"), (1, "--", "fake")):
-                    scores = part.loc[(part["group"].astype(str) == group)
-                                      & (part["label"] == label), "score"].to_numpy(float)
+                    scores = part.loc[
+                        (part["group"].astype(str) == group) & (part["label"] == label), "score"
+                    ].to_numpy(float)
                     if scores.size == 0:
                         continue
                     density, _ = np.histogram(np.clip(scores, 0, 1), bins=edges, density=True)
-                    ax.stairs(density, edges, color=colours[group], linestyle=style,
-                              label=f"{group} {kind}")
+                    ax.stairs(
+                        density,
+                        edges,
+                        color=colours[group],
+                        linestyle=style,
+                        label=f"{group} {kind}",
+                    )
             ax.axvline(threshold, color="0.4", linestyle=":", lw=1)
             ax.set_xlim(0, 1)
             ax.set_xlabel("score (probability of fake)")
             ax.set_ylabel("density")
-            ax.set_title(f"{detector} ({dataset})" if len(datasets) > 1 else detector,
-                         fontsize=10)
+            ax.set_title(f"{detector} ({dataset})" if len(datasets) > 1 else detector, fontsize=10)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, max(1, len(labels))),
-               fontsize=8)
+    fig.legend(
+        handles, labels, loc="outside lower center", ncol=min(4, max(1, len(labels))), fontsize=8
+    )
     return save_png(fig, path)
 
 
@@ -189,12 +230,18 @@ def failure_figure(failures: pd.DataFrame, path: str | Path) -> Path:
     for r, dataset in enumerate(datasets):
         ax = axes[r, 0]
         data = frame.loc[frame["dataset"] == dataset]
-        rates = data.pivot_table(index="stage", columns="group", values="failure_rate",
-                                 aggfunc="first").reindex(index=stages, columns=groups)
+        rates = data.pivot_table(
+            index="stage", columns="group", values="failure_rate", aggfunc="first"
+        ).reindex(index=stages, columns=groups)
         x = np.arange(len(stages))
         for k, group in enumerate(groups):
-            ax.bar(x + (k - (len(groups) - 1) / 2) * width, rates[group].to_numpy(float),
-                   width, color=colours[group], label=group)
+            ax.bar(
+                x + (k - (len(groups) - 1) / 2) * width,
+                rates[group].to_numpy(float),
+                width,
+                color=colours[group],
+                label=group,
+            )
         ax.set_xticks(x, [s.replace("forgery:", "forgery\n") for s in stages], fontsize=8)
         ax.set_ylabel("failure rate")
         ax.set_title(f"failures per group ({dataset})", fontsize=10)
@@ -209,9 +256,14 @@ def failure_figure(failures: pd.DataFrame, path: str | Path) -> Path:
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
-def efficiency_figure(efficiency: pd.DataFrame, detection: pd.DataFrame, path: str | Path,
-                      metric: str = "AUC", variant: str = CLEAN,
-                      axes: Sequence[str] = tuple(EFFICIENCY_AXES)) -> Path:
+def efficiency_figure(
+    efficiency: pd.DataFrame,
+    detection: pd.DataFrame,
+    path: str | Path,
+    metric: str = "AUC",
+    variant: str = CLEAN,
+    axes: Sequence[str] = tuple(EFFICIENCY_AXES),
+) -> Path:
     """``metric`` on ``variant`` against each cost of ``axes`` (Benchmark paper's efficiency
     plots): one panel per cost, one point per detector and dataset, labelled with the
     detector, one colour per detector and one marker per dataset. Costs spanning more than
@@ -234,10 +286,10 @@ def efficiency_figure(efficiency: pd.DataFrame, detection: pd.DataFrame, path: s
         data = costed.dropna(subset=[cost, metric])
         for row in data.itertuples(index=False):
             x, y = float(getattr(row, cost)), float(getattr(row, metric))
-            ax.scatter([x], [y], color=colours[row.detector], marker=markers[row.dataset],
-                       s=36, zorder=3)
-            ax.annotate(row.detector, (x, y), xytext=(4, 4), textcoords="offset points",
-                        fontsize=7)
+            ax.scatter(
+                [x], [y], color=colours[row.detector], marker=markers[row.dataset], s=36, zorder=3
+            )
+            ax.annotate(row.detector, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7)
         values = data[cost].to_numpy(float)
         if len(values) and values.min() > 0 and values.max() / values.min() > 10:
             ax.set_xscale("log")
@@ -254,10 +306,18 @@ def efficiency_figure(efficiency: pd.DataFrame, detection: pd.DataFrame, path: s
         ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
         ax.grid(alpha=0.3)
     from matplotlib.lines import Line2D
-    handles = [Line2D([], [], color="0.3", marker=markers[d], linestyle="", label=d)
-               for d in datasets]
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)),
-               fontsize=8, title="dataset", title_fontsize=8)
+
+    handles = [
+        Line2D([], [], color="0.3", marker=markers[d], linestyle="", label=d) for d in datasets
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(4, len(handles)),
+        fontsize=8,
+        title="dataset",
+        title_fontsize=8,
+    )
     if untimed:
         fig.suptitle("not drawn (no network to time): " + ", ".join(untimed), fontsize=8)
     return save_png(fig, path)

@@ -6,12 +6,13 @@ as base64 PNG, tables as HTML, no external file and no timestamp, so the same re
 the same bytes. Captions are the package's ``captions/*.rst`` (the same files
 ``snakemake --report`` shows).
 """
+
 from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -20,26 +21,43 @@ from fairforge.perturb import CLEAN
 from fairforge.report.inputs import caption_text, ranking_enabled, read_input
 from fairforge.report.text import format_number, ur_convention
 from fairforge.report.verdict import ALPHA, exposure_verdict, verdict
-from fairforge.report.views import (backend_table, efficiency_report_table, encoder_facts,
-                                    failure_summary, fairness_with_uncertainty, measured_on,
-                                    per_group_accuracy, rates_with_reasons, side_by_side,
-                                    wide_pvalues)
+from fairforge.report.views import (
+    backend_table,
+    efficiency_report_table,
+    encoder_facts,
+    failure_summary,
+    fairness_with_uncertainty,
+    measured_on,
+    per_group_accuracy,
+    rates_with_reasons,
+    side_by_side,
+    wide_pvalues,
+)
+from fairforge.sources import get_adapter
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
 from fairforge.tables.forgeries import face_detection_rates, forgery_success_table
-from fairforge.sources import get_adapter
 from fairforge.tables.variants import GRAYSCALE, sorted_variants, split_variants
 
-SYNTHETIC_NOTE = ("The data is the synthetic default: groups are skin-tone bins of a synthetic "
-                  "renderer, not races. The numbers exercise the method; they say nothing "
-                  "about any detector's bias against real people.")
+SYNTHETIC_NOTE = (
+    "The data is the synthetic default: groups are skin-tone bins of a synthetic "
+    "renderer, not races. The numbers exercise the method; they say nothing "
+    "about any detector's bias against real people."
+)
 
 
 def table_html(frame: pd.DataFrame, index: bool = False, max_rows: int = 400) -> str:
     if frame is None or frame.empty:
         return '<p class="empty">(empty)</p>'
     shown = frame.head(max_rows)
-    out = shown.to_html(index=index, border=0, classes="t", na_rep="–", escape=True,
-                        float_format=format_number, justify="left")
+    out = shown.to_html(
+        index=index,
+        border=0,
+        classes="t",
+        na_rep="–",
+        escape=True,
+        float_format=format_number,
+        justify="left",
+    )
     if len(frame) > max_rows:
         out += f'<p class="note">First {max_rows} of {len(frame)} rows; the csv holds all.</p>'
     return out
@@ -57,8 +75,10 @@ def caption_html(name: str) -> str:
     """The caption ``name`` rendered to HTML by docutils."""
     from docutils.core import publish_parts
     from docutils.writers.html5_polyglot import Writer
-    parts = publish_parts(caption_text(name), writer=Writer(),
-                          settings_overrides={"report_level": 5, "halt_level": 5})
+
+    parts = publish_parts(
+        caption_text(name), writer=Writer(), settings_overrides={"report_level": 5, "halt_level": 5}
+    )
     return f'<div class="caption">{parts["body"]}</div>'
 
 
@@ -68,116 +88,185 @@ def _p(text: str, cls: str | None = None) -> str:
 
 
 def _section(anchor: str, title: str, *parts: str) -> str:
-    return f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n' + "\n".join(parts) + "</section>"
+    return (
+        f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n' + "\n".join(parts) + "</section>"
+    )
 
 
 def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> str:
     m = config.get("metrics", {})
     ur = m.get("ur_denominator", "one_plus_acc")
-    datasets = pd.DataFrame([{"dataset": name, "adapter": d.get("adapter"),
-                              "groups from": ", ".join(d.get("group_by", []) or ["group"])}
-                             for name, d in config.get("datasets", {}).items()])
+    datasets = pd.DataFrame(
+        [
+            {
+                "dataset": name,
+                "adapter": d.get("adapter"),
+                "groups from": ", ".join(d.get("group_by", []) or ["group"]),
+            }
+            for name, d in config.get("datasets", {}).items()
+        ]
+    )
     available, unavailable = split_variants(config.get("variants", [CLEAN]))
-    unavailable_frame = pd.DataFrame([{"variant": v, "reason": r} for v, r in unavailable.items()],
-                                     columns=["variant", "reason"])
+    unavailable_frame = pd.DataFrame(
+        [{"variant": v, "reason": r} for v, r in unavailable.items()], columns=["variant", "reason"]
+    )
     forgeries = [p for p in paths.get("forgeries", []) if Path(p).is_file()]
-    parts = [caption_html("run"),
-             "<h3>Datasets</h3>", table_html(datasets),
-             "<h3>Detectors</h3>", table_html(detectors),
-             "<h3>Forgeries and the backend that made them</h3>", table_html(backend_table(forgeries)),
-             "<h3>Test-time variants</h3>",
-             _p("Evaluated: " + ", ".join(available) + "."),
-             _p("Unavailable (not evaluated, see why):" if unavailable else
-                "Every configured variant was available."),
-             table_html(unavailable_frame) if unavailable else "",
-             "<h3>Conventions</h3>",
-             "<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in [
-                 f"Evaluation on the {m.get('evaluation_split', 'test')} split; the validation "
-                 "split only fits the per-group thresholds.",
-                 f"A sample is predicted fake when its score > {m.get('threshold', 0.5)}.",
-                 ur_convention(ur),
-                 f"Confidence intervals: 2.5/97.5 percentiles of {m.get('bootstrap', 0)} "
-                 "subject-level bootstrap resamples (subjects resampled within their group).",
-                 "p-values: one-sided subject-level permutation test (group labels shuffled "
-                 "across subjects): the chance of a gap at least this large if groups did not matter.",
-             ]) + "</ul>"]
+    parts = [
+        caption_html("run"),
+        "<h3>Datasets</h3>",
+        table_html(datasets),
+        "<h3>Detectors</h3>",
+        table_html(detectors),
+        "<h3>Forgeries and the backend that made them</h3>",
+        table_html(backend_table(forgeries)),
+        "<h3>Test-time variants</h3>",
+        _p("Evaluated: " + ", ".join(available) + "."),
+        _p(
+            "Unavailable (not evaluated, see why):"
+            if unavailable
+            else "Every configured variant was available."
+        ),
+        table_html(unavailable_frame) if unavailable else "",
+        "<h3>Conventions</h3>",
+        "<ul>"
+        + "".join(
+            f"<li>{html.escape(t)}</li>"
+            for t in [
+                f"Evaluation on the {m.get('evaluation_split', 'test')} split; the validation "
+                "split only fits the per-group thresholds.",
+                f"A sample is predicted fake when its score > {m.get('threshold', 0.5)}.",
+                ur_convention(ur),
+                f"Confidence intervals: 2.5/97.5 percentiles of {m.get('bootstrap', 0)} "
+                "subject-level bootstrap resamples (subjects resampled within their group).",
+                "p-values: one-sided subject-level permutation test (group labels shuffled "
+                "across subjects): the chance of a gap at least this large if groups did not matter.",
+            ]
+        )
+        + "</ul>",
+    ]
     return _section("run", "What was run", *parts)
 
 
 def _detection_section(detection: pd.DataFrame) -> str:
-    return _section("detection", "Detection quality", caption_html("detection_table"),
-                    table_html(detection))
+    return _section(
+        "detection", "Detection quality", caption_html("detection_table"), table_html(detection)
+    )
 
 
 def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
     per_group = read_input(paths, "fairness_per_group")
-    return _section("fairness", "Fairness on clean test data", caption_html("fairness_table"),
-                    _p("Cells read: value [2.5 %, 97.5 % subject-bootstrap interval] "
-                       "p=permutation p-value (gaps only).", "note"),
-                    table_html(fairness_with_uncertainty(fairness, ci, pvalues)),
-                    "<h3>Accuracy per approach and group</h3>", caption_html("per_group"),
-                    table_html(per_group_accuracy(per_group)),
-                    "<h3>Permutation p-values</h3>", caption_html("fairness_pvalues"),
-                    table_html(wide_pvalues(pvalues)))
+    return _section(
+        "fairness",
+        "Fairness on clean test data",
+        caption_html("fairness_table"),
+        _p(
+            "Cells read: value [2.5 %, 97.5 % subject-bootstrap interval] "
+            "p=permutation p-value (gaps only).",
+            "note",
+        ),
+        table_html(fairness_with_uncertainty(fairness, ci, pvalues)),
+        "<h3>Accuracy per approach and group</h3>",
+        caption_html("per_group"),
+        table_html(per_group_accuracy(per_group)),
+        "<h3>Permutation p-values</h3>",
+        caption_html("fairness_pvalues"),
+        table_html(wide_pvalues(pvalues)),
+    )
 
 
 def _robustness_section(paths: Mapping, robustness: pd.DataFrame) -> str:
     variants = robustness.loc[robustness["scope"] == "variant"]
-    wide = variants.pivot_table(index=["dataset", "detector"], columns="variant", values="AUC",
-                                aggfunc="first")
+    wide = variants.pivot_table(
+        index=["dataset", "detector"], columns="variant", values="AUC", aggfunc="first"
+    )
     wide = wide.reindex(columns=sorted_variants(wide.columns))
     wide.columns.name = None
     summary = robustness.loc[robustness["scope"] != "variant"].pivot_table(
-        index=["dataset", "detector"], columns="category", values="AUC", aggfunc="first")
+        index=["dataset", "detector"], columns="category", values="AUC", aggfunc="first"
+    )
     summary.columns.name = None
     if "all" in summary.columns:
         summary = summary[["all"] + [c for c in summary.columns if c != "all"]]
         summary = summary.rename(columns={"all": "overall robustness score"})
-    return _section("robustness", "Robustness to real-world degradations",
-                    caption_html("robustness_table"),
-                    figure_html(paths["robustness_figure"], "AUC against severity"),
-                    caption_html("robustness_figure"),
-                    "<h3>AUC per variant</h3>", table_html(wide.reset_index()),
-                    "<h3>Mean AUC per operation category and overall</h3>",
-                    table_html(summary.reset_index()))
+    return _section(
+        "robustness",
+        "Robustness to real-world degradations",
+        caption_html("robustness_table"),
+        figure_html(paths["robustness_figure"], "AUC against severity"),
+        caption_html("robustness_figure"),
+        "<h3>AUC per variant</h3>",
+        table_html(wide.reset_index()),
+        "<h3>Mean AUC per operation category and overall</h3>",
+        table_html(summary.reset_index()),
+    )
 
 
 def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> str:
-    keep = ["dataset", "detector", "variant", "AUC", "ACC", "AADPD", f"URDEOdds_{ur}",
-            "pooled_DEOdds", "pooled_AccGap"]
-    return _section("fairness-perturbed", "Fairness under degradations",
-                    caption_html("fairness_under_perturbation"),
-                    figure_html(paths["fairness_heatmap"], "fairness heatmap"),
-                    caption_html("fairness_heatmap"),
-                    table_html(fup[[c for c in keep if c in fup.columns]]))
+    keep = [
+        "dataset",
+        "detector",
+        "variant",
+        "AUC",
+        "ACC",
+        "AADPD",
+        f"URDEOdds_{ur}",
+        "pooled_DEOdds",
+        "pooled_AccGap",
+    ]
+    return _section(
+        "fairness-perturbed",
+        "Fairness under degradations",
+        caption_html("fairness_under_perturbation"),
+        figure_html(paths["fairness_heatmap"], "fairness heatmap"),
+        caption_html("fairness_heatmap"),
+        table_html(fup[[c for c in keep if c in fup.columns]]),
+    )
 
 
 def _thresholds_section(thresholds: pd.DataFrame) -> str:
-    body = (_p(str(thresholds["note"].iloc[0])) if "note" in thresholds.columns else
-            table_html(side_by_side(thresholds, "detector", ["global", "per_group"])))
-    return _section("thresholds", "Per-group thresholds (FairFD Table 5)",
-                    caption_html("thresholds_table"), body)
+    body = (
+        _p(str(thresholds["note"].iloc[0]))
+        if "note" in thresholds.columns
+        else table_html(side_by_side(thresholds, "detector", ["global", "per_group"]))
+    )
+    return _section(
+        "thresholds",
+        "Per-group thresholds (FairFD Table 5)",
+        caption_html("thresholds_table"),
+        body,
+    )
 
 
 def _grayscale_section(grayscale: pd.DataFrame, evaluated: Sequence[str]) -> str:
     if grayscale.empty:
-        body = _p(f"Not evaluated: add {GRAYSCALE} to the variants to compare." if GRAYSCALE
-                  not in evaluated else "No detector has both clean and grayscale predictions.")
+        body = _p(
+            f"Not evaluated: add {GRAYSCALE} to the variants to compare."
+            if GRAYSCALE not in evaluated
+            else "No detector has both clean and grayscale predictions."
+        )
     else:
         body = table_html(side_by_side(grayscale, "detector", ["clean", "grayscale"]))
-    return _section("grayscale", "Grayscale test images (FairFD Table 6)",
-                    caption_html("grayscale_table"), body)
+    return _section(
+        "grayscale", "Grayscale test images (FairFD Table 6)", caption_html("grayscale_table"), body
+    )
 
 
 def _balanced_section(balanced: pd.DataFrame) -> str:
     if balanced.empty:
-        body = _p("No pair of detectors differs only in balanced training; configure a twin "
-                  "with `balanced: true` to compare.")
+        body = _p(
+            "No pair of detectors differs only in balanced training; configure a twin "
+            "with `balanced: true` to compare."
+        )
     else:
-        body = table_html(side_by_side(balanced, ["detector", "balanced_detector"],
-                                       ["standard", "balanced"]))
-    return _section("balanced", "Demographically balanced training (FairFD Table 4)",
-                    caption_html("balanced_table"), body)
+        body = table_html(
+            side_by_side(balanced, ["detector", "balanced_detector"], ["standard", "balanced"])
+        )
+    return _section(
+        "balanced",
+        "Demographically balanced training (FairFD Table 4)",
+        caption_html("balanced_table"),
+        body,
+    )
 
 
 def _generalization_section(generalization: pd.DataFrame) -> str:
@@ -185,42 +274,59 @@ def _generalization_section(generalization: pd.DataFrame) -> str:
         body = _p(str(generalization["note"].iloc[0]))
     else:
         body = table_html(generalization)
-    return _section("generalization", "Cross-dataset generalization",
-                    caption_html("generalization"), body)
+    return _section(
+        "generalization", "Cross-dataset generalization", caption_html("generalization"), body
+    )
 
 
 def _failures_section(paths: Mapping, failures: pd.DataFrame) -> str:
     rates = face_detection_rates(paths.get("face_detection_rates", []))
-    return _section("failures", "Face-detection and forgery failures per group",
-                    caption_html("failures"), table_html(failure_summary(failures)),
-                    figure_html(paths["failures_figure"], "failure rates per group"),
-                    "<h3>Face detection rate per group</h3>", caption_html("face_detection_rate"),
-                    table_html(rates_with_reasons(rates, ["dataset"], "rate", "n_detected", "n")))
+    return _section(
+        "failures",
+        "Face-detection and forgery failures per group",
+        caption_html("failures"),
+        table_html(failure_summary(failures)),
+        figure_html(paths["failures_figure"], "failure rates per group"),
+        "<h3>Face detection rate per group</h3>",
+        caption_html("face_detection_rate"),
+        table_html(rates_with_reasons(rates, ["dataset"], "rate", "n_detected", "n")),
+    )
 
 
 def _efficiency_section(paths: Mapping, detection: pd.DataFrame) -> str:
     efficiency = read_input(paths, "efficiency")
-    return _section("efficiency", "Efficiency", caption_html("efficiency"),
-                    _p(f"Measured on {measured_on(efficiency)}.", "note"),
-                    table_html(efficiency_report_table(efficiency, detection)),
-                    figure_html(paths["efficiency_figure"], "AUC against cost"),
-                    caption_html("efficiency_figure"))
+    return _section(
+        "efficiency",
+        "Efficiency",
+        caption_html("efficiency"),
+        _p(f"Measured on {measured_on(efficiency)}.", "note"),
+        table_html(efficiency_report_table(efficiency, detection)),
+        figure_html(paths["efficiency_figure"], "AUC against cost"),
+        caption_html("efficiency_figure"),
+    )
 
 
 # --------------------------------------------------------------------------- forgeries
 
+
 def _forgeries_section(paths: Mapping) -> str:
     manifests = [p for p in paths.get("forgeries", []) if Path(p).is_file()]
     success = forgery_success_table(manifests)
-    parts = [caption_html("forgery_success"),
-             table_html(rates_with_reasons(success, ["dataset", "method"], "success_rate",
-                                           "made", "attempted")),
-             "<h3>Examples</h3>", caption_html("forgery_examples")]
+    parts = [
+        caption_html("forgery_success"),
+        table_html(
+            rates_with_reasons(success, ["dataset", "method"], "success_rate", "made", "attempted")
+        ),
+        "<h3>Examples</h3>",
+        caption_html("forgery_examples"),
+    ]
     sheets = []
     for path in paths.get("forgery_examples", []):
         dataset = Path(path).parent.name
-        sheets.append(f"<figure>{figure_html(path, f'forgery examples of {dataset}')}"
-                      f"<figcaption>{html.escape(dataset)}</figcaption></figure>")
+        sheets.append(
+            f"<figure>{figure_html(path, f'forgery examples of {dataset}')}"
+            f"<figcaption>{html.escape(dataset)}</figcaption></figure>"
+        )
     parts.append('<div class="sheets">' + "".join(sheets) + "</div>")
     return _section("forgeries", "Forgeries", *parts)
 
@@ -234,29 +340,40 @@ def _exposure_section(paths: Mapping, config: Mapping) -> str:
     if not table.empty:
         first = table.iloc[0]
         dataset = ranking.get("dataset") or next(iter(config.get("datasets", {})), "")
-        facts.append(f"Dataset {dataset}: {int(first['n_identities'])} identities with "
-                     f"{int(first['l'])} images each, {int(first['n_probes'])} probes and "
-                     f"{int(first['n_gallery_images'])} gallery images; probes seen at "
-                     f"distance {int(first['distance'])}; the top k = {int(first['k'])} "
-                     "positions of each ranking are counted.")
+        facts.append(
+            f"Dataset {dataset}: {int(first['n_identities'])} identities with "
+            f"{int(first['l'])} images each, {int(first['n_probes'])} probes and "
+            f"{int(first['n_gallery_images'])} gallery images; probes seen at "
+            f"distance {int(first['distance'])}; the top k = {int(first['k'])} "
+            "positions of each ranking are counted."
+        )
         facts += encoder_facts(table, ranking.get("encoders", {}))
     ks_shown = ks.drop(columns=[c for c in ("distance", "k", "l") if c in ks.columns])
     if not ks.empty:
         n_small = int((ks["pvalue"] < ALPHA).sum())
-        facts_ks = _p(f"{n_small} of {len(ks)} pairs differ at p < {ALPHA} (no correction "
-                      "for the number of tests).", "note")
+        facts_ks = _p(
+            f"{n_small} of {len(ks)} pairs differ at p < {ALPHA} (no correction "
+            "for the number of tests).",
+            "note",
+        )
     else:
         facts_ks = ""
-    return _section("exposure", "Ranking exposure at a distance", caption_html("exposure"),
-                    *[_p(f, "note") for f in facts],
-                    table_html(exposure_summary(table)) if not table.empty else
-                    table_html(table),
-                    figure_html(paths["exposure_figure"], "exposure per group and hit ratio"),
-                    caption_html("exposure_figure"),
-                    "<h3>Per probe group</h3>", caption_html("exposure_per_probe_group"),
-                    table_html(exposure_matrix(per_probe) if not per_probe.empty else per_probe),
-                    "<h3>Kolmogorov–Smirnov tests between groups</h3>",
-                    caption_html("exposure_ks"), facts_ks, table_html(ks_shown))
+    return _section(
+        "exposure",
+        "Ranking exposure at a distance",
+        caption_html("exposure"),
+        *[_p(f, "note") for f in facts],
+        table_html(exposure_summary(table)) if not table.empty else table_html(table),
+        figure_html(paths["exposure_figure"], "exposure per group and hit ratio"),
+        caption_html("exposure_figure"),
+        "<h3>Per probe group</h3>",
+        caption_html("exposure_per_probe_group"),
+        table_html(exposure_matrix(per_probe) if not per_probe.empty else per_probe),
+        "<h3>Kolmogorov–Smirnov tests between groups</h3>",
+        caption_html("exposure_ks"),
+        facts_ks,
+        table_html(ks_shown),
+    )
 
 
 STYLE = """
@@ -285,29 +402,50 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     pvalues = read_input(paths, "pvalues")
     fup = read_input(paths, "fairness_under_perturbation")
     robustness = read_input(paths, "robustness")
-    synthetic = any(get_adapter(d["adapter"]).synthetic
-                    for d in config.get("datasets", {}).values() if "adapter" in d)
+    synthetic = any(
+        get_adapter(d["adapter"]).synthetic
+        for d in config.get("datasets", {}).values()
+        if "adapter" in d
+    )
     verdict_lines = verdict(fairness, ci, pvalues, fup, ur)
     ranking = ranking_enabled(config)
     if ranking:
         verdict_lines += exposure_verdict(read_input(paths, "exposure_table"))
-    links = [("verdict", "Verdict"), ("run", "Run"), ("detection", "Detection"),
-             ("fairness", "Fairness"), ("robustness", "Robustness"),
-             ("fairness-perturbed", "Fairness under degradations"), ("thresholds", "Thresholds"),
-             ("grayscale", "Grayscale"), ("balanced", "Balanced training"),
-             ("generalization", "Generalization"), ("efficiency", "Efficiency"),
-             ("exposure", "Ranking exposure"), ("scores", "Scores"), ("forgeries", "Forgeries"),
-             ("failures", "Failures"), ("glossary", "Glossary")]
-    nav = ("<nav>" + "".join(f'<a href="#{a}">{t}</a>' for a, t in links
-                             if ranking or a != "exposure") + "</nav>")
+    links = [
+        ("verdict", "Verdict"),
+        ("run", "Run"),
+        ("detection", "Detection"),
+        ("fairness", "Fairness"),
+        ("robustness", "Robustness"),
+        ("fairness-perturbed", "Fairness under degradations"),
+        ("thresholds", "Thresholds"),
+        ("grayscale", "Grayscale"),
+        ("balanced", "Balanced training"),
+        ("generalization", "Generalization"),
+        ("efficiency", "Efficiency"),
+        ("exposure", "Ranking exposure"),
+        ("scores", "Scores"),
+        ("forgeries", "Forgeries"),
+        ("failures", "Failures"),
+        ("glossary", "Glossary"),
+    ]
+    nav = (
+        "<nav>"
+        + "".join(f'<a href="#{a}">{t}</a>' for a, t in links if ranking or a != "exposure")
+        + "</nav>"
+    )
     body = [
         "<h1>fairforge: detection, robustness and fairness of face-forgery detectors</h1>",
         nav,
         _p(SYNTHETIC_NOTE, "warn") if synthetic else "",
-        _section("verdict", "Verdict",
-                 '<div class="verdict"><ul>' + "".join(f"<li>{html.escape(t)}</li>"
-                                                      for t in verdict_lines) + "</ul></div>",
-                 caption_html("verdict")),
+        _section(
+            "verdict",
+            "Verdict",
+            '<div class="verdict"><ul>'
+            + "".join(f"<li>{html.escape(t)}</li>" for t in verdict_lines)
+            + "</ul></div>",
+            caption_html("verdict"),
+        ),
         _run_section(config, paths, read_input(paths, "detectors")),
         _detection_section(detection),
         _fairness_section(paths, fairness, ci, pvalues),
@@ -319,17 +457,26 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         _generalization_section(read_input(paths, "generalization")),
         _efficiency_section(paths, detection),
         _exposure_section(paths, config) if ranking else "",
-        _section("scores", "Score distributions per group (FairFD Fig. 4)",
-                 figure_html(paths["score_distributions"], "score distributions"),
-                 caption_html("score_distributions")),
+        _section(
+            "scores",
+            "Score distributions per group (FairFD Fig. 4)",
+            figure_html(paths["score_distributions"], "score distributions"),
+            caption_html("score_distributions"),
+        ),
         _forgeries_section(paths),
         _failures_section(paths, read_input(paths, "failures")),
-        _section("glossary", "What the metrics mean", caption_html("glossary"),
-                 _p(ur_convention(ur))),
+        _section(
+            "glossary", "What the metrics mean", caption_html("glossary"), _p(ur_convention(ur))
+        ),
     ]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<title>fairforge report</title><style>" + STYLE + "</style></head><body>\n"
-            + "\n".join(b for b in body if b) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>fairforge report</title><style>"
+        + STYLE
+        + "</style></head><body>\n"
+        + "\n".join(b for b in body if b)
+        + "\n</body></html>\n"
+    )
 
 
 def write_report(path: str | Path, paths: Mapping, config: Mapping) -> Path:

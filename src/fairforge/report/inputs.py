@@ -5,27 +5,35 @@ The captions are package data (``fairforge/report/captions/*.rst``), read throug
 :mod:`importlib.resources` so that a non-editable install finds them too; they are the same
 files ``snakemake --report`` shows (rules point at them with :func:`caption_path`).
 """
+
 from __future__ import annotations
 
 import atexit
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from functools import cache
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
 
 from fairforge.paths import RESULTS, report_paths
 
-def report_inputs(results: str | Path = RESULTS, datasets: Sequence[str] = (),
-                  methods: Sequence[str] = (), ranking: bool = True) -> dict:
+
+def report_inputs(
+    results: str | Path = RESULTS,
+    datasets: Sequence[str] = (),
+    methods: Sequence[str] = (),
+    ranking: bool = True,
+) -> dict:
     """Where :func:`build_report` reads each table and figure, under ``results`` (the
     output-path table's :func:`~fairforge.paths.report_paths`, as paths); the ranking study's
     outputs only with ``ranking``."""
     paths = report_paths(str(results), datasets, methods, ranking)
-    return {key: [Path(p) for p in value] if isinstance(value, list) else Path(value)
-            for key, value in paths.items()}
+    return {
+        key: [Path(p) for p in value] if isinstance(value, list) else Path(value)
+        for key, value in paths.items()
+    }
 
 
 def ranking_enabled(config: Mapping) -> bool:

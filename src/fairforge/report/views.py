@@ -1,10 +1,11 @@
 """The tables as the page shows them: wide layouts, "rate (count/total)" and
 "value [low, high] p=..." cells, facts in sentences. pandas in, pandas or text out; no HTML."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,9 +22,18 @@ def backend_table(paths: Iterable[str | Path]) -> pd.DataFrame:
         path = Path(path)
         frame = pd.read_parquet(path, columns=["method", "backend", "ok"])
         dataset = path.parent.parent.name
-        for (method, backend), part in frame.groupby(["method", "backend"], sort=True, dropna=False):
-            rows.append({"dataset": dataset, "method": method, "backend": backend,
-                         "attempted": len(part), "made": int(part["ok"].sum())})
+        for (method, backend), part in frame.groupby(
+            ["method", "backend"], sort=True, dropna=False
+        ):
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "backend": backend,
+                    "attempted": len(part),
+                    "made": int(part["ok"].sum()),
+                }
+            )
     return pd.DataFrame(rows, columns=["dataset", "method", "backend", "attempted", "made"])
 
 
@@ -32,18 +42,24 @@ def failure_summary(failures: pd.DataFrame) -> pd.DataFrame:
     if failures.empty:
         return failures
     frame = failures.assign(dataset=failures["dataset"] if "dataset" in failures else "data")
-    frame = frame.assign(cell=[f"{r:.3f} ({f}/{n})" for r, f, n in
-                               zip(frame["failure_rate"], frame["n_failed"], frame["n"])])
-    wide = frame.pivot_table(index=["dataset", "stage"], columns="group", values="cell",
-                             aggfunc="first", sort=False)
+    frame = frame.assign(
+        cell=[
+            f"{r:.3f} ({f}/{n})"
+            for r, f, n in zip(frame["failure_rate"], frame["n_failed"], frame["n"])
+        ]
+    )
+    wide = frame.pivot_table(
+        index=["dataset", "stage"], columns="group", values="cell", aggfunc="first", sort=False
+    )
     wide.columns.name = None
     return wide.reset_index()
 
 
 def per_group_accuracy(per_group: pd.DataFrame) -> pd.DataFrame:
     """FairFD Table 1 layout: accuracy per approach and group, with mean, STD and AccGap."""
-    wide = per_group.pivot_table(index=["dataset", "detector", "approach"], columns="group",
-                                 values="accuracy", sort=True)
+    wide = per_group.pivot_table(
+        index=["dataset", "detector", "approach"], columns="group", values="accuracy", sort=True
+    )
     values = wide.to_numpy(float)
     wide["mean"] = np.nanmean(values, axis=1)
     wide["STD"] = np.nanstd(values, axis=1)
@@ -55,18 +71,26 @@ def per_group_accuracy(per_group: pd.DataFrame) -> pd.DataFrame:
     return wide.assign(_o=order).sort_values(["dataset", "detector", "_o"]).drop(columns="_o")
 
 
-def fairness_with_uncertainty(fairness: pd.DataFrame, ci: pd.DataFrame | None,
-                              pvalues: pd.DataFrame | None) -> pd.DataFrame:
+def fairness_with_uncertainty(
+    fairness: pd.DataFrame, ci: pd.DataFrame | None, pvalues: pd.DataFrame | None
+) -> pd.DataFrame:
     """The clean fairness table with "value [low, high] p=..." cells."""
     detectors = [c for c in fairness.columns if c not in ("dataset", "metric")]
-    long = fairness.melt(id_vars=["dataset", "metric"], value_vars=detectors,
-                         var_name="detector", value_name="value")
+    long = fairness.melt(
+        id_vars=["dataset", "metric"], value_vars=detectors, var_name="detector", value_name="value"
+    )
     if ci is not None and not ci.empty:
-        long = long.merge(ci[["dataset", "detector", "metric", "ci_low", "ci_high"]],
-                          on=["dataset", "detector", "metric"], how="left")
+        long = long.merge(
+            ci[["dataset", "detector", "metric", "ci_low", "ci_high"]],
+            on=["dataset", "detector", "metric"],
+            how="left",
+        )
     if pvalues is not None and not pvalues.empty:
-        long = long.merge(pvalues[["dataset", "detector", "metric", "p_value"]],
-                          on=["dataset", "detector", "metric"], how="left")
+        long = long.merge(
+            pvalues[["dataset", "detector", "metric", "p_value"]],
+            on=["dataset", "detector", "metric"],
+            how="left",
+        )
 
     def cell(row) -> str:
         text = format_number(row["value"])
@@ -77,8 +101,9 @@ def fairness_with_uncertainty(fairness: pd.DataFrame, ci: pd.DataFrame | None,
         return text
 
     long["cell"] = long.apply(cell, axis=1)
-    wide = long.pivot_table(index=["dataset", "metric"], columns="detector", values="cell",
-                            aggfunc="first", sort=False)
+    wide = long.pivot_table(
+        index=["dataset", "metric"], columns="detector", values="cell", aggfunc="first", sort=False
+    )
     wide.columns.name = None
     return wide.reset_index()
 
@@ -86,20 +111,28 @@ def fairness_with_uncertainty(fairness: pd.DataFrame, ci: pd.DataFrame | None,
 def wide_pvalues(pvalues: pd.DataFrame) -> pd.DataFrame:
     if pvalues.empty:
         return pvalues
-    wide = pvalues.pivot_table(index=["dataset", "metric"], columns="detector",
-                               values="p_value", aggfunc="first", sort=False)
+    wide = pvalues.pivot_table(
+        index=["dataset", "metric"],
+        columns="detector",
+        values="p_value",
+        aggfunc="first",
+        sort=False,
+    )
     wide.columns.name = None
     return wide.reset_index()
 
 
-def side_by_side(frame: pd.DataFrame, by: str | Sequence[str], values: Sequence[str]) -> pd.DataFrame:
+def side_by_side(
+    frame: pd.DataFrame, by: str | Sequence[str], values: Sequence[str]
+) -> pd.DataFrame:
     """Rows dataset x metric (in their order), one column per ``by`` value and value column
     named "<by>: <value>" (the csv is long; the page reads better wide)."""
     if frame.empty:
         return frame
     by = [by] if isinstance(by, str) else list(by)
-    wide = frame.pivot_table(index=["dataset", "metric"], columns=by, values=list(values),
-                             aggfunc="first", sort=False)
+    wide = frame.pivot_table(
+        index=["dataset", "metric"], columns=by, values=list(values), aggfunc="first", sort=False
+    )
     wide = wide.reorder_levels([*range(1, len(by) + 1), 0], axis=1)
     order = list(dict.fromkeys(frame[by].itertuples(index=False, name=None)))
     wide = wide[[(*key, v) for key in order for v in values]]
@@ -116,8 +149,9 @@ def _reasons_text(failures_json: str) -> str:
     return "; ".join(f"{k}: {v}" for k, v in counts.items())
 
 
-def rates_with_reasons(long: pd.DataFrame, index: Sequence[str], rate: str, count: str,
-                       total: str) -> pd.DataFrame:
+def rates_with_reasons(
+    long: pd.DataFrame, index: Sequence[str], rate: str, count: str, total: str
+) -> pd.DataFrame:
     """:func:`~fairforge.tables.rate_cells` plus a ``failures`` column: the reasons of the
     ``(all)`` row, "reason: n; ..."."""
     wide = rate_cells(long, index, rate, count, total)
@@ -128,13 +162,15 @@ def rates_with_reasons(long: pd.DataFrame, index: Sequence[str], rate: str, coun
     return wide.merge(totals, on=list(index), how="left")
 
 
-def efficiency_report_table(efficiency: pd.DataFrame, detection: pd.DataFrame,
-                            metric: str = "AUC") -> pd.DataFrame:
+def efficiency_report_table(
+    efficiency: pd.DataFrame, detection: pd.DataFrame, metric: str = "AUC"
+) -> pd.DataFrame:
     """``efficiency.csv`` with each detector's clean ``metric`` per dataset appended
     ("AUC clean (dataset)")."""
     quality = clean_metric(detection, metric)
-    wide = quality.pivot_table(index="detector", columns="dataset", values=metric,
-                               aggfunc="first", sort=True)
+    wide = quality.pivot_table(
+        index="detector", columns="dataset", values=metric, aggfunc="first", sort=True
+    )
     wide.columns = [f"{metric} clean ({d})" for d in wide.columns]
     return efficiency.merge(wide.reset_index(), on="detector", how="left")
 
@@ -162,20 +198,26 @@ def encoder_facts(table: pd.DataFrame, encoders: Mapping) -> list[str]:
         train = (encoders.get(label) or {}).get("train")
         if train is not None:
             seen = "far crops at the ranking distance" if train.get("far") else "close-range crops"
-            facts.append(f"{label}: a {encoders[label].get('encoder', label)} encoder trained "
-                         f"here on the train-split identities ({seen}, {train.get('head')} "
-                         f"head, {train.get('epochs')} epochs); those identities are not ranked.")
+            facts.append(
+                f"{label}: a {encoders[label].get('encoder', label)} encoder trained "
+                f"here on the train-split identities ({seen}, {train.get('head')} "
+                f"head, {train.get('epochs')} epochs); those identities are not ranked."
+            )
         if "fallback_share_probes" in rows and rows["fallback_share_probes"].notna().any():
             first = rows.iloc[0]
-            per_group = {c.removeprefix("fallback_probes_"): first[c]
-                         for c in rows.columns if c.startswith("fallback_probes_")}
-            gallery = rows.drop_duplicates("setting").set_index("setting")[
-                "fallback_share_gallery"]
+            per_group = {
+                c.removeprefix("fallback_probes_"): first[c]
+                for c in rows.columns
+                if c.startswith("fallback_probes_")
+            }
+            gallery = rows.drop_duplicates("setting").set_index("setting")["fallback_share_gallery"]
             facts.append(
                 f"{label} found no face in {_share(first['fallback_share_probes'])} of the far "
-                "probes (" + ", ".join(f"{g} {_share(v)}" for g, v in per_group.items())
-                + ") and in " + ", ".join(f"{_share(v)} of the {s} gallery"
-                                          for s, v in gallery.items())
+                "probes ("
+                + ", ".join(f"{g} {_share(v)}" for g, v in per_group.items())
+                + ") and in "
+                + ", ".join(f"{_share(v)} of the {s} gallery" for s, v in gallery.items())
                 + "; it aligned those on a box calibrated on close-range crops. A group whose "
-                "far faces are found less often is ranked on worse chips.")
+                "far faces are found less often is ranked on worse chips."
+            )
     return facts

@@ -7,6 +7,7 @@ runs shard by shard. Adapters are registered on :data:`ADAPTERS` (``list_adapter
 video adapters register when :mod:`fairforge.video` is imported, since they sample frames
 with it.
 """
+
 # Importing the adapters module registers the image adapters.
 from fairforge.sources.adapters import diveface_group, parse_utkface_name
 from fairforge.sources.base import (

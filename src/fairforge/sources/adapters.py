@@ -4,6 +4,7 @@ Each is a :class:`~fairforge.sources.base.SourceAdapter` registered on
 :data:`~fairforge.sources.base.ADAPTERS`; the video adapters live with the frame sampler
 (:mod:`fairforge.video.frames`).
 """
+
 from __future__ import annotations
 
 import re
@@ -34,17 +35,23 @@ from fairforge.sources.synthetic import (
 )
 
 
-def folder_listing(base: Path, root: Path, group_dirs: Mapping[Path, Mapping[str, str]]
-                   ) -> pd.DataFrame:
+def folder_listing(
+    base: Path, root: Path, group_dirs: Mapping[Path, Mapping[str, str]]
+) -> pd.DataFrame:
     """Rows for a ``{group}/{subject}/**/*.jpg`` tree; ids are relative to ``base``, paths to
     ``root`` (so ``{root}/data/{Race}`` and ``{root}/{Race}`` give the same ids)."""
     rows = []
     for group_dir, attributes in group_dirs.items():
         for subject_dir in subdirs(group_dir):
             for f in iter_images(subject_dir):
-                rows.append(listing_row(image_id_from_path(f.relative_to(base)),
-                                        f.relative_to(root).as_posix(), subject_dir.name,
-                                        attributes))
+                rows.append(
+                    listing_row(
+                        image_id_from_path(f.relative_to(base)),
+                        f.relative_to(root).as_posix(),
+                        subject_dir.name,
+                        attributes,
+                    )
+                )
     return listing_frame(rows)
 
 
@@ -63,17 +70,20 @@ class RFW(SourceAdapter):
 
     default_group_by = ("race",)
 
-    def list(self, root: Path, *, seed: int = 0, races: Sequence[str] = RFW_RACES
-             ) -> pd.DataFrame:
+    def list(self, root: Path, *, seed: int = 0, races: Sequence[str] = RFW_RACES) -> pd.DataFrame:
         candidates = [root, root / "data", root / "test" / "data"]
         base = next((c for c in candidates if any((c / r).is_dir() for r in races)), None)
         if base is None:
-            raise SourceError(f"no RFW race folder ({', '.join(races)}) under {root}, "
-                              f"{root / 'data'} or {root / 'test' / 'data'}")
+            raise SourceError(
+                f"no RFW race folder ({', '.join(races)}) under {root}, "
+                f"{root / 'data'} or {root / 'test' / 'data'}"
+            )
         missing = [r for r in races if not (base / r).is_dir()]
         if missing:
-            raise SourceError(f"RFW race folder(s) {missing} missing under {base}; "
-                              f"pass races=[...] to use a subset")
+            raise SourceError(
+                f"RFW race folder(s) {missing} missing under {base}; "
+                f"pass races=[...] to use a subset"
+            )
         return folder_listing(base, root, {base / r: {"race": r} for r in races})
 
 
@@ -152,12 +162,15 @@ class FairFace(SourceAdapter):
         files = fairface_label_files(root, labels)
         missing = [str(f) for f in files if not f.is_file()]
         if missing or not files:
-            raise FileNotFoundError(f"config: datasets.{name}: FairFace label csv not found: "
-                                    f"{missing or root / 'fairface_label_*.csv'}")
+            raise FileNotFoundError(
+                f"config: datasets.{name}: FairFace label csv not found: "
+                f"{missing or root / 'fairface_label_*.csv'}"
+            )
         return sum(count_csv_rows(f) for f in files)
 
-    def list(self, root: Path, *, seed: int = 0, labels: str | Sequence[str] | None = None
-             ) -> pd.DataFrame:
+    def list(
+        self, root: Path, *, seed: int = 0, labels: str | Sequence[str] | None = None
+    ) -> pd.DataFrame:
         files = fairface_label_files(root, labels)
         if not files:
             raise SourceError(f"no FairFace label csv (fairface_label_*.csv) in {root}")
@@ -172,14 +185,15 @@ class FairFace(SourceAdapter):
                 rel = rec["file"].strip()
                 image_id = image_id_from_path(rel)
                 empty = [k for k in ("age", "gender", "race") if not rec[k].strip()]
-                attributes = {"age": rec["age"].strip(),
-                              "gender": rec["gender"].strip().lower(),
-                              "race": rec["race"].strip()}
+                attributes = {
+                    "age": rec["age"].strip(),
+                    "gender": rec["gender"].strip().lower(),
+                    "race": rec["race"].strip(),
+                }
                 if "service_test" in rec:
                     attributes["service_test"] = rec["service_test"].strip().lower() == "true"
                 reason = f"missing label(s) {empty} in {csv.name}" if empty else ""
-                rows.append(listing_row(image_id, rel, image_id, attributes, not empty,
-                                        reason))
+                rows.append(listing_row(image_id, rel, image_id, attributes, not empty, reason))
         return listing_frame(rows)
 
 
@@ -218,19 +232,21 @@ class DiveFace(SourceAdapter):
     def list(self, root: Path, *, seed: int = 0) -> pd.DataFrame:
         base = root
         if not any(diveface_group(d.name) for d in subdirs(root)):
-            nested = [d for d in subdirs(root)
-                      if any(diveface_group(x.name) for x in subdirs(d))]
+            nested = [d for d in subdirs(root) if any(diveface_group(x.name) for x in subdirs(d))]
             if len(nested) != 1:
                 raise SourceError(
                     f"no DiveFace group folders (e.g. HA4K_120, Group1_Male) under {root}"
-                    + (f"; several candidates {[d.name for d in nested]}" if nested else ""))
+                    + (f"; several candidates {[d.name for d in nested]}" if nested else "")
+                )
             base = nested[0]
         groups = {d: diveface_group(d.name) for d in subdirs(base)}
         unknown = [d.name for d, g in groups.items() if g is None]
         if unknown:
-            raise SourceError(f"unrecognised DiveFace group folder(s) {unknown} under {base}; "
-                              f"expected names like HA4K_120 (H/M gender, A/B/N ethnicity) "
-                              f"or Group1_Male")
+            raise SourceError(
+                f"unrecognised DiveFace group folder(s) {unknown} under {base}; "
+                f"expected names like HA4K_120 (H/M gender, A/B/N ethnicity) "
+                f"or Group1_Male"
+            )
         return folder_listing(base, root, groups)
 
 
@@ -266,12 +282,16 @@ class CsvTable(SourceAdapter):
         table = (dataset_cfg.get("options") or {}).get("table")
         if root.is_file():
             if table:
-                raise ValueError(f"config: datasets.{name}: root {root} is the csv file; "
-                                 "options.table is for a folder root")
+                raise ValueError(
+                    f"config: datasets.{name}: root {root} is the csv file; "
+                    "options.table is for a folder root"
+                )
             return root
         if not table:
-            raise FileNotFoundError(f"config: datasets.{name}.root: csv not found: {root} "
-                                    "(give the csv file, or a folder and options.table)")
+            raise FileNotFoundError(
+                f"config: datasets.{name}.root: csv not found: {root} "
+                "(give the csv file, or a folder and options.table)"
+            )
         csv = root / table
         if not csv.is_file():
             raise FileNotFoundError(f"config: datasets.{name}: csv not found: {csv}")
@@ -297,8 +317,16 @@ class CsvTable(SourceAdapter):
             attributes = {c: rec[c] for c in attribute_cols}
             empty = [c for c in CSV_COLUMNS if not rec[c].strip()]
             reason = f"empty value(s) in {empty}" if empty else ""
-            rows.append(listing_row(image_id, rel, rec["subject_id"].strip() or image_id,
-                                    attributes, not empty, reason))
+            rows.append(
+                listing_row(
+                    image_id,
+                    rel,
+                    rec["subject_id"].strip() or image_id,
+                    attributes,
+                    not empty,
+                    reason,
+                )
+            )
         return listing_frame(rows)
 
 
@@ -326,21 +354,34 @@ class Synthetic(SourceAdapter):
 
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         o = synthetic_options(dataset_cfg.get("options"))
-        return (len(o["tones"]) * len(o["genders"]) * int(o["subjects_per_group"])
-                * int(o["images_per_subject"]))
+        return (
+            len(o["tones"])
+            * len(o["genders"])
+            * int(o["subjects_per_group"])
+            * int(o["images_per_subject"])
+        )
 
-    def list(self, root: Path, *, seed: int = 0, render: bool = True, **options
-             ) -> pd.DataFrame:
+    def list(self, root: Path, *, seed: int = 0, render: bool = True, **options) -> pd.DataFrame:
         options = synthetic_options(options)
-        table = (synthetic_sources(root, seed=seed, **options) if render
-                 else synthetic_listing(seed=seed, **options))
+        table = (
+            synthetic_sources(root, seed=seed, **options)
+            if render
+            else synthetic_listing(seed=seed, **options)
+        )
         require_columns(table, SYNTHETIC_BASE_COLUMNS, "synthetic renderer output")
         attribute_cols = [c for c in table.columns if c not in SYNTHETIC_BASE_COLUMNS]
-        rows = [listing_row(str(rec["image_id"]), Path(rec["path"]).as_posix(),
-                            rec["subject_id"], {c: rec[c] for c in attribute_cols})
-                for rec in table.to_dict("records")]
+        rows = [
+            listing_row(
+                str(rec["image_id"]),
+                Path(rec["path"]).as_posix(),
+                rec["subject_id"],
+                {c: rec[c] for c in attribute_cols},
+            )
+            for rec in table.to_dict("records")
+        ]
         return listing_frame(rows)
 
-    def prepare_shard(self, rows: pd.DataFrame, root: Path, *, seed: int,
-                      name: str, dataset_cfg: Mapping) -> None:
+    def prepare_shard(
+        self, rows: pd.DataFrame, root: Path, *, seed: int, name: str, dataset_cfg: Mapping
+    ) -> None:
         render_listed(rows, root, seed=seed, **synthetic_options(dataset_cfg.get("options")))

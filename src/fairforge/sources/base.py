@@ -16,6 +16,7 @@ dataset, so that the workflow and the scripts call its hooks and never ask for i
 
 A row whose labels cannot be read (a malformed UTKFace name) stays with ``ok=False``.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,9 @@ class SourceAdapter:
         or absolute)."""
         raise NotImplementedError
 
-    def prepare_shard(self, rows: pd.DataFrame, root: Path, *, seed: int,
-                      name: str, dataset_cfg: Mapping) -> None:
+    def prepare_shard(
+        self, rows: pd.DataFrame, root: Path, *, seed: int, name: str, dataset_cfg: Mapping
+    ) -> None:
         """Make the files of ``rows`` (one shard of the listing) exist under ``root``."""
 
 
@@ -87,10 +89,12 @@ def list_adapters() -> list[str]:
 
 # --------------------------------------------------------------------------------- config
 
+
 def configured_root(name: str, dataset_cfg: Mapping) -> Path:
     if not dataset_cfg.get("root"):
-        raise ValueError(f"config: datasets.{name}: 'root' is required for adapter "
-                         f"{dataset_cfg['adapter']!r}")
+        raise ValueError(
+            f"config: datasets.{name}: 'root' is required for adapter {dataset_cfg['adapter']!r}"
+        )
     return Path(dataset_cfg["root"])
 
 
@@ -144,10 +148,22 @@ def subdirs(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def listing_row(image_id: str, path: str, subject_id: str, attributes: Mapping[str, object],
-                ok: bool = True, reason: str = "") -> dict:
-    return {"image_id": image_id, "path": path, "subject_id": str(subject_id),
-            "attributes": dict(attributes), "ok": bool(ok), "reason": reason}
+def listing_row(
+    image_id: str,
+    path: str,
+    subject_id: str,
+    attributes: Mapping[str, object],
+    ok: bool = True,
+    reason: str = "",
+) -> dict:
+    return {
+        "image_id": image_id,
+        "path": path,
+        "subject_id": str(subject_id),
+        "attributes": dict(attributes),
+        "ok": bool(ok),
+        "reason": reason,
+    }
 
 
 def listing_frame(rows: Iterable[dict]) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 (:func:`list_sources`, files unopened), then what each file says (:func:`inspect_sources`),
 which the workflow runs shard by shard; :func:`build_sources` does both at once.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,8 +53,9 @@ def inspect_image_file(path: Path) -> tuple[int, int, str, bool, str]:
 def group_of(attributes: Mapping[str, object], group_by: Sequence[str]) -> str:
     missing = [k for k in group_by if k not in attributes]
     if missing:
-        raise SourceError(f"group_by attribute(s) {missing} not in the image attributes "
-                          f"{sorted(attributes)}")
+        raise SourceError(
+            f"group_by attribute(s) {missing} not in the image attributes {sorted(attributes)}"
+        )
     return "_".join(str(attributes[k]) for k in group_by)
 
 
@@ -63,10 +65,16 @@ def _json_default(value: object):
     raise TypeError(f"attribute value {value!r} is not JSON serialisable")
 
 
-def build_sources(adapter: str, root: str | Path, dataset: str,
-                  group_by: Sequence[str] | None = None,
-                  split_fractions: Mapping[str, float] | None = None, seed: int = 0,
-                  workers: int | None = None, **adapter_options) -> pd.DataFrame:
+def build_sources(
+    adapter: str,
+    root: str | Path,
+    dataset: str,
+    group_by: Sequence[str] | None = None,
+    split_fractions: Mapping[str, float] | None = None,
+    seed: int = 0,
+    workers: int | None = None,
+    **adapter_options,
+) -> pd.DataFrame:
     """The sources manifest of a dataset (columns :data:`SOURCE_COLUMNS`, sorted by image_id):
     :func:`list_sources`, then :func:`inspect_sources` on every row.
 
@@ -75,15 +83,21 @@ def build_sources(adapter: str, root: str | Path, dataset: str,
     adapter could not label keep ``ok=False``, an empty group and an empty split; rows whose
     file cannot be decoded keep their subject's split with ``ok=False`` and the reason.
     """
-    listing = list_sources(adapter, root, dataset, group_by, split_fractions, seed,
-                           **adapter_options)
+    listing = list_sources(
+        adapter, root, dataset, group_by, split_fractions, seed, **adapter_options
+    )
     return inspect_sources(listing, root, workers)
 
 
-def list_sources(adapter: str, root: str | Path, dataset: str,
-                 group_by: Sequence[str] | None = None,
-                 split_fractions: Mapping[str, float] | None = None, seed: int = 0,
-                 **adapter_options) -> pd.DataFrame:
+def list_sources(
+    adapter: str,
+    root: str | Path,
+    dataset: str,
+    group_by: Sequence[str] | None = None,
+    split_fractions: Mapping[str, float] | None = None,
+    seed: int = 0,
+    **adapter_options,
+) -> pd.DataFrame:
     """Every image of a dataset with its subject, group, attributes and split, sorted by
     image_id, without opening the files: ``ok``/``reason`` say whether the adapter could
     label the image. :func:`inspect_sources` adds what the files say, shard by shard."""
@@ -103,17 +117,19 @@ def list_sources(adapter: str, root: str | Path, dataset: str,
         raise SourceError(f"duplicate image ids {dupes[:5]} in {adapter!r} listing of {root}")
 
     labelled = listing["ok"].to_numpy(bool)
-    groups = [group_of(a, group_by) if ok else ""
-              for a, ok in zip(listing["attributes"], labelled)]
-    df = pd.DataFrame({
-        "image_id": listing["image_id"].astype(str).to_numpy(object),
-        "dataset": dataset,
-        "path": listing["path"].astype(str).to_numpy(object),
-        "subject_id": listing["subject_id"].astype(str).to_numpy(object),
-        "group": np.asarray(groups, dtype=object),
-        "attributes": [json.dumps(a, sort_keys=True, default=_json_default)
-                       for a in listing["attributes"]],
-    })
+    groups = [group_of(a, group_by) if ok else "" for a, ok in zip(listing["attributes"], labelled)]
+    df = pd.DataFrame(
+        {
+            "image_id": listing["image_id"].astype(str).to_numpy(object),
+            "dataset": dataset,
+            "path": listing["path"].astype(str).to_numpy(object),
+            "subject_id": listing["subject_id"].astype(str).to_numpy(object),
+            "group": np.asarray(groups, dtype=object),
+            "attributes": [
+                json.dumps(a, sort_keys=True, default=_json_default) for a in listing["attributes"]
+            ],
+        }
+    )
     split = np.full(len(df), "", dtype=object)
     if labelled.any():
         split[labelled] = split_by_subject(df[labelled], fractions, seed).to_numpy(object)
@@ -126,8 +142,9 @@ def list_sources(adapter: str, root: str | Path, dataset: str,
     return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
 
-def inspect_sources(listing: pd.DataFrame, root: str | Path,
-                    workers: int | None = None) -> pd.DataFrame:
+def inspect_sources(
+    listing: pd.DataFrame, root: str | Path, workers: int | None = None
+) -> pd.DataFrame:
     """Rows of :func:`list_sources` (all, or one shard) with each file's width, height and
     sha256; a file that cannot be read or decoded makes its row ``ok=False`` with the reason
     (an adapter's own reason comes first)."""
@@ -147,7 +164,8 @@ def inspect_sources(listing: pd.DataFrame, root: str | Path,
     df["sha256"] = np.asarray(sha, dtype=object)
     labelled = listing["ok"].to_numpy(bool)
     df["ok"] = labelled & np.asarray(file_ok, dtype=bool)
-    df["reason"] = [lr if not lok else fr
-                    for lok, lr, fr in zip(labelled, listing["reason"], file_reason)]
+    df["reason"] = [
+        lr if not lok else fr for lok, lr, fr in zip(labelled, listing["reason"], file_reason)
+    ]
     video = [c for c in VIDEO_FRAME_COLUMNS if c in listing.columns]
     return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video]

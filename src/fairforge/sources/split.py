@@ -5,6 +5,7 @@ training. Within each group the subjects are ordered by a seed derived from (see
 and cut by the fractions; a subject's split therefore depends only on the seed and the set of
 subjects in its group, not on file order or sharding.
 """
+
 from __future__ import annotations
 
 import math
@@ -71,18 +72,24 @@ def subject_strata(subjects: pd.Series, groups: pd.Series) -> pd.Series:
     Subjects normally belong to one group; the rule only matters when ``group_by`` uses a
     per-image attribute (e.g. an age bin), and keeps the split subject-level even then.
     """
-    counts = (pd.DataFrame({"subject_id": subjects.astype(str).to_numpy(),
-                            "group": groups.astype(str).to_numpy()})
-              .value_counts().rename("n").reset_index())
-    counts = counts.sort_values(["subject_id", "n", "group"], ascending=[True, False, True],
-                                kind="mergesort")
+    counts = (
+        pd.DataFrame(
+            {"subject_id": subjects.astype(str).to_numpy(), "group": groups.astype(str).to_numpy()}
+        )
+        .value_counts()
+        .rename("n")
+        .reset_index()
+    )
+    counts = counts.sort_values(
+        ["subject_id", "n", "group"], ascending=[True, False, True], kind="mergesort"
+    )
     first = counts.drop_duplicates("subject_id", keep="first")
-    return pd.Series(first["group"].to_numpy(), index=first["subject_id"].to_numpy(),
-                     name="group")
+    return pd.Series(first["group"].to_numpy(), index=first["subject_id"].to_numpy(), name="group")
 
 
-def assign_subject_splits(subjects: pd.Series, groups: pd.Series,
-                          fractions: Mapping[str, float], seed: int) -> dict[str, str]:
+def assign_subject_splits(
+    subjects: pd.Series, groups: pd.Series, fractions: Mapping[str, float], seed: int
+) -> dict[str, str]:
     """Map each subject id to 'train', 'val' or 'test'.
 
     Raises :class:`SplitError` naming the group when a group has fewer subjects than there
@@ -99,17 +106,24 @@ def assign_subject_splits(subjects: pd.Series, groups: pd.Series,
         try:
             counts = split_counts(len(ids), fr)
         except SplitError as err:
-            raise SplitError(f"group {group!r}: {err}; add subjects, merge groups or change "
-                             f"the split fractions") from None
+            raise SplitError(
+                f"group {group!r}: {err}; add subjects, merge groups or change the split fractions"
+            ) from None
         bounds = np.cumsum([counts[s] for s in SPLITS])
-        labels = np.array(SPLITS, dtype=object)[np.searchsorted(bounds, np.arange(len(ids)),
-                                                                side="right")]
+        labels = np.array(SPLITS, dtype=object)[
+            np.searchsorted(bounds, np.arange(len(ids)), side="right")
+        ]
         assignment.update(zip(ids[order].tolist(), labels.tolist()))
     return assignment
 
 
-def split_by_subject(df: pd.DataFrame, fractions: Mapping[str, float], seed: int,
-                     subject_col: str = "subject_id", group_col: str = "group") -> pd.Series:
+def split_by_subject(
+    df: pd.DataFrame,
+    fractions: Mapping[str, float],
+    seed: int,
+    subject_col: str = "subject_id",
+    group_col: str = "group",
+) -> pd.Series:
     """The split of every row of ``df``, as a string Series aligned with ``df``."""
     mapping = assign_subject_splits(df[subject_col], df[group_col], fractions, seed)
     return df[subject_col].astype(str).map(mapping).astype(object)

@@ -20,28 +20,72 @@ evaluated on one split (``test`` by default); the validation split only fits thr
 The names below are the ones the scripts, the CLI, the rules and the report import from
 ``fairforge.tables``.
 """
-from fairforge.tables.variants import (GRAYSCALE, describe_variant, has_video_pipeline,
-                                       sorted_variants, split_variants, variant_sort_key,
-                                       variant_unavailable_reason)
-from fairforge.tables.predictions import evaluation_rows, table_from_files
+
 from fairforge.tables.detection import detection_table
-from fairforge.tables.robustness import robustness_table
-from fairforge.tables.fairness import (fairness_outputs, fairness_under_perturbation,
-                                       grayscale_table, pvalue_table, thresholds_table)
-from fairforge.tables.detectors import (balanced_table, balanced_twins, detector_settings_table,
-                                        detectors_frame, find_twins, generalization_table,
-                                        sdaug_twins, twins_from_frame)
+from fairforge.tables.detectors import (
+    balanced_table,
+    balanced_twins,
+    detector_settings_table,
+    detectors_frame,
+    find_twins,
+    generalization_table,
+    sdaug_twins,
+    twins_from_frame,
+)
 from fairforge.tables.efficiency import EFFICIENCY_AXES, clean_metric, efficiency_with_metric
-from fairforge.tables.forgeries import face_detection_rates, forgery_success_table, rate_cells
 from fairforge.tables.exposure import exposure_matrix, exposure_summary, most_exposed_groups
+from fairforge.tables.fairness import (
+    fairness_outputs,
+    fairness_under_perturbation,
+    grayscale_table,
+    pvalue_table,
+    thresholds_table,
+)
+from fairforge.tables.forgeries import face_detection_rates, forgery_success_table, rate_cells
+from fairforge.tables.predictions import evaluation_rows, table_from_files
+from fairforge.tables.robustness import robustness_table
+from fairforge.tables.variants import (
+    GRAYSCALE,
+    describe_variant,
+    has_video_pipeline,
+    sorted_variants,
+    split_variants,
+    variant_sort_key,
+    variant_unavailable_reason,
+)
 
 __all__ = [
-    "EFFICIENCY_AXES", "GRAYSCALE", "balanced_table", "balanced_twins", "clean_metric",
-    "describe_variant", "detection_table", "detector_settings_table", "detectors_frame",
-    "efficiency_with_metric", "evaluation_rows", "exposure_matrix", "exposure_summary",
-    "face_detection_rates", "fairness_outputs", "fairness_under_perturbation", "find_twins",
-    "forgery_success_table", "generalization_table", "grayscale_table", "has_video_pipeline",
-    "most_exposed_groups", "pvalue_table", "rate_cells", "robustness_table", "sdaug_twins",
-    "sorted_variants", "split_variants", "table_from_files", "thresholds_table",
-    "twins_from_frame", "variant_sort_key", "variant_unavailable_reason",
+    "EFFICIENCY_AXES",
+    "GRAYSCALE",
+    "balanced_table",
+    "balanced_twins",
+    "clean_metric",
+    "describe_variant",
+    "detection_table",
+    "detector_settings_table",
+    "detectors_frame",
+    "efficiency_with_metric",
+    "evaluation_rows",
+    "exposure_matrix",
+    "exposure_summary",
+    "face_detection_rates",
+    "fairness_outputs",
+    "fairness_under_perturbation",
+    "find_twins",
+    "forgery_success_table",
+    "generalization_table",
+    "grayscale_table",
+    "has_video_pipeline",
+    "most_exposed_groups",
+    "pvalue_table",
+    "rate_cells",
+    "robustness_table",
+    "sdaug_twins",
+    "sorted_variants",
+    "split_variants",
+    "table_from_files",
+    "thresholds_table",
+    "twins_from_frame",
+    "variant_sort_key",
+    "variant_unavailable_reason",
 ]

@@ -1,5 +1,6 @@
 """Detection quality: AUC, ACC, AP, EER per detector x dataset x variant, per frame and,
 where ``video_id`` exists, per video (mean frame score)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,11 +19,14 @@ def _video_frames(part: pd.DataFrame) -> pd.DataFrame | None:
     frames = part.loc[part["video_id"].notna()]
     if frames.empty:
         return None
-    return frames.assign(video_key=frames["method"].astype(str) + "/" + frames["video_id"].astype(str))
+    return frames.assign(
+        video_key=frames["method"].astype(str) + "/" + frames["video_id"].astype(str)
+    )
 
 
-def detection_table(preds: pd.DataFrame, threshold: float = 0.5,
-                    split: str | None = "test") -> pd.DataFrame:
+def detection_table(
+    preds: pd.DataFrame, threshold: float = 0.5, split: str | None = "test"
+) -> pd.DataFrame:
     """AUC, ACC (at ``threshold``), AP, EER and counts per dataset x detector x variant.
 
     ``unit`` is ``frame`` (every prediction) or ``video`` (one score per video, the mean of
@@ -31,13 +35,22 @@ def detection_table(preds: pd.DataFrame, threshold: float = 0.5,
     rows = []
     for (dataset, detector, variant), part in groups_of(evaluation_rows(preds, split)):
         base = {"dataset": dataset, "detector": detector, "variant": variant}
-        rows.append({**base, "unit": "frame",
-                     **detection_metrics(part["label"].to_numpy(), part["score"].to_numpy(),
-                                         threshold)})
+        rows.append(
+            {
+                **base,
+                "unit": "frame",
+                **detection_metrics(part["label"].to_numpy(), part["score"].to_numpy(), threshold),
+            }
+        )
         frames = _video_frames(part)
         if frames is not None:
-            rows.append({**base, "unit": "video",
-                         **video_level(frames, video_col="video_key", threshold=threshold)})
+            rows.append(
+                {
+                    **base,
+                    "unit": "video",
+                    **video_level(frames, video_col="video_key", threshold=threshold),
+                }
+            )
     if not rows:
         raise ValueError(f"no predictions of split {split!r}")
     table = order_rows(pd.DataFrame(rows), ("dataset", "detector", "unit"))

@@ -2,11 +2,12 @@
 differ in one key only: ``balanced``, ``augment``), FairFD Table 4 (standard versus balanced
 twin) and the train-on x test-on generalization table (families differing only in
 ``train_dataset``)."""
+
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -16,9 +17,11 @@ from fairforge.perturb import CLEAN
 RUNTIME_SETTINGS = ("threads", "device", "num_workers")
 
 
-def detector_settings_table(checkpoints: Mapping[str, str | Path],
-                            fallback: Mapping[str, Mapping] | None = None,
-                            train_datasets: Mapping[str, str] | None = None) -> dict[str, dict]:
+def detector_settings_table(
+    checkpoints: Mapping[str, str | Path],
+    fallback: Mapping[str, Mapping] | None = None,
+    train_datasets: Mapping[str, str] | None = None,
+) -> dict[str, dict]:
     """What trained each detector: the ``train_config`` saved in its checkpoint (else the
     ``fallback`` settings, e.g. from the config), with its ``train_dataset``."""
     import torch
@@ -44,15 +47,19 @@ def _comparable(settings: Mapping, ignore: Iterable[str]) -> dict:
     return {k: v for k, v in settings.items() if k not in skip}
 
 
-def find_twins(settings: Mapping[str, Mapping], key: str, base_value, twin_value
-               ) -> list[tuple[str, str]]:
+def find_twins(
+    settings: Mapping[str, Mapping], key: str, base_value, twin_value
+) -> list[tuple[str, str]]:
     """Pairs ``(base, twin)`` of detectors whose settings differ only in ``key``, with
     ``key`` equal to ``base_value`` and ``twin_value`` (runtime settings are ignored)."""
     pairs = []
     for a, b in itertools.permutations(sorted(settings), 2):
         sa, sb = settings[a], settings[b]
-        if sa.get(key) == base_value and sb.get(key) == twin_value \
-                and _comparable(sa, [key]) == _comparable(sb, [key]):
+        if (
+            sa.get(key) == base_value
+            and sb.get(key) == twin_value
+            and _comparable(sa, [key]) == _comparable(sb, [key])
+        ):
             pairs.append((a, b))
     return pairs
 
@@ -65,8 +72,17 @@ def sdaug_twins(settings: Mapping[str, Mapping]) -> list[tuple[str, str]]:
     return find_twins(settings, "augment", "none", "sdaug")
 
 
-DETECTOR_COLUMNS = ["arch", "train_dataset", "train_methods", "augment", "balanced", "epochs",
-                    "batch_size", "lr", "input_size"]
+DETECTOR_COLUMNS = [
+    "arch",
+    "train_dataset",
+    "train_methods",
+    "augment",
+    "balanced",
+    "epochs",
+    "batch_size",
+    "lr",
+    "input_size",
+]
 
 
 def detectors_frame(settings: Mapping[str, Mapping]) -> pd.DataFrame:
@@ -84,8 +100,9 @@ def detectors_frame(settings: Mapping[str, Mapping]) -> pd.DataFrame:
         row["sdaug_twin_of"] = sdaug.get(name, "")
         row["balanced_twin_of"] = balanced.get(name, "")
         rows.append(row)
-    return pd.DataFrame(rows, columns=["detector", *DETECTOR_COLUMNS, "sdaug_twin_of",
-                                       "balanced_twin_of"])
+    return pd.DataFrame(
+        rows, columns=["detector", *DETECTOR_COLUMNS, "sdaug_twin_of", "balanced_twin_of"]
+    )
 
 
 def twins_from_frame(detectors: pd.DataFrame, kind: str = "sdaug") -> list[tuple[str, str]]:
@@ -102,22 +119,41 @@ def balanced_table(fairness: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
 
     ``fairness`` is ``fairness_table.csv`` (rows dataset x metric, one column per detector).
     """
-    columns = ["dataset", "detector", "balanced_detector", "metric", "standard", "balanced",
-               "change"]
+    columns = [
+        "dataset",
+        "detector",
+        "balanced_detector",
+        "metric",
+        "standard",
+        "balanced",
+        "change",
+    ]
     rows = []
     for base, twin in pairs:
         if base not in fairness.columns or twin not in fairness.columns:
             continue
-        rows.append(pd.DataFrame({"dataset": fairness["dataset"], "detector": base,
-                                  "balanced_detector": twin, "metric": fairness["metric"],
-                                  "standard": fairness[base].astype(float),
-                                  "balanced": fairness[twin].astype(float),
-                                  "change": fairness[twin].astype(float) - fairness[base].astype(float)}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "dataset": fairness["dataset"],
+                    "detector": base,
+                    "balanced_detector": twin,
+                    "metric": fairness["metric"],
+                    "standard": fairness[base].astype(float),
+                    "balanced": fairness[twin].astype(float),
+                    "change": fairness[twin].astype(float) - fairness[base].astype(float),
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
 
 
-def generalization_table(detection: pd.DataFrame, settings: Mapping[str, Mapping],
-                         metric: str = "AUC", variant: str = CLEAN) -> pd.DataFrame:
+def generalization_table(
+    detection: pd.DataFrame,
+    settings: Mapping[str, Mapping],
+    metric: str = "AUC",
+    variant: str = CLEAN,
+) -> pd.DataFrame:
     """Train-on x test-on ``metric`` (Benchmark paper Table 5), one block per detector family.
 
     A family is a set of detectors whose settings differ only in ``train_dataset``; it is
@@ -126,15 +162,22 @@ def generalization_table(detection: pd.DataFrame, settings: Mapping[str, Mapping
     ``average`` (mean over test datasets, in-domain included). With a single dataset the
     table holds one ``note``.
     """
-    frame = detection.loc[(detection["variant"] == variant)
-                          & (detection.get("unit", "frame") == "frame")]
+    frame = detection.loc[
+        (detection["variant"] == variant) & (detection.get("unit", "frame") == "frame")
+    ]
     datasets = sorted(frame["dataset"].unique())
     if len(datasets) < 2:
-        return pd.DataFrame({"note": [
-            f"one dataset configured ({', '.join(datasets) or 'none'}): no cross-dataset "
-            "generalization to measure; configure two or more datasets"]})
-    values = frame.pivot_table(index="detector", columns="dataset", values=metric,
-                               aggfunc="first").reindex(columns=datasets)
+        return pd.DataFrame(
+            {
+                "note": [
+                    f"one dataset configured ({', '.join(datasets) or 'none'}): no cross-dataset "
+                    "generalization to measure; configure two or more datasets"
+                ]
+            }
+        )
+    values = frame.pivot_table(
+        index="detector", columns="dataset", values=metric, aggfunc="first"
+    ).reindex(columns=datasets)
     families: dict[str, list[str]] = {}
     for name in sorted(settings):
         key = repr(sorted(_comparable(settings[name], ["train_dataset"]).items()))

@@ -11,6 +11,7 @@
 Predictions of several datasets are never pooled: every table is computed per dataset and
 gets a ``dataset`` column (samples of different datasets can share ids).
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,33 +34,62 @@ def _per_dataset(preds: pd.DataFrame):
     yield from preds.groupby("dataset", sort=True)
 
 
-def fairness_outputs(preds: pd.DataFrame, threshold: float = 0.5,
-                     ur_denominator: str = "one_plus_acc", bootstrap: int = 0,
-                     seed: int = 0) -> dict[str, pd.DataFrame]:
+def fairness_outputs(
+    preds: pd.DataFrame,
+    threshold: float = 0.5,
+    ur_denominator: str = "one_plus_acc",
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> dict[str, pd.DataFrame]:
     """``table`` (rows: dataset × metric, columns: detectors), ``per_group`` and, when
     ``bootstrap`` > 0, ``ci`` (subject-level bootstrap intervals of every metric)."""
     tables, per_group, cis = [], [], []
     for dataset, part in _per_dataset(preds):
         if part["label"].nunique() < 2:
             # e.g. a split where no forgery succeeded: nothing to measure, say so
-            log.warning("dataset %s: predictions hold only label %s; no fairness metrics",
-                        dataset, sorted(part["label"].unique()))
+            log.warning(
+                "dataset %s: predictions hold only label %s; no fairness metrics",
+                dataset,
+                sorted(part["label"].unique()),
+            )
             continue
         table = fairness_table(part, threshold=threshold, ur_denominator=ur_denominator)
         tables.append(table.reset_index().assign(dataset=dataset))
         per_group.append(per_group_long(part, threshold=threshold).assign(dataset=dataset))
         if bootstrap:
-            cis.append(bootstrap_table(part, n_boot=bootstrap, seed=seed, threshold=threshold,
-                                       ur_denominator=ur_denominator).assign(dataset=dataset))
+            cis.append(
+                bootstrap_table(
+                    part,
+                    n_boot=bootstrap,
+                    seed=seed,
+                    threshold=threshold,
+                    ur_denominator=ur_denominator,
+                ).assign(dataset=dataset)
+            )
     if not tables:
         raise ValueError("no dataset has both real and fake predictions to measure")
     table = pd.concat(tables, ignore_index=True)
     first = ["dataset", "metric"]
-    out = {"table": table[first + [c for c in table.columns if c not in first]],
-           "per_group": _dataset_first(pd.concat(per_group, ignore_index=True))}
-    out["ci"] = (_dataset_first(pd.concat(cis, ignore_index=True)) if cis else
-                 pd.DataFrame(columns=["dataset", "detector", "metric", "estimate", "ci_low",
-                                       "ci_high", "n_valid", "n_boot"]))
+    out = {
+        "table": table[first + [c for c in table.columns if c not in first]],
+        "per_group": _dataset_first(pd.concat(per_group, ignore_index=True)),
+    }
+    out["ci"] = (
+        _dataset_first(pd.concat(cis, ignore_index=True))
+        if cis
+        else pd.DataFrame(
+            columns=[
+                "dataset",
+                "detector",
+                "metric",
+                "estimate",
+                "ci_low",
+                "ci_high",
+                "n_valid",
+                "n_boot",
+            ]
+        )
+    )
     return out
 
 
@@ -67,22 +97,37 @@ def _dataset_first(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[["dataset"] + [c for c in frame.columns if c != "dataset"]]
 
 
-def fairness_under_perturbation(preds: pd.DataFrame, threshold: float = 0.5,
-                                ur_denominator: str = "one_plus_acc",
-                                split: str | None = "test") -> pd.DataFrame:
+def fairness_under_perturbation(
+    preds: pd.DataFrame,
+    threshold: float = 0.5,
+    ur_denominator: str = "one_plus_acc",
+    split: str | None = "test",
+) -> pd.DataFrame:
     """One row per dataset x detector x variant, one column per fairness_report key."""
     rows = []
     for (dataset, detector, variant), part in groups_of(evaluation_rows(preds, split)):
-        rows.append({"dataset": dataset, "detector": detector, "variant": variant,
-                     **fairness_report(part, threshold, ur_denominator)})
+        rows.append(
+            {
+                "dataset": dataset,
+                "detector": detector,
+                "variant": variant,
+                **fairness_report(part, threshold, ur_denominator),
+            }
+        )
     table = order_rows(with_variant_info(pd.DataFrame(rows)))
     first = ["dataset", "detector", "variant", "operation", "level", "severity", "category"]
     return table[first + [c for c in table.columns if c not in first]]
 
 
-def pvalue_table(preds: pd.DataFrame, n_perm: int = 1000, seed: int = 0, threshold: float = 0.5,
-                 ur_denominator: str = "one_plus_acc", split: str | None = "test",
-                 variant: str = CLEAN) -> pd.DataFrame:
+def pvalue_table(
+    preds: pd.DataFrame,
+    n_perm: int = 1000,
+    seed: int = 0,
+    threshold: float = 0.5,
+    ur_denominator: str = "one_plus_acc",
+    split: str | None = "test",
+    variant: str = CLEAN,
+) -> pd.DataFrame:
     """Permutation p-values (group labels shuffled across subjects) that each gap of the
     ``variant`` predictions is larger than chance: dataset, detector, metric, value, p_value."""
     rows = []
@@ -92,15 +137,30 @@ def pvalue_table(preds: pd.DataFrame, n_perm: int = 1000, seed: int = 0, thresho
     for (dataset, detector), part in groups_of(preds, ("dataset", "detector")):
         observed = fairness_report(part, threshold, ur_denominator)
         pvalues = permutation_pvalues(part, n_perm, seed, ur_denominator, threshold)
-        rows += [{"dataset": dataset, "detector": detector, "metric": m, "value": observed[m],
-                  "p_value": p, "n_perm": n_perm} for m, p in pvalues.items()]
-    return pd.DataFrame(rows, columns=["dataset", "detector", "metric", "value", "p_value",
-                                       "n_perm"])
+        rows += [
+            {
+                "dataset": dataset,
+                "detector": detector,
+                "metric": m,
+                "value": observed[m],
+                "p_value": p,
+                "n_perm": n_perm,
+            }
+            for m, p in pvalues.items()
+        ]
+    return pd.DataFrame(
+        rows, columns=["dataset", "detector", "metric", "value", "p_value", "n_perm"]
+    )
 
 
-def thresholds_table(preds: pd.DataFrame, threshold: float = 0.5,
-                     ur_denominator: str = "one_plus_acc", fit_split: str = "val",
-                     eval_split: str = "test", variant: str = CLEAN) -> pd.DataFrame:
+def thresholds_table(
+    preds: pd.DataFrame,
+    threshold: float = 0.5,
+    ur_denominator: str = "one_plus_acc",
+    fit_split: str = "val",
+    eval_split: str = "test",
+    variant: str = CLEAN,
+) -> pd.DataFrame:
     """FairFD Table 5: utility and fairness on ``eval_split`` at the global ``threshold`` and
     at per-group thresholds fitted on ``fit_split``.
 
@@ -113,8 +173,10 @@ def thresholds_table(preds: pd.DataFrame, threshold: float = 0.5,
     for (dataset, detector), part in groups_of(preds, ("dataset", "detector")):
         fit, test = evaluation_rows(part, fit_split), evaluation_rows(part, eval_split)
         if fit.empty or test.empty:
-            raise ValueError(f"{dataset}/{detector}: the {fit_split!r} and {eval_split!r} "
-                             "splits are both needed (config inference.splits)")
+            raise ValueError(
+                f"{dataset}/{detector}: the {fit_split!r} and {eval_split!r} "
+                "splits are both needed (config inference.splits)"
+            )
         table, fitted = compare_thresholds(fit, test, threshold, ur_denominator)
         for group in sorted(set(test["group"].astype(str)) | set(fitted)):
             table.loc[f"threshold[{group}]"] = [threshold, fitted.get(group, threshold)]
@@ -145,7 +207,16 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
         if CLEAN not in by_variant.index or variant not in by_variant.index:
             continue
         clean, gray = by_variant.loc[CLEAN, metrics], by_variant.loc[variant, metrics]
-        rows.append(pd.DataFrame({"dataset": dataset, "detector": detector, "metric": metrics,
-                                  "clean": clean.to_numpy(float), "grayscale": gray.to_numpy(float),
-                                  "change": (gray - clean).to_numpy(float)}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "dataset": dataset,
+                    "detector": detector,
+                    "metric": metrics,
+                    "clean": clean.to_numpy(float),
+                    "grayscale": gray.to_numpy(float),
+                    "change": (gray - clean).to_numpy(float),
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)

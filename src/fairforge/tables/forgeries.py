@@ -1,9 +1,10 @@
 """Forgery and face-detection success per group, as the report shows them."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,33 +28,44 @@ def forgery_success_table(manifests: Iterable[str | Path]) -> pd.DataFrame:
         frame = frame.assign(group=frame["group"].astype(str), ok=frame["ok"].astype(bool))
         dataset = path.parent.parent.name
 
-        def summarise(part: pd.DataFrame, method: str, group: str) -> dict:
+        def summarise(part: pd.DataFrame, method: str, group: str, dataset=dataset) -> dict:
             made = int(part["ok"].sum())
-            return {"dataset": dataset, "method": method, "group": group,
-                    "attempted": len(part), "made": made,
-                    "success_rate": made / len(part) if len(part) else np.nan,
-                    "failures": _reason_counts(part.loc[~part["ok"], "reason"])}
+            return {
+                "dataset": dataset,
+                "method": method,
+                "group": group,
+                "attempted": len(part),
+                "made": made,
+                "success_rate": made / len(part) if len(part) else np.nan,
+                "failures": _reason_counts(part.loc[~part["ok"], "reason"]),
+            }
 
         for method, by_method in frame.groupby("method", sort=True):
-            rows += [summarise(part, method, group)
-                     for group, part in by_method.groupby("group", sort=True)]
+            rows += [
+                summarise(part, method, group)
+                for group, part in by_method.groupby("group", sort=True)
+            ]
             rows.append(summarise(by_method, method, "(all)"))
     columns = ["dataset", "method", "group", "attempted", "made", "success_rate", "failures"]
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values(["dataset", "method"], kind="stable").reset_index(drop=True)
 
 
-def rate_cells(table: pd.DataFrame, index: Sequence[str], rate: str, count: str,
-               total: str) -> pd.DataFrame:
+def rate_cells(
+    table: pd.DataFrame, index: Sequence[str], rate: str, count: str, total: str
+) -> pd.DataFrame:
     """Rows ``index``, one column per group (``(all)`` last): "rate (count/total)"."""
     if table.empty:
         return table
-    frame = table.assign(cell=[f"{r:.3f} ({c}/{t})" for r, c, t in
-                               zip(table[rate], table[count], table[total])])
-    groups = sorted(set(frame["group"]) - {"(all)"}) + (["(all)"] if "(all)" in set(frame["group"])
-                                                        else [])
-    wide = frame.pivot_table(index=list(index), columns="group", values="cell",
-                             aggfunc="first", sort=True).reindex(columns=groups)
+    frame = table.assign(
+        cell=[f"{r:.3f} ({c}/{t})" for r, c, t in zip(table[rate], table[count], table[total])]
+    )
+    groups = sorted(set(frame["group"]) - {"(all)"}) + (
+        ["(all)"] if "(all)" in set(frame["group"]) else []
+    )
+    wide = frame.pivot_table(
+        index=list(index), columns="group", values="cell", aggfunc="first", sort=True
+    ).reindex(columns=groups)
     wide.columns.name = None
     return wide.reset_index()
 

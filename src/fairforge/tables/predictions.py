@@ -1,9 +1,10 @@
 """The predictions a table is built from: the rows of one split, grouped per dataset x
 detector x variant, read one predictions file at a time."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import pandas as pd
 

@@ -1,5 +1,6 @@
 """Robustness: AUC per operation and level, the drop from ``clean``, the mean over all
 variants (the overall robustness score) and per operation category."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,18 +28,56 @@ def robustness_table(detection: pd.DataFrame, metric: str = "AUC") -> pd.DataFra
         part["drop"] = clean_value - part[metric]
         rows.append(part)
         ops = part.loc[part["variant"] != CLEAN]
-        base = {"dataset": dataset, "detector": detector, "variant": "", "operation": "",
-                "level": np.nan, "severity": np.nan}
+        base = {
+            "dataset": dataset,
+            "detector": detector,
+            "variant": "",
+            "operation": "",
+            "level": np.nan,
+            "severity": np.nan,
+        }
         for category, cat in ops.groupby("category", sort=True):
-            rows.append(pd.DataFrame([{**base, "scope": "category", "category": category,
-                                       metric: cat[metric].mean(), "n_variants": len(cat),
-                                       "drop": clean_value - cat[metric].mean()}]))
-        rows.append(pd.DataFrame([{**base, "scope": "overall", "category": "all",
-                                   metric: ops[metric].mean() if len(ops) else np.nan,
-                                   "n_variants": len(ops),
-                                   "drop": clean_value - ops[metric].mean() if len(ops) else np.nan}]))
+            rows.append(
+                pd.DataFrame(
+                    [
+                        {
+                            **base,
+                            "scope": "category",
+                            "category": category,
+                            metric: cat[metric].mean(),
+                            "n_variants": len(cat),
+                            "drop": clean_value - cat[metric].mean(),
+                        }
+                    ]
+                )
+            )
+        rows.append(
+            pd.DataFrame(
+                [
+                    {
+                        **base,
+                        "scope": "overall",
+                        "category": "all",
+                        metric: ops[metric].mean() if len(ops) else np.nan,
+                        "n_variants": len(ops),
+                        "drop": clean_value - ops[metric].mean() if len(ops) else np.nan,
+                    }
+                ]
+            )
+        )
     table = pd.concat(rows, ignore_index=True)
     table["n_variants"] = table["n_variants"].fillna(1).astype(np.int64)
-    columns = ["dataset", "detector", "scope", "category", "operation", "level", "severity",
-               "variant", metric, "drop", "n_variants"]
+    columns = [
+        "dataset",
+        "detector",
+        "scope",
+        "category",
+        "operation",
+        "level",
+        "severity",
+        "variant",
+        metric,
+        "drop",
+        "n_variants",
+    ]
     return table[columns]

@@ -2,16 +2,22 @@
 the tables list variants in (``clean`` first, mildest first), and which configured variants
 can be evaluated at all.
 """
+
 from __future__ import annotations
 
 import importlib.util
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from fairforge.perturb import (CLEAN, OPERATIONS, PerturbationError, parse_variant,
-                               unavailable_reason)
+from fairforge.perturb import (
+    CLEAN,
+    OPERATIONS,
+    PerturbationError,
+    parse_variant,
+    unavailable_reason,
+)
 from fairforge.registry import UnknownName
 
 # The variant FairFD Table 6 compares with ``clean``.
@@ -31,16 +37,31 @@ def describe_variant(variant: str) -> dict:
     else ``other``; its severity is its rank among the levels seen (filled in by the tables).
     """
     if variant == CLEAN:
-        return {"variant": variant, "operation": CLEAN, "level": 0, "severity": 0,
-                "category": CLEAN}
+        return {
+            "variant": variant,
+            "operation": CLEAN,
+            "level": 0,
+            "severity": 0,
+            "category": CLEAN,
+        }
     name, level = parse_variant(variant)
     if name not in OPERATIONS:
-        return {"variant": variant, "operation": name, "level": level, "severity": np.nan,
-                "category": "video" if has_video_pipeline() else "other"}
+        return {
+            "variant": variant,
+            "operation": name,
+            "level": level,
+            "severity": np.nan,
+            "category": "video" if has_video_pipeline() else "other",
+        }
     meta = OPERATIONS.metadata(name)
     severity = meta["levels"].index(level) + 1 if level in meta["levels"] else np.nan
-    return {"variant": variant, "operation": name, "level": level, "severity": severity,
-            "category": "video" if meta["kind"] == "video" else meta["category"]}
+    return {
+        "variant": variant,
+        "operation": name,
+        "level": level,
+        "severity": severity,
+        "category": "video" if meta["kind"] == "video" else meta["category"],
+    }
 
 
 def variant_sort_key(variant: str) -> tuple:
@@ -59,8 +80,9 @@ def sorted_variants(variants: Iterable[str]) -> list[str]:
     return sorted(dict.fromkeys(variants), key=variant_sort_key)
 
 
-def variant_unavailable_reason(variant: str,
-                               options: Mapping[str, Mapping] | None = None) -> str | None:
+def variant_unavailable_reason(
+    variant: str, options: Mapping[str, Mapping] | None = None
+) -> str | None:
     """Why a configured variant cannot be evaluated, or None
     (:func:`fairforge.perturb.variants.unavailable_reason`); an unknown operation is
     reported, not raised. Malformed variants and invalid levels still raise: they are
@@ -72,8 +94,9 @@ def variant_unavailable_reason(variant: str,
         return str(err)
 
 
-def split_variants(variants: Iterable[str], options: Mapping[str, Mapping] | None = None
-                   ) -> tuple[list[str], dict[str, str]]:
+def split_variants(
+    variants: Iterable[str], options: Mapping[str, Mapping] | None = None
+) -> tuple[list[str], dict[str, str]]:
     """``(available, {unavailable variant: reason})``; ``clean`` is always available, first."""
     available, unavailable = [CLEAN], {}
     for variant in sorted_variants(variants):
@@ -91,14 +114,18 @@ def with_variant_info(frame: pd.DataFrame) -> pd.DataFrame:
     # Operations without registered levels get their severity from the order of their levels.
     unknown = info["severity"].isna()
     if unknown.any():
-        info.loc[unknown, "severity"] = (info.loc[unknown].groupby("operation")["level"]
-                                         .rank(method="dense"))
+        info.loc[unknown, "severity"] = (
+            info.loc[unknown].groupby("operation")["level"].rank(method="dense")
+        )
     return frame.assign(**{c: info[c] for c in ("operation", "level", "severity", "category")})
 
 
 def order_rows(frame: pd.DataFrame, by: Sequence[str] = ("dataset", "detector")) -> pd.DataFrame:
     """Rows sorted by ``by`` then by variant order (clean first, mildest first)."""
     rank = {v: i for i, v in enumerate(sorted_variants(frame["variant"].unique()))}
-    return (frame.assign(_rank=frame["variant"].map(rank))
-            .sort_values([*by, "_rank"], kind="stable").drop(columns="_rank")
-            .reset_index(drop=True))
+    return (
+        frame.assign(_rank=frame["variant"].map(rank))
+        .sort_values([*by, "_rank"], kind="stable")
+        .drop(columns="_rank")
+        .reset_index(drop=True)
+    )

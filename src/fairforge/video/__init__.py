@@ -11,26 +11,73 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 - :mod:`.pairs`: ``video_pairs``, one target clip per source clip.
 - :mod:`.variants`: ``video_variant_samples`` and ``predict_samples_path`` for inference.
 """
-from fairforge.video.ffmpeg import (FFmpegNotFound, VideoError, VideoInfo, evenly_spaced,
-                                    ffmpeg_exe, probe_video, read_sampled, read_video,
-                                    write_video)
-from fairforge.video.ops import (VIDEO_SUITE, apply_video_op, cached_video_op,
-                                 is_video_variant, video_op_for, video_variant_pattern)
+
 from fairforge.video.clips import render_clip, synthetic_videos
-from fairforge.video.frames import (extract_frames, frame_image_id, frame_listing,
-                                    planned_frame_count, with_video_columns)
+from fairforge.video.ffmpeg import (
+    FFmpegNotFound,
+    VideoError,
+    VideoInfo,
+    evenly_spaced,
+    ffmpeg_exe,
+    probe_video,
+    read_sampled,
+    read_video,
+    write_video,
+)
+from fairforge.video.frames import (
+    extract_frames,
+    frame_image_id,
+    frame_listing,
+    planned_frame_count,
+    with_video_columns,
+)
+from fairforge.video.ops import (
+    VIDEO_SUITE,
+    apply_video_op,
+    cached_video_op,
+    is_video_variant,
+    video_op_for,
+    video_variant_pattern,
+)
 from fairforge.video.pairs import has_videos, video_pairs
-from fairforge.video.variants import (clip_keys, degrade_clip, loading_variant,
-                                      predict_samples_path, shard_clip_samples,
-                                      video_variant_samples)
+from fairforge.video.variants import (
+    clip_keys,
+    degrade_clip,
+    loading_variant,
+    predict_samples_path,
+    shard_clip_samples,
+    video_variant_samples,
+)
 
 __all__ = [
-    "FFmpegNotFound", "VIDEO_SUITE", "VideoError", "VideoInfo",
-    "apply_video_op", "cached_video_op", "clip_keys", "degrade_clip", "evenly_spaced",
-    "extract_frames", "ffmpeg_exe", "frame_image_id", "frame_listing",
-    "has_videos", "is_video_variant", "loading_variant",
-    "planned_frame_count", "predict_samples_path", "probe_video", "read_sampled",
-    "read_video", "render_clip", "shard_clip_samples", "synthetic_videos", "video_op_for",
-    "video_pairs", "video_variant_pattern", "video_variant_samples", "with_video_columns",
+    "FFmpegNotFound",
+    "VIDEO_SUITE",
+    "VideoError",
+    "VideoInfo",
+    "apply_video_op",
+    "cached_video_op",
+    "clip_keys",
+    "degrade_clip",
+    "evenly_spaced",
+    "extract_frames",
+    "ffmpeg_exe",
+    "frame_image_id",
+    "frame_listing",
+    "has_videos",
+    "is_video_variant",
+    "loading_variant",
+    "planned_frame_count",
+    "predict_samples_path",
+    "probe_video",
+    "read_sampled",
+    "read_video",
+    "render_clip",
+    "shard_clip_samples",
+    "synthetic_videos",
+    "video_op_for",
+    "video_pairs",
+    "video_variant_pattern",
+    "video_variant_samples",
+    "with_video_columns",
     "write_video",
 ]

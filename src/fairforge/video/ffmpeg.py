@@ -15,15 +15,16 @@ A file that cannot be used (missing, empty, not a video, no decodable frame) rai
 raises :class:`FFmpegNotFound`, an environment error that no manifest row should absorb.
 Encodes run single-threaded with bit-exact flags, so the same frames give the same bytes.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import subprocess
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -34,8 +35,7 @@ H264_SUFFIX = ".mp4"
 
 # Keep encoder output reproducible: no timestamps/versions in the container, one thread
 # (x264's output depends on the thread count).
-_BITEXACT = {"fflags": "+bitexact", "flags:v": "+bitexact", "map_metadata": -1,
-             "threads": 1}
+_BITEXACT = {"fflags": "+bitexact", "flags:v": "+bitexact", "map_metadata": -1, "threads": 1}
 
 
 class VideoError(ValueError):
@@ -51,12 +51,16 @@ def ffmpeg_python():
     try:
         import ffmpeg
     except ImportError:
-        raise FFmpegNotFound("the ffmpeg-python package is not installed "
-                             "(pip install ffmpeg-python); fairforge builds its ffmpeg "
-                             "commands with it") from None
+        raise FFmpegNotFound(
+            "the ffmpeg-python package is not installed "
+            "(pip install ffmpeg-python); fairforge builds its ffmpeg "
+            "commands with it"
+        ) from None
     if not hasattr(ffmpeg, "input"):
-        raise FFmpegNotFound("the installed 'ffmpeg' module is not ffmpeg-python; "
-                             "pip uninstall ffmpeg && pip install ffmpeg-python")
+        raise FFmpegNotFound(
+            "the installed 'ffmpeg' module is not ffmpeg-python; "
+            "pip uninstall ffmpeg && pip install ffmpeg-python"
+        )
     return ffmpeg
 
 
@@ -65,18 +69,24 @@ def ffmpeg_exe() -> str:
     try:
         import imageio_ffmpeg
     except ImportError:
-        raise FFmpegNotFound("the imageio-ffmpeg package is not installed "
-                             "(pip install imageio-ffmpeg); it provides the ffmpeg binary "
-                             "used for video operations") from None
+        raise FFmpegNotFound(
+            "the imageio-ffmpeg package is not installed "
+            "(pip install imageio-ffmpeg); it provides the ffmpeg binary "
+            "used for video operations"
+        ) from None
     try:
         exe = imageio_ffmpeg.get_ffmpeg_exe()
     except RuntimeError as err:
-        raise FFmpegNotFound(f"no ffmpeg binary: imageio-ffmpeg has none for this platform "
-                             f"({err}); install ffmpeg or set IMAGEIO_FFMPEG_EXE to its "
-                             f"path") from None
+        raise FFmpegNotFound(
+            f"no ffmpeg binary: imageio-ffmpeg has none for this platform "
+            f"({err}); install ffmpeg or set IMAGEIO_FFMPEG_EXE to its "
+            f"path"
+        ) from None
     if not exe or not (Path(exe).is_file() and os.access(exe, os.X_OK)):
-        raise FFmpegNotFound(f"ffmpeg binary {exe!r} (from imageio-ffmpeg) is not an "
-                             f"executable file; set IMAGEIO_FFMPEG_EXE to a working ffmpeg")
+        raise FFmpegNotFound(
+            f"ffmpeg binary {exe!r} (from imageio-ffmpeg) is not an "
+            f"executable file; set IMAGEIO_FFMPEG_EXE to a working ffmpeg"
+        )
     return exe
 
 
@@ -90,14 +100,23 @@ def ffmpeg_reason(stderr: str, limit: int = 2) -> str:
         return "no video stream"
     lines = [_NOISE.sub("", x).strip() for x in stderr.splitlines()]
     lines = [x for x in lines if x and not x.startswith(("frame=", "Press [q]"))]
-    errors = [x for x in lines if re.search(r"error|invalid|not found|no such|could not|"
-                                            r"unable|failed|moov", x, re.I)]
+    errors = [
+        x
+        for x in lines
+        if re.search(
+            r"error|invalid|not found|no such|could not|"
+            r"unable|failed|moov",
+            x,
+            re.I,
+        )
+    ]
     picked = errors[:limit] if errors else lines[-limit:]
     return "; ".join(dict.fromkeys(picked)) or "ffmpeg failed without a message"
 
 
-def run_ffmpeg(stream, *, input_bytes: bytes | None = None, what: str = "ffmpeg"
-               ) -> tuple[bytes, str]:
+def run_ffmpeg(
+    stream, *, input_bytes: bytes | None = None, what: str = "ffmpeg"
+) -> tuple[bytes, str]:
     """Run an ffmpeg-python output stream with the imageio-ffmpeg binary.
 
     Returns (stdout bytes, stderr text); a non-zero exit raises :class:`VideoError` with
@@ -120,6 +139,7 @@ def check_video_file(path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------ write
+
 
 def as_frame_array(frames: Iterable[np.ndarray] | np.ndarray) -> np.ndarray:
     """Stack frames into a (T, H, W, 3) uint8 array, checking that they agree."""
@@ -158,8 +178,14 @@ def encoder_options(codec: str, crf: int | None = None, preset: str = "medium") 
         crf = DEFAULT_CRF if crf is None else int(crf)
         if not 0 <= crf <= 51:
             raise ValueError(f"H.264 CRF must be in 0..51, got {crf}")
-        return {"vcodec": "libx264", "pix_fmt": "yuv420p", "crf": crf, "preset": preset,
-                "an": None, **_BITEXACT}
+        return {
+            "vcodec": "libx264",
+            "pix_fmt": "yuv420p",
+            "crf": crf,
+            "preset": preset,
+            "an": None,
+            **_BITEXACT,
+        }
     if codec == "lossless":
         # FFV1 on 8-bit RGB: every pixel survives, so only the operation changes the frames.
         return {"vcodec": "ffv1", "pix_fmt": "bgr0", "an": None, **_BITEXACT}
@@ -172,9 +198,15 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.stem}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
 
 
-def write_video(path: str | Path, frames: Iterable[np.ndarray] | np.ndarray, *,
-                fps: float = DEFAULT_FPS, crf: int = DEFAULT_CRF, codec: str = "h264",
-                preset: str = "medium") -> Path:
+def write_video(
+    path: str | Path,
+    frames: Iterable[np.ndarray] | np.ndarray,
+    *,
+    fps: float = DEFAULT_FPS,
+    crf: int = DEFAULT_CRF,
+    codec: str = "h264",
+    preset: str = "medium",
+) -> Path:
     """Encode uint8 RGB frames to ``path`` (container from the suffix, e.g. .mp4, .mkv).
 
     ``codec='h264'``: libx264, yuv420p at ``crf``; odd heights/widths are padded by one
@@ -191,9 +223,9 @@ def write_video(path: str | Path, frames: Iterable[np.ndarray] | np.ndarray, *,
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
     h, w = stack.shape[1:3]
-    stream = (ff.input("pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{w}x{h}",
-                       framerate=fps)
-              .output(str(tmp), **encoder_options(codec, crf, preset)))
+    stream = ff.input(
+        "pipe:", format="rawvideo", pix_fmt="rgb24", s=f"{w}x{h}", framerate=fps
+    ).output(str(tmp), **encoder_options(codec, crf, preset))
     try:
         run_ffmpeg(stream, input_bytes=stack.tobytes(), what=f"writing {path.name}")
         tmp.replace(path)
@@ -203,6 +235,7 @@ def write_video(path: str | Path, frames: Iterable[np.ndarray] | np.ndarray, *,
 
 
 # ------------------------------------------------------------------------------------- read
+
 
 @dataclass(frozen=True)
 class VideoInfo:
@@ -229,7 +262,7 @@ def _section(stderr: str, heading: str) -> str:
     rest = stderr[at:]
     if heading.startswith("Input"):
         ends = [i for i in (rest.find("Stream mapping"), rest.find("Output #0")) if i > 0]
-        rest = rest[:min(ends)] if ends else rest
+        rest = rest[: min(ends)] if ends else rest
     return rest
 
 
@@ -263,9 +296,13 @@ def probe_video(path: str | Path, decode: bool = True) -> VideoInfo:
     fps = float(fps_match.group(1)) if fps_match else 0.0
     # Packet timestamps end one frame early; n / fps is the same whichever way we count.
     times = _TIME.findall(err)
-    duration = (n / fps if fps else
-                int(times[-1][0]) * 3600 + int(times[-1][1]) * 60 + float(times[-1][2])
-                if times else 0.0)
+    duration = (
+        n / fps
+        if fps
+        else int(times[-1][0]) * 3600 + int(times[-1][1]) * 60 + float(times[-1][2])
+        if times
+        else 0.0
+    )
     return VideoInfo(n_frames=n, width=size[0], height=size[1], fps=fps, duration=duration)
 
 
@@ -309,24 +346,30 @@ def read_video(path: str | Path, indices: Sequence[int] | None = None) -> np.nda
     if indices is not None:
         wanted = _check_indices(indices)
         source = source.filter("select", "+".join(f"eq(n,{i})" for i in wanted.tolist()))
-    stream = source.output("pipe:", format="rawvideo", pix_fmt="rgb24", fps_mode="passthrough",
-                           an=None)
+    stream = source.output(
+        "pipe:", format="rawvideo", pix_fmt="rgb24", fps_mode="passthrough", an=None
+    )
     out, err = run_ffmpeg(stream, what=f"reading {path.name}")
     size = _stream_size(_section(err, "Output #0"))
     if not out:
-        raise VideoError(f"no decodable frames in {path.name}"
-                         + (f" at indices {wanted[:8].tolist()}" if wanted is not None else ""))
+        raise VideoError(
+            f"no decodable frames in {path.name}"
+            + (f" at indices {wanted[:8].tolist()}" if wanted is not None else "")
+        )
     if size is None:
         raise VideoError(f"could not read the frame size of {path.name}")
     w, h = size
     frame_bytes = w * h * 3
     if len(out) % frame_bytes:
-        raise VideoError(f"decoded {len(out)} bytes from {path.name}, not a whole number of "
-                         f"{w}x{h} frames")
+        raise VideoError(
+            f"decoded {len(out)} bytes from {path.name}, not a whole number of {w}x{h} frames"
+        )
     frames = np.frombuffer(out, np.uint8).reshape(-1, h, w, 3)
     if wanted is not None and len(frames) != len(wanted):
-        raise VideoError(f"{path.name}: {len(frames)} of {len(wanted)} requested frames "
-                         f"decoded (last requested index {int(wanted[-1])})")
+        raise VideoError(
+            f"{path.name}: {len(frames)} of {len(wanted)} requested frames "
+            f"decoded (last requested index {int(wanted[-1])})"
+        )
     return frames.copy()
 
 

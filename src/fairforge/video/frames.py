@@ -15,6 +15,7 @@ Adapters:
 - ``video``: a folder of videos with a labels csv (``path``, ``subject_id``, optional
   ``video_id``, every other column an attribute such as ``group``, ``race``, ``gender``).
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,9 @@ def frame_image_id(video_id: str, index: int) -> str:
     return f"{video_id}_f{int(index):04d}"
 
 
-def extract_frames(video_path: str | Path, out_dir: str | Path, video_id: str,
-                   n: int = DEFAULT_FRAMES_PER_VIDEO) -> pd.DataFrame:
+def extract_frames(
+    video_path: str | Path, out_dir: str | Path, video_id: str, n: int = DEFAULT_FRAMES_PER_VIDEO
+) -> pd.DataFrame:
     """Write ``n`` evenly spaced frames of a video as PNGs into ``out_dir/{video_id}/``.
 
     Returns image_id, video_id, frame_index and path (absolute); raises
@@ -65,8 +67,14 @@ def extract_frames(video_path: str | Path, out_dir: str | Path, video_id: str,
         image_id = frame_image_id(video_id, index)
         path = folder / f"{image_id}.png"
         write_image(path, frame)
-        rows.append({"image_id": image_id, "video_id": video_id, "frame_index": int(index),
-                     "path": str(path)})
+        rows.append(
+            {
+                "image_id": image_id,
+                "video_id": video_id,
+                "frame_index": int(index),
+                "path": str(path),
+            }
+        )
     return pd.DataFrame(rows, columns=["image_id", "video_id", "frame_index", "path"])
 
 
@@ -77,9 +85,13 @@ def _relative(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def frame_listing(videos: pd.DataFrame, root: str | Path, *,
-                  n_frames: int = DEFAULT_FRAMES_PER_VIDEO, workers: int | None = None
-                  ) -> pd.DataFrame:
+def frame_listing(
+    videos: pd.DataFrame,
+    root: str | Path,
+    *,
+    n_frames: int = DEFAULT_FRAMES_PER_VIDEO,
+    workers: int | None = None,
+) -> pd.DataFrame:
     """The frame-level listing of ``videos`` (video_id, path, subject_id, attributes[, ok,
     reason]); video paths are absolute or relative to ``root``, frames go under
     ``root/frames`` and their paths are relative to ``root``. Sorted by image_id.
@@ -104,13 +116,20 @@ def frame_listing(videos: pd.DataFrame, root: str | Path, *,
             except VideoError as err:
                 failed = f"video: {err}"
         if failed is not None:
-            row = listing_row(video_id, _relative(full, root), subject, rec["attributes"],
-                              ok=False, reason=failed)
+            row = listing_row(
+                video_id, _relative(full, root), subject, rec["attributes"], ok=False, reason=failed
+            )
             return [{**row, "video_id": video_id, "frame_index": -1}]
-        return [{**listing_row(f.image_id, _relative(Path(f.path), root), subject,
-                               rec["attributes"]),
-                 "video_id": video_id, "frame_index": int(f.frame_index)}
-                for f in frames.itertuples(index=False)]
+        return [
+            {
+                **listing_row(
+                    f.image_id, _relative(Path(f.path), root), subject, rec["attributes"]
+                ),
+                "video_id": video_id,
+                "frame_index": int(f.frame_index),
+            }
+            for f in frames.itertuples(index=False)
+        ]
 
     n_workers = workers or min(4, os.cpu_count() or 1)
     if n_workers > 1 and len(records) > 1:
@@ -119,8 +138,9 @@ def frame_listing(videos: pd.DataFrame, root: str | Path, *,
             parts = list(pool.map(one, records))
     else:
         parts = [one(r) for r in records]
-    listing = pd.DataFrame([row for part in parts for row in part],
-                           columns=list(VIDEO_LISTING_COLUMNS))
+    listing = pd.DataFrame(
+        [row for part in parts for row in part], columns=list(VIDEO_LISTING_COLUMNS)
+    )
     listing["frame_index"] = listing["frame_index"].astype(np.int64)
     return listing.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
@@ -153,10 +173,17 @@ class VideoSource(SourceAdapter):
         return Path(results_dir) / name / VIDEO_SOURCE_SUBDIR
 
 
-SYNTHETIC_VIDEO_DEFAULTS = {"subjects_per_group": 4, "clips_per_subject": 2, "seconds": 2.0,
-                            "fps": DEFAULT_FPS, "size": 256, "tones": DEFAULT_TONES,
-                            "genders": DEFAULT_GENDERS, "crf": 18,
-                            "frames_per_video": DEFAULT_FRAMES_PER_VIDEO}
+SYNTHETIC_VIDEO_DEFAULTS = {
+    "subjects_per_group": 4,
+    "clips_per_subject": 2,
+    "seconds": 2.0,
+    "fps": DEFAULT_FPS,
+    "size": 256,
+    "tones": DEFAULT_TONES,
+    "genders": DEFAULT_GENDERS,
+    "crf": 18,
+    "frames_per_video": DEFAULT_FRAMES_PER_VIDEO,
+}
 
 
 @ADAPTERS.register("synthetic_video")
@@ -170,30 +197,48 @@ class SyntheticVideo(VideoSource):
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         """Clips x min(frames_per_video, seconds x fps)."""
         o = {**SYNTHETIC_VIDEO_DEFAULTS, **(dataset_cfg.get("options") or {})}
-        clips = (len(o["tones"]) * len(o["genders"]) * int(o["subjects_per_group"])
-                 * int(o["clips_per_subject"]))
+        clips = (
+            len(o["tones"])
+            * len(o["genders"])
+            * int(o["subjects_per_group"])
+            * int(o["clips_per_subject"])
+        )
         per_clip = max(1, int(round(float(o["seconds"]) * float(o["fps"]))))
         return clips * min(int(o["frames_per_video"]), per_clip)
 
-    def list(self, root: Path, *, seed: int = 0, workers: int | None = None, **options
-             ) -> pd.DataFrame:
+    def list(
+        self, root: Path, *, seed: int = 0, workers: int | None = None, **options
+    ) -> pd.DataFrame:
         unknown = sorted(set(options) - set(SYNTHETIC_VIDEO_DEFAULTS))
         if unknown:
-            raise SourceError(f"unknown synthetic_video option(s) {unknown}; valid: "
-                              f"{sorted([*SYNTHETIC_VIDEO_DEFAULTS, 'workers'])}")
+            raise SourceError(
+                f"unknown synthetic_video option(s) {unknown}; valid: "
+                f"{sorted([*SYNTHETIC_VIDEO_DEFAULTS, 'workers'])}"
+            )
         o = {**SYNTHETIC_VIDEO_DEFAULTS, **options}
         root = Path(root)
-        videos = synthetic_videos(root / "videos", subjects_per_group=o["subjects_per_group"],
-                                  clips_per_subject=o["clips_per_subject"], seed=seed,
-                                  seconds=o["seconds"], fps=o["fps"], size=o["size"],
-                                  tones=o["tones"], genders=o["genders"], crf=o["crf"])
-        table = pd.DataFrame({
-            "video_id": videos["video_id"],
-            "path": ("videos/" + videos["path"]).to_numpy(object),
-            "subject_id": videos["subject_id"],
-            "attributes": [{"tone": t, "gender": g} for t, g in zip(videos["tone"],
-                                                                   videos["gender"])],
-        })
+        videos = synthetic_videos(
+            root / "videos",
+            subjects_per_group=o["subjects_per_group"],
+            clips_per_subject=o["clips_per_subject"],
+            seed=seed,
+            seconds=o["seconds"],
+            fps=o["fps"],
+            size=o["size"],
+            tones=o["tones"],
+            genders=o["genders"],
+            crf=o["crf"],
+        )
+        table = pd.DataFrame(
+            {
+                "video_id": videos["video_id"],
+                "path": ("videos/" + videos["path"]).to_numpy(object),
+                "subject_id": videos["subject_id"],
+                "attributes": [
+                    {"tone": t, "gender": g} for t, g in zip(videos["tone"], videos["gender"])
+                ],
+            }
+        )
         return frame_listing(table, root, n_frames=o["frames_per_video"], workers=workers)
 
 
@@ -219,16 +264,24 @@ def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.Data
         full = raw if raw.is_absolute() else base / raw
         rel = _relative(full, base)
         video_id = (rec.get("video_id") or "").strip() or image_id_from_path(
-            Path(rel).with_suffix(""))
+            Path(rel).with_suffix("")
+        )
         empty = [c for c in VIDEO_LABEL_COLUMNS if not rec[c].strip()]
-        rows.append({"video_id": video_id, "path": str(full),
-                     "subject_id": rec["subject_id"].strip() or video_id,
-                     "attributes": {c: rec[c] for c in attribute_cols}, "ok": not empty,
-                     "reason": f"empty value(s) in {empty}" if empty else ""})
+        rows.append(
+            {
+                "video_id": video_id,
+                "path": str(full),
+                "subject_id": rec["subject_id"].strip() or video_id,
+                "attributes": {c: rec[c] for c in attribute_cols},
+                "ok": not empty,
+                "reason": f"empty value(s) in {empty}" if empty else "",
+            }
+        )
     if not rows:
         raise SourceError(f"no videos listed in {labels}")
-    return pd.DataFrame(rows, columns=["video_id", "path", "subject_id", "attributes", "ok",
-                                       "reason"])
+    return pd.DataFrame(
+        rows, columns=["video_id", "path", "subject_id", "attributes", "ok", "reason"]
+    )
 
 
 DEFAULT_VIDEO_LABELS = "labels.csv"
@@ -263,24 +316,32 @@ class LabelledVideos(VideoSource):
         n = int(options.get("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
         return count_csv_rows(csv) * n
 
-    def list(self, root: Path, *, seed: int = 0, labels: str = DEFAULT_VIDEO_LABELS,
-             videos: str | Path | None = None,
-             frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
-             workers: int | None = None) -> pd.DataFrame:
+    def list(
+        self,
+        root: Path,
+        *,
+        seed: int = 0,
+        labels: str = DEFAULT_VIDEO_LABELS,
+        videos: str | Path | None = None,
+        frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
+        workers: int | None = None,
+    ) -> pd.DataFrame:
         root = Path(root)
         video_dir = Path(videos) if videos is not None else root
         table = video_table(labels_path(video_dir, labels), video_dir)
         return frame_listing(table, root, n_frames=frames_per_video, workers=workers)
 
 
-def planned_frame_count(adapter: str, options: Mapping, labels_csv: str | Path | None = None
-                        ) -> int:
+def planned_frame_count(
+    adapter: str, options: Mapping, labels_csv: str | Path | None = None
+) -> int:
     """An upper bound on the frame rows a video adapter will list, without decoding: its
     :meth:`~fairforge.sources.base.SourceAdapter.count_items` for a dataset with these
     ``options`` (``labels_csv``: the labels of a ``video`` dataset)."""
     dataset_cfg = {"adapter": adapter, "options": dict(options)}
     if labels_csv is not None:
         dataset_cfg["root"] = str(Path(labels_csv).parent)
-        dataset_cfg["options"].update(videos=str(Path(labels_csv).parent),
-                                      labels=Path(labels_csv).name)
+        dataset_cfg["options"].update(
+            videos=str(Path(labels_csv).parent), labels=Path(labels_csv).name
+        )
     return ADAPTERS.create(adapter).count_items(adapter, dataset_cfg)

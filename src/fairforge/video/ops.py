@@ -12,6 +12,7 @@ keys the output by a hash of the input file and the operation's full ffmpeg sett
 the same inputs reuse the same file. The noise seed comes from that same hash, so a cached
 file and a recomputed one are identical.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,16 +20,31 @@ from pathlib import Path
 
 from fairforge.perturb.base import PerturbationError, VideoOperation
 from fairforge.perturb.suites import VIDEO_SUITE
-from fairforge.perturb.variants import (is_video_variant, op_for_variant,
-                                        video_variant_pattern)
+from fairforge.perturb.variants import is_video_variant, op_for_variant, video_variant_pattern
 from fairforge.seeding import derive_seed
-from fairforge.video.ffmpeg import (H264_SUFFIX, LOSSLESS_SUFFIX, encoder_options,
-                                    ffmpeg_exe, ffmpeg_python, run_ffmpeg, check_video_file,
-                                    temp_path)
+from fairforge.video.ffmpeg import (
+    H264_SUFFIX,
+    LOSSLESS_SUFFIX,
+    check_video_file,
+    encoder_options,
+    ffmpeg_exe,
+    ffmpeg_python,
+    run_ffmpeg,
+    temp_path,
+)
 
-__all__ = ["CACHE_VERSION", "VIDEO_SUITE", "apply_video_op", "cached_video_op", "file_digest",
-           "is_video_variant", "op_settings", "output_suffix", "video_op_for",
-           "video_variant_pattern"]
+__all__ = [
+    "CACHE_VERSION",
+    "VIDEO_SUITE",
+    "apply_video_op",
+    "cached_video_op",
+    "file_digest",
+    "is_video_variant",
+    "op_settings",
+    "output_suffix",
+    "video_op_for",
+    "video_variant_pattern",
+]
 
 # Bump when an operation's meaning changes, so cached files are not reused across versions.
 CACHE_VERSION = 1
@@ -64,8 +80,14 @@ def op_settings(variant: str, seed: int = 0, crf: int | None = None) -> tuple[li
     return chain, options
 
 
-def apply_video_op(in_path: str | Path, out_path: str | Path, variant: str, *,
-                   seed: int = 0, crf: int | None = None) -> Path:
+def apply_video_op(
+    in_path: str | Path,
+    out_path: str | Path,
+    variant: str,
+    *,
+    seed: int = 0,
+    crf: int | None = None,
+) -> Path:
     """Run one video variant on ``in_path``, writing ``out_path`` (atomically).
 
     ``seed`` drives the random operations (temporal noise). ``crf`` re-encodes the output
@@ -98,8 +120,9 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def cached_video_op(in_path: str | Path, cache_dir: str | Path, variant: str, *,
-                    crf: int | None = None) -> Path:
+def cached_video_op(
+    in_path: str | Path, cache_dir: str | Path, variant: str, *, crf: int | None = None
+) -> Path:
     """:func:`apply_video_op` with its output cached under ``cache_dir/{variant}/``.
 
     The file name is a hash of the input's bytes and the operation's ffmpeg settings, so
@@ -110,9 +133,19 @@ def cached_video_op(in_path: str | Path, cache_dir: str | Path, variant: str, *,
     seed = derive_seed("video_op", variant, content)
     chain, options = op_settings(variant, seed, crf)
     # The binary's file name carries its version (imageio-ffmpeg names them so).
-    key = hashlib.blake2b(repr((CACHE_VERSION, Path(ffmpeg_exe()).name, content, variant,
-                                chain, sorted(options.items()))).encode(),
-                          digest_size=12).hexdigest()
+    key = hashlib.blake2b(
+        repr(
+            (
+                CACHE_VERSION,
+                Path(ffmpeg_exe()).name,
+                content,
+                variant,
+                chain,
+                sorted(options.items()),
+            )
+        ).encode(),
+        digest_size=12,
+    ).hexdigest()
     out = Path(cache_dir) / variant / f"{key}{output_suffix(variant, crf)}"
     if not out.is_file():
         apply_video_op(in_path, out, variant, seed=seed, crf=crf)

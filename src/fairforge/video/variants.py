@@ -12,6 +12,7 @@ can also be measured on still images. Clean and degraded clips are cached by con
 (:func:`fairforge.video.ops.cached_video_op`), so reruns and other detectors reuse them.
 A clip that fails keeps its rows with ``ok=False``, an empty path and the reason.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,9 +20,9 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,9 +30,8 @@ import pandas as pd
 from fairforge.images import ImageError, read_image, write_image
 from fairforge.manifest import columns_in, read_ids
 from fairforge.paths import RESULTS, result_path
-from fairforge.video.ffmpeg import (DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video,
-                                    write_video)
 from fairforge.perturb.variants import CLEAN, is_video_variant
+from fairforge.video.ffmpeg import DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video, write_video
 from fairforge.video.ops import cached_video_op, video_op_for
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,9 @@ def frames_digest(frames: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def degrade_clip(frames: np.ndarray, variant: str, cache_dir: str | Path, *,
-                 fps: float = DEFAULT_FPS) -> np.ndarray:
+def degrade_clip(
+    frames: np.ndarray, variant: str, cache_dir: str | Path, *, fps: float = DEFAULT_FPS
+) -> np.ndarray:
     """Frames (T, H, W, 3) through a video variant and back, frame for frame.
 
     The clean clip is lossless FFV1; both clips are cached under ``cache_dir`` by content.
@@ -112,7 +113,7 @@ def degrade_clip(frames: np.ndarray, variant: str, cache_dir: str | Path, *,
     if len(decoded) != len(frames):
         raise VideoError(f"{variant} turned {len(frames)} frames into {len(decoded)}")
     if op.keeps_size:
-        decoded = decoded[:, :frames.shape[1], :frames.shape[2]]
+        decoded = decoded[:, : frames.shape[1], : frames.shape[2]]
     return np.ascontiguousarray(decoded)
 
 
@@ -124,10 +125,17 @@ def _assemble(paths: Sequence[Path]) -> np.ndarray:
     return np.stack(images)
 
 
-def video_variant_samples(samples: pd.DataFrame, variant: str, *, results_root: str | Path,
-                          out_dir: str | Path, cache_dir: str | Path | None = None,
-                          fps: float = DEFAULT_FPS, splits: Sequence[str] | None = None,
-                          workers: int = 1) -> pd.DataFrame:
+def video_variant_samples(
+    samples: pd.DataFrame,
+    variant: str,
+    *,
+    results_root: str | Path,
+    out_dir: str | Path,
+    cache_dir: str | Path | None = None,
+    fps: float = DEFAULT_FPS,
+    splits: Sequence[str] | None = None,
+    workers: int = 1,
+) -> pd.DataFrame:
     """The samples manifest of ``variant``: every sample's crop, degraded within its clip.
 
     ``samples`` paths are relative to ``results_root``; decoded crops are written to

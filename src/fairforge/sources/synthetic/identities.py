@@ -9,6 +9,7 @@ be rendered by animating :class:`ViewParams` over frames.
 The groups are skin-tone bins crossed with a binary appearance attribute; they are rendering
 choices, not races or genders, and differ only in appearance.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,14 +22,17 @@ from fairforge.seeding import rng_for
 from fairforge.sources.synthetic.defaults import DEFAULT_TONES
 
 # Skin colours (RGB) along a light-to-dark axis; a subject's tone bin picks a stretch of it.
-_SKIN_ANCHORS = np.array([
-    [238, 200, 176],
-    [226, 180, 146],
-    [204, 150, 112],
-    [171, 117, 83],
-    [135, 88, 60],
-    [98, 63, 45],
-], dtype=np.float64)
+_SKIN_ANCHORS = np.array(
+    [
+        [238, 200, 176],
+        [226, 180, 146],
+        [204, 150, 112],
+        [171, 117, 83],
+        [135, 88, 60],
+        [98, 63, 45],
+    ],
+    dtype=np.float64,
+)
 
 _HAIR_COLOURS = {
     "black": (28, 24, 24),
@@ -48,6 +52,7 @@ _IRIS_COLOURS = {
 _FEMALE_STYLES = ("long", "long", "bob", "bun", "pixie")
 _MALE_STYLES = ("short", "short", "medium", "buzz")
 
+
 @dataclass(frozen=True)
 class SubjectParams:
     """A persistent identity. Lengths are fractions of the face half-width unless noted."""
@@ -55,22 +60,22 @@ class SubjectParams:
     subject_id: str
     tone: str
     gender: str
-    darkness: float            # 0 = lightest skin, 1 = darkest
+    darkness: float  # 0 = lightest skin, 1 = darkest
     masculine: bool
     skin_rgb: tuple[float, float, float]
-    blush: float               # reddish tint of cheeks and lips
-    half_width: float          # face half-width in px at size 400
-    aspect: float              # face half-height / half-width
-    jaw_exponent: float        # 2 round .. 3.5 square jaw
-    jaw_width: float           # width of the lower face relative to the cheeks
-    depth: float               # head depth / half-width (how far features slide with yaw)
+    blush: float  # reddish tint of cheeks and lips
+    half_width: float  # face half-width in px at size 400
+    aspect: float  # face half-height / half-width
+    jaw_exponent: float  # 2 round .. 3.5 square jaw
+    jaw_width: float  # width of the lower face relative to the cheeks
+    depth: float  # head depth / half-width (how far features slide with yaw)
     eye_y: float
     eye_spacing: float
     eye_width: float
     eye_height: float
-    eye_tilt: float            # radians, outer corner up
+    eye_tilt: float  # radians, outer corner up
     iris_rgb: tuple[float, float, float]
-    brow_gap: float            # brow height above the eye line
+    brow_gap: float  # brow height above the eye line
     brow_thickness: float
     brow_arch: float
     brow_length: float
@@ -86,14 +91,14 @@ class SubjectParams:
     ear_size: float
     hair_style: str
     hair_rgb: tuple[float, float, float]
-    hair_length: float         # lowest point of hair, in face half-heights below the centre
+    hair_length: float  # lowest point of hair, in face half-heights below the centre
     hair_volume: float
-    hairline: float            # forehead hairline height, in face half-heights above centre
-    hair_part: float           # -1 .. 1, side of the parting
-    beard: float               # 0 none .. 1 dense stubble shadow
+    hairline: float  # forehead hairline height, in face half-heights above centre
+    hair_part: float  # -1 .. 1, side of the parting
+    beard: float  # 0 none .. 1 dense stubble shadow
     glasses: bool
     glasses_rgb: tuple[float, float, float]
-    glasses_shape: float       # 2 round .. 6 rectangular
+    glasses_shape: float  # 2 round .. 6 rectangular
     moles: tuple[tuple[float, float, float], ...]  # (x, y, radius) on the face
     texture_seed: int
 
@@ -107,15 +112,15 @@ class ViewParams:
     pitch: float = 0.0
     roll: float = 0.0
     scale: float = 1.0
-    shift_x: float = 0.0       # px at size 400
+    shift_x: float = 0.0  # px at size 400
     shift_y: float = 0.0
     smile: float = 0.0
     mouth_open: float = 0.0
     brow_raise: float = 0.0
     eye_closure: float = 0.0
-    gaze_x: float = 0.0        # -1 .. 1
+    gaze_x: float = 0.0  # -1 .. 1
     gaze_y: float = 0.0
-    light_azimuth: float = 0.0   # degrees, + from the image right
+    light_azimuth: float = 0.0  # degrees, + from the image right
     light_elevation: float = 20.0
     light_rgb: tuple[float, float, float] = (1.0, 1.0, 1.0)
     ambient: float = 0.5
@@ -131,6 +136,7 @@ class ViewParams:
 # ---------------------------------------------------------------------------------------------
 # Sampling
 
+
 def tone_darkness(tone: str, tones: Sequence[str] = DEFAULT_TONES) -> float:
     """Position of ``tone`` on the light-to-dark axis: by its place in ``tones``, else ``toneK``."""
     if tone in tones and len(tones) > 1:
@@ -138,8 +144,10 @@ def tone_darkness(tone: str, tones: Sequence[str] = DEFAULT_TONES) -> float:
     match = re.fullmatch(r"tone(\d+)", tone)
     if match:
         return min(max((int(match.group(1)) - 1) / 3.0, 0.0), 1.0)
-    raise ValueError(f"cannot place skin tone {tone!r} on the light-to-dark axis; "
-                     f"pass darkness= or use one of {list(tones)}")
+    raise ValueError(
+        f"cannot place skin tone {tone!r} on the light-to-dark axis; "
+        f"pass darkness= or use one of {list(tones)}"
+    )
 
 
 def _skin_colour(position: float) -> np.ndarray:
@@ -149,8 +157,15 @@ def _skin_colour(position: float) -> np.ndarray:
     return _SKIN_ANCHORS[lo] * (1 - frac) + _SKIN_ANCHORS[lo + 1] * frac
 
 
-def sample_subject(seed: int, subject_id: str, tone: str, attribute_value: str, *,
-                   darkness: float | None = None, masculine: bool | None = None) -> SubjectParams:
+def sample_subject(
+    seed: int,
+    subject_id: str,
+    tone: str,
+    attribute_value: str,
+    *,
+    darkness: float | None = None,
+    masculine: bool | None = None,
+) -> SubjectParams:
     """Draw a persistent identity from ``rng_for(seed, "subject", subject_id)``.
 
     ``darkness`` (0 light .. 1 dark) defaults to the place of ``tone`` among tone1..tone4;
@@ -170,27 +185,45 @@ def sample_subject(seed: int, subject_id: str, tone: str, attribute_value: str, 
     skin = np.clip(skin, 30, 250)
 
     if dark < 0.4:
-        hair_names, hair_p = (["black", "dark_brown", "brown", "auburn", "blonde", "grey"],
-                              [0.12, 0.28, 0.24, 0.1, 0.2, 0.06])
-        iris_names, iris_p = (["dark_brown", "brown", "hazel", "green", "blue"],
-                              [0.15, 0.3, 0.2, 0.12, 0.23])
+        hair_names, hair_p = (
+            ["black", "dark_brown", "brown", "auburn", "blonde", "grey"],
+            [0.12, 0.28, 0.24, 0.1, 0.2, 0.06],
+        )
+        iris_names, iris_p = (
+            ["dark_brown", "brown", "hazel", "green", "blue"],
+            [0.15, 0.3, 0.2, 0.12, 0.23],
+        )
     else:
         hair_names, hair_p = (["black", "dark_brown", "brown", "grey"], [0.55, 0.3, 0.1, 0.05])
         iris_names, iris_p = (["dark_brown", "brown", "hazel"], [0.6, 0.32, 0.08])
     hair_name = hair_names[int(rng.choice(len(hair_names), p=hair_p))]
     hair = np.array(_HAIR_COLOURS[hair_name], dtype=np.float64) * u(0.85, 1.15)
-    iris = np.array(_IRIS_COLOURS[iris_names[int(rng.choice(len(iris_names), p=iris_p))]],
-                    dtype=np.float64) * u(0.85, 1.15)
+    iris = np.array(
+        _IRIS_COLOURS[iris_names[int(rng.choice(len(iris_names), p=iris_p))]], dtype=np.float64
+    ) * u(0.85, 1.15)
     # Brows are darker than light hair, and always darker than the skin around them.
     brow = np.minimum(hair * u(0.55, 0.8), skin * 0.42)
 
     styles = _MALE_STYLES if male else _FEMALE_STYLES
     style = styles[int(rng.integers(len(styles)))]
-    length = {"long": u(1.5, 2.4), "bob": u(0.55, 0.95), "bun": 0.0, "pixie": 0.0,
-              "short": 0.0, "medium": u(0.2, 0.45), "buzz": 0.0}[style]
-    volume = {"long": u(0.08, 0.18), "bob": u(0.1, 0.2), "bun": u(0.04, 0.08),
-              "pixie": u(0.06, 0.12), "short": u(0.05, 0.13), "medium": u(0.08, 0.16),
-              "buzz": u(0.015, 0.03)}[style]
+    length = {
+        "long": u(1.5, 2.4),
+        "bob": u(0.55, 0.95),
+        "bun": 0.0,
+        "pixie": 0.0,
+        "short": 0.0,
+        "medium": u(0.2, 0.45),
+        "buzz": 0.0,
+    }[style]
+    volume = {
+        "long": u(0.08, 0.18),
+        "bob": u(0.1, 0.2),
+        "bun": u(0.04, 0.08),
+        "pixie": u(0.06, 0.12),
+        "short": u(0.05, 0.13),
+        "medium": u(0.08, 0.16),
+        "buzz": u(0.015, 0.03),
+    }[style]
 
     lip_base = skin * np.array([0.86, 0.62, 0.64]) + np.array([26, 4, 10])
     if not male and rng.random() < 0.3:
@@ -198,12 +231,17 @@ def sample_subject(seed: int, subject_id: str, tone: str, attribute_value: str, 
     lip = np.clip(lip_base * (1 - 0.18 * dark), 20, 240)
 
     n_moles = int(rng.integers(0, 4))
-    moles = tuple((float(u(-0.7, 0.7)), float(u(-0.3, 0.7)), float(u(0.012, 0.025)))
-                  for _ in range(n_moles))
+    moles = tuple(
+        (float(u(-0.7, 0.7)), float(u(-0.3, 0.7)), float(u(0.012, 0.025))) for _ in range(n_moles)
+    )
 
     glasses = bool(rng.random() < 0.2)
     return SubjectParams(
-        subject_id=subject_id, tone=tone, gender=attribute_value, darkness=dark, masculine=male,
+        subject_id=subject_id,
+        tone=tone,
+        gender=attribute_value,
+        darkness=dark,
+        masculine=male,
         skin_rgb=tuple(float(v) for v in skin),
         blush=float(u(0.0, 1.0) * (1.0 - 0.6 * dark)),
         half_width=float(u(78, 96) * (1.04 if male else 0.98)),
@@ -239,8 +277,9 @@ def sample_subject(seed: int, subject_id: str, tone: str, attribute_value: str, 
         hair_part=float(u(-1.0, 1.0)),
         beard=float(u(0.25, 0.6)) if male and rng.random() < 0.45 else 0.0,
         glasses=glasses,
-        glasses_rgb=tuple(float(v) for v in rng.choice([[20, 20, 22], [60, 40, 30],
-                                                        [150, 130, 90], [90, 90, 96]])),
+        glasses_rgb=tuple(
+            float(v) for v in rng.choice([[20, 20, 22], [60, 40, 30], [150, 130, 90], [90, 90, 96]])
+        ),
         glasses_shape=float(u(2.0, 6.0)),
         moles=moles,
         texture_seed=int(rng.integers(0, 2**62)),

@@ -8,6 +8,7 @@ sub-pixel) on a uint8 canvas; smooth quantities (shading, shadows, skin texture,
 shadow, hair texture) are computed at low resolution inside a region of interest and
 resized, which keeps a 400 px face at a few milliseconds.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,6 +27,7 @@ _ONE = 1 << _SHIFT
 
 # ---------------------------------------------------------------------------------------------
 # Geometry
+
 
 class _Head:
     """Head frame (px, x right, y down, z towards the camera) to image coordinates."""
@@ -66,8 +68,10 @@ class _Head:
 
     def body(self, x, y) -> np.ndarray:
         """The shoulders and the base of the neck do not turn with the head."""
-        return np.stack([self.cx + np.asarray(x, dtype=np.float64),
-                         self.cy + np.asarray(y, dtype=np.float64)], axis=-1)
+        return np.stack(
+            [self.cx + np.asarray(x, dtype=np.float64), self.cy + np.asarray(y, dtype=np.float64)],
+            axis=-1,
+        )
 
     def project(self, x, y, z=None, dz=0.0) -> np.ndarray:
         """Image coordinates (..., 2) of head-frame points; z defaults to the head surface."""
@@ -104,8 +108,15 @@ def _colour(colour, img: np.ndarray):
     return tuple(c) if img.ndim == 3 else c[0]
 
 
-def _ellipse(cx: float, cy: float, rx: float, ry: float, n: int = 24, start: float = 0.0,
-             stop: float = 2 * math.pi) -> tuple[np.ndarray, np.ndarray]:
+def _ellipse(
+    cx: float,
+    cy: float,
+    rx: float,
+    ry: float,
+    n: int = 24,
+    start: float = 0.0,
+    stop: float = 2 * math.pi,
+) -> tuple[np.ndarray, np.ndarray]:
     t = np.linspace(start, stop, n, endpoint=False)
     return cx + rx * np.cos(t), cy + ry * np.sin(t)
 
@@ -115,10 +126,10 @@ def _face_outline(subject: SubjectParams, head: _Head, n: int = 36):
     a, b = head.a, head.b
     theta = np.linspace(0.0, math.pi, n)
     yn = -np.cos(theta)
-    upper = np.sqrt(np.clip(1 - yn ** 2, 0, None))
+    upper = np.sqrt(np.clip(1 - yn**2, 0, None))
     ypos = np.clip(yn, 0, 1)
-    lower = np.sqrt(np.clip(1 - ypos ** subject.jaw_exponent, 0, None))
-    lower = lower * (1 - (1 - subject.jaw_width) * ypos ** 1.5)
+    lower = np.sqrt(np.clip(1 - ypos**subject.jaw_exponent, 0, None))
+    lower = lower * (1 - (1 - subject.jaw_width) * ypos**1.5)
     xn = np.where(yn < 0, upper, lower)
     x = np.concatenate([a * xn, -a * xn[::-1][1:-1]])
     y = np.concatenate([b * yn, b * yn[::-1][1:-1]])
@@ -129,6 +140,7 @@ def _face_outline(subject: SubjectParams, head: _Head, n: int = 36):
 
 # ---------------------------------------------------------------------------------------------
 # Cached textures (fixed seeds, so they are part of the renderer, not of any random draw)
+
 
 @lru_cache(maxsize=4)
 def _noise_tiles(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -159,14 +171,16 @@ def _hair_streaks() -> np.ndarray:
 def _skin_texture(texture_seed: int) -> np.ndarray:
     """A subject's skin pattern on the face square [-1.3, 1.3]^2, around 1.0."""
     rng = np.random.default_rng(texture_seed)
-    coarse = cv2.resize(rng.standard_normal((6, 6)).astype(np.float32), (64, 64),
-                        interpolation=cv2.INTER_CUBIC)
+    coarse = cv2.resize(
+        rng.standard_normal((6, 6)).astype(np.float32), (64, 64), interpolation=cv2.INTER_CUBIC
+    )
     fine = cv2.GaussianBlur(rng.standard_normal((64, 64)).astype(np.float32), (0, 0), 1.0)
     return 1.0 + 0.045 * coarse + 0.05 * fine
 
 
 # ---------------------------------------------------------------------------------------------
 # Rendering
+
 
 def _background(view: ViewParams, size: int, gain: np.ndarray) -> np.ndarray:
     low = 24
@@ -179,14 +193,17 @@ def _background(view: ViewParams, size: int, gain: np.ndarray) -> np.ndarray:
         r = rng.uniform(2.5, 8)
         weight = np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * r * r))[..., None]
         colour = rng.uniform(10, 245, size=3)
-        colour = (colour.mean() + (colour - colour.mean()) * rng.uniform(0.2, 0.8)).astype(np.float32)
+        colour = (colour.mean() + (colour - colour.mean()) * rng.uniform(0.2, 0.8)).astype(
+            np.float32
+        )
         grad = grad * (1 - 0.7 * weight) + colour * 0.7 * weight
     if rng.random() < 0.5:
         # A soft vertical or horizontal edge, like a door frame or a shelf.
         pos = rng.uniform(0.1, 0.9) * low
         step = 1 / (1 + np.exp(-((xx if rng.random() < 0.5 else yy) - pos) * 2.0))
-        grad = grad * (1 - 0.25 * step[..., None]) + 0.25 * step[..., None] * \
-            rng.uniform(10, 245, size=3).astype(np.float32)
+        grad = grad * (1 - 0.25 * step[..., None]) + 0.25 * step[..., None] * rng.uniform(
+            10, 245, size=3
+        ).astype(np.float32)
     low8 = np.clip(grad * gain + 0.5, 0, 255).astype(np.uint8)
     return cv2.resize(low8, (size, size), interpolation=cv2.INTER_CUBIC)
 
@@ -214,11 +231,15 @@ class _Renderer:
         self.size = size
         self.h = _Head(subject, view, size)
         self.skin = np.array(subject.skin_rgb)
-        light = np.array([
-            math.sin(math.radians(view.light_azimuth)) * math.cos(math.radians(view.light_elevation)),
-            -math.sin(math.radians(view.light_elevation)),
-            math.cos(math.radians(view.light_azimuth)) * math.cos(math.radians(view.light_elevation)),
-        ])
+        light = np.array(
+            [
+                math.sin(math.radians(view.light_azimuth))
+                * math.cos(math.radians(view.light_elevation)),
+                -math.sin(math.radians(view.light_elevation)),
+                math.cos(math.radians(view.light_azimuth))
+                * math.cos(math.radians(view.light_elevation)),
+            ]
+        )
         self.light = light / np.linalg.norm(light)
         # Exposure and light colour; the background, shirt and glasses take it when drawn.
         self.gain = np.array(view.light_rgb, dtype=np.float32) * np.float32(view.exposure)
@@ -234,9 +255,9 @@ class _Renderer:
         opening = 1.0 - 0.75 * v.eye_closure - 0.12 * v.smile
         t = np.linspace(-1, 1, 15)
         # Upper lid peaks towards the inner corner; the tilt lifts the outer corner.
-        peak = (1 - t ** 2) ** 0.75 * (1 - 0.15 * t * side)
+        peak = (1 - t**2) ** 0.75 * (1 - 0.15 * t * side)
         upper_y = ey - eh * opening * peak
-        lower_y = ey + eh * 0.5 * (1 - t ** 2) ** 0.9 * (1 - 0.25 * v.smile)
+        lower_y = ey + eh * 0.5 * (1 - t**2) ** 0.9 * (1 - 0.25 * v.smile)
         x = ex + w * t
         tilt = -s.eye_tilt * side * t * w
         return x, upper_y + tilt, lower_y + tilt, ex, ey, w
@@ -257,15 +278,17 @@ class _Renderer:
             _fill(img, [bun], s.hair_rgb)
             _fill(hair_mask, [bun], 255)
 
-        neck_top = h.project(np.array([0.6, -0.6]) * a, np.array([0.4, 0.4]) * b,
-                             z=np.full(2, -0.2 * h.c))
+        neck_top = h.project(
+            np.array([0.6, -0.6]) * a, np.array([0.4, 0.4]) * b, z=np.full(2, -0.2 * h.c)
+        )
         neck_base = h.body(np.array([-0.64, 0.64]) * a, np.array([2.2, 2.2]) * b)
         neck = np.concatenate([neck_top, neck_base])
         ears = []
         # Long hair falls over the ears.
-        for side in (() if s.hair_style in ("long", "bob") else (-1, 1)):
-            ex, ey = _ellipse(side * a * 0.97, b * 0.1, a * 0.15 * s.ear_size,
-                              b * 0.23 * s.ear_size, n=20)
+        for side in () if s.hair_style in ("long", "bob") else (-1, 1):
+            ex, ey = _ellipse(
+                side * a * 0.97, b * 0.1, a * 0.15 * s.ear_size, b * 0.23 * s.ear_size, n=20
+            )
             ears.append(h.project(ex, ey, z=np.full_like(ex, -0.25 * h.c)))
         ox, oy, oz = _face_outline(s, h)
         face = h.project(ox, oy, z=oz)
@@ -303,8 +326,8 @@ class _Renderer:
         img = cv2.GaussianBlur(img, (0, 0), v.blur_sigma)
         pos, neg = _noise_tiles(size)
         oy0, ox0 = v.noise_offset
-        p = pos[oy0:oy0 + size, ox0:ox0 + size]
-        n = neg[oy0:oy0 + size, ox0:ox0 + size]
+        p = pos[oy0 : oy0 + size, ox0 : ox0 + size]
+        n = neg[oy0 : oy0 + size, ox0 : ox0 + size]
         if v.noise_level != 1.0:
             p = cv2.convertScaleAbs(p, alpha=v.noise_level)
             n = cv2.convertScaleAbs(n, alpha=v.noise_level)
@@ -341,7 +364,8 @@ class _Renderer:
         top_x, top_y = self._crown(np.linspace(-math.pi / 2, math.pi / 2, 25))
         bottom = s.hair_length * b
         flare = {"long": 0.12 + 0.1 * min(s.hair_length - 1.5, 1.0), "bob": 0.06}.get(
-            s.hair_style, 0.0)
+            s.hair_style, 0.0
+        )
         side = a * (1 + vol)
         right_x = np.array([side * 1.02, side + flare * a])
         right_y = np.array([0.5 * bottom, bottom - 0.1 * b])
@@ -358,8 +382,15 @@ class _Renderer:
     def _front_hair(self):
         s, h = self.s, self.h
         a, b = h.a, h.b
-        side_y = {"long": 0.25, "bob": 0.3, "bun": 0.02, "pixie": 0.08, "short": 0.04,
-                  "medium": 0.12, "buzz": 0.0}[s.hair_style] * b
+        side_y = {
+            "long": 0.25,
+            "bob": 0.3,
+            "bun": 0.02,
+            "pixie": 0.08,
+            "short": 0.04,
+            "medium": 0.12,
+            "buzz": 0.0,
+        }[s.hair_style] * b
         # Outer silhouette over the crown, from the left sideburn to the right one.
         vol = s.hair_volume
         end = math.acos(min(max(-(side_y + 0.02 * b) / (b * (1 + 0.7 * vol)), -1.0), 1.0))
@@ -376,8 +407,9 @@ class _Renderer:
             fringe = 0.12 * b * (s.hair_part - 0.2) * np.cos(psi) ** 2
             in_y = in_y + fringe * (1 + 0.25 * np.sin(psi * 14 + s.hair_part * 5))
         # Hair never reaches the brows, even raised ones: the features stay visible.
-        brow_top = ((s.eye_y - s.brow_gap - s.brow_arch - 0.07) * b
-                    - s.brow_thickness * a * 0.6 - 0.04 * b)
+        brow_top = (
+            (s.eye_y - s.brow_gap - s.brow_arch - 0.07) * b - s.brow_thickness * a * 0.6 - 0.04 * b
+        )
         in_y = np.where(np.abs(in_x) < a * 0.78, np.minimum(in_y, brow_top), in_y)
         in_z = h.surface_z(in_x, in_y)
         x = np.concatenate([out_x, in_x])
@@ -399,9 +431,13 @@ class _Renderer:
         iris_ring = proj(*_ellipse(ix, iy, r_iris, r_iris, n=20), dz=dz)
         _fill(img, [iris_ring], np.array(s.iris_rgb) * 0.6)
         _fill(img, [proj(*_ellipse(ix, iy, r_iris * 0.8, r_iris * 0.8, n=20), dz=dz)], s.iris_rgb)
-        _fill(img, [proj(*_ellipse(ix, iy, r_iris * 0.42, r_iris * 0.42, n=14), dz=dz)], (12, 10, 10))
-        glint = proj(*_ellipse(ix + 0.25 * r_iris, iy - 0.3 * r_iris,
-                               r_iris * 0.14, r_iris * 0.14, n=8), dz=dz)
+        _fill(
+            img, [proj(*_ellipse(ix, iy, r_iris * 0.42, r_iris * 0.42, n=14), dz=dz)], (12, 10, 10)
+        )
+        glint = proj(
+            *_ellipse(ix + 0.25 * r_iris, iy - 0.3 * r_iris, r_iris * 0.14, r_iris * 0.14, n=8),
+            dz=dz,
+        )
         _fill(img, [glint], (245, 245, 245))
         # Lids in skin colour hide what the iris overlaps beyond the eye opening.
         lid_up_y = np.concatenate([upper, (upper - 2.2 * s.eye_height * h.a)[::-1]])
@@ -426,9 +462,11 @@ class _Renderer:
         base_y = (s.eye_y - s.brow_gap) * h.b - v.brow_raise * 0.07 * h.b
         arch = np.sin(np.clip(t * 1.35, 0, math.pi) * 0.95) * s.brow_arch * h.b
         centre_y = base_y - arch + 0.02 * h.b * t * (1 - v.brow_raise)
-        thick = s.brow_thickness * a * (1.15 - 0.75 * t ** 1.5)
-        pts = h.project(np.concatenate([x, x[::-1]]),
-                        np.concatenate([centre_y - thick * 0.5, (centre_y + thick * 0.5)[::-1]]))
+        thick = s.brow_thickness * a * (1.15 - 0.75 * t**1.5)
+        pts = h.project(
+            np.concatenate([x, x[::-1]]),
+            np.concatenate([centre_y - thick * 0.5, (centre_y + thick * 0.5)[::-1]]),
+        )
         _fill(img, [pts], s.brow_rgb)
 
     def _nose(self, img: np.ndarray) -> None:
@@ -445,8 +483,12 @@ class _Renderer:
             t = np.linspace(-0.9, 1.6, 10)
             wing_x = side * (wid * 0.42 + wid * 0.32 * np.cos(t))
             wing_y = tip_y - 0.01 * b - wid * 0.3 * np.sin(t)
-            _line(img, h.project(wing_x, wing_y, z=np.full(t.shape, base_z + protrude * 0.4)),
-                  self.skin * 0.72, max(0.018 * a, 1.2))
+            _line(
+                img,
+                h.project(wing_x, wing_y, z=np.full(t.shape, base_z + protrude * 0.4)),
+                self.skin * 0.72,
+                max(0.018 * a, 1.2),
+            )
 
     def _mouth(self, img: np.ndarray) -> None:
         s, v, h = self.s, self.v, self.h
@@ -457,29 +499,51 @@ class _Renderer:
         x = half * t
         lift = v.smile * 0.11 * a * np.abs(t) ** 2
         gap = v.mouth_open * 0.2 * a
-        seam = my - lift - 0.01 * a * v.smile * (1 - t ** 2)
-        bow = 1 - 0.35 * np.exp(-(t / 0.18) ** 2)
+        seam = my - lift - 0.01 * a * v.smile * (1 - t**2)
+        bow = 1 - 0.35 * np.exp(-((t / 0.18) ** 2))
         up_top = seam - s.lip_upper * a * 2.0 * (1 - np.abs(t) ** 1.6) * bow
         up_bot = seam
-        lo_top = seam + gap * (1 - t ** 2) ** 0.6
+        lo_top = seam + gap * (1 - t**2) ** 0.6
         lo_bot = lo_top + s.lip_lower * a * 2.0 * (1 - np.abs(t) ** 1.8) * (1 - 0.3 * v.smile)
         z_out = 0.03 * a
         lip = np.array(s.lip_rgb)
         proj = h.project
-        _fill(img, [proj(np.concatenate([x, x[::-1]]), np.concatenate([up_top, up_bot[::-1]]),
-                         dz=z_out)], lip * 0.9)
-        _fill(img, [proj(np.concatenate([x, x[::-1]]), np.concatenate([lo_top, lo_bot[::-1]]),
-                         dz=z_out)], lip)
+        _fill(
+            img,
+            [proj(np.concatenate([x, x[::-1]]), np.concatenate([up_top, up_bot[::-1]]), dz=z_out)],
+            lip * 0.9,
+        )
+        _fill(
+            img,
+            [proj(np.concatenate([x, x[::-1]]), np.concatenate([lo_top, lo_bot[::-1]]), dz=z_out)],
+            lip,
+        )
         if gap > 0.5:
-            _fill(img, [proj(np.concatenate([x, x[::-1]]), np.concatenate([up_bot, lo_top[::-1]]),
-                             dz=z_out)], (46, 20, 22))
-            teeth = np.minimum(up_bot + 0.09 * a * (1 - t ** 2) ** 0.5, lo_top)
+            _fill(
+                img,
+                [
+                    proj(
+                        np.concatenate([x, x[::-1]]),
+                        np.concatenate([up_bot, lo_top[::-1]]),
+                        dz=z_out,
+                    )
+                ],
+                (46, 20, 22),
+            )
+            teeth = np.minimum(up_bot + 0.09 * a * (1 - t**2) ** 0.5, lo_top)
             inner = slice(3, 18)
-            _fill(img, [proj(np.concatenate([x[inner], x[inner][::-1]]),
-                             np.concatenate([up_bot[inner], teeth[inner][::-1]]), dz=z_out)],
-                  (222, 214, 198))
-        _line(img, proj(x, seam + 0.3 * gap * (1 - t ** 2), dz=z_out),
-              lip * 0.45, max(0.02 * a, 1.2))
+            _fill(
+                img,
+                [
+                    proj(
+                        np.concatenate([x[inner], x[inner][::-1]]),
+                        np.concatenate([up_bot[inner], teeth[inner][::-1]]),
+                        dz=z_out,
+                    )
+                ],
+                (222, 214, 198),
+            )
+        _line(img, proj(x, seam + 0.3 * gap * (1 - t**2), dz=z_out), lip * 0.45, max(0.02 * a, 1.2))
 
     def _glasses(self, img: np.ndarray) -> None:
         s, h = self.s, self.h
@@ -498,12 +562,19 @@ class _Renderer:
             z = h.surface_z(np.full_like(x, ex), np.full_like(y, ey)) + 0.12 * a
             rim = h.project(x, y, z=z)
             _line(img, rim, colour, thick, closed=True)
-            temple = h.project(np.array([side * (abs(ex) + rx), side * a * 1.0]),
-                               np.array([ey, ey + 0.02 * h.b]),
-                               z=np.array([z[0], -0.1 * h.c]))
+            temple = h.project(
+                np.array([side * (abs(ex) + rx), side * a * 1.0]),
+                np.array([ey, ey + 0.02 * h.b]),
+                z=np.array([z[0], -0.1 * h.c]),
+            )
             _line(img, temple, colour, thick)
-        bridge_x = np.array([-(s.eye_spacing * a - s.eye_width * a * 1.5), 0.0,
-                             s.eye_spacing * a - s.eye_width * a * 1.5])
+        bridge_x = np.array(
+            [
+                -(s.eye_spacing * a - s.eye_width * a * 1.5),
+                0.0,
+                s.eye_spacing * a - s.eye_width * a * 1.5,
+            ]
+        )
         bridge_y = np.full(3, s.eye_y * h.b - 0.02 * a) - np.array([0, 0.03 * a, 0])
         bz = h.surface_z(bridge_x, bridge_y) + 0.14 * a
         _line(img, h.project(bridge_x, bridge_y, z=bz), colour, thick)
@@ -540,8 +611,7 @@ class _Renderer:
         shade = shade / np.float32(amb + (1 - amb) * lz)  # the face centre keeps its colour
 
         def at(x, y, dz=0.0):
-            uu, vv = h.unrolled(np.array(x, dtype=np.float64), np.array(y, dtype=np.float64),
-                                dz=dz)
+            uu, vv = h.unrolled(np.array(x, dtype=np.float64), np.array(y, dtype=np.float64), dz=dz)
             return float(uu), float(vv)
 
         blobs = []
@@ -553,8 +623,15 @@ class _Renderer:
             blobs.append((-0.06, cu, cv_, s.eye_width * a * 1.1, 0.06 * a))
             # The side of the nose away from the light.
             cu, cv_ = at(side * s.nose_width * a * 0.5, (s.eye_y + s.nose_length * 0.55) * b)
-            blobs.append((-0.13 * (1 - side * float(self.light[0]) * 1.5), cu, cv_,
-                          0.05 * a, s.nose_length * b * 0.38))
+            blobs.append(
+                (
+                    -0.13 * (1 - side * float(self.light[0]) * 1.5),
+                    cu,
+                    cv_,
+                    0.05 * a,
+                    s.nose_length * b * 0.38,
+                )
+            )
             # Cheek highlight.
             cu, cv_ = at(side * 0.5 * a, 0.28 * b)
             blobs.append((0.05, cu, cv_, 0.18 * a, 0.12 * b))
@@ -584,8 +661,9 @@ class _Renderer:
         tu, tv = h.unrolled(np.array(0.0), np.array(0.0))
         map_x = ((u - np.float32(tu)) / np.float32(a * 2.6) + 0.5) * 63
         map_y = ((w - np.float32(tv)) / np.float32(b * 2.6) + 0.5) * 63
-        shade = shade * cv2.remap(tex, map_x, map_y, cv2.INTER_LINEAR,
-                                  borderMode=cv2.BORDER_REFLECT)
+        shade = shade * cv2.remap(
+            tex, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+        )
 
         colour = np.ones((lh, lw, 3), dtype=np.float32) * shade[..., None]
         blush_w = []
@@ -593,7 +671,7 @@ class _Renderer:
             cu, cv_ = at(side * 0.45 * a, 0.3 * b)
             blush_w.append((0.5 * s.blush + 0.25 * v.smile * s.blush, cu, cv_, 0.16 * a, 0.1 * b))
         blush = _blobs(u, w, blush_w)
-        colour *= (1 + blush[..., None] * np.array([0.0, -0.12, -0.1], dtype=np.float32))
+        colour *= 1 + blush[..., None] * np.array([0.0, -0.12, -0.1], dtype=np.float32)
         if s.beard > 0:
             cu, cv_ = at(0.0, 0.75 * b)
             beard = _blobs(u, w, [(1.0, cu, cv_, 0.55 * a, 0.28 * b)])
@@ -602,18 +680,22 @@ class _Renderer:
             # Stubble grows on the face, not down the neck.
             on_face = low_face.astype(np.float32) * np.float32(1 / 255)
             mask = np.clip(beard - lips, 0, 1) * on_face * np.float32(s.beard)
-            grain = cv2.remap(tex, map_x * 1.9, map_y * 1.9, cv2.INTER_LINEAR,
-                              borderMode=cv2.BORDER_REFLECT)
+            grain = cv2.remap(
+                tex, map_x * 1.9, map_y * 1.9, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+            )
             mask *= np.clip(1 + (grain - 1) * 6, 0.4, 1.5)
-            ratio = np.minimum(np.array(s.hair_rgb) / self.skin, 1.0).astype(np.float32) * 0.5 + 0.35
+            ratio = (
+                np.minimum(np.array(s.hair_rgb) / self.skin, 1.0).astype(np.float32) * 0.5 + 0.35
+            )
             colour *= 1 - mask[..., None] * (1 - ratio)
         colour *= self.gain
 
         full = cv2.resize(colour, (rw, rh), interpolation=cv2.INTER_LINEAR)
         mask = np.zeros((rh, rw), dtype=np.uint8)
         for poly in skin_polys:
-            cv2.fillPoly(mask, [np.round((poly - [x0, y0]) * _ONE).astype(np.int32)], 255,
-                         cv2.LINE_8, _SHIFT)
+            cv2.fillPoly(
+                mask, [np.round((poly - [x0, y0]) * _ONE).astype(np.int32)], 255, cv2.LINE_8, _SHIFT
+            )
         roi = img[y0:y1, x0:x1]
         # A hard mask is enough: the edge pixels are smoothed by the final camera blur.
         cv2.copyTo(cv2.multiply(roi, full, dtype=cv2.CV_8U), mask, roi)
@@ -643,7 +725,7 @@ class _Renderer:
         sx = int(s.texture_seed % 128)
         reps_x = (rw // 256) + 2
         reps_y = (rh // 256) + 2
-        tile = np.tile(streaks, (reps_y, reps_x))[sx // 2: sx // 2 + rh, sx: sx + rw]
+        tile = np.tile(streaks, (reps_y, reps_x))[sx // 2 : sx // 2 + rh, sx : sx + rw]
         bright = float(np.mean(s.hair_rgb)) / 255.0
         strength = 0.25 + 0.25 * bright
         factor = (shade * (1 + np.float32(strength) * tile))[..., None] * self.gain
