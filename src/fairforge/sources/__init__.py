@@ -27,6 +27,7 @@ from fairforge.sources.build import (
     group_of,
     inspect_image_file,
     inspect_sources,
+    list_dataset,
     list_sources,
 )
 from fairforge.sources.split import (
@@ -58,6 +59,7 @@ __all__ = [
     "inspect_image_file",
     "inspect_sources",
     "list_adapters",
+    "list_dataset",
     "list_sources",
     "parse_utkface_name",
     "split_by_subject",

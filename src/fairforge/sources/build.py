@@ -169,3 +169,32 @@ def inspect_sources(
     ]
     video = [c for c in VIDEO_FRAME_COLUMNS if c in listing.columns]
     return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video]
+
+
+def list_dataset(
+    name: str,
+    dataset_cfg: Mapping,
+    root: str | Path,
+    split_fractions: Mapping[str, float],
+    seed: int,
+) -> pd.DataFrame:
+    """:func:`list_sources` for one configured dataset, checked against the shard plan: the
+    plan made one shard job per ``shard_size`` rows of the adapter's count, so rows past it
+    would belong to no job and vanish from every later stage."""
+    adapter = get_adapter(dataset_cfg["adapter"])
+    listing = list_sources(
+        dataset_cfg["adapter"],
+        root,
+        name,
+        group_by=dataset_cfg.get("group_by"),
+        split_fractions=split_fractions,
+        seed=seed,
+        **adapter.listing_options(name, dataset_cfg),
+    )
+    planned = adapter.count_items(name, dataset_cfg)
+    if len(listing) > planned:
+        raise SourceError(
+            f"datasets.{name}: {len(listing)} images listed but only {planned} "
+            "planned; rerun so that the plan counts them again"
+        )
+    return listing

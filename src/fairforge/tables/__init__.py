@@ -26,6 +26,7 @@ from fairforge.tables.detectors import (
     balanced_table,
     balanced_twins,
     detector_settings_table,
+    detector_studies,
     detectors_frame,
     find_twins,
     generalization_table,
@@ -39,6 +40,7 @@ from fairforge.tables.fairness import (
     fairness_under_perturbation,
     grayscale_table,
     pvalue_table,
+    thresholds_from_files,
     thresholds_table,
 )
 from fairforge.tables.forgeries import face_detection_rates, forgery_success_table, rate_cells
@@ -59,6 +61,7 @@ __all__ = [
     "GRAYSCALE",
     "balanced_table",
     "balanced_twins",
+    "detector_studies",
     "clean_metric",
     "describe_variant",
     "detection_table",
@@ -84,6 +87,7 @@ __all__ = [
     "sorted_variants",
     "split_variants",
     "table_from_files",
+    "thresholds_from_files",
     "thresholds_table",
     "twins_from_frame",
     "variant_sort_key",

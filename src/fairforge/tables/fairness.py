@@ -15,6 +15,7 @@ gets a ``dataset`` column (samples of different datasets can share ids).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -22,7 +23,7 @@ from fairforge.metrics.fairness import fairness_report, fairness_table, per_grou
 from fairforge.metrics.thresholds import compare_thresholds
 from fairforge.metrics.uncertainty import bootstrap_table, permutation_pvalues
 from fairforge.perturb import CLEAN
-from fairforge.tables.predictions import evaluation_rows, groups_of
+from fairforge.tables.predictions import evaluation_rows, groups_of, table_from_files
 from fairforge.tables.variants import GRAYSCALE, order_rows, with_variant_info
 
 log = logging.getLogger(__name__)
@@ -220,3 +221,25 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
             )
         )
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
+
+
+def thresholds_from_files(paths, metrics: Mapping, splits: Sequence[str]) -> pd.DataFrame:
+    """:func:`thresholds_table` over prediction files; per-group thresholds are fitted on the
+    validation split, so without validation predictions the table is a note saying so."""
+    if "val" not in splits:
+        return pd.DataFrame(
+            {
+                "note": [
+                    "no validation predictions (config inference.splits "
+                    "lacks 'val'): per-group thresholds cannot be fitted"
+                ]
+            }
+        )
+    return table_from_files(
+        paths,
+        thresholds_table,
+        threshold=metrics["threshold"],
+        ur_denominator=metrics["ur_denominator"],
+        fit_split="val",
+        eval_split=metrics["evaluation_split"],
+    )
