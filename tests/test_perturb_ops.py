@@ -157,6 +157,43 @@ def test_gaussian_blur_kernel_is_the_level():
     np.testing.assert_array_equal(create_op("gaussian_blur", 7)(IMG, rng_for(0)), expected)
 
 
+def test_gaussian_blur_level_can_be_read_as_sigma():
+    op = create_op("gaussian_blur", 5, level_is="sigma")
+    expected = cv2.GaussianBlur(IMG, (0, 0), 5.0, borderType=cv2.BORDER_REFLECT_101)
+    np.testing.assert_array_equal(op(IMG, rng_for(0)), expected)
+    # Read as sigma, the level blurs far more than the kernel reading (sigma 1.1 at k = 5).
+    assert psnr(IMG, op(IMG, rng_for(0))) < psnr(IMG, apply_variant(IMG, "gaussian_blur@5", "s"))
+    with pytest.raises(PerturbationError, match="level_is"):
+        create_op("gaussian_blur", 5, level_is="radius")
+
+
+def test_resize_resamples_bilinearly_unless_told_otherwise():
+    h, w = IMG.shape[:2]
+    for level, scale in zip(range(1, 6), (0.75, 0.5, 0.35, 0.25, 0.15)):
+        small = cv2.resize(IMG, (round(w * scale), round(h * scale)))  # OpenCV's default
+        expected = cv2.resize(small, (w, h))
+        np.testing.assert_array_equal(apply_variant(IMG, f"resize@{level}", "s"), expected)
+    area = create_op("resize", 2, down="area", up="cubic")(IMG, rng_for(0))
+    small = cv2.resize(IMG, (w // 2, h // 2), interpolation=cv2.INTER_AREA)
+    np.testing.assert_array_equal(area, cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC))
+    with pytest.raises(PerturbationError, match="bilinear"):
+        create_op("resize", 2, down="bilinear")
+
+
+def test_combinations_compress_last():
+    noisy = create_op("gaussian_noise", 2)(IMG, rng_for("s", "jpeg+gaussian_noise@2"))
+    np.testing.assert_array_equal(
+        apply_variant(IMG, "jpeg+gaussian_noise@2", "s"), jpeg_roundtrip(noisy, 80)
+    )
+    as_named = create_op("jpeg+gaussian_noise", 2, order="as_named")
+    jpeg_first = create_op("gaussian_noise", 2)(jpeg_roundtrip(IMG, 80), rng_for(1))
+    np.testing.assert_array_equal(as_named(IMG, rng_for(1)), jpeg_first)
+    steps = [type(step).__name__ for step in create_op("resize+noise+jpeg", 1).steps]
+    assert steps == ["Resize", "GaussianNoise", "Jpeg"]
+    with pytest.raises(PerturbationError, match="order"):
+        create_op("blur+jpeg", 1, order="random")
+
+
 def test_gaussian_noise_sigma_matches_table():
     flat = np.full((128, 128, 3), 128, np.uint8)
     for level, sigma in zip(range(1, 6), (5, 10, 20, 35, 50)):
