@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from fairforge.faces import process_faces
+from fairforge.images import ImageLimits
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.sharding import read_shard
 from fairforge.workflow import logged
@@ -22,6 +23,7 @@ with logged(snakemake.log[0]):
         upsample=p.faces["upsample"],
         margin=p.faces["margin"],
         min_image_size=p.faces["min_image_size"],
+        limits=ImageLimits(**p.images),
     )
     write_manifest(faces, snakemake.output.manifest, contract="faces")
     print(f"{int(faces['ok'].sum())}/{len(faces)} faces aligned")

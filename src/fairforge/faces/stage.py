@@ -13,14 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import cv2
 import numpy as np
 import pandas as pd
 
 from fairforge.columns import FACES_COLUMNS
 from fairforge.faces.align import alignment_matrix, transform_points, warp_crop
 from fairforge.faces.detect import detect_faces, detector_name, predict_landmarks
-from fairforge.images import ImageError, to_rgb_uint8, write_image
+from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, load_image, write_image
 from fairforge.sources.adapters import image_root
 
 DEFAULT_MARGIN = 0.25
@@ -98,20 +97,6 @@ def detect_and_align(
     )
 
 
-def read_rgb(path: Path) -> np.ndarray:
-    """Decode a file to uint8 RGB; :class:`ImageError` reasons carry no path, so manifests
-    do not depend on where the dataset is mounted."""
-    if not path.is_file():
-        raise ImageError("file not found")
-    data = np.fromfile(str(path), dtype=np.uint8)
-    if data.size == 0:
-        raise ImageError("empty file")
-    decoded = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
-    if decoded is None:
-        raise ImageError("unreadable image")
-    return to_rgb_uint8(decoded)
-
-
 def _failed_row(image_id: str, reason: str, name: str, n_faces: int = 0) -> dict:
     return {
         "image_id": image_id,
@@ -138,6 +123,7 @@ def process_faces(
     min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
     adjust_threshold: float = 0.0,
     models_dir: str | Path | None = None,
+    limits: ImageLimits = DEFAULT_LIMITS,
 ) -> pd.DataFrame:
     """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
     (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
@@ -145,6 +131,7 @@ def process_faces(
     ``root`` is the dataset root the source paths start from (a csv adapter's csv file is
     accepted too). ``crop_path`` is relative to ``out_dir``; ``landmarks`` is a flat list of
     136 float32 (x0, y0, x1, y1, ...) in crop pixels, read back by :func:`landmarks_array`.
+    Files are decoded by :func:`fairforge.images.load_image` within ``limits``.
     """
     name = detector_name(detector)
     base = image_root(root)
@@ -157,7 +144,7 @@ def process_faces(
             rows.append(_failed_row(image_id, f"source not ok ({rec['reason']})", name))
             continue
         try:
-            image = read_rgb(base / str(rec["path"]))
+            image = load_image(base / str(rec["path"]), limits)
         except ImageError as err:
             rows.append(_failed_row(image_id, str(err), name))
             continue
