@@ -36,6 +36,8 @@ from fairforge.pairs import make_pairs
 from fairforge.sources import build_sources, image_id_from_path
 from fairforge.sources.synthetic import render_face, sample_subject, sample_view
 from fairforge.video import frame_listing
+from snakemake_run import snakemake
+from test_adapters_workflow import csv_config, workdir_with, write_faces
 
 FACE_SIZE = 256
 
@@ -404,3 +406,46 @@ def test_every_decode_path_goes_through_fairforge_images(repo_root):
             if call in text and rel not in ("images.py", "perturb/ops.py"):
                 offenders.append(f"{rel}: {call}")
     assert offenders == []
+
+
+@pytest.mark.workflow
+def test_workflow_records_hostile_files_among_good_faces(repo_root, tmp_path):
+    """A user's csv dataset with the hostile files of :data:`EXPECTED` among rendered faces
+    (tests/test_adapters_workflow.py's fixture) runs to failures_per_group.csv, and every
+    hostile file is a recorded failure of its group."""
+    folder = tmp_path / "my_faces"
+    write_hostile(folder)
+    labels = write_faces(folder)  # its labels.csv replaces the hostile fixture's
+    bad = {rel: reason for rel, reason in EXPECTED.values() if reason is not None}
+    # Each hostile file belongs to an existing subject, so groups and splits stay as they are.
+    subjects = labels.drop_duplicates("subject_id").reset_index(drop=True)
+    extra = pd.DataFrame(
+        {
+            "path": list(bad),
+            "subject_id": [subjects["subject_id"][k % len(subjects)] for k in range(len(bad))],
+            "group": [subjects["group"][k % len(subjects)] for k in range(len(bad))],
+            "lighting": "indoor",
+        }
+    )
+    pd.concat([labels, extra], ignore_index=True).to_csv(folder / "labels.csv", index=False)
+
+    workdir = workdir_with(
+        tmp_path, "run", csv_config(repo_root, {"root": str(folder / "labels.csv")})
+    )
+    snakemake(repo_root, workdir, "--cores", "2", "results/failures_per_group.csv")
+
+    results = workdir / "results"
+    sources = pd.read_parquet(results / "mine" / "sources.parquet")
+    assert len(sources) == len(labels) + len(bad)
+    reasons = dict(zip(sources["path"], sources["reason"]))
+    for rel, reason in bad.items():
+        assert reasons[rel].startswith(reason), (rel, reasons[rel])
+    assert sources.loc[sources["path"].isin(labels["path"]), "ok"].all()
+    faces = pd.read_parquet(results / "mine" / "faces.parquet")
+    assert sorted(faces["image_id"]) == sorted(sources["image_id"])
+    failures = pd.read_csv(results / "failures_per_group.csv")
+    at_sources = failures[(failures["dataset"] == "mine") & (failures["stage"] == "sources")]
+    assert at_sources["n_failed"].sum() == len(bad)
+    recorded = " ".join(at_sources["reasons"].astype(str))
+    for reason in {r.split(" (")[0] for r in bad.values()}:
+        assert reason in recorded
