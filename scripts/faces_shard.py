@@ -24,6 +24,7 @@ with logged(snakemake.log[0]):
         margin=p.faces["margin"],
         min_image_size=p.faces["min_image_size"],
         limits=ImageLimits(**p.images),
+        border=p.faces["border"],
     )
     write_manifest(faces, snakemake.output.manifest, contract="faces")
     print(f"{int(faces['ok'].sum())}/{len(faces)} faces aligned")
