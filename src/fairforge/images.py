@@ -142,7 +142,8 @@ def _png(data: bytes) -> ImageHeader:
         if kind == b"eXIf":
             orientation = _orientation(data[i + 8 : i + 8 + length])
         i += 12 + length
-    return ImageHeader("png", width, height, orientation, b"IEND" not in data[-64:])
+    # Bytes after IEND are allowed (some tools append them); no IEND at all is a cut file.
+    return ImageHeader("png", width, height, orientation, b"IEND" not in data[16:])
 
 
 def _webp(data: bytes) -> ImageHeader | None:
