@@ -41,6 +41,7 @@ rule sources_shard:
         root=get_dataset_root,
         seed=config["seed"],
         shard_size=SHARD_SIZE,
+        images=config["images"],
     script:
         "../scripts/sources_shard.py"
 

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from fairforge.faces import process_faces
+from fairforge.images import ImageLimits
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.sharding import read_shard
 from fairforge.workflow import logged
@@ -12,6 +13,7 @@ with logged(snakemake.log[0]):
     crops = Path(snakemake.output.crops)
     crops.mkdir(parents=True, exist_ok=True)
     crops_rel = crops.relative_to(p.results).as_posix()
-    faces = process_faces(shard, p.root, Path(p.results), crops_rel, **p.faces)
+    limits = ImageLimits(**p.images)
+    faces = process_faces(shard, p.root, Path(p.results), crops_rel, limits=limits, **p.faces)
     write_manifest(faces, snakemake.output.manifest, contract="faces")
     print(f"{int(faces['ok'].sum())}/{len(faces)} faces aligned")

@@ -52,6 +52,9 @@ FACES_COLUMNS = (
     "landmarks",
     "crop_path",
     "detector",
+    # Share of the aligned crop that lies outside the photo (filled by faces.border); last,
+    # so that readers of older manifests keep working.
+    "outside_fraction",
 )
 
 # pairs: each source image and the image of its appointed target subject (fairforge.pairs).

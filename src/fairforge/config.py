@@ -14,6 +14,7 @@ import jsonschema
 import yaml
 
 import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
+from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.forgery import FORGERY_METHODS, method_key
 from fairforge.perturb.augment import AUGMENTATIONS
 from fairforge.registry import Registry, UnknownName
@@ -110,6 +111,7 @@ def _check_registered_names(config: dict) -> None:
         _check_name(FORGERY_METHODS, method_key(method, backend), f"forgery.methods: {method}")
     for name, det in config["detectors"].items():
         _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
+    _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
 
 
 def _check_references(config: dict) -> None:

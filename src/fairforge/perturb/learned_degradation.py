@@ -20,13 +20,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
-from fairforge.images import ImageError, read_image, write_image
+from fairforge.images import IMAGE_SUFFIXES, ImageError, read_image, write_image
 from fairforge.perturb.base import OperationUnavailable, check_image
 from fairforge.seeding import derive_seed, rng_for
 
 HIGH_SIZE = 64
 LOW_SIZE = 16
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 
 
 @dataclass

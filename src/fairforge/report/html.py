@@ -35,7 +35,11 @@ from fairforge.report.views import (
 )
 from fairforge.sources import get_adapter
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
-from fairforge.tables.forgeries import face_detection_rates, forgery_success_table
+from fairforge.tables.forgeries import (
+    crop_outside_cells,
+    face_detection_rates,
+    forgery_success_table,
+)
 from fairforge.tables.variants import GRAYSCALE, sorted_variants, split_variants
 
 SYNTHETIC_NOTE = (
@@ -290,6 +294,9 @@ def _failures_section(paths: Mapping, failures: pd.DataFrame) -> str:
         "<h3>Face detection rate per group</h3>",
         caption_html("face_detection_rate"),
         table_html(rates_with_reasons(rates, ["dataset"], "rate", "n_detected", "n")),
+        "<h3>Share of the aligned crop outside the photo, per group</h3>",
+        caption_html("crop_outside"),
+        table_html(crop_outside_cells(rates)),
     )
 
 

@@ -28,9 +28,8 @@ from typing import ClassVar
 import pandas as pd
 
 from fairforge.columns import LISTING_COLUMNS
+from fairforge.images import IMAGE_SUFFIXES
 from fairforge.registry import Registry
-
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
 class SourceError(ValueError):

@@ -12,12 +12,11 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pandas as pd
 
 from fairforge.columns import LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
-from fairforge.images import ImageError, to_rgb_uint8
+from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, decode_image, read_file
 from fairforge.sources.base import (
     SourceError,
     get_adapter,
@@ -29,22 +28,18 @@ from fairforge.sources.split import split_by_subject
 DEFAULT_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
 
 
-def inspect_image_file(path: Path) -> tuple[int, int, str, bool, str]:
-    """(width, height, sha256, ok, reason) of one file, decoding it once."""
+def inspect_image_file(
+    path: Path, limits: ImageLimits = DEFAULT_LIMITS
+) -> tuple[int, int, str, bool, str]:
+    """(width, height, sha256, ok, reason) of one file, decoding it once (width and height
+    as the stages see the image: oriented, and reduced when over ``limits.reduce_above``)."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return 0, 0, "", False, "file not found"
-    except OSError as err:
-        return 0, 0, "", False, f"unreadable file ({err.strerror or err})"
+        data = read_file(path)
+    except ImageError as err:
+        return 0, 0, "", False, str(err)
     digest = hashlib.sha256(data).hexdigest()
-    if not data:
-        return 0, 0, digest, False, "empty file"
-    decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
-    if decoded is None:
-        return 0, 0, digest, False, "unreadable image"
     try:
-        rgb = to_rgb_uint8(decoded)
+        rgb = decode_image(data, limits)
     except ImageError as err:
         return 0, 0, digest, False, str(err)
     return int(rgb.shape[1]), int(rgb.shape[0]), digest, True, ""
@@ -73,6 +68,7 @@ def build_sources(
     split_fractions: Mapping[str, float] | None = None,
     seed: int = 0,
     workers: int | None = None,
+    limits: ImageLimits = DEFAULT_LIMITS,
     **adapter_options,
 ) -> pd.DataFrame:
     """The sources manifest of a dataset (columns :data:`SOURCE_COLUMNS`, sorted by image_id):
@@ -86,7 +82,7 @@ def build_sources(
     listing = list_sources(
         adapter, root, dataset, group_by, split_fractions, seed, **adapter_options
     )
-    return inspect_sources(listing, root, workers)
+    return inspect_sources(listing, root, workers, limits)
 
 
 def list_sources(
@@ -143,20 +139,23 @@ def list_sources(
 
 
 def inspect_sources(
-    listing: pd.DataFrame, root: str | Path, workers: int | None = None
+    listing: pd.DataFrame,
+    root: str | Path,
+    workers: int | None = None,
+    limits: ImageLimits = DEFAULT_LIMITS,
 ) -> pd.DataFrame:
     """Rows of :func:`list_sources` (all, or one shard) with each file's width, height and
-    sha256; a file that cannot be read or decoded makes its row ``ok=False`` with the reason
-    (an adapter's own reason comes first)."""
+    sha256; a file that cannot be read or decoded (:mod:`fairforge.images`, within
+    ``limits``) makes its row ``ok=False`` with the reason (an adapter's own reason first)."""
     base = image_root(root)
     paths = [base / p for p in listing["path"]]
     n_workers = workers or min(8, os.cpu_count() or 1)
     if n_workers > 1 and len(paths) > 1:
         # Decoding and hashing release the GIL; map keeps the order.
         with ThreadPoolExecutor(n_workers) as pool:
-            info = list(pool.map(inspect_image_file, paths))
+            info = list(pool.map(lambda p: inspect_image_file(p, limits), paths))
     else:
-        info = [inspect_image_file(p) for p in paths]
+        info = [inspect_image_file(p, limits) for p in paths]
     width, height, sha, file_ok, file_reason = zip(*info) if info else ([],) * 5
     df = listing.copy()
     df["width"] = np.asarray(width, dtype=np.int64)

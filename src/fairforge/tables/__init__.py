@@ -43,7 +43,12 @@ from fairforge.tables.fairness import (
     thresholds_from_files,
     thresholds_table,
 )
-from fairforge.tables.forgeries import face_detection_rates, forgery_success_table, rate_cells
+from fairforge.tables.forgeries import (
+    crop_outside_cells,
+    face_detection_rates,
+    forgery_success_table,
+    rate_cells,
+)
 from fairforge.tables.predictions import evaluation_rows, table_from_files
 from fairforge.tables.robustness import robustness_table
 from fairforge.tables.variants import (
@@ -71,6 +76,7 @@ __all__ = [
     "evaluation_rows",
     "exposure_matrix",
     "exposure_summary",
+    "crop_outside_cells",
     "face_detection_rates",
     "fairness_outputs",
     "fairness_under_perturbation",
