@@ -4,6 +4,7 @@ from fairforge.samples import (
     FACE_INPUTS,
     FORGERY_INPUTS,
     SOURCE_INPUTS,
+    SOURCE_LABEL_INPUTS,
     build_samples,
     failure_counts,
 )
@@ -12,7 +13,9 @@ from fairforge.workflow import logged
 with logged(snakemake.log[0]):
     path = snakemake.input.sources
     sources = read_manifest(
-        path, "sources", [*SOURCE_INPUTS, *columns_in(path, VIDEO_FRAME_COLUMNS)]
+        path,
+        "sources",
+        [*SOURCE_INPUTS, *columns_in(path, [*VIDEO_FRAME_COLUMNS, *SOURCE_LABEL_INPUTS])],
     )
     faces = read_manifest(snakemake.input.faces, "faces", FACE_INPUTS)
     forgeries = [read_manifest(p, "forgery", FORGERY_INPUTS) for p in snakemake.input.forgeries]

@@ -10,7 +10,7 @@ with logged(snakemake.log[0]):
         snakemake.params.root,
         name,
         group_by=ds.get("group_by"),
-        split_fractions=snakemake.params.split,
+        split=snakemake.params.split,
         seed=snakemake.params.seed,
         **adapter.listing_options(name, ds),
     )

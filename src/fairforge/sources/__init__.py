@@ -19,6 +19,7 @@ from fairforge.sources.base import (
     image_id_from_path,
     image_root,
     list_adapters,
+    real_only,
 )
 from fairforge.sources.build import (
     DEFAULT_SPLIT,
@@ -34,6 +35,7 @@ from fairforge.sources.split import (
     SplitError,
     assign_subject_splits,
     check_fractions,
+    check_subject_disjoint,
     split_by_subject,
     split_counts,
 )
@@ -50,6 +52,7 @@ __all__ = [
     "assign_subject_splits",
     "build_sources",
     "check_fractions",
+    "check_subject_disjoint",
     "diveface_group",
     "get_adapter",
     "group_of",
@@ -60,6 +63,7 @@ __all__ = [
     "list_adapters",
     "list_sources",
     "parse_utkface_name",
+    "real_only",
     "split_by_subject",
     "split_counts",
 ]
