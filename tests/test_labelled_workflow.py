@@ -83,7 +83,14 @@ def test_labelled_csv_trains_predicts_and_reaches_the_fairness_table(repo_root, 
     config["forgery"]["methods"] = ["faceswap"]
     config["training"]["train_methods"] = ["paste"]
     workdir = workdir_with(tmp_path, "labelled", config)
-    snakemake(repo_root, workdir, "--cores", "2", "results/fairness_table.csv")
+    snakemake(
+        repo_root,
+        workdir,
+        "--cores",
+        "2",
+        "results/fairness_table.csv",
+        "results/cross_manipulation.csv",
+    )
 
     results = workdir / "results"
     sources = pd.read_parquet(results / "mine" / "sources.parquet")
@@ -114,3 +121,14 @@ def test_labelled_csv_trains_predicts_and_reaches_the_fairness_table(repo_root, 
     assert {"paste", "tint", "faceswap"} <= set(per_group["approach"])
     table = pd.read_csv(results / "fairness_table.csv")
     assert set(table["dataset"]) == {"mine", "heldout"} and "DPD" in set(table["metric"])
+    # AUC per method, imported and generated alike, and the cross-manipulation row of the
+    # one detector (trained on paste), tested on every method of each dataset.
+    per_method = pd.read_csv(results / "detection_per_method.csv")
+    assert set(per_method.loc[per_method["dataset"] == "mine", "method"]) == {
+        "paste",
+        "tint",
+        "faceswap",
+    }
+    cross = pd.read_csv(results / "cross_manipulation.csv")
+    assert list(cross["trained_on"]) == ["paste", "paste"]
+    assert {"paste", "tint", "faceswap", "average"} <= set(cross.columns)
