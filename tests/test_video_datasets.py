@@ -9,10 +9,12 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 import fairforge.video  # noqa: F401  (registers the video adapters)
 from fairforge.config import validate_config
 from fairforge.sources import SourceError, build_sources, check_subject_disjoint, get_adapter
+from snakemake_run import snakemake
 from test_sources import write_jpeg
 
 IDS = ["000", "001", "002", "003", "004", "005"]
@@ -150,3 +152,35 @@ def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
     check_subject_disjoint(ok)
     assert (ok.groupby("video_id").size() == 2).all()
     assert get_adapter("celebdf").imported_methods("cd", {}) == ["Celeb-synthesis"]
+
+
+def test_faceforensics_dataset_plans_in_the_workflow(repo_root, tmp_path: Path):
+    """FF++ (official split, its own fakes, no generated ones) next to a test-only Celeb-DF
+    plans to the per-method and cross-manipulation tables."""
+    ff = faceforensics_tree(tmp_path / "FF")
+    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["datasets"] = {
+        "ffpp": {
+            "adapter": "faceforensics",
+            "root": str(ff),
+            "group_by": ["race"],
+            "split": "official",
+            "forgery": False,
+            "options": {
+                "compression": "c23",
+                "frames_per_video": 3,
+                "attributes": "ff_attributes.csv",
+            },
+        }
+    }
+    config["forgery"]["methods"] = ["faceswap"]
+    config["training"]["train_methods"] = ["Deepfakes"]
+    config["variants"] = ["clean"]
+    config["ranking"] = {"enabled": False}
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    plan = snakemake(repo_root, workdir, "-n", "--cores", "1", "results/cross_manipulation.csv")
+    out = plan.stdout + plan.stderr
+    assert "method_tables" in out and "train" in out
+    assert "forgery_shard" not in out and "pairs" not in out
