@@ -19,6 +19,8 @@ from .columns import SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS
 SOURCE_INPUTS = ["image_id", "split", "group", "subject_id", "ok", "reason"]
 # ... and of a labelled dataset's sources, when present.
 SOURCE_LABEL_INPUTS = ["label", "method"]
+# The sources columns read when the manifest has them (video frames, labels).
+SOURCE_OPTIONAL_INPUTS = [*VIDEO_FRAME_COLUMNS, *SOURCE_LABEL_INPUTS]
 FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
 FORGERY_INPUTS = [
     "sample_id",
