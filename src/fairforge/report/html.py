@@ -151,10 +151,19 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
     return _section("run", "What was run", *parts)
 
 
-def _detection_section(detection: pd.DataFrame) -> str:
-    return _section(
-        "detection", "Detection quality", caption_html("detection_table"), table_html(detection)
-    )
+def _detection_section(detection: pd.DataFrame, paths: Mapping) -> str:
+    parts = [caption_html("detection_table"), table_html(detection)]
+    # Per forgery method (clean) and train-on x test-on method, where the run wrote them.
+    if Path(paths.get("detection_per_method") or "").is_file():
+        per_method = read_input(paths, "detection_per_method")
+        if not per_method.empty:
+            clean = per_method.loc[per_method["variant"] == "clean"]
+            parts += [caption_html("detection_per_method"), table_html(clean)]
+    if Path(paths.get("cross_manipulation") or "").is_file():
+        cross = read_input(paths, "cross_manipulation")
+        if not cross.empty:
+            parts += [caption_html("cross_manipulation"), table_html(cross)]
+    return _section("detection", "Detection quality", *parts)
 
 
 def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
@@ -454,7 +463,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
             caption_html("verdict"),
         ),
         _run_section(config, paths, read_input(paths, "detectors")),
-        _detection_section(detection),
+        _detection_section(detection, paths),
         _fairness_section(paths, fairness, ci, pvalues),
         _robustness_section(paths, robustness),
         _perturbed_fairness_section(paths, fup, ur),

@@ -19,6 +19,7 @@ from fairforge.sources.base import (
     image_id_from_path,
     image_root,
     list_adapters,
+    real_only,
 )
 from fairforge.sources.build import (
     DEFAULT_SPLIT,
@@ -35,6 +36,7 @@ from fairforge.sources.split import (
     SplitError,
     assign_subject_splits,
     check_fractions,
+    check_subject_disjoint,
     split_by_subject,
     split_counts,
 )
@@ -51,6 +53,7 @@ __all__ = [
     "assign_subject_splits",
     "build_sources",
     "check_fractions",
+    "check_subject_disjoint",
     "diveface_group",
     "get_adapter",
     "group_of",
@@ -62,6 +65,7 @@ __all__ = [
     "list_dataset",
     "list_sources",
     "parse_utkface_name",
+    "real_only",
     "split_by_subject",
     "split_counts",
 ]

@@ -15,15 +15,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
+from fairforge.columns import LABEL_COLUMNS, LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
 from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, decode_image, read_file
 from fairforge.sources.base import (
+    REAL_METHOD,
     SourceError,
     get_adapter,
     image_root,
     require_columns,
 )
-from fairforge.sources.split import split_by_subject
+from fairforge.sources.split import (
+    OFFICIAL,
+    fractions_of,
+    listed_split,
+    read_split_files,
+    split_rows,
+)
 
 DEFAULT_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
 
@@ -69,6 +76,7 @@ def build_sources(
     seed: int = 0,
     workers: int | None = None,
     limits: ImageLimits = DEFAULT_LIMITS,
+    split: object = None,
     **adapter_options,
 ) -> pd.DataFrame:
     """The sources manifest of a dataset (columns :data:`SOURCE_COLUMNS`, sorted by image_id):
@@ -80,7 +88,7 @@ def build_sources(
     file cannot be decoded keep their subject's split with ``ok=False`` and the reason.
     """
     listing = list_sources(
-        adapter, root, dataset, group_by, split_fractions, seed, **adapter_options
+        adapter, root, dataset, group_by, split_fractions, seed, split=split, **adapter_options
     )
     return inspect_sources(listing, root, workers, limits)
 
@@ -92,17 +100,28 @@ def list_sources(
     group_by: Sequence[str] | None = None,
     split_fractions: Mapping[str, float] | None = None,
     seed: int = 0,
+    split: object = None,
     **adapter_options,
 ) -> pd.DataFrame:
     """Every image of a dataset with its subject, group, attributes and split, sorted by
     image_id, without opening the files: ``ok``/``reason`` say whether the adapter could
-    label the image. :func:`inspect_sources` adds what the files say, shard by shard."""
+    label the image. :func:`inspect_sources` adds what the files say, shard by shard.
+
+    ``split`` (the dataset's own ``split:``, over ``split_fractions``, the global one) is
+    fractions, ``'test_only'``, ``'official'`` (the adapter's) or split files
+    (:func:`~fairforge.sources.split.fractions_of`). Fractions split by subject, keeping the
+    identities of a fake together; a listed split is made subject-disjoint, and a row it
+    cannot place keeps ``ok=False`` with the reason. A labelled dataset's
+    :data:`LABEL_COLUMNS` are carried; a row whose label and method disagree is ``ok=False``.
+    """
     source = get_adapter(adapter)
     root = Path(root)
     if not source.writes_images and not root.exists():
         raise SourceError(f"dataset root not found: {root}")
     group_by = list(group_by) if group_by else list(source.default_group_by)
-    fractions = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
+    if split is None:
+        split = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
+    fractions = fractions_of(split)
 
     listing = source.list(root, seed=seed, **adapter_options)
     require_columns(listing, LISTING_COLUMNS, f"adapter {adapter!r} output")
@@ -112,6 +131,9 @@ def list_sources(
     if dupes:
         raise SourceError(f"duplicate image ids {dupes[:5]} in {adapter!r} listing of {root}")
 
+    labels = [c for c in LABEL_COLUMNS if c in listing.columns]
+    if labels:
+        listing = check_labels(listing)
     labelled = listing["ok"].to_numpy(bool)
     groups = [group_of(a, group_by) if ok else "" for a, ok in zip(listing["attributes"], labelled)]
     df = pd.DataFrame(
@@ -126,16 +148,51 @@ def list_sources(
             ],
         }
     )
-    split = np.full(len(df), "", dtype=object)
+    for column in labels:
+        df[column] = listing[column].to_numpy()
+    reasons = listing["reason"].astype(str).to_numpy(object)
+    rows = np.full(len(df), "", dtype=object)
     if labelled.any():
-        split[labelled] = split_by_subject(df[labelled], fractions, seed).to_numpy(object)
-    df["split"] = split
+        part = df[labelled]
+        if fractions is not None:
+            rows[labelled] = split_rows(part, fractions, seed).to_numpy(object)
+        else:
+            if split == OFFICIAL:
+                given = source.official_split(listing[labelled], root, **adapter_options)
+            else:
+                subjects = read_split_files(split, image_root(root))
+                given = part["subject_id"].map(subjects)
+            placed, why = listed_split(part, pd.Series(np.asarray(given, dtype=object)))
+            rows[labelled] = placed.to_numpy(object)
+            reasons[labelled] = np.asarray(why, dtype=object)
+            labelled = labelled & (rows != "")
+    df["split"] = rows
     df["ok"] = labelled
-    df["reason"] = listing["reason"].astype(str).to_numpy(object)
+    df["reason"] = reasons
     for column in VIDEO_FRAME_COLUMNS:
         if column in listing.columns:
             df[column] = listing[column].to_numpy()
     return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
+
+
+def check_labels(listing: pd.DataFrame) -> pd.DataFrame:
+    """A labelled listing whose rows with a label other than 0/1, a fake without a method or
+    a real image with one are ``ok=False`` with the reason (nothing is dropped)."""
+    out = listing.copy()
+    ok = out["ok"].to_numpy(bool).copy()
+    reasons = out["reason"].astype(str).to_numpy(object).copy()
+    for i, (label, method) in enumerate(zip(out["label"], out["method"].astype(str))):
+        why = ""
+        if label not in (0, 1):
+            why = f"label must be 0 (real) or 1 (fake), got {label!r}"
+        elif label == 1 and method in ("", REAL_METHOD):
+            why = "a fake needs its manipulation method"
+        elif label == 0 and method != REAL_METHOD:
+            why = f"a real image has method {REAL_METHOD!r}, got {method!r}"
+        if why and ok[i]:
+            ok[i], reasons[i] = False, why
+    out["ok"], out["reason"] = ok, reasons
+    return out
 
 
 def inspect_sources(
@@ -167,26 +224,28 @@ def inspect_sources(
         lr if not lok else fr for lok, lr, fr in zip(labelled, listing["reason"], file_reason)
     ]
     video = [c for c in VIDEO_FRAME_COLUMNS if c in listing.columns]
-    return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video]
+    labels = [c for c in LABEL_COLUMNS if c in listing.columns]
+    return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video + labels]
 
 
 def list_dataset(
     name: str,
     dataset_cfg: Mapping,
     root: str | Path,
-    split_fractions: Mapping[str, float],
+    split: object,
     seed: int,
 ) -> pd.DataFrame:
-    """:func:`list_sources` for one configured dataset, checked against the shard plan: the
-    plan made one shard job per ``shard_size`` rows of the adapter's count, so rows past it
-    would belong to no job and vanish from every later stage."""
+    """:func:`list_sources` for one configured dataset (``split``: its resolved split, see
+    :func:`list_sources`), checked against the shard plan: the plan made one shard job per
+    ``shard_size`` rows of the adapter's count, so rows past it would belong to no job and
+    vanish from every later stage."""
     adapter = get_adapter(dataset_cfg["adapter"])
     listing = list_sources(
         dataset_cfg["adapter"],
         root,
         name,
         group_by=dataset_cfg.get("group_by"),
-        split_fractions=split_fractions,
+        split=split,
         seed=seed,
         **adapter.listing_options(name, dataset_cfg),
     )

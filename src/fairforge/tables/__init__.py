@@ -8,6 +8,7 @@ evaluated on one split (``test`` by default); the validation split only fits thr
   which configured variants can be evaluated.
 - :mod:`.predictions`: the rows of one split, grouped, read one predictions file at a time.
 - :mod:`.detection`: AUC, ACC, AP, EER per detector x dataset x variant, per frame and video.
+- :mod:`.methods`: AUC per forgery method; train-on-method x test-on-method AUC.
 - :mod:`.robustness`: AUC per operation and level, drop from ``clean``, overall score.
 - :mod:`.fairness`: the clean fairness tables, fairness under every variant, permutation
   p-values, per-group thresholds (FairFD Table 5), grayscale (FairFD Table 6).
@@ -49,6 +50,7 @@ from fairforge.tables.forgeries import (
     forgery_success_table,
     rate_cells,
 )
+from fairforge.tables.methods import cross_manipulation_table, per_method_table
 from fairforge.tables.predictions import evaluation_rows, table_from_files
 from fairforge.tables.robustness import robustness_table
 from fairforge.tables.variants import (
@@ -68,6 +70,7 @@ __all__ = [
     "balanced_twins",
     "detector_studies",
     "clean_metric",
+    "cross_manipulation_table",
     "describe_variant",
     "detection_table",
     "detector_settings_table",
@@ -86,6 +89,7 @@ __all__ = [
     "grayscale_table",
     "has_video_pipeline",
     "most_exposed_groups",
+    "per_method_table",
     "pvalue_table",
     "rate_cells",
     "robustness_table",
