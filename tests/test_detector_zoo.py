@@ -11,10 +11,12 @@ import torch.nn.functional as F
 from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.detectors import DETECTORS, create_detector, detector_entry, list_detectors
 from fairforge.detectors.capsule import squash
+from fairforge.detectors.conv_lstm import LSTM
 from fairforge.detectors.core import crop_flip_view
 from fairforge.detectors.deepfakebench import CheckpointMismatch, load_deepfakebench
 from fairforge.detectors.external import ScoreFileError, external_predictions
 from fairforge.detectors.f3net import band_mask, dct_matrix
+from fairforge.detectors.face_xray import xray_target
 from fairforge.detectors.headpose import (
     CENTRAL_FACE,
     HeadPoseSVM,
@@ -23,8 +25,12 @@ from fairforge.detectors.headpose import (
     headpose_predictions,
     pose_difference_features,
 )
+from fairforge.detectors.multi_attention import attention_pool
 from fairforge.detectors.spsl import phase_image
 from fairforge.detectors.srm import SRMFilter
+from fairforge.detectors.uia_vit import central_patches, mahalanobis
+from fairforge.forgery import create_method
+from fairforge.forgery.fwa import warp_artefact
 from fairforge.metrics.detection import auc
 from fairforge.registry import UnknownName
 from fairforge.seeding import rng_for
@@ -70,6 +76,11 @@ def test_the_zoo_is_registered_on_one_registry_by_kind():
         "f3net",
         "srm",
         "spsl",
+        "fwa",
+        "face_xray",
+        "multi_attention",
+        "conv_lstm",
+        "uia_vit",
     }
     assert expected <= set(list_detectors(kind="network"))
     assert list_detectors(kind="classical") == ["headpose"]
@@ -444,3 +455,203 @@ def test_external_scores_are_validated(samples):
     # train ids are known samples outside the requested splits: ignored
     extra = pd.concat([good, pd.DataFrame({"sample_id": ["train_0"], "score": [0.3]})])
     assert len(external_predictions(extra, samples, "v", splits=("test",))) == 12
+
+
+# --- the Benchmark and Assessment papers' detectors -------------------------------------------
+
+NEW = ("fwa", "face_xray", "multi_attention", "conv_lstm", "uia_vit")
+
+
+def _batch_for(name, n=4, size=SMALL):
+    """Inputs, labels and batch extras for one training step of ``name``."""
+    labels = torch.tensor([0, 1] * (n // 2))
+    if name == "conv_lstm":
+        x = torch.stack([_images(3, size, seed=i) for i in range(n)])  # (B, T, 3, H, W) clips
+    else:
+        x = _images(n, size)
+    mask = torch.zeros(n, 1, size, size)
+    mask[1::2, :, size // 4 : -size // 4, size // 4 : -size // 4] = 1.0
+    return x, labels, {"mask": mask}
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_new_detectors_step_and_round_trip(name, tmp_path):
+    """Forward on the detector's own input, one optimiser step that changes the weights, and a
+    state-dict round trip through a file (weights_only) that gives equal outputs."""
+    model = create_detector(name, input_size=SMALL).train()
+    x, labels, batch = _batch_for(name)
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss = model.loss(model(x), labels, batch)
+    assert torch.isfinite(loss)
+    loss.backward()
+    opt.step()
+    changed = [k for k, v in model.named_parameters() if not torch.equal(before[k], v.detach())]
+    names = list(before)
+    # the gradient reaches the first layer as well as the head (timm's ResNets start each
+    # residual branch at zero, so not every inner weight moves on the first step)
+    assert names[0] in changed and names[-1] in changed, name
+
+    model.eval()
+    path = tmp_path / "state.pt"
+    torch.save(model.state_dict(), path)
+    again = create_detector(name, input_size=SMALL)
+    again.load_state_dict(torch.load(path, weights_only=True))
+    again.eval()
+    with torch.no_grad():
+        out = model(x)
+        assert out.shape == (len(x),) and torch.isfinite(out).all()
+        torch.testing.assert_close(again(x), out)
+
+
+def _face(size=96):
+    """A textured face-sized image with 68 landmarks spread over its centre."""
+    rng = rng_for("fwa-face", 0)
+    base = rng.normal(128, 40, (size // 4, size // 4, 3))
+    img = cv2.resize(base, (size, size), interpolation=cv2.INTER_CUBIC)
+    img = np.clip(img + rng.normal(0, 25, img.shape), 0, 255).astype(np.uint8)
+    t = np.linspace(0, 2 * np.pi, 68, endpoint=False)
+    lm = np.stack([size / 2 + size * 0.3 * np.cos(t), size / 2 + size * 0.35 * np.sin(t)], 1)
+    return img, lm.astype(np.float32)
+
+
+def test_fwa_artefact_removes_detail_inside_the_face_only():
+    img, lm = _face()
+    res = warp_artefact(img, lm, rng_for("fwa", 1), scale_range=(0.3, 0.3))
+    inside = res.mask > 0
+    assert inside.mean() > 0.2
+    np.testing.assert_array_equal(res.image[~inside], img[~inside])
+    core = cv2.erode(res.mask, np.ones((9, 9), np.uint8)) > 0
+
+    def detail(a):
+        return cv2.Laplacian(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY), cv2.CV_64F)[core].var()
+
+    assert detail(res.image) < 0.3 * detail(img)  # shrunk to 30 %: the fine texture is gone
+    again = create_method("fwa")(img, lm, None, None, rng_for("fwa", 1))
+    other = create_method("fwa")(img, lm, None, None, rng_for("fwa", 2))
+    np.testing.assert_array_equal(
+        again.image, create_method("fwa")(img, lm, None, None, rng_for("fwa", 1)).image
+    )
+    assert other.extra != again.extra or not np.array_equal(other.image, again.image)
+    assert detector_entry("fwa").online_forgery == "fwa"
+    assert detector_entry("face_xray").online_forgery == "xray"
+
+
+def test_xray_target_is_the_blending_boundary():
+    mask = torch.zeros(1, 1, 32, 32)
+    mask[..., 8:24, 8:24] = 1.0
+    target = xray_target(mask, (32, 32), sigma=1.0)[0, 0]
+    assert float(xray_target(torch.zeros_like(mask), (32, 32), 1.0).abs().max()) == 0.0
+    assert float(target[16, 16]) < 1e-3 and float(target[2, 2]) == 0.0  # inside and far out
+    row = target[16]  # across the edges at 7.5 and 23.5: M ≈ 1/2 there, so 4 M (1 - M) ≈ 1
+    assert float(row.max()) > 0.8 and int(row[:16].argmax()) in (7, 8)
+    assert float(target.max()) <= 1.0
+
+
+def test_face_xray_map_loss_follows_the_mask():
+    model = create_detector("face_xray", input_size=SMALL, map_weight=1.0).train()
+    x, labels, batch = _batch_for("face_xray", n=2)
+    logits = model(x)
+    xray = model._outputs["xray"]
+    assert xray.shape == (2, 1, SMALL // 4, SMALL // 4)
+    bce = F.binary_cross_entropy_with_logits(logits, labels.float())
+    expected = bce + model.map_loss(xray, batch["mask"])
+    torch.testing.assert_close(model.loss(logits, labels, batch), expected)
+    # no masks: only the real image's map is pulled to zero
+    logits = model(x)
+    xray = model._outputs["xray"]
+    weak = bce + model.map_loss(xray[:1], torch.zeros_like(xray[:1]))
+    torch.testing.assert_close(model.loss(logits, labels, {}), weak)
+    model.eval()
+    with torch.no_grad():
+        assert model.xray(x).shape == (2, 1, SMALL, SMALL)
+
+
+def test_bilinear_attention_pooling():
+    features = torch.randn(1, 5, 4, 4)
+    one_hot = torch.zeros(1, 2, 4, 4)
+    one_hot[0, 0, 1, 2] = 1.0
+    one_hot[0, 1, 3, 0] = 2.0
+    pooled = attention_pool(features, one_hot, "mass")
+    torch.testing.assert_close(pooled[0, 0], features[0, :, 1, 2])
+    torch.testing.assert_close(pooled[0, 1], features[0, :, 3, 0])
+    unit = attention_pool(features, one_hot, "l2")
+    torch.testing.assert_close(unit.norm(dim=-1), torch.ones(1, 2))
+
+
+def test_multi_attention_maps_and_regional_independence():
+    model = create_detector("multi_attention", input_size=SMALL).train()
+    x, labels, _ = _batch_for("multi_attention")
+    logits = model(x)
+    out = dict(model._outputs)
+    attentions = out["attentions"]
+    assert attentions.shape[:2] == (4, 4) and (attentions >= 0).all()
+    assert model.centres.abs().sum() == 0
+    loss = model.loss(logits, labels)
+    assert model.centres.abs().sum() > 0  # the centres moved toward the batch
+    ril = (loss - F.binary_cross_entropy_with_logits(logits, labels.float())).detach()
+    assert float(ril) > 0
+    centres = model.centres.clone()
+    model.eval()
+    with torch.no_grad():
+        model.loss(model(x), labels)
+    torch.testing.assert_close(model.centres, centres)  # evaluation leaves them alone
+    # centres far apart and every feature on its centre: no inter or intra term
+    v = attention_pool(out["d"], attentions, "l2").detach()
+    model.centres.copy_(v[0])
+    model.intra_margins.fill_(10.0)
+    model.inter_margin = 0.0
+    assert float(model.regional_independence(out["d"], attentions, labels)) == 0.0
+
+
+def test_conv_lstm_reads_frames_in_order():
+    model = create_detector("conv_lstm", input_size=SMALL).eval()
+    clips = torch.stack([_images(4, seed=i) for i in range(2)])
+    with torch.no_grad():
+        out = model(clips)
+        assert out.shape == (2,)
+        assert not torch.allclose(model(clips.flip(1)), out)  # the order of frames matters
+        torch.testing.assert_close(model(clips[:, 0]), model(clips[:, :1]))  # a frame = T=1
+    with pytest.raises(ValueError, match="clips"):
+        model(torch.zeros(2, 4, 4, SMALL, SMALL))
+
+
+def test_conv_lstm_cell_is_a_standard_lstm():
+    ours, ref = LSTM(6, 5), torch.nn.LSTM(6, 5, batch_first=True)
+    with torch.no_grad():
+        ours.input_gates.weight.copy_(ref.weight_ih_l0)
+        ours.input_gates.bias.copy_(ref.bias_ih_l0)
+        ours.hidden_gates.weight.copy_(ref.weight_hh_l0)
+        ours.hidden_gates.bias.copy_(ref.bias_hh_l0)
+        x = torch.randn(3, 7, 6)
+        torch.testing.assert_close(ours(x), ref(x)[0][:, -1], atol=1e-6, rtol=1e-5)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in ref.parameters())
+
+
+def test_uia_vit_learns_patch_statistics_without_pixel_labels():
+    model = create_detector("uia_vit", input_size=SMALL).train()
+    grid = model.grid
+    assert grid == (SMALL // 16, SMALL // 16)
+    x, labels, _ = _batch_for("uia_vit")
+    assert not model.real_seen and not model.fake_seen
+    with torch.no_grad():
+        features = model._run(x, consistency=False)[1]
+    prior = model.patch_fake_probability(features)
+    torch.testing.assert_close(prior[0], central_patches(grid).float())
+    model.loss(model(x), labels, {})  # no masks in the batch: none are used
+    assert model.real_seen and model.fake_seen
+    # the target: every pair of a real image consistent; a fake's mixed pairs inconsistent
+    patch_fake = torch.tensor([[1.0, 0.0, 1.0], [1.0, 0.0, 1.0]])
+    target = model.consistency_target(patch_fake, torch.tensor([0, 1]))
+    assert torch.all(target[0] == model.c_same)
+    assert target[1, 0, 2] == model.c_same and target[1, 0, 1] == model.c_cross
+    model.eval()
+    area = model.manipulation_map(x)
+    assert area.shape == (4, *grid) and ((area >= 0) & (area <= 1)).all()
+
+
+def test_mahalanobis_matches_a_hand_count():
+    x = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
+    mean = torch.tensor([1.0, 0.0])
+    precision = torch.tensor([[2.0, 0.0], [0.0, 0.5]])
+    torch.testing.assert_close(mahalanobis(x, mean, precision), torch.tensor([2.0**0.5, 2.0**0.5]))

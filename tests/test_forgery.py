@@ -25,7 +25,7 @@ from fairforge.pairs import NO_TARGET, make_pairs
 from fairforge.registry import UnknownName
 
 SIZE = 128
-CLASSICAL = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray"]
+CLASSICAL = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray", "fwa"]
 
 
 @pytest.fixture(scope="module")

@@ -14,18 +14,23 @@ those with auxiliary objectives override :meth:`Detector.loss`. The ``classical`
 # Importing the member modules registers them.
 from fairforge.detectors import (  # noqa: F401,E402
     capsule,
+    conv_lstm,
     core,
     efficientnet,
     external,
     f3net,
+    face_xray,
     ffd,
+    fwa,
     headpose,
     meso,
+    multi_attention,
     patch,
     recce,
     spsl,
     srm,
     ucf,
+    uia_vit,
     xception,
 )
 from fairforge.detectors.base import (

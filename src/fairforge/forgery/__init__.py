@@ -7,10 +7,11 @@
 Methods: ``faceswap`` and ``simswap`` (identity replacement: the source identity in the
 target image), ``fastreen`` and ``dualreen`` (expression reenactment of the source by the
 target), ``maskgan`` (part editing of the source), ``sbi`` and ``xray`` (the source blended
-with an augmented copy of itself).
+with an augmented copy of itself), ``fwa`` (the source's face shrunk, blurred and warped back:
+face-warping artefacts).
 """
 
-from . import blend, faceswap, maskgan, reenact, simswap  # noqa: F401  (registers the methods)
+from . import blend, faceswap, fwa, maskgan, reenact, simswap  # noqa: F401  (registers the methods)
 from .base import (
     FORGERY_METHODS,
     ForgeryError,

@@ -1,0 +1,129 @@
+"""Face X-ray (Li et al., "Face X-ray for More General Face Forgery Detection", CVPR 2020).
+
+An HRNet-W48 (timm ``hrnet_w48``: its stem and four-branch trunk, without the ImageNet
+classification head) predicts the face X-ray: the blending boundary B = 4 M (1 - M) of an image
+composed as ``M * foreground + (1 - M) * background`` (zero everywhere for a real image). As
+in the paper, the four resolution branches are upsampled to the largest one (1/4 of the input:
+64×64 at the paper's 256 px) and concatenated (720 channels for W48), and a 1×1 convolution
+with one output channel gives the X-ray logits; :meth:`FaceXRay.xray` returns the map,
+sigmoid and bilinearly upsampled to the input size. The label: global average pooling and one
+fully connected layer on the same 720-channel representation.
+
+Loss = BCE(label) + ``map_weight`` · BCE(X-ray logits, target X-ray), the paper's
+λ = 100. The target comes from the batch's manipulation mask (:attr:`needs_masks`): the mask,
+area-resized to the map, is blurred by a Gaussian of ``boundary_sigma`` map pixels into a soft
+blend weight M and turned into 4 M (1 - M); a real image's zero mask gives a zero X-ray.
+
+The X-ray training data, real faces blended with a deformed, colour-corrected copy of
+themselves, is the ``xray`` forgery method (``train_methods: [xray]``, one blend per real face;
+``online_forgery`` names it for a training loop that blends on the fly, as the paper does).
+Simplifications: the target is rebuilt from the hard mask rather than read from the forgery
+stage's exact ``xray`` map (the samples table carries ``mask_path`` only), so the boundary
+width is ``boundary_sigma`` rather than the blend's own blur; weights start random
+(``pretrained=False``), the paper starts from ImageNet weights. ``backbone`` picks another
+timm HRNet (``hrnet_w18_small`` for CPU-sized runs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import timm
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fairforge.detectors.auxiliary import AuxiliaryLossDetector, batch_mask
+from fairforge.detectors.base import register
+
+
+def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Separable Gaussian blur of a (B, 1, H, W) map, zero padding (the mask is 0 outside)."""
+    if sigma <= 0:
+        return x
+    radius = max(1, int(math.ceil(3 * sigma)))
+    t = torch.arange(-radius, radius + 1, dtype=x.dtype, device=x.device)
+    k = torch.exp(-0.5 * (t / sigma) ** 2)
+    k = k / k.sum()
+    x = F.conv2d(x, k.view(1, 1, 1, -1), padding=(0, radius))
+    return F.conv2d(x, k.view(1, 1, -1, 1), padding=(radius, 0))
+
+
+def xray_target(mask: torch.Tensor, size: tuple[int, int], sigma: float) -> torch.Tensor:
+    """The face X-ray 4 M (1 - M) of a (B, 1, H, W) manipulation mask at ``size``."""
+    m = F.adaptive_avg_pool2d(mask.float(), size)
+    m = gaussian_blur(m, sigma).clamp(0.0, 1.0)
+    return 4.0 * m * (1.0 - m)
+
+
+@register("face_xray")
+class FaceXRay(AuxiliaryLossDetector):
+    default_input_size = 256
+    needs_masks = True
+    #: The forgery method whose blends this detector is trained on, generated from real faces.
+    online_forgery = "xray"
+
+    def __init__(
+        self,
+        input_size: int = 256,
+        backbone: str = "hrnet_w48",
+        map_weight: float = 100.0,
+        boundary_sigma: float = 1.0,
+        drop_rate: float = 0.0,
+    ):
+        super().__init__()
+        self.input_size = input_size
+        self.map_weight = map_weight
+        self.boundary_sigma = boundary_sigma
+        # the trunk's four branch outputs (strides 4, 8, 16, 32); no ImageNet head
+        self.backbone = timm.create_model(
+            backbone,
+            pretrained=False,
+            features_only=True,
+            feature_location="",
+            out_indices=(1, 2, 3, 4),
+        )
+        channels = sum(self.backbone.feature_info.channels())
+        self.xray_head = nn.Conv2d(channels, 1, 1)
+        self.head = nn.Sequential(nn.Dropout(drop_rate), nn.Linear(channels, 1))
+
+    def representation(self, x: torch.Tensor) -> torch.Tensor:
+        """The four branches, upsampled to the largest and concatenated: (B, 720, H/4, W/4)."""
+        branches = self.backbone(x)
+        size = branches[0].shape[-2:]
+        up = [branches[0]] + [
+            F.interpolate(b, size=size, mode="bilinear", align_corners=False) for b in branches[1:]
+        ]
+        return torch.cat(up, dim=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rep = self.representation(x)
+        logits = self.head(rep.mean(dim=(2, 3))).squeeze(1)
+        if not self.training:
+            return self._keep(logits)
+        return self._keep(logits, xray=self.xray_head(rep))
+
+    @torch.no_grad()
+    def xray(self, x: torch.Tensor) -> torch.Tensor:
+        """The predicted face X-ray, (B, 1, H, W) in [0, 1] at the input size."""
+        logits = self.xray_head(self.representation(x))
+        up = F.interpolate(logits, size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return torch.sigmoid(up)
+
+    def map_loss(self, xray_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        target = xray_target(mask, xray_logits.shape[-2:], self.boundary_sigma)
+        return F.binary_cross_entropy_with_logits(xray_logits, target)
+
+    def loss(self, logits, labels, batch=None):
+        out = self._outputs_for(logits)
+        loss = F.binary_cross_entropy_with_logits(logits, labels.float())
+        mask = batch_mask(batch)
+        if "xray" in out:
+            if mask is None:  # no masks: real images have a zero X-ray, fakes are unknown
+                real = labels == 0
+                if real.any():
+                    mask = torch.zeros_like(out["xray"][real])
+                    loss = loss + self.map_weight * self.map_loss(out["xray"][real], mask)
+            else:
+                loss = loss + self.map_weight * self.map_loss(out["xray"], mask)
+        return loss

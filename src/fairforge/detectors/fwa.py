@@ -1,0 +1,42 @@
+"""FWA: face-warping artefacts (Li & Lyu, "Exposing DeepFake Videos By Detecting Face Warping
+Artifacts", CVPR workshops 2019), the Benchmark paper's "FWA-Resnet50".
+
+A ResNet-50 (timm ``resnet50``, one logit) trained to tell real faces from the same real
+faces with a face-warping artefact: the face shrunk, blurred and warped back
+(:func:`fairforge.forgery.fwa.warp_artefact`). The fakes need no forgery method at all, which
+is the point of the paper: a detector of the resolution mismatch every affine-warped
+synthetic face carries.
+
+``online_forgery = "fwa"`` names the forgery method whose fakes this detector trains on. The
+paper makes them on the fly from the real training faces, a new artefact each epoch; until the
+training loop reads this attribute, train it on the offline ``fwa`` fakes of the forgery stage
+(``train_methods: [fwa]``), one artefact per real face. Weights start random
+(``pretrained=False``); the paper starts from ImageNet weights. The paper's 224 px input is the
+default.
+"""
+
+from __future__ import annotations
+
+import timm
+import torch
+
+from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
+
+
+@register("fwa")
+class FWA(Detector):
+    default_input_size = 224
+    mean = IMAGENET_MEAN
+    std = IMAGENET_STD
+    #: The forgery method whose fakes this detector is trained on, generated from real faces.
+    online_forgery = "fwa"
+
+    def __init__(self, input_size: int = 224, backbone: str = "resnet50", drop_rate: float = 0.0):
+        super().__init__()
+        self.input_size = input_size
+        self.backbone = timm.create_model(
+            backbone, pretrained=False, num_classes=1, drop_rate=drop_rate
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backbone(x).squeeze(1)
