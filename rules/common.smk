@@ -158,6 +158,10 @@ def get_forgeries(wildcards):
     return expand(result_path("forgery", dataset=wildcards.dataset), method=METHODS)
 
 
+def get_forgery_quality_fakes(wildcards):
+    return expand(result_path("forgery_quality_fakes"), dataset=DATASETS, method=METHODS)
+
+
 # ----------------------------------------------------------------------- detectors
 
 
