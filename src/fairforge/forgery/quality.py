@@ -38,11 +38,10 @@ import pandas as pd
 from ..faces import detect_faces, predict_landmarks
 from ..images import read_image
 from ..seeding import derive_seed
-from .base import FORGERY_METHODS, method_key
+from .base import FORGERY_METHODS, NEAR_INVISIBLE, change_energy, method_key
 from .parsing import measure_expression
 from .pose import face_pose
 
-NEAR_INVISIBLE = 2.0  # grey levels: a mean change inside the mask below this is near-invisible
 BOUNDARY_BAND = 2  # pixels either side of the mask edge
 IDENTITY_PER_GROUP = 25  # fakes per method and group whose identity similarity is measured
 
@@ -87,15 +86,6 @@ Embed = Callable[[Sequence[np.ndarray]], np.ndarray]
 def kept_role(method: str, backend: str) -> str:
     """``"target"`` or ``"source"``: which image the method composites its fake into."""
     return FORGERY_METHODS.metadata(method_key(method, backend))["kept"]
-
-
-def change_energy(fake: np.ndarray, kept: np.ndarray, mask: np.ndarray) -> float:
-    """Mean absolute difference (grey levels, mean over channels) inside ``mask``."""
-    sel = np.asarray(mask) > 0
-    if not sel.any():
-        return 0.0
-    diff = np.abs(fake.astype(np.int16) - kept.astype(np.int16)).mean(axis=2)
-    return float(diff[sel].mean())
 
 
 def _gradient(img: np.ndarray) -> np.ndarray:
