@@ -171,6 +171,10 @@ def get_forgeries(wildcards):
     )
 
 
+def get_forgery_quality_fakes(wildcards):
+    return expand(result_path("forgery_quality_fakes"), dataset=DATASETS, method=METHODS)
+
+
 # ----------------------------------------------------------------------- detectors
 
 

@@ -9,7 +9,12 @@ def as_list(value) -> list[str]:
 with logged(snakemake.log[0]):
     paths = {}
     for key, value in snakemake.input.items():
-        if key in ("forgeries", "forgery_examples", "face_detection_rates"):
+        if key in (
+            "forgeries",
+            "forgery_examples",
+            "forgery_quality_figures",
+            "face_detection_rates",
+        ):
             paths[key] = as_list(value)
         elif as_list(value):
             # inputs of a disabled stage (the ranking study) are empty lists: left out

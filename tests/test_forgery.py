@@ -236,8 +236,8 @@ def test_maskgan_edits_a_parsed_subset(faces):
     for seed in range(5):
         _, res = _run("maskgan", faces, seed=seed)
         parts = res.extra["parts"]
-        assert parts and set(parts) <= set(PARTS)
-        assert all(0.7 <= f <= 1.3 for f in res.extra["factors"].values())
+        assert parts and set(parts) <= set(PARTS) - {"skin"}
+        assert all(0.15 <= abs(f - 1) <= 0.3 for f in res.extra["factors"].values())
     _, only_nose = _run("maskgan", faces, parts=("nose",))
     assert only_nose.extra["parts"] == ["nose"]
     (a, la), _ = faces
@@ -493,3 +493,29 @@ def test_methods_on_rendered_faces_with_dlib_landmarks():
         changed = (res.image != kept).any(2)
         assert not changed[dilate(res.mask, 2) == 0].any(), name
         assert changed[res.mask > 0].mean() > 0.3, name
+
+
+def test_a_near_copy_is_a_failure_not_a_fake(faces):
+    """A change under NEAR_INVISIBLE grey levels inside the mask is recorded as a failure."""
+    with pytest.raises(ForgeryError, match="no visible change"):
+        _run("fastreen", faces, strength=0.05)
+
+
+def test_maskgan_keeps_the_skin_tone(faces):
+    """No skin edit: skin outside the edited parts (and their margins) is the source's, bit
+    for bit, and most of the skin is outside them."""
+    (a, la), _ = faces
+    skin = parse_parts(la, a.shape)["skin"] > 0
+    lab_src = cv2.cvtColor(a, cv2.COLOR_RGB2LAB).astype(np.float32)
+    coloured = 0
+    for seed in range(8):
+        _, res = _run("maskgan", faces, seed=seed)
+        coloured += bool(res.extra["colour_shift"])
+        lab = cv2.cvtColor(res.image, cv2.COLOR_RGB2LAB).astype(np.float32)
+        outside = skin & (res.mask == 0)
+        assert (lab[outside] == lab_src[outside]).all()
+        assert outside.sum() > 0.5 * skin.sum(), seed
+        assert "skin" not in res.extra["parts"]
+    assert coloured > 0  # some edits change a part's colour
+    with pytest.raises(ValueError, match="never edits skin"):
+        create_method("maskgan", parts=("skin", "nose"))

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairforge.forgery.quality import QUALITY_MEASURES
 from fairforge.images import write_image
 from fairforge.report import build_report, figures, report_inputs
 from fairforge.tables import (
@@ -24,6 +25,7 @@ from fairforge.tables import (
     thresholds_table,
     twins_from_frame,
 )
+from fairforge.tables.forgery_quality import quality_card
 
 GROUPS = ("tone1", "tone2", "tone3", "tone4")
 EVEN, MILD, UNEVEN = (1.0, 1.0, 1.0, 1.0), (0.95, 1.0, 1.0, 0.85), (0.98, 0.9, 0.5, 0.4)
@@ -306,7 +308,32 @@ def results(tmp_path_factory):
     )
     figures.score_distributions(preds, at["score_distributions"])
     figures.failure_figure(failures, at["failures_figure"])
+    card = quality_card(quality_fakes(), n_boot=200, seed=0)
+    card.to_csv(at["forgery_quality"], index=False)
+    figures.forgery_quality_figure(card, "faceswap", at["forgery_quality_figures"][0])
     return out
+
+
+def quality_fakes():
+    """Per-fake quality measures of faceswap: 5 subjects x 4 fakes per group; tone4's fakes
+    change half as much as the others'."""
+    rows = []
+    for g in GROUPS:
+        for s in range(5):
+            for k in range(4):
+                row = dict.fromkeys(QUALITY_MEASURES, 0.5 + 0.1 * ((s + k) % 3))
+                row["change_energy"] = (6.0 if g == "tone4" else 12.0) + 0.1 * (s + k)
+                row.update(
+                    dataset="synthetic",
+                    method="faceswap",
+                    group=g,
+                    subject_id=f"{g}_{s}",
+                    identity_sampled=k == 0,
+                    near_invisible=False,
+                    redetected=True,
+                )
+                rows.append(row)
+    return pd.DataFrame(rows)
 
 
 @pytest.fixture(scope="module")
@@ -352,13 +379,15 @@ def test_every_section_table_and_figure_is_in_the_report(page, results):
         assert f'<section id="{anchor}">' in page, anchor
         assert f'href="#{anchor}"' in page, anchor
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    # the five run figures, the one dataset's forgery sheet and the exposure figure
-    assert len(images) == 5 + 2
+    # the five run figures, the one dataset's forgery sheet, the exposure figure and the
+    # one method's forgery quality figure
+    assert len(images) == 5 + 3
     embedded = {base64.b64decode(i) for i in images}
     for path in (
         results / "figures" / "synthetic" / "forgery_examples.png",
         results / "figures" / "exposure.png",
         results / "figures" / "efficiency.png",
+        results / "figures" / "forgery_quality" / "faceswap.png",
     ):
         assert path.read_bytes() in embedded, path.name
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
@@ -476,6 +505,10 @@ def test_forgery_success_and_face_detection_rates(page):
     )
     assert "face not usable: no face detected: 2; target has no face: 1" in text
     assert "forgery examples of synthetic" in page
+    # The quality card: tone4's fakes change less, the other groups are equal.
+    assert "Forgery quality per group" in text
+    assert "synthetic faceswap equal equal equal differs: change_energy" in text
+    assert "forgery quality of faceswap" in page
     failures = section(page, "failures")
     assert "Face detection rate per group" in failures
     assert (
@@ -489,7 +522,7 @@ def test_ranking_disabled_leaves_the_exposure_section_out(page_without_ranking, 
     assert 'href="#exposure"' not in page_without_ranking
     assert "wrong suspect (largest" not in page_without_ranking
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page_without_ranking)
-    assert len(images) == 5 + 1
+    assert len(images) == 5 + 2  # the run figures, the forgery sheet and quality figure
     for anchor in ("efficiency", "forgeries", "failures"):
         assert f'<section id="{anchor}">' in page_without_ranking
     # with ranking enabled the study's tables are required

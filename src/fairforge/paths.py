@@ -29,6 +29,9 @@ OUTPUTS = {
     "forgery": "{results}/{dataset}/forgeries/{method}.parquet",
     "samples": "{results}/{dataset}/samples.parquet",
     "failures": "{results}/{dataset}/failures.csv",
+    # forgery quality: per-fake measures, then the card over datasets, methods and groups
+    "forgery_quality_fakes": "{results}/{dataset}/forgery_quality/{method}.parquet",
+    "forgery_quality": "{results}/forgery_quality.csv",
     # detectors: training, prediction, cost
     "model": "{results}/models/{detector}/model.pt",
     "training_log": "{results}/models/{detector}/training_log.csv",
@@ -79,6 +82,7 @@ OUTPUTS = {
     "efficiency_figure": "{results}/figures/efficiency.png",
     "exposure_figure": "{results}/figures/exposure.png",
     "forgery_examples": "{results}/figures/{dataset}/forgery_examples.png",
+    "forgery_quality_figure": "{results}/figures/forgery_quality/{method}.png",
     "report": "{results}/report.html",
     # run records
     "versions": "{results}/pipeline_info/versions.yml",
@@ -104,6 +108,7 @@ REPORT_TABLES = {
     "generalization": "generalization",
     "failures": "failures_per_group",
     "efficiency": "efficiency",
+    "forgery_quality": "forgery_quality",
     "robustness_figure": "robustness_figure",
     "fairness_heatmap": "fairness_heatmap",
     "score_distributions": "score_distributions",
@@ -153,6 +158,9 @@ def report_paths(
     ]
     paths["forgery_examples"] = [
         result_path("forgery_examples", results, dataset=d) for d in datasets
+    ]
+    paths["forgery_quality_figures"] = [
+        result_path("forgery_quality_figure", results, method=m) for m in methods
     ]
     paths["face_detection_rates"] = [
         result_path("face_detection_rate", results, dataset=d) for d in datasets

@@ -13,7 +13,7 @@ This is not a torch module: it is registered as a ``classical`` detector, whose 
 :func:`sample_landmarks` runs dlib on the sample images (under a test-time variant) and
 :func:`headpose_predictions` writes the predictions contract.
 
-Simplifications: the generic 3-D face is built here from the package's 68-point mean face
+Simplifications: the generic 3-D face (:mod:`fairforge.forgery.pose`) is the package's 68-point mean face
 (:data:`fairforge.forgery.template.MEAN_FACE_68`) on an ellipsoidal head with a protruding nose,
 not the paper's 3-D model; the central region is brows, nose and mouth corners (landmarks
 18–36, 49, 55, 1-based), the whole face all 68 points.
@@ -36,76 +36,12 @@ from sklearn.svm import SVC
 from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.detectors.base import register
 from fairforge.faces import detect_faces, predict_landmarks
-from fairforge.forgery.template import MEAN_FACE_68
+from fairforge.forgery.pose import camera_matrix, generic_face_3d, head_pose
 from fairforge.images import read_image
 from fairforge.perturb import apply_variant
 
 WHOLE_FACE = np.arange(68)
 CENTRAL_FACE = np.r_[17:36, 48, 54]
-
-# Relief of the generic face in units of the landmark box width (z grows away from the camera).
-_NOSE_RELIEF = {
-    27: -0.03,
-    28: -0.06,
-    29: -0.09,
-    30: -0.12,
-    31: -0.05,
-    32: -0.06,
-    33: -0.07,
-    34: -0.06,
-    35: -0.05,
-}
-_EYE_RELIEF = 0.02
-_LIP_RELIEF = -0.02
-
-
-def generic_face_3d(width_mm: float = 150.0) -> np.ndarray:
-    """(68, 3) float64 model points in millimetres: x right, y down, z away from the camera.
-
-    x, y are the mean 2-D face; z puts the points on an ellipsoidal head (half axes 0.47 and
-    0.62 box widths, depth 0.5) with the nose standing out and the eyes set in.
-    """
-    xy = MEAN_FACE_68.astype(np.float64) - np.array([0.5, 0.55])
-    r2 = (xy[:, 0] / 0.47) ** 2 + (xy[:, 1] / 0.62) ** 2
-    z = -0.5 * np.sqrt(np.clip(1.0 - r2, 0.0, None))
-    for idx, dz in _NOSE_RELIEF.items():
-        z[idx] += dz
-    z[36:48] += _EYE_RELIEF
-    z[48:68] += _LIP_RELIEF
-    return np.column_stack([xy, z]) * width_mm
-
-
-def camera_matrix(image_size: float) -> np.ndarray:
-    f = float(image_size)
-    return np.array([[f, 0.0, f / 2], [0.0, f, f / 2], [0.0, 0.0, 1.0]])
-
-
-def head_pose(
-    points_2d: np.ndarray, model_3d: np.ndarray, camera: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rotation matrix (3, 3) and translation (3,) mapping model to camera coordinates."""
-    obj = np.ascontiguousarray(model_3d, dtype=np.float64)
-    img = np.ascontiguousarray(points_2d, dtype=np.float64)
-    dist = np.zeros(4)
-    # Start from a frontal face at the distance its image width implies (a weak-perspective
-    # guess) so that Levenberg-Marquardt converges to the face in front of the camera.
-    f, cx, cy = camera[0, 0], camera[0, 2], camera[1, 2]
-    z0 = f * np.ptp(obj[:, 0]) / max(np.ptp(img[:, 0]), 1e-6)
-    centre_obj, centre_img = obj.mean(axis=0), img.mean(axis=0)
-    tvec = np.array(
-        [
-            [(centre_img[0] - cx) * z0 / f - centre_obj[0]],
-            [(centre_img[1] - cy) * z0 / f - centre_obj[1]],
-            [z0 - centre_obj[2]],
-        ]
-    )
-    rvec = np.zeros((3, 1))
-    ok, rvec, tvec = cv2.solvePnP(
-        obj, img, camera, dist, rvec, tvec, useExtrinsicGuess=True, flags=cv2.SOLVEPNP_ITERATIVE
-    )
-    if not ok:
-        raise ValueError("solvePnP failed")
-    return cv2.Rodrigues(rvec)[0], tvec.ravel()
 
 
 def pose_difference_features(

@@ -29,6 +29,9 @@ import numpy as np
 from fairforge.registry import Registry
 
 N_LANDMARKS = 68
+# Grey levels: a fake whose mean change inside its mask is below this is near-invisible
+# (docs/metrics.md, "Forgery quality"); methods record a failure instead of such a fake.
+NEAR_INVISIBLE = 2.0
 
 
 class ForgeryError(RuntimeError):
@@ -54,6 +57,8 @@ class ForgeryMethod:
     backend: str = "classical"
     kept: str = "source"  # "target" for identity replacement
     needs_target: bool = True  # False: the target arguments are ignored
+    random: bool = False  # True: forge draws from rng, so another draw may change more
+    attempts: int = 3  # draws a random method gets to make a visible change
     defaults: dict[str, Any] = {}
 
     def __init__(self, **options: Any) -> None:
@@ -90,15 +95,24 @@ class ForgeryMethod:
                     f"source and target crops differ in size "
                     f"({source_img.shape[:2]} vs {target_img.shape[:2]})"
                 )
-        try:
-            with single_threaded_blas():
-                result = self.forge(source_img, source_lm, target_img, target_lm, rng)
-        except cv2.error as err:
-            first = str(err).strip().splitlines()[-1] if str(err).strip() else "cv2.error"
-            raise ForgeryError(f"{self.name}: OpenCV failed: {first}") from err
         kept = target_img if self.kept == "target" else source_img
-        _check_result(result, kept.shape, self.name)
-        return result
+        # A random method gets a few draws (from the same generator, so still deterministic)
+        # to make a visible change; a fake that stays a near-copy is a failure, not a fake.
+        for _ in range(self.attempts if self.random else 1):
+            try:
+                with single_threaded_blas():
+                    result = self.forge(source_img, source_lm, target_img, target_lm, rng)
+            except cv2.error as err:
+                first = str(err).strip().splitlines()[-1] if str(err).strip() else "cv2.error"
+                raise ForgeryError(f"{self.name}: OpenCV failed: {first}") from err
+            _check_result(result, kept.shape, self.name)
+            energy = change_energy(result.image, kept, result.mask)
+            if energy >= NEAR_INVISIBLE:
+                return result
+        raise ForgeryError(
+            f"{self.name}: no visible change (mean change {energy:.2f} grey levels inside "
+            f"the mask, under {NEAR_INVISIBLE:g})"
+        )
 
     def forge(
         self,
@@ -214,6 +228,15 @@ def check_face(img: np.ndarray, lm: Any, role: str) -> tuple[np.ndarray, np.ndar
     if interocular(lm) < 0.02 * min(h, w) or hull_area < 0.002 * h * w:
         raise ForgeryError(f"{role} landmarks are degenerate (collapsed face shape)")
     return img, lm
+
+
+def change_energy(fake: np.ndarray, kept: np.ndarray, mask: np.ndarray) -> float:
+    """Mean absolute difference (grey levels, mean over channels) inside ``mask``."""
+    sel = np.asarray(mask) > 0
+    if not sel.any():
+        return 0.0
+    diff = np.abs(fake.astype(np.int16) - kept.astype(np.int16)).mean(axis=2)
+    return float(diff[sel].mean())
 
 
 def _check_result(result: ForgeryResult, shape: tuple[int, ...], name: str) -> None:

@@ -155,6 +155,7 @@ class SelfBlended(ForgeryMethod):
     backend = "classical"
     kept = "source"
     needs_target = False
+    random = True
     defaults = {
         "hulls": ("full", "forehead", "inner", "lower"),
         "ratios": (0.25, 0.5, 0.75, 1.0, 1.0, 1.0),
@@ -190,6 +191,7 @@ class XRayBlended(ForgeryMethod):
     backend = "classical"
     kept = "source"
     needs_target = False
+    random = True
     defaults = {
         "hulls": ("full", "inner"),
         "ratio_range": (0.6, 1.0),

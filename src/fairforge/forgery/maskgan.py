@@ -1,14 +1,20 @@
 """Attribute manipulation by editing parsed facial parts (a learning-free MaskGAN stand-in).
 
-MaskGAN edits a face by editing its semantic parsing map and re-rendering. Here the parsing
-comes from the 68 landmarks (skin, nose, eyes, brows, upper lip, lower lip, mouth); a random
-non-empty subset of parts is edited:
-- geometric parts are scaled about their centroid by U(0.7, 1.3) (both eyes or both brows
-  share one factor, so a face stays symmetric); the area a shrunken part vacates is filled
-  with skin by inpainting;
-- ``skin`` is edited in appearance: its texture contrast is scaled by the factor and its
-  tone shifted with it (lighter when > 1), as a MaskGAN skin-label edit re-renders skin.
-The edited regions are feathered back into the source; the mask is their union.
+MaskGAN edits a face by editing its semantic parsing map and re-rendering it. Here the
+parsing comes from the 68 landmarks (:func:`~fairforge.forgery.parsing.parse_parts`) and a
+random non-empty subset of the parts nose, eyes, brows, upper lip, lower lip and mouth is
+edited, each inside its own parsing mask (grown by a small margin):
+
+- shape: the part is scaled about its centroid by 1 ± U(0.15, 0.3) (both eyes or both brows
+  share one factor, so the face stays symmetric); the area a shrunken part vacates is filled
+  from the surrounding skin by inpainting;
+- colour: lips (both together) and brows may also change colour, a shift in LAB (lips: hue
+  and lightness, brows: lightness), applied to the part's pixels only.
+
+It never edits skin, the attribute the demo's groups are defined by: pixels outside the
+edited parts are the source's, bit for bit, and the skin it uncovers is inpainted from the
+skin around it. Simplifications: no hair (68 landmarks do not parse it), and parts are
+re-rendered by warping and recolouring the source's own pixels, not by a generator.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from .base import (
 from .parsing import PARTS, parse_parts, part_components
 
 MIN_PART_AREA = 12  # pixels; a closed mouth has no interior to edit
+EDITABLE = tuple(p for p in PARTS if p != "skin")
+# Colour edits: a LAB shift per part family (lips together), drawn in [lo, hi] with a sign.
+COLOUR_PARTS = {"lips": ("upper_lip", "lower_lip"), "brows": ("brows",)}
 
 
 @register_method("maskgan")
@@ -37,18 +46,22 @@ class MaskGAN(ForgeryMethod):
     backend = "classical"
     kept = "source"
     needs_target = False
+    random = True
     defaults = {
-        "parts": PARTS,  # candidate parts
-        "scale_range": (0.7, 1.3),
+        "parts": EDITABLE,  # candidate parts
+        "scale_change": (0.15, 0.3),  # |factor - 1| range of a shape edit
+        "colour_shift": (10.0, 25.0),  # LAB units of a colour edit
         "margin": 0.06,  # context carried with a part, inter-ocular units
-        "feather": 0.06,  # inter-ocular units
+        "feather": 0.04,  # inter-ocular units
     }
 
     def __init__(self, **options):
         super().__init__(**options)
-        unknown = sorted(set(self.options["parts"]) - set(PARTS))
+        if "skin" in self.options["parts"]:
+            raise ValueError("maskgan never edits skin: skin tone defines the demo's groups")
+        unknown = sorted(set(self.options["parts"]) - set(EDITABLE))
         if unknown:
-            raise ValueError(f"maskgan parts {unknown} unknown; parts: {list(PARTS)}")
+            raise ValueError(f"maskgan parts {unknown} unknown; parts: {list(EDITABLE)}")
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
         shape = source_img.shape
@@ -60,22 +73,30 @@ class MaskGAN(ForgeryMethod):
         chosen = [p for p in candidates if rng.random() < 0.5]
         if not chosen:
             chosen = [candidates[int(rng.integers(len(candidates)))]]
-        lo, hi = self.options["scale_range"]
-        factors = {p: float(rng.uniform(lo, hi)) for p in chosen}
+        lo, hi = self.options["scale_change"]
+        factors = {p: float(1 + rng.choice([-1.0, 1.0]) * rng.uniform(lo, hi)) for p in chosen}
+        c_lo, c_hi = self.options["colour_shift"]
+        colours = {}
+        for family, parts in COLOUR_PARTS.items():
+            if any(p in chosen for p in parts) and rng.random() < 0.5:
+                sign = rng.choice([-1.0, 1.0], size=3)
+                size = rng.uniform(c_lo, c_hi, size=3)
+                shift = sign * size * (np.array([0.6, 1.0, 1.0]) if family == "lips" else 1.0)
+                if family == "brows":
+                    shift[1:] = 0.0  # brows get lighter or darker, not a new hue
+                colours[family] = shift
 
         margin = max(int(round(self.options["margin"] * iod)), 1)
-        geometric = [p for p in chosen if p != "skin"]
         vacated = np.zeros(shape[:2], np.uint8)
-        for p in geometric:
+        for p in chosen:
             vacated |= dilate(masks[p], margin)
-        canvas = source_img
-        if vacated.any():
-            canvas = cv2.inpaint(source_img, vacated, max(margin, 3), cv2.INPAINT_TELEA)
+        canvas = cv2.inpaint(source_img, vacated, max(margin, 3), cv2.INPAINT_TELEA)
         canvas = canvas.astype(np.float32)
         edited = vacated.copy()
         components = part_components(source_lm)
-        for p in geometric:
+        for p in chosen:
             s = factors[p]
+            recoloured = _recolour(source_img, colours, p)
             for poly in components[p]:
                 region = dilate(polygon_mask(poly, shape, convex=False), margin)
                 if not region.any():
@@ -84,33 +105,30 @@ class MaskGAN(ForgeryMethod):
                 mat = np.array([[s, 0, (1 - s) * cx], [0, s, (1 - s) * cy]], np.float64)
                 size = (shape[1], shape[0])
                 moved = cv2.warpAffine(
-                    source_img, mat, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+                    recoloured, mat, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
                 )
                 moved_region = cv2.warpAffine(region, mat, size, flags=cv2.INTER_NEAREST)
                 a = feather(moved_region, max(margin // 2, 1))[..., None]
                 canvas = moved.astype(np.float32) * a + canvas * (1 - a)
                 edited |= moved_region
-        if "skin" in chosen:
-            # The nose is skin too; leaving it out would leave a nose-shaped patch of old tone.
-            skin = masks["skin"] | masks["nose"]
-            canvas = _edit_skin(canvas, skin, factors["skin"], iod)
-            edited |= skin
         radius = max(int(round(self.options["feather"] * iod)), 1)
         alpha = feather(edited, radius, inside=False)
         image, mask = composite(np.clip(canvas + 0.5, 0, 255).astype(np.uint8), source_img, alpha)
         return ForgeryResult(
             image,
             mask,
-            {"parts": sorted(chosen), "factors": {p: round(f, 4) for p, f in factors.items()}},
+            {
+                "parts": sorted(chosen),
+                "factors": {p: round(f, 4) for p, f in factors.items()},
+                "colour_shift": {k: np.round(v, 2).tolist() for k, v in colours.items()},
+            },
         )
 
 
-def _edit_skin(canvas: np.ndarray, skin: np.ndarray, factor: float, iod: float) -> np.ndarray:
-    """Scale skin texture contrast by ``factor`` and shift its lightness with it."""
-    sigma = max(0.08 * iod, 1.0)
-    base = cv2.GaussianBlur(canvas, (0, 0), sigma)
-    detail = canvas - base
-    tone = base * (1.0 + 0.5 * (factor - 1.0))
-    edited = np.clip(tone + factor * detail, 0, 255)
-    a = (skin > 0).astype(np.float32)[..., None]
-    return edited * a + canvas * (1 - a)
+def _recolour(img: np.ndarray, colours: dict[str, np.ndarray], part: str) -> np.ndarray:
+    """``img`` shifted in LAB by the colour edit of ``part``'s family (if any)."""
+    family = next((f for f, parts in COLOUR_PARTS.items() if part in parts), None)
+    if family is None or family not in colours:
+        return img
+    lab = cv2.cvtColor(img, cv2.COLOR_RGB2LAB).astype(np.float32) + colours[family]
+    return cv2.cvtColor(np.clip(lab + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_LAB2RGB)

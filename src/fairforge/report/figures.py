@@ -14,9 +14,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from fairforge.forgery.quality import QUALITY_MEASURES
 from fairforge.perturb import CLEAN
 from fairforge.plotting import save_png
 from fairforge.tables.efficiency import EFFICIENCY_AXES, efficiency_with_metric
+from fairforge.tables.forgery_quality import ALPHA as QUALITY_ALPHA
 from fairforge.tables.predictions import evaluation_rows
 from fairforge.tables.variants import sorted_variants
 
@@ -320,4 +322,63 @@ def efficiency_figure(
     )
     if untimed:
         fig.suptitle("not drawn (no network to time): " + ", ".join(untimed), fontsize=8)
+    return save_png(fig, path)
+
+
+# --------------------------------------------------------------------------- forgery quality
+
+
+def forgery_quality_figure(card: pd.DataFrame, method: str, path: str | Path) -> Path:
+    """One method's quality card: a panel per measure (rows: datasets), per group the mean
+    and its subject-bootstrap interval; a group that differs is drawn red, and each panel's
+    title gives the Kruskal–Wallis p-value and whether the groups' fakes are equal."""
+    rows = card.loc[card["method"] == method]
+    if rows.empty:
+        return _message(path, f"no fakes of {method} were measured")
+    datasets = sorted(rows["dataset"].unique())
+    measures = list(QUALITY_MEASURES)
+    per_row = 4
+    lines = -(-len(measures) // per_row)  # panel rows per dataset
+    fig, axes = _grid(len(datasets) * lines, per_row, width=2.8, height=2.4)
+    verdicts = []
+    for r, dataset in enumerate(datasets):
+        part = rows.loc[rows["dataset"] == dataset].sort_values("group")
+        x = np.arange(len(part))
+        for c, measure in enumerate(measures):
+            ax = axes[r * lines + c // per_row, c % per_row]
+            mean = part[measure].to_numpy(float)
+            lo = part[f"{measure}_ci_low"].to_numpy(float)
+            hi = part[f"{measure}_ci_high"].to_numpy(float)
+            bad = np.array([measure in str(d).split(", ") for d in part["differs"]])
+            err = np.vstack([np.clip(mean - lo, 0, None), np.clip(hi - mean, 0, None)])
+            for sel, colour in ((~bad, "#3a7d44"), (bad, "#c0392b")):
+                if sel.any():
+                    ax.errorbar(
+                        x[sel],
+                        mean[sel],
+                        yerr=np.nan_to_num(err[:, sel]),
+                        fmt="o",
+                        color=colour,
+                        capsize=3,
+                    )
+            p = part[f"{measure}_p"].iloc[0]
+            equal = not (np.isfinite(p) and p < QUALITY_ALPHA)
+            ax.set_title(
+                f"{measure}\np={p:.3f}: {'equal' if equal else 'differ'}"
+                if np.isfinite(p)
+                else f"{measure}\n(not measured)",
+                fontsize=8,
+                color="black" if equal else "#c0392b",
+            )
+            ax.set_xticks(x, part["group"].astype(str), fontsize=7, rotation=45)
+            ax.tick_params(axis="y", labelsize=7)
+            if c % per_row == 0:
+                ax.set_ylabel(dataset, fontsize=9)
+        differing = sorted({m for d in part["differs"] for m in str(d).split(", ") if m})
+        verdicts.append(
+            f"{dataset}: groups differ in {', '.join(differing)}"
+            if differing
+            else f"{dataset}: fakes of equal quality in every group"
+        )
+    fig.suptitle(f"{method} — " + "; ".join(verdicts), fontsize=10)
     return save_png(fig, path)

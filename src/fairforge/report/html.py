@@ -40,6 +40,7 @@ from fairforge.tables.forgeries import (
     face_detection_rates,
     forgery_success_table,
 )
+from fairforge.tables.forgery_quality import quality_verdicts, quality_view
 from fairforge.tables.variants import GRAYSCALE, sorted_variants, split_variants
 
 SYNTHETIC_NOTE = (
@@ -344,7 +345,29 @@ def _forgeries_section(paths: Mapping) -> str:
             f"<figcaption>{html.escape(dataset)}</figcaption></figure>"
         )
     parts.append('<div class="sheets">' + "".join(sheets) + "</div>")
+    parts += _quality_parts(paths)
     return _section("forgeries", "Forgeries", *parts)
+
+
+def _quality_parts(paths: Mapping) -> list[str]:
+    """The forgery quality card: per method and group, equal quality or which measures
+    differ; the card itself; one figure per method."""
+    if "forgery_quality" not in paths:
+        return []
+    card = read_input(paths, "forgery_quality")
+    parts = [
+        "<h3>Forgery quality per group</h3>",
+        caption_html("forgery_quality"),
+        table_html(quality_verdicts(card)),
+        table_html(quality_view(card)),
+    ]
+    for path in paths.get("forgery_quality_figures", []):
+        method = Path(path).stem
+        parts.append(
+            f"<figure>{figure_html(path, f'forgery quality of {method}')}"
+            f"<figcaption>{html.escape(method)}</figcaption></figure>"
+        )
+    return parts
 
 
 def _exposure_section(paths: Mapping, config: Mapping) -> str:

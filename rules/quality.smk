@@ -1,0 +1,44 @@
+# The forgery quality card: per-fake measures per dataset and method, then the card per
+# dataset × method × group with subject-level intervals, and one figure per method.
+
+
+rule forgery_quality_fakes:
+    """Identity, pose, expression, change energy, boundary and re-detection of each fake."""
+    input:
+        faces=result_path("faces"),
+        forgery=result_path("forgery"),
+    output:
+        result_path("forgery_quality_fakes"),
+    log:
+        log_path("forgery/{dataset}/{method}/quality.log"),
+    benchmark:
+        benchmark_path("forgery/{dataset}/{method}/quality.tsv")
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),
+    params:
+        seed=config["seed"],
+        results=get_results_root,
+    script:
+        "../scripts/forgery_quality_fakes.py"
+
+
+rule forgery_quality:
+    """The quality card of every dataset, method and group, and a figure per method."""
+    input:
+        get_forgery_quality_fakes,
+    output:
+        table=result_path("forgery_quality"),
+        figures=expand(result_path("forgery_quality_figure"), method=METHODS),
+    log:
+        log_path("forgery/quality.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    params:
+        seed=config["seed"],
+        bootstrap=config["metrics"]["bootstrap"],
+        methods=METHODS,
+    script:
+        "../scripts/forgery_quality.py"

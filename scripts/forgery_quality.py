@@ -1,0 +1,11 @@
+from fairforge.report.figures import forgery_quality_figure
+from fairforge.tables.forgery_quality import card_from_files
+from fairforge.workflow import logged
+
+with logged(snakemake.log[0]):
+    o, p = snakemake.output, snakemake.params
+    card = card_from_files(snakemake.input, n_boot=p.bootstrap, seed=p.seed)
+    card.to_csv(o.table, index=False)
+    for method, path in zip(p.methods, o.figures):
+        forgery_quality_figure(card, method, path)
+    print(card[["dataset", "method", "group", "differs"]].to_string(index=False))

@@ -1,0 +1,11 @@
+from fairforge.manifest import read_manifest, write_manifest
+from fairforge.tables.forgery_quality import measure_method
+from fairforge.workflow import logged
+
+with logged(snakemake.log[0]):
+    i, p = snakemake.input, snakemake.params
+    faces = read_manifest(i.faces, contract="faces", columns=["image_id", "crop_path"])
+    forgery = read_manifest(i.forgery, contract="forgery")
+    fakes = measure_method(forgery, faces, p.results, snakemake.wildcards.dataset, p.seed)
+    write_manifest(fakes, snakemake.output[0])
+    print(f"{len(fakes)} fakes measured, {int(fakes['identity_sampled'].sum())} for identity")

@@ -1,0 +1,171 @@
+"""The forgery quality card: per dataset, method and group, how good the fakes are.
+
+One row per dataset × method × group. For every measure of
+:data:`fairforge.forgery.quality.QUALITY_MEASURES`: the mean over the group's fakes,
+a subject-level bootstrap interval (the group's subjects resampled with replacement, all of
+a subject's fakes moving together, as :mod:`fairforge.metrics.uncertainty` does for the
+fairness metrics) and the p-value of a Kruskal–Wallis test of equality across the method's
+groups on per-subject means (``{measure}_p``, the same in every group row of the method).
+A group ``differs`` in a measure when that p-value is below :data:`ALPHA` and the group's
+interval excludes the median of the groups' means (the typical group: with one odd group
+out of four, only that one is named; with two groups, both are). Why: if the fakes of one group are easier to
+spot, a detector's group gap measures the generator, not the detector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import kruskal
+
+from ..encoders import create_encoder
+from ..forgery.quality import IDENTITY_PER_GROUP, QUALITY_MEASURES, measure_forgeries
+from ..metrics.uncertainty import counts_from_indices
+from ..seeding import rng_for
+
+ALPHA = 0.05
+LEVEL = 0.95
+
+
+def measure_method(
+    forgeries: pd.DataFrame,
+    faces: pd.DataFrame,
+    results_dir: str | Path,
+    dataset: str,
+    seed: int,
+    encoder: str = "dlib_resnet",
+    identity_per_group: int | None = IDENTITY_PER_GROUP,
+) -> pd.DataFrame:
+    """Per-fake measures of one method's manifest, identity through ``encoder``."""
+    embed = create_encoder(encoder).embed
+    return measure_forgeries(
+        forgeries, faces, results_dir, dataset, seed, embed, identity_per_group
+    )
+
+
+def card_columns() -> list[str]:
+    cols = ["dataset", "method", "group", "n_fakes", "n_subjects", "n_identity"]
+    for m in QUALITY_MEASURES:
+        cols += [m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p"]
+    return cols + ["differs"]
+
+
+def _subject_sums(part: pd.DataFrame, measure: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per subject (sorted): the sum and the count of the measure's finite values."""
+    values = part[measure].astype(float)
+    keep = np.isfinite(values)
+    grouped = values[keep].groupby(part.loc[keep, "subject_id"].astype(str), sort=True)
+    return grouped.sum().to_numpy(), grouped.count().to_numpy().astype(float)
+
+
+def subject_bootstrap(
+    sums: np.ndarray, counts: np.ndarray, n_boot: int, rng: np.random.Generator
+) -> np.ndarray:
+    """(B,) pooled means of resamples of the subjects (with replacement)."""
+    n = len(sums)
+    if n == 0 or n_boot <= 0:
+        return np.full(max(n_boot, 0), np.nan)
+    weights = counts_from_indices(rng.integers(0, n, size=(n_boot, n)), n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ sums) / (weights @ counts)
+
+
+def _kruskal_p(per_group_means: list[np.ndarray]) -> float:
+    samples = [m[np.isfinite(m)] for m in per_group_means]
+    samples = [s for s in samples if len(s)]
+    if len(samples) < 2:
+        return float("nan")
+    pooled = np.concatenate(samples)
+    if np.ptp(pooled) == 0:
+        return 1.0  # every subject alike: nothing differs
+    return float(kruskal(*samples).pvalue)
+
+
+def quality_card(
+    fakes: pd.DataFrame, n_boot: int = 1000, seed: int = 0, level: float = LEVEL
+) -> pd.DataFrame:
+    """The card (:func:`card_columns`) of per-fake measures of any datasets and methods."""
+    rows = []
+    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
+    fakes = fakes.assign(group=fakes["group"].astype(str))
+    for (dataset, method), frame in fakes.groupby(["dataset", "method"], sort=True):
+        groups = sorted(frame["group"].unique())
+        parts = {g: frame.loc[frame["group"] == g] for g in groups}
+        per_group = {
+            g: {
+                "dataset": dataset,
+                "method": method,
+                "group": g,
+                "n_fakes": len(p),
+                "n_subjects": p["subject_id"].nunique(),
+                "n_identity": int(p["identity_sampled"].sum()),
+            }
+            for g, p in parts.items()
+        }
+        differs: dict[str, list[str]] = {g: [] for g in groups}
+        for measure in QUALITY_MEASURES:
+            stats = {g: _subject_sums(p, measure) for g, p in parts.items()}
+            p_value = _kruskal_p([s / np.maximum(c, 1) for s, c in stats.values()])
+            means = {g: s.sum() / c.sum() if c.sum() else np.nan for g, (s, c) in stats.items()}
+            finite = [v for v in means.values() if np.isfinite(v)]
+            reference = float(np.median(finite)) if finite else np.nan
+            for g in groups:
+                s, c = stats[g]
+                mean = means[g]
+                rng = rng_for("fairforge.forgery_quality", seed, dataset, method, g, measure)
+                boot = subject_bootstrap(s, c, n_boot, rng)
+                boot = boot[np.isfinite(boot)]
+                lo, hi = np.quantile(boot, [lo_q, hi_q]) if boot.size else (np.nan, np.nan)
+                per_group[g].update(
+                    {
+                        measure: mean,
+                        f"{measure}_ci_low": lo,
+                        f"{measure}_ci_high": hi,
+                        f"{measure}_p": p_value,
+                    }
+                )
+                if p_value < ALPHA and not (lo <= reference <= hi):
+                    differs[g].append(measure)
+        for g in groups:
+            per_group[g]["differs"] = ", ".join(differs[g])
+            rows.append(per_group[g])
+    return pd.DataFrame(rows, columns=card_columns())
+
+
+def card_from_files(paths: Iterable[str | Path], n_boot: int = 1000, seed: int = 0):
+    """The card of the per-fake parquet files of :func:`measure_method`."""
+    frames = [pd.read_parquet(p) for p in paths]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=card_columns())
+    return quality_card(pd.concat(frames, ignore_index=True), n_boot=n_boot, seed=seed)
+
+
+def quality_verdicts(card: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset × method, one column per group: ``equal`` or ``differs: <measures>``."""
+    if card.empty:
+        return pd.DataFrame(columns=["dataset", "method"])
+    cells = card.assign(
+        verdict=[f"differs: {d}" if isinstance(d, str) and d else "equal" for d in card["differs"]]
+    )
+    wide = cells.pivot_table(
+        index=["dataset", "method"], columns="group", values="verdict", aggfunc="first"
+    )
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def quality_view(card: pd.DataFrame) -> pd.DataFrame:
+    """The card as the report shows it: per row, each measure as "mean [low, high]"."""
+    if card.empty:
+        return card
+    out = card[["dataset", "method", "group", "n_fakes", "n_subjects", "n_identity"]].copy()
+    for m in QUALITY_MEASURES:
+        out[m] = [
+            "–" if not np.isfinite(v) else f"{v:.3g} [{lo:.3g}, {hi:.3g}]"
+            for v, lo, hi in zip(card[m], card[f"{m}_ci_low"], card[f"{m}_ci_high"])
+        ]
+    return out
