@@ -136,6 +136,7 @@ def repeated_jobs(
         "faces_shard": shards,
         "forgery_shard": shards * n_methods,
         "forgery": n_methods,
+        "forgery_quality_fakes": n_methods,
         "train": n_detectors,
         "efficiency": n_detectors,
         "embed_shard": shards,  # the default ranking: one encoder

@@ -13,6 +13,7 @@ from fairforge.report.html import build_report, write_report
 from fairforge.report.inputs import (
     caption_path,
     caption_text,
+    paths_from_rule_inputs,
     ranking_enabled,
     read_input,
     report_inputs,
@@ -26,6 +27,7 @@ __all__ = [
     "caption_path",
     "caption_text",
     "exposure_verdict",
+    "paths_from_rule_inputs",
     "ranking_enabled",
     "read_input",
     "report_inputs",

@@ -9,7 +9,7 @@ files ``snakemake --report`` shows (rules point at them with :func:`caption_path
 from __future__ import annotations
 
 import atexit
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from functools import cache
 from importlib.resources import as_file, files
@@ -34,6 +34,25 @@ def report_inputs(
         key: [Path(p) for p in value] if isinstance(value, list) else Path(value)
         for key, value in paths.items()
     }
+
+
+#: Report inputs that are lists of files (one per dataset, method or figure); the others are
+#: single files.
+LIST_INPUTS = ("forgeries", "forgery_examples", "forgery_quality_figures", "face_detection_rates")
+
+
+def paths_from_rule_inputs(inputs: Iterable[tuple[str, object]]) -> dict:
+    """The report's paths from a rule's named inputs (``snakemake.input.items()``): list
+    inputs stay lists; a single-file input of a disabled stage (the ranking study) arrives as
+    an empty list and is left out."""
+    paths: dict = {}
+    for key, value in inputs:
+        files = [value] if isinstance(value, str) else [str(v) for v in value]
+        if key in LIST_INPUTS:
+            paths[key] = files
+        elif files:
+            paths[key] = files[0]
+    return paths
 
 
 def ranking_enabled(config: Mapping) -> bool:
