@@ -10,6 +10,8 @@ with logged(snakemake.log[0]):
         seed=snakemake.params.seed,
         threshold=m["threshold"],
         ur_denominator=m["ur_denominator"],
+        threshold_rule=m["threshold_rule"],
+        eer=m["eer"],
         split=m["evaluation_split"],
     )
     table.to_csv(snakemake.output[0], index=False, float_format="%.6g")

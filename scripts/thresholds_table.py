@@ -1,6 +1,7 @@
 import pandas as pd
 
 from fairforge.tables import table_from_files, thresholds_table
+from fairforge.tables.fairness import thresholds_options
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
@@ -9,8 +10,7 @@ with logged(snakemake.log[0]):
         table = table_from_files(
             snakemake.input,
             thresholds_table,
-            threshold=m["threshold"],
-            ur_denominator=m["ur_denominator"],
+            **thresholds_options(m),
             fit_split="val",
             eval_split=m["evaluation_split"],
         )

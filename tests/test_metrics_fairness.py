@@ -370,3 +370,33 @@ def test_compare_thresholds_side_by_side():
     assert table_self.loc["ACC", "per_group"] >= table_self.loc["ACC", "global"]
     # threshold-free metrics do not move
     assert table.loc["AUC", "per_group"] == table.loc["AUC", "global"]
+
+
+def test_threshold_rule_reaches_the_fairness_metrics_and_the_fitted_thresholds():
+    # every score sits exactly on 0.5 or clearly away: the rule decides the tied samples
+    frame = pd.DataFrame(
+        {
+            "label": [0, 0, 1, 1, 0, 0, 1, 1],
+            "method": ["real", "real", "fs", "fs"] * 2,
+            "group": ["a"] * 4 + ["b"] * 4,
+            "score": [0.5, 0.1, 0.5, 0.9, 0.1, 0.1, 0.9, 0.9],
+        }
+    )
+    args = (frame["label"], frame["method"], frame["group"], frame["score"])
+    strict = accuracy_matrix(*args)
+    geq = accuracy_matrix(*args, threshold_rule=">=")
+    # group a: the real at 0.5 is right under ">" and wrong under ">="; the fake the reverse
+    assert strict.loc["real", "a"] == 1.0 and strict.loc["fs", "a"] == 0.5
+    assert geq.loc["real", "a"] == 0.5 and geq.loc["fs", "a"] == 1.0
+    report = fairness_report(frame, threshold_rule=">=")
+    assert report["AADPD"] == pytest.approx(0.5 * (0.5 + 0.0))
+    assert fairness_report(frame)["AADPD"] == pytest.approx(0.5 * (0.0 + 0.5))
+    # the fitted threshold maximises accuracy under the same rule
+    y, s = np.array([0, 1, 1, 0]), np.array([0.2, 0.5, 0.7, 0.5])
+    from fairforge.metrics.thresholds import best_threshold
+
+    for rule, op in ((">", np.greater), (">=", np.greater_equal)):
+        t = best_threshold(y, s, threshold_rule=rule)
+        grid = np.r_[np.unique(s), -1, 2, (np.unique(s)[:-1] + np.unique(s)[1:]) / 2]
+        best = max(np.mean(op(s, c) == (y == 1)) for c in grid)
+        assert np.mean(op(s, t) == (y == 1)) == pytest.approx(best)

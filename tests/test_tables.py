@@ -508,3 +508,58 @@ def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
         0.2
     )
     assert row["exposure of b"] == pytest.approx(0.02)
+
+
+def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_paper():
+    """FairFD Table 5(b) at threshold 0.5: the Real and FaceSwap rows of the Xception
+    accuracy matrix, UR denominator Ā (config metrics.thresholds)."""
+    import json
+    from pathlib import Path
+
+    from fairforge.tables.fairness import thresholds_options
+
+    reference = Path("/work/shared/reference/fairfd_xception.json")
+    if not reference.is_file():
+        reference = Path(__file__).resolve().parents[1] / "shared" / "reference" / reference.name
+    ref = json.loads(reference.read_text())
+    per_cell = 10_000  # four-decimal accuracies are exact counts of 10 000
+    parts = []
+    for split in ("val", "test"):
+        for r, row in enumerate(ref["rows"]):  # every row: the study must drop the others
+            label = ref["row_labels"][row]
+            method = "real" if row == "Real" else row.lower()
+            for g, group in enumerate(ref["groups"]):
+                correct = np.arange(per_cell) < round(ref["accuracy"][r][g] * per_cell)
+                fake = correct if label == 1 else ~correct
+                parts.append(
+                    pd.DataFrame(
+                        {
+                            "sample_id": [f"{split}-{method}-{group}-{i}" for i in range(per_cell)],
+                            "label": label,
+                            "method": method,
+                            "group": group,
+                            "subject_id": [f"{group}-{i % 50}" for i in range(per_cell)],
+                            "score": np.where(fake, 0.9, 0.1),
+                            "split": split,
+                            "detector": "xception",
+                            "dataset": "fairfd",
+                            "variant": "clean",
+                        }
+                    )
+                )
+    preds = pd.concat(parts, ignore_index=True)
+    metrics = {
+        "threshold": 0.5,
+        "ur_denominator": "one_plus_acc",  # the run's; the study overrides it
+        "threshold_rule": ">=",  # FairFD's code; no score lies on 0.5, so it changes nothing
+        "eer": "nearest",
+        "thresholds": {"approaches": ["real", "faceswap"], "ur_denominator": "acc"},
+    }
+    table = thresholds_table(preds, **thresholds_options(metrics)).set_index("metric")
+    for key, value in ref["table5b_threshold_0.5_real_and_faceswap_only"].items():
+        name = f"{key}_acc" if key.startswith("UR") else key
+        assert table.loc[name, "global"] == pytest.approx(value, abs=ref["tolerance"]), key
+    assert table.loc["n_samples", "global"] == 2 * 4 * per_cell
+    # the validation data are separable at 0.5, so the fitted thresholds stay there
+    assert (table.loc[[f"threshold[{g}]" for g in ref["groups"]], "per_group"] == 0.5).all()
+    assert not any(m.endswith("_one_plus_acc") for m in table.index)

@@ -254,6 +254,7 @@ def encode_predictions(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> EncodedPredictions:
     """Encode approaches and groups, and check the labels the accuracy matrix relies on.
 
@@ -266,7 +267,7 @@ def encode_predictions(
     a_code, a_names = _encode(method, approaches, "method", first=REAL)
     g_code, g_names = _encode(group, groups, "group")
     thr = threshold_array(threshold, group)
-    correct = (s > thr) == (y == 1)
+    correct = detection.predict_fake(s, thr, threshold_rule) == (y == 1)
     kept = (a_code >= 0) & (g_code >= 0)
     n_f = len(a_names)
     n_in = np.bincount(a_code[kept], minlength=n_f)
@@ -292,11 +293,15 @@ def accuracy_matrix(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Accuracy per approach (rows: ``real`` first, then forgery methods sorted, or as given)
-    and group (columns: sorted, or as given). A sample is predicted fake when score > threshold;
-    ``threshold`` may be a ``{group: threshold}`` mapping. Empty cells are NaN."""
-    enc = encode_predictions(label, method, group, score, threshold, approaches, groups)
+    and group (columns: sorted, or as given). A sample is predicted fake when score > threshold
+    (>= with ``threshold_rule=">="``); ``threshold`` may be a ``{group: threshold}`` mapping.
+    Empty cells are NaN."""
+    enc = encode_predictions(
+        label, method, group, score, threshold, approaches, groups, threshold_rule
+    )
     correct, total = enc.cell_counts()
     with np.errstate(invalid="ignore", divide="ignore"):
         values = correct / total
@@ -352,6 +357,7 @@ def group_rates(
     threshold: Threshold = 0.5,
     groups: Sequence[str] | None = None,
     with_auc: bool = True,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Per group: counts, confusion counts, PR, TPR, FPR, TNR, FNR, Acc and AUC.
 
@@ -360,7 +366,7 @@ def group_rates(
     """
     y, s = detection._as_label_score(y_true, y_pred_or_score)
     codes, names = _encode(group, groups, "group")
-    pred = s > threshold_array(threshold, group)
+    pred = detection.predict_fake(s, threshold_array(threshold, group), threshold_rule)
     conf = _confusion(y, pred, codes, len(names))
     tn, fp, fn, tp = conf.T
     table = pd.DataFrame(
@@ -393,14 +399,21 @@ def _group_auc(y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_codes: int) ->
 
 
 def textbook_metrics(
-    y_true, y_pred_or_score, group, threshold: Threshold = 0.5, groups: Sequence[str] | None = None
+    y_true,
+    y_pred_or_score,
+    group,
+    threshold: Threshold = 0.5,
+    groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> dict[str, float]:
     """Sample-pooled DPD, DEOdds (mean of the TPR and FPR gaps), DEO, STD, AccGap and AUCGap.
 
     Agrees with fairlearn's ``demographic_parity_difference``,
     ``equalized_odds_difference(agg="mean")`` and the range of ``true_positive_rate``.
     """
-    rates = group_rates(y_true, y_pred_or_score, group, threshold, groups)
+    rates = group_rates(
+        y_true, y_pred_or_score, group, threshold, groups, threshold_rule=threshold_rule
+    )
     out = pooled_from_confusion(
         rates["TN"].to_numpy(),
         rates["FP"].to_numpy(),
@@ -496,13 +509,18 @@ def fairness_report(
     ur_denominator: str | Iterable[str] = "one_plus_acc",
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> dict[str, float]:
     """All detection, FairFD and pooled fairness metrics of one detector's predictions.
 
     ``predictions`` has columns label, method, group, score (and usually sample_id,
     subject_id). ``approaches`` / ``groups`` restrict the samples (e.g. FairFD Table 5(b)
     uses ``["real", "faceswap"]``); ``threshold`` is a float or a ``{group: threshold}``
-    mapping; ``ur_denominator`` one name or several. Key names: see the module docstring.
+    mapping; ``ur_denominator`` one name or several; ``threshold_rule`` (``">"`` or
+    ``">="``) and ``eer`` (``"interpolated"`` or ``"nearest"``): the conventions of
+    :mod:`.detection`. Key names: see the module docstring.
     """
     _check_frame(predictions)
     frame = _select(predictions, approaches, groups)
@@ -514,13 +532,14 @@ def fairness_report(
         threshold,
         approaches,
         groups,
+        threshold_rule,
     )
     if enc.real_index is None:
         raise ValueError("the predictions have no 'real' approach; FairFD metrics need one")
     correct, total = enc.cell_counts()
     counted = metrics_from_cell_counts(correct, total, enc.real_index, ur_denominator)
     score = frame["score"].to_numpy(dtype=np.float64)
-    det = detection.detection_metrics(enc.label, score)
+    det = detection.detection_metrics(enc.label, score, eer=eer)
     group_auc = _group_auc(enc.label, score, enc.group_code, len(enc.groups))
     report = {"AUC": det["AUC"], "AP": det["AP"], "EER": det["EER"]}
     report.update({k: float(v) for k, v in counted.items()})
@@ -554,10 +573,21 @@ def fairness_table(
     ur_denominator: str | Iterable[str] = "one_plus_acc",
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """Wide table of :func:`fairness_report`: one row per metric, one column per ``by`` value."""
     reports = {
-        name: fairness_report(part, threshold, ur_denominator, approaches, groups)
+        name: fairness_report(
+            part,
+            threshold,
+            ur_denominator,
+            approaches,
+            groups,
+            threshold_rule=threshold_rule,
+            eer=eer,
+        )
         for name, part in _split_by(predictions, by)
     }
     table = pd.DataFrame(reports)
@@ -575,6 +605,8 @@ def per_group_long(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Long table: per ``by`` value, approach and group the accuracy, counts and rates.
 
@@ -596,6 +628,7 @@ def per_group_long(
             threshold,
             approaches,
             groups,
+            threshold_rule,
         )
         score = part["score"].to_numpy(dtype=np.float64)
         pred = enc.correct == (enc.label == 1)  # predicted fake, recovered from correctness

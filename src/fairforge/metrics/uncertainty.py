@@ -96,9 +96,12 @@ def subject_stats(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> SubjectStats:
     """Sufficient statistics of the subject bootstrap. Each subject must lie in one group."""
-    enc = encode_predictions(label, method, group, score, threshold, approaches, groups)
+    enc = encode_predictions(
+        label, method, group, score, threshold, approaches, groups, threshold_rule
+    )
     if enc.real_index is None:
         raise ValueError("the predictions have no 'real' approach; FairFD metrics need one")
     if len(subject_id) != enc.label.size:
@@ -139,6 +142,7 @@ def stats_from_frame(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> SubjectStats:
     """:func:`subject_stats` of a predictions frame (columns label, method, group, subject_id, score)."""
     _check_frame(predictions, (*FAIRNESS_INPUT_COLUMNS, "subject_id"))
@@ -152,14 +156,17 @@ def stats_from_frame(
         threshold,
         approaches,
         groups,
+        threshold_rule,
     )
 
 
-def _as_stats(data: SubjectStats | pd.DataFrame, threshold, approaches, groups) -> SubjectStats:
+def _as_stats(
+    data: SubjectStats | pd.DataFrame, threshold, approaches, groups, threshold_rule: str = ">"
+) -> SubjectStats:
     return (
         data
         if isinstance(data, SubjectStats)
-        else stats_from_frame(data, threshold, approaches, groups)
+        else stats_from_frame(data, threshold, approaches, groups, threshold_rule)
     )
 
 
@@ -206,13 +213,15 @@ def bootstrap_replicates(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> dict[str, np.ndarray]:
     """Every count-based metric for each of ``n_boot`` subject resamples: name -> (B,) array.
 
     ``indices`` (B, N) replaces the seeded draws (see :func:`subject_resample_indices`).
     A resample with an empty cell gives NaN for the metrics that use it.
     """
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     chunks = (
         _index_chunks(stats, n_boot, seed)
         if indices is None
@@ -236,9 +245,11 @@ def point_estimates(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> dict[str, float]:
     """The count-based metrics of the data itself (equal to :func:`fairness_report`'s)."""
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     correct, total = stats.cell_counts()
     return {
         k: float(v)
@@ -257,6 +268,8 @@ def bootstrap_intervals(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Percentile intervals (2.5 / 97.5 for ``level`` 0.95) of the subject bootstrap.
 
@@ -264,7 +277,7 @@ def bootstrap_intervals(
     """
     if not 0 < level < 1:
         raise ValueError("level must lie in (0, 1)")
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     estimate = point_estimates(stats, ur_denominator)
     reps = bootstrap_replicates(stats, n_boot, seed, ur_denominator)
     names = list(reps)
@@ -295,6 +308,8 @@ def bootstrap_table(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Long table of :func:`bootstrap_intervals`, one block per ``by`` value.
 
@@ -304,7 +319,15 @@ def bootstrap_table(
     frames = []
     for name, part in _split_by(predictions, by):
         table = bootstrap_intervals(
-            part, n_boot, seed, level, ur_denominator, threshold, approaches, groups
+            part,
+            n_boot,
+            seed,
+            level,
+            ur_denominator,
+            threshold,
+            approaches,
+            groups,
+            threshold_rule=threshold_rule,
         ).reset_index()
         names = name if isinstance(name, tuple) else (name,)
         for i, col in enumerate(cols):
@@ -324,6 +347,8 @@ def permutation_pvalues(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> dict[str, float]:
     """One-sided p-values that each gap metric is larger than chance.
 
@@ -333,7 +358,7 @@ def permutation_pvalues(
     """
     if n_perm < 1:
         raise ValueError("n_perm must be positive")
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     observed = point_estimates(stats, ur_denominator)
     rng = rng_for("fairforge.metrics.permutation", seed)
     exceed: dict[str, int] = {}
@@ -372,9 +397,20 @@ def permutation_pvalue(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> float:
     """The permutation p-value of one metric (a key of :func:`permutation_pvalues`)."""
-    pvalues = permutation_pvalues(data, n_perm, seed, ur_denominator, threshold, approaches, groups)
+    pvalues = permutation_pvalues(
+        data,
+        n_perm,
+        seed,
+        ur_denominator,
+        threshold,
+        approaches,
+        groups,
+        threshold_rule=threshold_rule,
+    )
     if metric not in pvalues:
         raise ValueError(f"unknown gap metric {metric!r}; choose from {sorted(pvalues)}")
     return pvalues[metric]

@@ -40,6 +40,9 @@ def fairness_outputs(
     ur_denominator: str = "one_plus_acc",
     bootstrap: int = 0,
     seed: int = 0,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> dict[str, pd.DataFrame]:
     """``table`` (rows: dataset × metric, columns: detectors), ``per_group`` and, when
     ``bootstrap`` > 0, ``ci`` (subject-level bootstrap intervals of every metric)."""
@@ -53,9 +56,19 @@ def fairness_outputs(
                 sorted(part["label"].unique()),
             )
             continue
-        table = fairness_table(part, threshold=threshold, ur_denominator=ur_denominator)
+        table = fairness_table(
+            part,
+            threshold=threshold,
+            ur_denominator=ur_denominator,
+            threshold_rule=threshold_rule,
+            eer=eer,
+        )
         tables.append(table.reset_index().assign(dataset=dataset))
-        per_group.append(per_group_long(part, threshold=threshold).assign(dataset=dataset))
+        per_group.append(
+            per_group_long(part, threshold=threshold, threshold_rule=threshold_rule).assign(
+                dataset=dataset
+            )
+        )
         if bootstrap:
             cis.append(
                 bootstrap_table(
@@ -64,6 +77,7 @@ def fairness_outputs(
                     seed=seed,
                     threshold=threshold,
                     ur_denominator=ur_denominator,
+                    threshold_rule=threshold_rule,
                 ).assign(dataset=dataset)
             )
     if not tables:
@@ -102,6 +116,9 @@ def fairness_under_perturbation(
     threshold: float = 0.5,
     ur_denominator: str = "one_plus_acc",
     split: str | None = "test",
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """One row per dataset x detector x variant, one column per fairness_report key."""
     rows = []
@@ -111,7 +128,9 @@ def fairness_under_perturbation(
                 "dataset": dataset,
                 "detector": detector,
                 "variant": variant,
-                **fairness_report(part, threshold, ur_denominator),
+                **fairness_report(
+                    part, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
+                ),
             }
         )
     table = order_rows(with_variant_info(pd.DataFrame(rows)))
@@ -127,6 +146,9 @@ def pvalue_table(
     ur_denominator: str = "one_plus_acc",
     split: str | None = "test",
     variant: str = CLEAN,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """Permutation p-values (group labels shuffled across subjects) that each gap of the
     ``variant`` predictions is larger than chance: dataset, detector, metric, value, p_value."""
@@ -135,8 +157,12 @@ def pvalue_table(
     if "variant" in preds.columns:
         preds = preds.loc[preds["variant"] == variant]
     for (dataset, detector), part in groups_of(preds, ("dataset", "detector")):
-        observed = fairness_report(part, threshold, ur_denominator)
-        pvalues = permutation_pvalues(part, n_perm, seed, ur_denominator, threshold)
+        observed = fairness_report(
+            part, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
+        )
+        pvalues = permutation_pvalues(
+            part, n_perm, seed, ur_denominator, threshold, threshold_rule=threshold_rule
+        )
         rows += [
             {
                 "dataset": dataset,
@@ -153,6 +179,20 @@ def pvalue_table(
     )
 
 
+def thresholds_options(metrics: dict) -> dict:
+    """Keyword arguments of :func:`thresholds_table` from the config's ``metrics`` block:
+    its ``thresholds`` sub-block (approaches, ur_denominator; null falls back to
+    ``metrics.ur_denominator``) and the shared conventions."""
+    study = metrics.get("thresholds") or {}
+    return {
+        "threshold": metrics["threshold"],
+        "ur_denominator": study.get("ur_denominator") or metrics["ur_denominator"],
+        "approaches": study.get("approaches"),
+        "threshold_rule": metrics.get("threshold_rule", ">"),
+        "eer": metrics.get("eer", "interpolated"),
+    }
+
+
 def thresholds_table(
     preds: pd.DataFrame,
     threshold: float = 0.5,
@@ -160,9 +200,15 @@ def thresholds_table(
     fit_split: str = "val",
     eval_split: str = "test",
     variant: str = CLEAN,
+    *,
+    approaches: list[str] | None = None,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """FairFD Table 5: utility and fairness on ``eval_split`` at the global ``threshold`` and
-    at per-group thresholds fitted on ``fit_split``.
+    at per-group thresholds fitted on ``fit_split``. ``approaches`` restricts the rows of the
+    accuracy matrix (the paper's Table 5(b): ``["real", "faceswap"]`` with
+    ``ur_denominator="acc"``; config ``metrics.thresholds``); None keeps every approach.
 
     Rows: every fairness_report key, then ``threshold[<group>]`` (the thresholds themselves).
     Columns: dataset, detector, metric, global, per_group, change (per_group - global).
@@ -177,7 +223,15 @@ def thresholds_table(
                 f"{dataset}/{detector}: the {fit_split!r} and {eval_split!r} "
                 "splits are both needed (config inference.splits)"
             )
-        table, fitted = compare_thresholds(fit, test, threshold, ur_denominator)
+        table, fitted = compare_thresholds(
+            fit,
+            test,
+            threshold,
+            ur_denominator,
+            approaches,
+            threshold_rule=threshold_rule,
+            eer=eer,
+        )
         for group in sorted(set(test["group"].astype(str)) | set(fitted)):
             table.loc[f"threshold[{group}]"] = [threshold, fitted.get(group, threshold)]
         rows.append(table.reset_index().assign(dataset=dataset, detector=detector))
