@@ -22,6 +22,7 @@ from fairforge.metrics import (
     best_threshold,
     compare_thresholds,
     fairfd_metrics,
+    fairness_reasons,
     fairness_report,
     fairness_table,
     fit_group_thresholds,
@@ -233,10 +234,38 @@ def test_threshold_is_strict_and_accepts_group_mapping():
         accuracy_matrix(label, method, group, score, threshold={"a": 0.5})
 
 
-def test_empty_cell_gives_nan_not_crash():
-    A = accuracy_matrix([0, 1, 1], ["real", "fs", "fs"], ["a", "a", "b"], [0.1, 0.9, 0.9])
-    assert np.isnan(A.loc["real", "b"])
-    assert np.isnan(fairfd_metrics(A)["DPD"])
+def test_one_empty_cell_is_left_out_and_named_not_turned_into_nan():
+    # A = real [1, 0, empty]; fs [1, 1, 0] (groups a, b, c)
+    frame = pd.DataFrame(
+        {
+            "label": [0, 0, 1, 1, 1],
+            "method": ["real", "real", "fs", "fs", "fs"],
+            "group": ["a", "b", "a", "b", "c"],
+            "score": [0.1, 0.9, 0.9, 0.9, 0.1],
+        }
+    )
+    A = accuracy_matrix(frame["label"], frame["method"], frame["group"], frame["score"])
+    assert np.isnan(A.loc["real", "c"])
+    got = fairfd_metrics(A)
+    assert got["AADPD"] == pytest.approx(1.0)  # ranges 1 (real over a, b) and 1 (fs)
+    assert got["DPD"] == pytest.approx(1.0)  # group means 1, 0.5, 0 (c: the fs cell only)
+    assert got["STD"] == pytest.approx(np.std([1, 0.5, 0]))
+    assert got["AASTD"] == pytest.approx((np.std([1, 0]) + np.std([1, 1, 0])) / 2)
+    assert got["URDPD"] == pytest.approx((1 / 1.5 + 1 / (1 + 2 / 3)) / 2)
+    report = fairness_report(frame)
+    assert report["MeanAcc"] == pytest.approx(0.6)
+    reasons = fairness_reasons(frame, report)
+    assert "computed without the empty cell(s) (real, c)" in reasons["AADPD"]
+    assert "(real, c)" in reasons["URDEOdds_one_plus_acc"]
+    # group c has no real sample: its FPR, and so the pooled DEOdds, is undefined
+    assert np.isnan(report["pooled_DEOdds"])
+    assert "c have no real sample" in reasons["pooled_DEOdds"]
+    assert "pooled_DPD" not in reasons and "ACC" not in reasons
+    # a metric no defined cell supports stays NaN, and says so
+    only_real = fairfd_metrics(
+        pd.DataFrame([[1.0, np.nan], [np.nan, np.nan]], index=["real", "fs"])
+    )
+    assert np.isnan(only_real["AADEO"]) and only_real["AADPD"] == 0.0
 
 
 # ----------------------------------------------------------------------------- textbook metrics

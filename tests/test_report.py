@@ -515,3 +515,20 @@ def test_efficiency_figure_is_a_deterministic_png_of_the_data(results, tmp_path)
     only_classical = efficiency.loc[efficiency["detector"] == "headpose", ["detector", "note"]]
     d = figures.efficiency_figure(only_classical, detection, tmp_path / "d.png")
     assert d.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_undefined_metrics_get_a_line_in_the_report():
+    from fairforge.report.views import detector_columns, undefined_metrics_lines
+
+    fairness = pd.DataFrame(
+        {
+            "dataset": ["d", "d", "d"],
+            "metric": ["AADPD", "AADEO", "pooled_DPD"],
+            "det": [0.1, 0.2, 0.3],
+            "reason": ["det: computed without the empty cell(s) (real, g3)"] * 2 + [""],
+        }
+    )
+    assert detector_columns(fairness) == ["det"]
+    assert undefined_metrics_lines(fairness) == [
+        "d: AADPD, AADEO: det: computed without the empty cell(s) (real, g3)."
+    ]

@@ -563,3 +563,30 @@ def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_pape
     # the validation data are separable at 0.5, so the fitted thresholds stay there
     assert (table.loc[[f"threshold[{g}]" for g in ref["groups"]], "per_group"] == 0.5).all()
     assert not any(m.endswith("_one_plus_acc") for m in table.index)
+
+
+def test_fairness_outputs_name_undefined_metrics_and_dropped_resamples(caplog):
+    from fairforge.tables import fairness_outputs
+    from fairforge.tables.fairness import dropped_resamples_note
+
+    preds = predictions((0.9, 0.8, 0.7, 0.6), subjects=6)
+    # group g3 loses its real samples: the cell (real, g3) is empty and g3 has one class
+    preds = preds.loc[~((preds["group"] == "g3") & (preds["method"] == "real"))]
+    # in g2, only one subject has faceswap samples: resamples without it empty that cell
+    drop = (preds["group"] == "g2") & (preds["method"] == "faceswap")
+    preds = preds.loc[~drop | (preds["subject_id"] == "g2_s0")]
+    with caplog.at_level("WARNING"):
+        out = fairness_outputs(preds, bootstrap=200, seed=1)
+    table = out["table"].set_index("metric")
+    assert np.isfinite(table.loc["AADPD", "det"])  # over the defined cells, not NaN
+    assert "computed without the empty cell(s) (real, g3)" in table.loc["AADPD", "reason"]
+    assert np.isnan(table.loc["pooled_DEOdds", "det"])
+    assert "g3 have no real sample" in table.loc["pooled_DEOdds", "reason"]
+    assert table.loc["pooled_DPD", "reason"] == ""
+    ci = out["ci"].set_index("metric")
+    # P(no draw of g2_s0 among 6 draws) = (5/6)^6 ~ 0.33 of the resamples are dropped
+    share = ci.loc["AADPD", "dropped_share"]
+    assert 0.2 < share < 0.5 and ci.loc["AADPD", "n_valid"] == round(200 * (1 - share))
+    assert "(real, g3)" in ci.loc["AADPD", "reason"]
+    assert "Warning" in dropped_resamples_note(out["ci"])
+    assert "Bootstrap resamples dropped" in caplog.text and "Warning" in caplog.text

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtr, ndtri
 
 from ..columns import FAIRNESS_INPUT_COLUMNS
 from ..seeding import rng_for
@@ -219,9 +220,12 @@ def bootstrap_replicates(
     """Every count-based metric for each of ``n_boot`` subject resamples: name -> (B,) array.
 
     ``indices`` (B, N) replaces the seeded draws (see :func:`subject_resample_indices`).
-    A resample with an empty cell gives NaN for the metrics that use it.
+    A resample whose empty cells differ from the data's (a cell the data fill left empty, as
+    when every resampled subject of a group lacks an approach) is dropped: every metric is
+    NaN for it, so that all valid replicates measure the same cells as the estimate.
     """
     stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
+    data_empty = stats.cell_counts()[1] == 0
     chunks = (
         _index_chunks(stats, n_boot, seed)
         if indices is None
@@ -230,10 +234,11 @@ def bootstrap_replicates(
     parts: dict[str, list[np.ndarray]] = {}
     for idx in chunks:
         correct, total = stats.cell_counts(counts_from_indices(idx, stats.n_subjects))
+        dropped = ((total == 0) != data_empty).any(axis=(-2, -1))
         for key, value in metrics_from_cell_counts(
             correct, total, stats.real_index, ur_denominator
         ).items():
-            parts.setdefault(key, []).append(value)
+            parts.setdefault(key, []).append(np.where(dropped, np.nan, value))
     if not parts:
         raise ValueError("n_boot must be positive")
     return {k: np.concatenate(v) for k, v in parts.items()}
@@ -259,6 +264,58 @@ def point_estimates(
     }
 
 
+def jackknife_estimates(
+    stats: SubjectStats, ur_denominator: str | Iterable[str] = "one_plus_acc"
+) -> dict[str, np.ndarray]:
+    """Every count-based metric with one subject left out, for each subject: name -> (N,).
+
+    Leaving subject i out subtracts its counts from its group's cells, so the N estimates
+    are one stack of cell counts. A leave-one-out that empties a cell the data fill is NaN
+    (as in :func:`bootstrap_replicates`).
+    """
+    correct, total = stats.cell_counts()
+    own_correct = stats._by_group(stats.correct).reshape(stats.n_subjects, *correct.shape)
+    own_total = stats._by_group(stats.total).reshape(stats.n_subjects, *total.shape)
+    loo_correct, loo_total = correct[None] - own_correct, total[None] - own_total
+    dropped = ((loo_total <= 0) != (total == 0)[None]).any(axis=(-2, -1))
+    return {
+        k: np.where(dropped, np.nan, v)
+        for k, v in metrics_from_cell_counts(
+            loo_correct, np.maximum(loo_total, 0.0), stats.real_index, ur_denominator
+        ).items()
+    }
+
+
+def bca_interval(
+    estimate: float, replicates: np.ndarray, jackknife: np.ndarray, level: float = 0.95
+) -> tuple[float, float, float, float]:
+    """BCa interval of one metric: (low, high, z0, acceleration).
+
+    z0 = Φ⁻¹(share of valid replicates below the estimate, ties counted half) corrects the
+    median bias; the acceleration a = Σ d³ / (6 (Σ d²)^1.5), d = mean(jackknife) − jackknife
+    (subject-level leave-one-out), corrects the skew. The interval is the replicates' quantiles
+    at Φ(z0 + (z0 + z)/(1 − a (z0 + z))) for z = Φ⁻¹((1 ∓ level)/2). NaN when the estimate
+    or every replicate is undefined.
+    """
+    reps = replicates[np.isfinite(replicates)]
+    if not np.isfinite(estimate) or reps.size == 0:
+        return np.nan, np.nan, np.nan, np.nan
+    tol = 1e-12 * max(1.0, abs(estimate))
+    below = np.sum(reps < estimate - tol) + 0.5 * np.sum(np.abs(reps - estimate) <= tol)
+    share = np.clip(below / reps.size, 0.5 / reps.size, 1 - 0.5 / reps.size)
+    z0 = float(ndtri(share))
+    jack = jackknife[np.isfinite(jackknife)]
+    d = jack.mean() - jack if jack.size else np.zeros(0)
+    denom = 6.0 * np.sum(d**2) ** 1.5
+    a = float(np.sum(d**3) / denom) if denom > 0 else 0.0
+    z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        adjusted = ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    adjusted = np.where(np.isfinite(adjusted), adjusted, np.array([0.0, 1.0]))
+    low, high = np.quantile(reps, np.clip(adjusted, 0.0, 1.0))
+    return float(low), float(high), z0, a
+
+
 def bootstrap_intervals(
     data: SubjectStats | pd.DataFrame,
     n_boot: int = 1000,
@@ -271,28 +328,41 @@ def bootstrap_intervals(
     *,
     threshold_rule: str = ">",
 ) -> pd.DataFrame:
-    """Percentile intervals (2.5 / 97.5 for ``level`` 0.95) of the subject bootstrap.
+    """Bias-corrected subject-bootstrap intervals of every count-based metric.
 
-    One row per metric: estimate, ci_low, ci_high, n_valid (resamples without NaN), n_boot.
+    One row per metric: ``estimate`` (plug-in), ``estimate_bc`` (bias-corrected: 2·estimate
+    − mean of the valid replicates), ``ci_low``/``ci_high`` (BCa, :func:`bca_interval`),
+    ``pct_low``/``pct_high`` (the plain percentile interval, for comparison), ``n_valid``
+    (replicates kept), ``n_boot``, ``dropped_share`` (replicates dropped because a cell
+    changed emptiness, :func:`bootstrap_replicates`).
     """
     if not 0 < level < 1:
         raise ValueError("level must lie in (0, 1)")
     stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     estimate = point_estimates(stats, ur_denominator)
     reps = bootstrap_replicates(stats, n_boot, seed, ur_denominator)
+    jack = jackknife_estimates(stats, ur_denominator)
     names = list(reps)
     values = np.vstack([reps[k] for k in names])
     tail = 100 * (1 - level) / 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN metrics stay NaN
-        low, high = np.nanpercentile(values, [tail, 100 - tail], axis=1)
+        pct_low, pct_high = np.nanpercentile(values, [tail, 100 - tail], axis=1)
+        mean = np.nanmean(values, axis=1)
+    bca = [bca_interval(estimate[k], reps[k], jack[k], level) for k in names]
+    n_valid = np.isfinite(values).sum(axis=1)
+    point = np.array([estimate[k] for k in names])
     return pd.DataFrame(
         {
-            "estimate": [estimate[k] for k in names],
-            "ci_low": low,
-            "ci_high": high,
-            "n_valid": np.isfinite(values).sum(axis=1),
+            "estimate": point,
+            "estimate_bc": 2 * point - mean,
+            "ci_low": [b[0] for b in bca],
+            "ci_high": [b[1] for b in bca],
+            "pct_low": pct_low,
+            "pct_high": pct_high,
+            "n_valid": n_valid,
             "n_boot": n_boot,
+            "dropped_share": 1 - n_valid / n_boot,
         },
         index=pd.Index(names, name="metric"),
     )
@@ -360,6 +430,7 @@ def permutation_pvalues(
         raise ValueError("n_perm must be positive")
     stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     observed = point_estimates(stats, ur_denominator)
+    data_empty = stats.cell_counts()[1] == 0
     rng = rng_for("fairforge.metrics.permutation", seed)
     exceed: dict[str, int] = {}
     valid: dict[str, int] = {}
@@ -368,10 +439,13 @@ def permutation_pvalues(
             np.broadcast_to(stats.subject_group, (CHUNK, stats.n_subjects)), axis=1
         )[: min(CHUNK, n_perm - start)]
         correct, total = stats.cell_counts_for_assignment(assignment)
+        # a shuffle that empties other cells than the data's measures other cells: dropped
+        dropped = ((total == 0) != data_empty).any(axis=(-2, -1))
         reps = metrics_from_cell_counts(correct, total, stats.real_index, ur_denominator)
         for key, value in reps.items():
             if key in NOT_GAPS:
                 continue
+            value = np.where(dropped, np.nan, value)
             # A relative tolerance so that a replicate equal to the data counts as reaching it
             # despite a different summation order.
             obs = observed[key]

@@ -31,10 +31,12 @@ from fairforge.report.views import (
     per_group_accuracy,
     rates_with_reasons,
     side_by_side,
+    undefined_metrics_lines,
     wide_pvalues,
 )
 from fairforge.sources import get_adapter
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
+from fairforge.tables.fairness import dropped_resamples_note
 from fairforge.tables.forgeries import face_detection_rates, forgery_success_table
 from fairforge.tables.variants import GRAYSCALE, sorted_variants, split_variants
 
@@ -155,15 +157,19 @@ def _detection_section(detection: pd.DataFrame) -> str:
 
 def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
     per_group = read_input(paths, "fairness_per_group")
+    undefined = undefined_metrics_lines(fairness)
+    dropped = dropped_resamples_note(ci) if ci is not None else ""
     return _section(
         "fairness",
         "Fairness on clean test data",
         caption_html("fairness_table"),
         _p(
-            "Cells read: value [2.5 %, 97.5 % subject-bootstrap interval] "
+            "Cells read: value [95 % BCa subject-bootstrap interval] "
             "p=permutation p-value (gaps only).",
             "note",
         ),
+        *[_p("Undefined or partial: " + line, "warn") for line in undefined],
+        _p(dropped, "warn" if "Warning" in dropped else "note") if dropped else "",
         table_html(fairness_with_uncertainty(fairness, ci, pvalues)),
         "<h3>Accuracy per approach and group</h3>",
         caption_html("per_group"),

@@ -10,6 +10,7 @@ import pandas as pd
 
 from fairforge.perturb import CLEAN
 from fairforge.report.text import format_number
+from fairforge.report.views import detector_columns
 from fairforge.tables.exposure import most_exposed_groups
 from fairforge.tables.variants import sorted_variants
 
@@ -70,7 +71,7 @@ def verdict(
     verdict metric, how sure that is (CI overlap, permutation p-values), and under which
     test-time variants the fairest detector changes."""
     lines = []
-    detectors = [c for c in fairness.columns if c not in ("dataset", "metric")]
+    detectors = detector_columns(fairness)
     for dataset, table in fairness.groupby("dataset", sort=True):
         table = table.set_index("metric")
         prefix = f"{dataset}: " if fairness["dataset"].nunique() > 1 else ""

@@ -71,11 +71,28 @@ def per_group_accuracy(per_group: pd.DataFrame) -> pd.DataFrame:
     return wide.assign(_o=order).sort_values(["dataset", "detector", "_o"]).drop(columns="_o")
 
 
+def detector_columns(fairness: pd.DataFrame) -> list[str]:
+    """The detector columns of the fairness table (every column but dataset, metric, reason)."""
+    return [c for c in fairness.columns if c not in ("dataset", "metric", "reason")]
+
+
+def undefined_metrics_lines(fairness: pd.DataFrame) -> list[str]:
+    """One sentence per dataset and reason: which metrics are NaN or computed without some
+    cells, and why (the ``reason`` column of the fairness table)."""
+    if "reason" not in fairness.columns:
+        return []
+    rows = fairness.loc[fairness["reason"].astype("string").fillna("") != ""]
+    lines = []
+    for (dataset, reason), part in rows.groupby(["dataset", "reason"], sort=False):
+        lines.append(f"{dataset}: {', '.join(part['metric'].astype(str))}: {reason}.")
+    return lines
+
+
 def fairness_with_uncertainty(
     fairness: pd.DataFrame, ci: pd.DataFrame | None, pvalues: pd.DataFrame | None
 ) -> pd.DataFrame:
     """The clean fairness table with "value [low, high] p=..." cells."""
-    detectors = [c for c in fairness.columns if c not in ("dataset", "metric")]
+    detectors = detector_columns(fairness)
     long = fairness.melt(
         id_vars=["dataset", "metric"], value_vars=detectors, var_name="detector", value_name="value"
     )

@@ -18,7 +18,12 @@ import logging
 
 import pandas as pd
 
-from fairforge.metrics.fairness import fairness_report, fairness_table, per_group_long
+from fairforge.metrics.fairness import (
+    fairness_reasons,
+    fairness_report,
+    fairness_table,
+    per_group_long,
+)
 from fairforge.metrics.thresholds import compare_thresholds
 from fairforge.metrics.uncertainty import bootstrap_table, permutation_pvalues
 from fairforge.perturb import CLEAN
@@ -63,23 +68,35 @@ def fairness_outputs(
             threshold_rule=threshold_rule,
             eer=eer,
         )
-        tables.append(table.reset_index().assign(dataset=dataset))
+        table = table.reset_index().assign(dataset=dataset)
+        reasons: dict[tuple, str] = {}  # (detector, metric) -> why it is NaN or partial
+        for detector, det_part in part.groupby("detector", sort=True):
+            report = table.set_index("metric")[detector].to_dict()
+            for metric, why in fairness_reasons(det_part, report, threshold).items():
+                reasons[detector, metric] = why
+        detectors = [c for c in table.columns if c not in ("dataset", "metric")]
+        table["reason"] = [
+            "; ".join(f"{d}: {reasons[d, m]}" for d in detectors if (d, m) in reasons)
+            for m in table["metric"]
+        ]
+        tables.append(table)
         per_group.append(
             per_group_long(part, threshold=threshold, threshold_rule=threshold_rule).assign(
                 dataset=dataset
             )
         )
         if bootstrap:
-            cis.append(
-                bootstrap_table(
-                    part,
-                    n_boot=bootstrap,
-                    seed=seed,
-                    threshold=threshold,
-                    ur_denominator=ur_denominator,
-                    threshold_rule=threshold_rule,
-                ).assign(dataset=dataset)
-            )
+            ci = bootstrap_table(
+                part,
+                n_boot=bootstrap,
+                seed=seed,
+                threshold=threshold,
+                ur_denominator=ur_denominator,
+                threshold_rule=threshold_rule,
+            ).assign(dataset=dataset)
+            ci["reason"] = [reasons.get((d, m), "") for d, m in zip(ci["detector"], ci["metric"])]
+            _warn_dropped(ci, dataset)
+            cis.append(ci)
     if not tables:
         raise ValueError("no dataset has both real and fake predictions to measure")
     table = pd.concat(tables, ignore_index=True)
@@ -97,14 +114,51 @@ def fairness_outputs(
                 "detector",
                 "metric",
                 "estimate",
+                "estimate_bc",
                 "ci_low",
                 "ci_high",
+                "pct_low",
+                "pct_high",
                 "n_valid",
                 "n_boot",
+                "dropped_share",
+                "reason",
             ]
         )
     )
     return out
+
+
+# A share of dropped bootstrap resamples above this is warned about (log and report).
+DROPPED_WARNING = 0.01
+
+
+def dropped_resamples_note(ci: pd.DataFrame) -> str:
+    """A sentence on the bootstrap resamples dropped because a cell changed emptiness:
+    the largest share and, above :data:`DROPPED_WARNING`, a warning ('' when none)."""
+    if ci.empty or "dropped_share" not in ci.columns:
+        return ""
+    defined = ci.loc[ci["estimate"].notna()]
+    if defined.empty:
+        return ""
+    worst = defined.loc[defined["dropped_share"].idxmax()]
+    share = float(worst["dropped_share"])
+    text = (
+        f"Bootstrap resamples dropped (a resample that empties a cell the data fill): at most "
+        f"{100 * share:.1f}% ({worst['detector']}, {worst['metric']})."
+    )
+    if share > DROPPED_WARNING:
+        text += (
+            f" Warning: above {100 * DROPPED_WARNING:.0f}%, the intervals rest on the "
+            "resamples that keep every cell, and can be too narrow."
+        )
+    return text
+
+
+def _warn_dropped(ci: pd.DataFrame, dataset) -> None:
+    heavy = ci.loc[ci["dropped_share"] > DROPPED_WARNING]
+    if len(heavy):
+        log.warning("dataset %s: %s", dataset, dropped_resamples_note(ci) or "resamples dropped")
 
 
 def _dataset_first(frame: pd.DataFrame) -> pd.DataFrame:
