@@ -1,11 +1,12 @@
-from fairforge.tables import pvalue_table, table_from_files
+from fairforge.manifest import concat_manifests
+from fairforge.tables import pvalue_table
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     m = snakemake.params.metrics
-    table = table_from_files(
-        snakemake.input,
-        pvalue_table,
+    # all detectors at once: the paired comparisons resample their subjects together
+    table = pvalue_table(
+        concat_manifests(snakemake.input, contract="predictions"),
         n_perm=snakemake.params.n_perm,
         seed=snakemake.params.seed,
         threshold=m["threshold"],

@@ -191,36 +191,53 @@ def test_pvalues_small_for_a_real_gap_and_large_without_one():
     gap = predictions((0.98, 0.98, 0.3, 0.3), detector="biased", subjects=6, seed=6)
     even = predictions((0.8, 0.8, 0.8, 0.8), detector="even", subjects=6, seed=7)
     table = pvalue_table(pd.concat([gap, even]), n_perm=300, seed=1)
-    p = table.set_index(["detector", "metric"])["p_value"]
+    chance = table.loc[table["test"] == "chance"]
+    p = chance.set_index(["detector", "metric"])["p_value"]
     assert p["biased", "AADPD"] < 0.02
     assert p["even", "AADPD"] > 0.05
     assert ((table["p_value"] > 0) & (table["p_value"] <= 1)).all()
-    assert set(table.columns) == {"dataset", "detector", "metric", "value", "p_value", "n_perm"}
+    assert list(table.columns) == [
+        "dataset",
+        "test",
+        "detector",
+        "detector_b",
+        "metric",
+        "value",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "n_perm",
+    ]
+    # paired: biased − even, the same subjects resampled for both detectors
+    paired = table.loc[table["test"] == "paired"].set_index("metric")
+    assert (paired["detector"] == "biased").all() and (paired["detector_b"] == "even").all()
+    row = paired.loc["AADPD"]
+    gaps = chance.set_index(["detector", "metric"])["value"]
+    assert row["value"] == pytest.approx(gaps["biased", "AADPD"] - gaps["even", "AADPD"])
+    assert row["ci_low"] > 0 and row["p_value"] < 0.02
+    # Holm over the verdict's family only: AADPD and URDEOdds_<d>, chance and paired
+    family = table["metric"].isin(["AADPD", "URDEOdds_one_plus_acc"])
+    assert table.loc[family, "p_holm"].notna().all() and table.loc[~family, "p_holm"].isna().all()
+    m = family.sum()
+    assert m == 2 * 3  # 2 metrics x (2 chance tests + 1 pair)
+    smallest = table.loc[family, "p_value"].min()
+    assert table.loc[family, "p_holm"].min() == pytest.approx(min(1.0, m * smallest))
 
 
-def test_thresholds_table_fits_on_validation_and_maximises_its_accuracy():
-    rng = np.random.default_rng(8)
-    val = predictions((0.8, 0.8, 0.8, 0.8), split="val", seed=9)
-    # each group's scores shifted differently, so each group needs its own threshold
-    shift = val["group"].map({"g0": 0.0, "g1": 0.1, "g2": -0.1, "g3": 0.2})
-    val["score"] = np.clip(val["score"] + shift + rng.normal(0, 0.05, len(val)), 0, 1)
-    test = predictions((0.8, 0.8, 0.8, 0.8), seed=10)
-    table = thresholds_table(pd.concat([val, test]))
-    assert list(table.columns) == ["dataset", "detector", "metric", "global", "per_group", "change"]
-    rows = table.set_index("metric")
-    for metric in ("ACC", "AADPD", "URDEOdds_one_plus_acc", "pooled_DEOdds", "AUC"):
-        assert metric in rows.index
-    assert rows.loc["AUC", "change"] == 0  # thresholds do not move a ranking metric
-    for g in GROUPS:
-        t = rows.loc[f"threshold[{g}]", "per_group"]
-        assert rows.loc[f"threshold[{g}]", "global"] == 0.5
-        part = val.loc[val["group"] == g]
-        s, y = part["score"].to_numpy(), part["label"].to_numpy()
-        grid = np.r_[np.unique(s), (np.unique(s)[:-1] + np.unique(s)[1:]) / 2, -1, 2]
-        best = max(np.mean((s > c) == (y == 1)) for c in grid)
-        assert np.mean((s > t) == (y == 1)) == pytest.approx(best)
-    with pytest.raises(ValueError, match="splits"):
-        thresholds_table(test)
+def test_paired_differences_use_the_same_resamples_for_both_detectors():
+    from fairforge.metrics.uncertainty import paired_differences, stats_from_frame
+
+    a = predictions((0.9, 0.6, 0.9, 0.6), detector="a", subjects=8, seed=3)
+    b = a.assign(detector="b")
+    same = paired_differences(stats_from_frame(a), stats_from_frame(b), 200, seed=2)
+    # identical detectors: every paired replicate difference is exactly 0
+    assert (same["estimate"] == 0).all() and (same["ci_low"] == 0).all()
+    assert (same["ci_high"] == 0).all() and (same["p_value"] == 1).all()
+    # a detector missing one subject's predictions is aligned on the union of subjects
+    c = b.loc[b["subject_id"] != "g0_s0"]
+    diff = paired_differences(stats_from_frame(a), stats_from_frame(c), 200, seed=2)
+    assert diff["n_valid"].gt(0).all()
 
 
 # --------------------------------------------------------------------------- detector twins

@@ -28,6 +28,7 @@ from fairforge.report.views import (
     failure_summary,
     fairness_with_uncertainty,
     measured_on,
+    paired_comparisons,
     per_group_accuracy,
     rates_with_reasons,
     side_by_side,
@@ -177,6 +178,15 @@ def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
         "<h3>Permutation p-values</h3>",
         caption_html("fairness_pvalues"),
         table_html(wide_pvalues(pvalues)),
+        "<h3>Paired comparisons of the detectors</h3>",
+        _p(
+            "Difference of two detectors' gaps (first − second) from paired subject-level "
+            "resampling (the same subjects and resamples for both), its 95% BCa interval, "
+            "the two-sided p-value and its Holm adjustment over every test of the verdict "
+            "metrics.",
+            "note",
+        ),
+        table_html(paired_comparisons(pvalues)),
     )
 
 

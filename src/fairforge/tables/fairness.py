@@ -4,7 +4,8 @@
   intervals of every metric.
 - :func:`fairness_under_perturbation`: every :func:`~fairforge.metrics.fairness_report`
   key per detector x variant.
-- :func:`pvalue_table`: subject-level permutation p-values of every clean fairness gap.
+- :func:`pvalue_table`: every test the report makes: subject-level permutation p-values of
+  every clean fairness gap, paired comparisons of the detectors' gaps, Holm-adjusted.
 - :func:`thresholds_table`: FairFD Table 5, global versus per-group thresholds.
 - :func:`grayscale_table`: FairFD Table 6, ``grayscale@1`` next to ``clean``.
 
@@ -15,7 +16,9 @@ gets a ``dataset`` column (samples of different datasets can share ids).
 from __future__ import annotations
 
 import logging
+from itertools import combinations
 
+import numpy as np
 import pandas as pd
 
 from fairforge.metrics.fairness import (
@@ -24,8 +27,14 @@ from fairforge.metrics.fairness import (
     fairness_table,
     per_group_long,
 )
+from fairforge.metrics.multiplicity import holm_adjust
 from fairforge.metrics.thresholds import compare_thresholds
-from fairforge.metrics.uncertainty import bootstrap_table, permutation_pvalues
+from fairforge.metrics.uncertainty import (
+    bootstrap_table,
+    paired_differences,
+    permutation_pvalues,
+    stats_from_frame,
+)
 from fairforge.perturb import CLEAN
 from fairforge.tables.predictions import evaluation_rows, groups_of
 from fairforge.tables.variants import GRAYSCALE, order_rows, with_variant_info
@@ -192,6 +201,30 @@ def fairness_under_perturbation(
     return table[first + [c for c in table.columns if c not in first]]
 
 
+# The fairness gaps the report's verdict ranks detectors by (lower is fairer); the tests on
+# them are the family whose p-values are Holm-adjusted (UR names get the denominator).
+VERDICT_METRICS = ("AADPD", "URDEOdds")
+
+
+def verdict_metric_names(ur_denominator: str) -> list[str]:
+    return [f"{m}_{ur_denominator}" if m.startswith("UR") else m for m in VERDICT_METRICS]
+
+
+PVALUE_COLUMNS = [
+    "dataset",
+    "test",
+    "detector",
+    "detector_b",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "n_perm",
+]
+
+
 def pvalue_table(
     preds: pd.DataFrame,
     n_perm: int = 1000,
@@ -204,33 +237,83 @@ def pvalue_table(
     threshold_rule: str = ">",
     eer: str = "interpolated",
 ) -> pd.DataFrame:
-    """Permutation p-values (group labels shuffled across subjects) that each gap of the
-    ``variant`` predictions is larger than chance: dataset, detector, metric, value, p_value."""
+    """Every test the report makes about the ``variant`` predictions, with Holm-adjusted
+    p-values (``p_holm``) over the family the verdict draws conclusions from: every test on
+    a :data:`VERDICT_METRICS` gap, all datasets, detectors and pairs together. Rows of other
+    metrics are descriptive: their ``p_holm`` is NaN (a family of every metric would be
+    dominated by near-duplicates such as DPD and AccGap, and resampling p-values could then
+    never reach significance).
+
+    * ``test`` = ``chance``: is the gap of ``detector`` larger than chance (subject-level
+      permutation test, one-sided); ``value`` is the gap.
+    * ``test`` = ``paired``: do ``detector`` and ``detector_b`` differ (paired subject-level
+      bootstrap of the difference of their gaps, same subjects and resamples for both,
+      two-sided); ``value`` is gap(detector) − gap(detector_b) with its BCa interval.
+
+    ``n_perm`` is the number of permutations and of paired resamples.
+    """
     rows = []
     preds = evaluation_rows(preds, split)
     if "variant" in preds.columns:
         preds = preds.loc[preds["variant"] == variant]
-    for (dataset, detector), part in groups_of(preds, ("dataset", "detector")):
-        observed = fairness_report(
-            part, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
-        )
-        pvalues = permutation_pvalues(
-            part, n_perm, seed, ur_denominator, threshold, threshold_rule=threshold_rule
-        )
-        rows += [
-            {
-                "dataset": dataset,
-                "detector": detector,
-                "metric": m,
-                "value": observed[m],
-                "p_value": p,
-                "n_perm": n_perm,
-            }
-            for m, p in pvalues.items()
-        ]
-    return pd.DataFrame(
-        rows, columns=["dataset", "detector", "metric", "value", "p_value", "n_perm"]
-    )
+    options = {"threshold_rule": threshold_rule}
+    for dataset, part in _per_dataset(preds):
+        stats = {}
+        for (detector,), det in groups_of(part, ("detector",)):
+            observed = fairness_report(
+                det, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
+            )
+            pvalues = permutation_pvalues(det, n_perm, seed, ur_denominator, threshold, **options)
+            rows += [
+                {
+                    "dataset": dataset,
+                    "test": "chance",
+                    "detector": detector,
+                    "detector_b": "",
+                    "metric": m,
+                    "value": observed[m],
+                    "p_value": p,
+                    "n_perm": n_perm,
+                }
+                for m, p in pvalues.items()
+            ]
+            stats[detector] = stats_from_frame(
+                det, threshold, part_approaches(part), part_groups(part), threshold_rule
+            )
+        for a, b in combinations(sorted(stats), 2):
+            diff = paired_differences(stats[a], stats[b], n_perm, seed, 0.95, ur_denominator)
+            rows += [
+                {
+                    "dataset": dataset,
+                    "test": "paired",
+                    "detector": a,
+                    "detector_b": b,
+                    "metric": r.metric,
+                    "value": r.estimate,
+                    "ci_low": r.ci_low,
+                    "ci_high": r.ci_high,
+                    "p_value": r.p_value,
+                    "n_perm": n_perm,
+                }
+                for r in diff.itertuples(index=False)
+            ]
+    table = pd.DataFrame(rows, columns=PVALUE_COLUMNS)
+    family = table["metric"].isin(verdict_metric_names(ur_denominator)).to_numpy()
+    p_holm = np.full(len(table), np.nan)
+    p_holm[family] = holm_adjust(table.loc[family, "p_value"].to_numpy(float))
+    table["p_holm"] = p_holm
+    return table
+
+
+def part_approaches(preds: pd.DataFrame) -> list[str]:
+    """The approaches of a dataset's predictions, ``real`` first (so that every detector's
+    statistics share the rows of the accuracy matrix)."""
+    names = sorted(set(preds["method"].astype(str)))
+    return ["real"] + [n for n in names if n != "real"] if "real" in names else names
+
+
+def part_groups(preds: pd.DataFrame) -> list[str]:
+    return sorted(set(preds["group"].astype(str)))
 
 
 def thresholds_options(metrics: dict) -> dict:
