@@ -397,6 +397,11 @@ def test_verdict_names_the_fairest_detector_and_the_variant_that_flips_it(page):
     assert "By AADPD (lower is fairer)" in verdict
     assert "the fairest detector is fair: 0 [95% CI 0, 0]; next is fair_sd" in verdict
     assert "biased p=" in verdict and "larger than chance" in verdict
+    # detectors are compared by paired resampling, judged after Holm's adjustment
+    assert "Paired subject-level comparison of fair − fair_sd" in verdict
+    assert "Holm-adjusted p=" in verdict and "after adjustment" in verdict
+    assert "Paired comparisons of AADPD (every pair of detectors" in verdict
+    assert "overlap" not in verdict  # no sentence rests on interval overlap
     assert "changes under 1 of 2 variants: jpeg@60" in verdict
     assert "Caution" not in verdict  # the detectors here are far from chance
 
