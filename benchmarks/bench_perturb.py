@@ -28,6 +28,8 @@ PAIRS = [
     ("contrast", 2, "contrast", 3),
     ("brightness", 4, "brightness", 3),
     ("df_pixelate", 3, "pixelate", 3),
+    ("poisson_gaussian_noise", 3, "shot_noise", 3),
+    ("df_saturation", 3, "saturate", 3),
 ]
 
 
@@ -106,6 +108,14 @@ def main(argv: list[str] | None = None) -> dict:
             line += f"  {row['theirs']:22s} {row['theirs_ips']:9.1f} {row['ratio']:11.2f}"
         print(line)
     result = {"n": args.n, "size": args.size, "compared": corrupt is not None, "rows": rows}
+    if corrupt is not None:
+        ratios = np.array([row["ratio"] for row in rows])
+        result["geometric_mean_ratio"] = float(np.exp(np.log(ratios).mean()))
+        result["slowest_ratio"] = float(ratios.min())
+        print(
+            f"geometric mean ours/theirs {result['geometric_mean_ratio']:.2f}, "
+            f"slowest {result['slowest_ratio']:.2f} ({rows[int(ratios.argmin())]['op']})"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)

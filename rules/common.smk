@@ -11,7 +11,10 @@ from fairforge.video import predict_samples_path
 from fairforge.workflow import (
     all_variants,
     count_source_items,
+    dataset_block,
+    dataset_methods,
     dataset_root,
+    dataset_split,
     degradation_images,
     degradation_inputs,
     detector_settings,
@@ -32,6 +35,9 @@ DETECTORS = list(config["detectors"])
 RUN_DETECTORS = [d for d in DETECTORS if not is_external(config, d)]
 EXTERNAL_DETECTORS = [d for d in DETECTORS if is_external(config, d)]
 METHODS = list(config["forgery"]["methods"])
+# The methods generated on each dataset (datasets.X.forgery): none on a dataset that brings
+# its own fakes or is only tested on.
+METHODS_OF = {d: dataset_methods(config, d) for d in DATASETS}
 VARIANTS = all_variants(config)
 SHARD_SIZE = int(config["shard_size"])
 RANKING_ENABLED = config["ranking"]["enabled"]
@@ -139,7 +145,12 @@ def get_embedding_shards(wildcards):
 
 
 def get_dataset_config(wildcards):
-    return config["datasets"][wildcards.dataset]
+    """The dataset block as its adapter sees it (no split, no forgery choice)."""
+    return dataset_block(config, wildcards.dataset)
+
+
+def get_dataset_split(wildcards):
+    return dataset_split(config, wildcards.dataset)
 
 
 def get_dataset_root(wildcards):
@@ -155,7 +166,9 @@ def get_forgery_options(wildcards):
 
 
 def get_forgeries(wildcards):
-    return expand(result_path("forgery", dataset=wildcards.dataset), method=METHODS)
+    return expand(
+        result_path("forgery", dataset=wildcards.dataset), method=METHODS_OF[wildcards.dataset]
+    )
 
 
 # ----------------------------------------------------------------------- detectors
@@ -233,4 +246,12 @@ def get_encoder_training(wildcards):
 
 def get_report_inputs(wildcards):
     """Every table and figure the report reads (the ranking study's only when enabled)."""
-    return report_paths(RESULTS, DATASETS, METHODS, ranking=RANKING_ENABLED)
+    paths = report_paths(RESULTS, DATASETS, METHODS, ranking=RANKING_ENABLED)
+    # Forgeries and their example sheets exist only where methods are generated.
+    paths["forgeries"] = [
+        result_path("forgery", dataset=d, method=m) for d in DATASETS for m in METHODS_OF[d]
+    ]
+    paths["forgery_examples"] = [
+        result_path("forgery_examples", dataset=d) for d in DATASETS if METHODS_OF[d]
+    ]
+    return paths

@@ -16,6 +16,7 @@ rule faces_shard:
         runtime=per_attempt(60),
     params:
         faces=config["faces"],
+        images=config["images"],
         root=get_dataset_root,
         shard_size=SHARD_SIZE,
         results=get_results_root,

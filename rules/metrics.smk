@@ -64,6 +64,35 @@ rule detection_table:
         "../scripts/detection_table.py"
 
 
+rule method_tables:
+    """AUC per forgery method (real vs that method's fakes); train-on x test-on method AUC."""
+    input:
+        REPORT_PREDICTIONS,
+    output:
+        per_method=report(
+            result_path("detection_per_method"),
+            caption=caption_path("detection_per_method"),
+            category="Detection",
+        ),
+        cross=report(
+            result_path("cross_manipulation"),
+            caption=caption_path("cross_manipulation"),
+            category="Detection",
+        ),
+    log:
+        log_path("report/method_tables.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    params:
+        metrics=config["metrics"],
+        settings={d: detector_settings(config, d) for d in DETECTORS},
+    script:
+        "../scripts/method_tables.py"
+
+
 rule fairness_under_perturbation:
     """Every fairness metric per detector x variant; grayscale next to clean (FairFD Table 6)."""
     input:

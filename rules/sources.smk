@@ -13,7 +13,7 @@ rule sources_listing:
     params:
         dataset=get_dataset_config,
         root=get_dataset_root,
-        split=config["split"],
+        split=get_dataset_split,
         seed=config["seed"],
         shard_size=SHARD_SIZE,
     script:
@@ -41,6 +41,7 @@ rule sources_shard:
         root=get_dataset_root,
         seed=config["seed"],
         shard_size=SHARD_SIZE,
+        images=config["images"],
     script:
         "../scripts/sources_shard.py"
 

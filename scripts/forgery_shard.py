@@ -6,27 +6,12 @@ from fairforge.manifest import write_manifest
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
-    p = snakemake.params
-    shard_ids, pairs, faces = read_forgery_shard(
-        snakemake.input.sources,
-        snakemake.input.faces,
-        snakemake.input.pairs,
-        snakemake.wildcards.shard,
-        p.shard_size,
-    )
-    results_dir = Path(p.results)
+    i, p, wc = snakemake.input, snakemake.params, snakemake.wildcards
+    ids, pairs, faces = read_forgery_shard(i.sources, i.faces, i.pairs, wc.shard, p.shard_size)
     out_dir = Path(snakemake.output.images)
     out_dir.mkdir(parents=True, exist_ok=True)
-    fakes = forge_shard(
-        snakemake.wildcards.method,
-        p.backend,
-        pairs,
-        faces,
-        results_dir,
-        out_dir.relative_to(results_dir).as_posix(),
-        seed=p.seed,
-        options=p.options,
-        source_ids=shard_ids,
-    )
+    out_rel = out_dir.relative_to(p.results).as_posix()
+    run = dict(seed=p.seed, options=p.options, source_ids=ids)
+    fakes = forge_shard(wc.method, p.backend, pairs, faces, Path(p.results), out_rel, **run)
     write_manifest(fakes, snakemake.output.manifest, contract="forgery")
     print(f"{int(fakes['ok'].sum())}/{len(fakes)} fakes")

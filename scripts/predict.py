@@ -5,28 +5,16 @@ from fairforge.sharding import shard_image_ids
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
-    p, wc = snakemake.params, snakemake.wildcards
-    inf = p.inference
+    i, p, wc = snakemake.input, snakemake.params, snakemake.wildcards
     reason = variant_unavailable(wc.variant, p.variant_options)
-    if reason:
-        # Reported as unavailable (with the expected weights path), never silently skipped.
+    if reason:  # reported as unavailable with the expected weights path, never skipped
         print(f"variant {wc.variant} unavailable: {reason}")
         preds = empty_predictions()
     else:
-        ids = shard_image_ids(snakemake.input.sources, wc.shard, inf["shard_size"])
-        samples = read_ids(snakemake.input.samples, ids, contract="samples")
-        preds = predict(
-            snakemake.input.model,
-            samples,
-            p.results,
-            wc.detector,
-            variant=wc.variant,
-            splits=inf["splits"],
-            batch_size=inf["batch_size"],
-            num_workers=inf["num_workers"],
-            device=p.device,
-            threads=snakemake.threads,
-            variant_options=p.variant_options,
-        )
+        ids = shard_image_ids(i.sources, wc.shard, p.inference["shard_size"])
+        samples = read_ids(i.samples, ids, contract="samples")
+        run = dict(device=p.device, threads=snakemake.threads, variant_options=p.variant_options)
+        run.update({k: p.inference[k] for k in ("splits", "batch_size", "num_workers")})
+        preds = predict(i.model, samples, p.results, wc.detector, variant=wc.variant, **run)
     write_manifest(preds, snakemake.output[0], contract="predictions")
     print(f"{len(preds)} predictions")

@@ -1,9 +1,9 @@
-from fairforge.columns import VIDEO_FRAME_COLUMNS
 from fairforge.manifest import columns_in, read_manifest, write_manifest
 from fairforge.samples import (
     FACE_INPUTS,
     FORGERY_INPUTS,
     SOURCE_INPUTS,
+    SOURCE_OPTIONAL_INPUTS,
     build_samples,
     failure_counts,
 )
@@ -11,9 +11,8 @@ from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     path = snakemake.input.sources
-    sources = read_manifest(
-        path, "sources", [*SOURCE_INPUTS, *columns_in(path, VIDEO_FRAME_COLUMNS)]
-    )
+    optional = columns_in(path, SOURCE_OPTIONAL_INPUTS)
+    sources = read_manifest(path, "sources", [*SOURCE_INPUTS, *optional])
     faces = read_manifest(snakemake.input.faces, "faces", FACE_INPUTS)
     forgeries = [read_manifest(p, "forgery", FORGERY_INPUTS) for p in snakemake.input.forgeries]
     samples = build_samples(snakemake.wildcards.dataset, sources, faces, forgeries)

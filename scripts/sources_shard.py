@@ -1,3 +1,4 @@
+from fairforge.images import ImageLimits
 from fairforge.manifest import write_manifest
 from fairforge.sharding import read_shard
 from fairforge.sources import get_adapter, inspect_sources
@@ -9,6 +10,6 @@ with logged(snakemake.log[0]):
     get_adapter(p.dataset["adapter"]).prepare_shard(
         rows, p.root, seed=p.seed, name=snakemake.wildcards.dataset, dataset_cfg=p.dataset
     )
-    sources = inspect_sources(rows, p.root, workers=snakemake.threads)
+    sources = inspect_sources(rows, p.root, snakemake.threads, ImageLimits(**p.images))
     write_manifest(sources, snakemake.output[0], contract="sources")
     print(f"{len(sources)} source images, {int((~sources['ok']).sum())} unusable")

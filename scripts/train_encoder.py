@@ -1,4 +1,3 @@
-import pandas as pd
 import torch
 
 from fairforge.encoders.trainable import train_encoder_on_faces
@@ -8,26 +7,11 @@ from fairforge.manifest import read_manifest
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
+    i, o, p = snakemake.input, snakemake.output, snakemake.params
     torch.set_num_threads(snakemake.threads)
-    settings = dict(snakemake.params.settings)
-    faces = faces_with_attributes(
-        read_manifest(snakemake.input.sources, contract="sources"),
-        read_manifest(snakemake.input.faces, contract="faces"),
-    )
-    trained = train_encoder_on_faces(
-        faces,
-        snakemake.params.results,
-        settings.pop("arch"),
-        snakemake.output.model,
-        split="train",
-        seed=snakemake.params.seed,
-        face_fraction=face_fraction(snakemake.params.margin),
-        **settings,
-    )
-    pd.DataFrame({"step": range(1, len(trained.losses) + 1), "loss": trained.losses}).to_csv(
-        snakemake.output.log_table, index=False
-    )
-    print(
-        f"{trained.config['arch']}: {trained.config['n_classes']} identities, "
-        f"{len(trained.losses)} steps, loss {trained.losses[0]:.3f} -> {trained.losses[-1]:.3f}"
-    )
+    settings = dict(p.settings, split="train", seed=p.seed, face_fraction=face_fraction(p.margin))
+    sources = read_manifest(i.sources, contract="sources")
+    faces = faces_with_attributes(sources, read_manifest(i.faces, contract="faces"))
+    trained = train_encoder_on_faces(faces, p.results, settings.pop("arch"), o.model, **settings)
+    trained.loss_table().to_csv(o.log_table, index=False)
+    print(trained.summary())

@@ -61,15 +61,57 @@ def test_sdaug_parameters_stay_in_range(sdaug_plans):
     assert qual.dtype.kind == "i" and qual.min() == 10 and qual.max() == 95
 
 
-def test_daug_fires_every_step_at_mid_strength():
+def test_daug_has_no_random_decision():
     aug = DAug()
-    plans = [aug.plan(rng_for("daug", i)) for i in range(400)]
-    assert all(all(p.fired().values()) for p in plans)
-    assert {p.enhance[1] for p in plans} == {1.25}
-    assert {p.smooth[1] for p in plans} == {9}
-    assert {p.noise_sigma for p in plans} == {25.0} and {p.jpeg_quality for p in plans} == {52}
-    assert rate(p.enhance[0] == "contrast" for p in plans) == pytest.approx(0.5, abs=0.1)
-    assert rate(p.smooth[0] == "average" for p in plans) == pytest.approx(0.5, abs=0.1)
+    plans = {aug.plan(rng_for("daug", i)) for i in range(50)}
+    assert plans == {
+        AugmentPlan(
+            enhance=("brightness", 1.25), smooth=("gaussian", 9), noise_sigma=25.0, jpeg_quality=52
+        )
+    }
+    other = DAug(enhance="contrast", smooth="average").plan(rng_for(0))
+    assert other.enhance == ("contrast", 1.25) and other.smooth == ("average", 9)
+    # Only the noise values are random: without noise, DAug is a fixed function.
+    img = image()
+    a, b = aug(img, rng_for("a")), aug(img, rng_for("b"))
+    assert not np.array_equal(a, b)
+    no_noise = AugmentPlan(enhance=("brightness", 1.25), smooth=("gaussian", 9), jpeg_quality=52)
+    np.testing.assert_array_equal(
+        DAug(sigma=0.0)(img, rng_for("a")), apply_plan(img, no_noise, rng_for("x"))
+    )
+    with pytest.raises(ValueError, match="enhance"):
+        DAug(enhance="gamma")
+
+
+def test_sdaug_draws_the_noise_decision_per_batch():
+    aug = SDAug()
+    img = image()
+    decisions = []
+    for batch in range(300):
+        fired = aug.batch_noise_fires(rng_for("batch", batch))
+        outs = aug.augment_batch(
+            [img] * 6, [rng_for("train", batch, i) for i in range(6)], rng_for("batch", batch)
+        )
+        for i, out in enumerate(outs):
+            own = aug.plan(rng_for("train", batch, i))  # what the image would draw alone
+            rng = rng_for("train", batch, i)
+            imposed = aug.plan(rng, fired)
+            assert imposed.fired()["noise"] == fired
+            assert (imposed.enhance, imposed.smooth, imposed.jpeg_quality) == (
+                own.enhance,
+                own.smooth,
+                own.jpeg_quality,
+            )
+            np.testing.assert_array_equal(out, apply_plan(img, imposed, rng))
+        decisions.append(fired)
+    assert rate(decisions) == pytest.approx(0.3, abs=4 * np.sqrt(0.21 / 300))
+    # Per image, the decision is drawn for each call instead.
+    per_image = SDAug(noise_scope="image")
+    assert per_image.batch_noise_fires(rng_for("batch", 0)) is None
+    with pytest.raises(ValueError, match="noise_scope"):
+        SDAug(noise_scope="epoch")
+    with pytest.raises(ValueError, match="generators"):
+        aug.augment_batch([img, img], [rng_for(0)], rng_for(1))
 
 
 def test_call_applies_the_recorded_plan():

@@ -135,7 +135,7 @@ def test_group_by_unknown_attribute_is_named(rfw_root: Path):
 
 def test_unknown_adapter_lists_known():
     assert {"rfw", "utkface", "fairface", "diveface", "csv", "synthetic"} <= set(list_adapters())
-    with pytest.raises(UnknownName, match="valid: csv, diveface"):
+    with pytest.raises(UnknownName, match="valid: celebdf, csv, diveface"):
         build_sources("celeba", ".", "x")
 
 
@@ -150,8 +150,10 @@ def test_adapter_names_are_unique():
 
 def test_every_adapter_is_registered_with_its_hooks():
     assert set(ADAPTERS.names()) == {
+        "celebdf",
         "csv",
         "diveface",
+        "faceforensics",
         "fairface",
         "rfw",
         "synthetic",

@@ -36,6 +36,12 @@ LISTING_COLUMNS = ("image_id", "path", "subject_id", "attributes", "ok", "reason
 # The frame a row was decoded from, carried by sources and samples of video datasets (absent
 # for image datasets).
 VIDEO_FRAME_COLUMNS = ("video_id", "frame_index")
+# Labelled datasets (FaceForensics++, Celeb-DF, a csv with label and method columns): what an
+# adapter adds to its listing, and sources carry, when the dataset holds fakes of its own.
+# label 0 real / 1 fake; method 'real' for real images, the manipulation (an approach of the
+# fairness metrics) for fakes; source_subject and target_subject: the identities a fake was
+# made from, where the dataset names them ('' otherwise). Absent when every image is real.
+LABEL_COLUMNS = ("label", "method", "source_subject", "target_subject")
 # What the video adapter returns: a listing whose rows are decoded frames.
 VIDEO_LISTING_COLUMNS = (*LISTING_COLUMNS, *VIDEO_FRAME_COLUMNS)
 # The synthetic clip table: one row per rendered video (fairforge.video.clips).
@@ -52,6 +58,9 @@ FACES_COLUMNS = (
     "landmarks",
     "crop_path",
     "detector",
+    # Share of the aligned crop that lies outside the photo (filled by faces.border); last,
+    # so that readers of older manifests keep working.
+    "outside_fraction",
 )
 
 # pairs: each source image and the image of its appointed target subject (fairforge.pairs).
@@ -83,7 +92,8 @@ FORGERY_COLUMNS = [
     "params",
 ]
 
-# samples: every real crop and every successful fake with its label; VIDEO_FRAME_COLUMNS
+# samples: every real crop and every successful fake with its label and origin (ORIGINS);
+# VIDEO_FRAME_COLUMNS
 # follow for video datasets.
 SAMPLE_COLUMNS = [
     "sample_id",
@@ -97,7 +107,11 @@ SAMPLE_COLUMNS = [
     "mask_path",
     "image_id",
     "backend",
+    "origin",
 ]
+# Where a sample comes from: the dataset (its real images and the fakes it ships) or
+# fairforge's forgery stage.
+ORIGINS = ("imported", "generated")
 
 # predictions/{detector}/{dataset}/{variant}: one score (probability of fake) per sample.
 PREDICTION_COLUMNS = [

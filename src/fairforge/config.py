@@ -14,10 +14,12 @@ import jsonschema
 import yaml
 
 import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
+from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.forgery import FORGERY_METHODS, method_key
 from fairforge.perturb.augment import AUGMENTATIONS
 from fairforge.registry import Registry, UnknownName
 from fairforge.sources import ADAPTERS
+from fairforge.sources.split import SplitError, fractions_of
 
 # Package data, read through importlib.resources so that an installed (not editable) package,
 # a wheel or a zip import finds it without the repository around it.
@@ -110,20 +112,45 @@ def _check_registered_names(config: dict) -> None:
         _check_name(FORGERY_METHODS, method_key(method, backend), f"forgery.methods: {method}")
     for name, det in config["detectors"].items():
         _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
+    _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
+
+
+def _check_datasets(config: dict) -> set[str] | None:
+    """Each dataset's split and forgery choice; returns the methods of the fakes datasets
+    bring (None when one cannot tell before listing)."""
+    generated = set(config["forgery"]["methods"])
+    imported: set[str] | None = set()
+    for name, dataset in config["datasets"].items():
+        split = dataset.get("split")
+        if split is not None:
+            try:
+                fractions_of(split)
+            except SplitError as err:
+                raise ConfigError(f"config: datasets.{name}.split: {err}") from None
+        choice = dataset.get("forgery", True)
+        if isinstance(choice, list) and set(choice) - generated:
+            raise ConfigError(
+                f"config: datasets.{name}.forgery: {sorted(set(choice) - generated)} not in "
+                f"forgery.methods {sorted(generated)}"
+            )
+        brought = ADAPTERS.create(dataset["adapter"]).imported_methods(name, dataset)
+        imported = None if imported is None or brought is None else imported | set(brought)
+    return imported
 
 
 def _check_references(config: dict) -> None:
     _check_registered_names(config)
     datasets = list(config["datasets"])
-    methods = set(config["forgery"]["methods"])
+    imported = _check_datasets(config)
+    methods = set(config["forgery"]["methods"]) | (imported or set())
     for name, det in config["detectors"].items():
         unknown = sorted(
             set(det.get("train_methods", config["training"]["train_methods"])) - methods
         )
-        if unknown and "scores" not in det and "checkpoint" not in det:
+        if unknown and imported is not None and "scores" not in det and "checkpoint" not in det:
             raise ConfigError(
                 f"config: detectors.{name}.train_methods: {unknown} not in "
-                f"forgery.methods {sorted(methods)}"
+                f"forgery.methods or the datasets' own fakes {sorted(methods)}"
             )
         train_ds = det.get("train_dataset")
         if train_ds is not None and train_ds not in datasets:

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from torch.utils.data import Dataset
 
-from fairforge.images import read_image
+from fairforge.images import read_image, read_mask
 from fairforge.seeding import rng_for
 
 
@@ -94,7 +94,7 @@ class FaceDataset(Dataset):
         rel = row.get(self.mask_column)
         size = self.input_size
         if isinstance(rel, str) and rel:
-            mask = cv2.imread(str(self.root / rel), cv2.IMREAD_GRAYSCALE)
+            mask = read_mask(self.root / rel)
             mask = cv2.resize(mask, (size, size), interpolation=cv2.INTER_AREA)
             return torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
         return torch.zeros(1, size, size)

@@ -1,12 +1,15 @@
 """The samples manifest: every real crop and every successful fake, with its label.
 
 Real samples are the aligned crops of ok faces (``method='real'``, label 0); fakes are the ok
-rows of every forgery manifest (label 1). Failed items are not samples, but they stay in their
-own manifests and are counted per group in the failure report.
+rows of every forgery manifest (label 1, ``origin='generated'``) and, in a labelled dataset,
+the aligned crops of the fakes it ships (label 1, their method, ``origin='imported'``, as its
+real images). Failed items are not samples, but they stay in their own manifests and are
+counted per group in the failure report.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .columns import SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS
@@ -14,6 +17,10 @@ from .columns import SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS
 # What build_samples and failure_counts read of each manifest (sources also VIDEO_FRAME_COLUMNS when
 # present): the samples job spans the dataset, so it loads these columns and no others.
 SOURCE_INPUTS = ["image_id", "split", "group", "subject_id", "ok", "reason"]
+# ... and of a labelled dataset's sources, when present.
+SOURCE_LABEL_INPUTS = ["label", "method"]
+# The sources columns read when the manifest has them (video frames, labels).
+SOURCE_OPTIONAL_INPUTS = [*VIDEO_FRAME_COLUMNS, *SOURCE_LABEL_INPUTS]
 FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
 FORGERY_INPUTS = [
     "sample_id",
@@ -33,21 +40,28 @@ FORGERY_INPUTS = [
 def build_samples(
     dataset: str, sources: pd.DataFrame, faces: pd.DataFrame, forgeries: list[pd.DataFrame]
 ) -> pd.DataFrame:
-    meta = sources[["image_id", "split", "group", "subject_id"]]
+    labelled = "label" in sources.columns
+    meta = sources[
+        ["image_id", "split", "group", "subject_id"] + (SOURCE_LABEL_INPUTS if labelled else [])
+    ]
     real = faces.loc[faces["ok"], ["image_id", "crop_path"]].merge(
         meta, on="image_id", how="left", validate="1:1"
     )
+    if not labelled:
+        real = real.assign(label=0, method="real")
+    # A dataset's own fakes are crops like its real images, labelled by the dataset.
+    fake = real["label"].astype(int).to_numpy() == 1
     real = real.rename(columns={"crop_path": "path"}).assign(
-        sample_id=lambda d: "real__" + d["image_id"],
-        label=0,
-        method="real",
+        sample_id=np.where(fake, "fake__", "real__").astype(object) + real["image_id"].to_numpy(),
         mask_path=None,
-        backend="real",
+        backend=np.where(fake, "imported", "real").astype(object),
+        origin="imported",
     )
     parts = [real]
     for fakes in forgeries:
         ok = fakes.loc[fakes["ok"]].copy()
         ok["label"] = 1
+        ok["origin"] = "generated"
         parts.append(ok)
     samples = pd.concat([p.assign(dataset=dataset) for p in parts], ignore_index=True)
     samples["label"] = samples["label"].astype("int8")

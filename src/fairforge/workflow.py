@@ -31,6 +31,35 @@ def count_source_items(name: str, dataset_cfg: dict) -> int:
     return ADAPTERS.create(dataset_cfg["adapter"]).count_items(name, dataset_cfg)
 
 
+# Keys of a dataset block that are not the adapter's business: the listing and shard jobs get
+# the block without them, so choosing methods reruns no listing, and the split its own param.
+DATASET_PLAN_KEYS = ("forgery", "split")
+
+
+def dataset_block(config: dict, name: str) -> dict:
+    """A dataset's block as its adapter sees it (adapter, root, group_by, options)."""
+    block = config["datasets"][name]
+    return {k: v for k, v in block.items() if k not in DATASET_PLAN_KEYS}
+
+
+def dataset_split(config: dict, name: str):
+    """A dataset's ``split:`` (fractions, test_only, official or files), else the global."""
+    spec = config["datasets"][name].get("split")
+    return config["split"] if spec is None else spec
+
+
+def dataset_methods(config: dict, name: str) -> list[str]:
+    """The forgery methods generated on a dataset: ``forgery.methods``, or its own choice
+    (``datasets.X.forgery``: false or [] for none, a list for some)."""
+    choice = config["datasets"][name].get("forgery", True)
+    methods = list(config["forgery"]["methods"])
+    if choice is True:
+        return methods
+    if choice is False:
+        return []
+    return [m for m in methods if m in choice]
+
+
 def detector_settings(config: dict, name: str) -> dict:
     """The resolved training settings of one detector: its block over the shared protocol."""
     det = config["detectors"][name]

@@ -266,6 +266,16 @@ class TrainedEncoder:
     classes: list[str]
     losses: list[float] = field(default_factory=list)  # one per optimisation step
 
+    def loss_table(self) -> pd.DataFrame:
+        return pd.DataFrame({"step": range(1, len(self.losses) + 1), "loss": self.losses})
+
+    def summary(self) -> str:
+        first, last = (self.losses[0], self.losses[-1]) if self.losses else (np.nan, np.nan)
+        return (
+            f"{self.config['arch']}: {self.config['n_classes']} identities, "
+            f"{len(self.losses)} steps, loss {first:.3f} -> {last:.3f}"
+        )
+
 
 def train_encoder(
     images: Sequence[np.ndarray],

@@ -25,7 +25,6 @@ from fairforge.faces.stage import (
     detection_rate_by_group,
     landmarks_array,
     process_faces,
-    read_rgb,
     reason_kind,
 )
 
@@ -46,7 +45,6 @@ __all__ = [
     "model_path",
     "predict_landmarks",
     "process_faces",
-    "read_rgb",
     "reason_kind",
     "template_points",
     "transform_points",

@@ -78,12 +78,26 @@ def transform_points(points: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return pts @ matrix[:, :2].T + matrix[:, 2]
 
 
-def warp_crop(image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int) -> np.ndarray:
-    """Warp ``image_rgb`` by ``matrix`` into a ``crop_size`` square (black outside the image).
+# How a crop is filled where it reaches past the photo: edge pixels repeated, the photo
+# mirrored (without repeating its edge), or black.
+BORDERS = {
+    "replicate": cv2.BORDER_REPLICATE,
+    "reflect": cv2.BORDER_REFLECT_101,
+    "constant": cv2.BORDER_CONSTANT,
+}
+
+
+def warp_crop(
+    image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int, border: str = "constant"
+) -> np.ndarray:
+    """Warp ``image_rgb`` by ``matrix`` into a ``crop_size`` square; where the square reaches
+    past the image it is filled as ``border`` says (:data:`BORDERS`; ``constant`` is black).
 
     When the crop shrinks the face by 2x or more, the image is first reduced with area
     averaging so that the bilinear warp does not alias.
     """
+    if border not in BORDERS:
+        raise ValueError(f"unknown border {border!r}; expected one of {sorted(BORDERS)}")
     scale = math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
     img, m = image_rgb, np.asarray(matrix, dtype=np.float64)
     factor = int(1.0 / scale) if scale > 0 else 1
@@ -100,9 +114,21 @@ def warp_crop(image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int) -> np.n
         m,
         (int(crop_size), int(crop_size)),
         flags=cv2.INTER_LINEAR,
-        borderMode=cv2.BORDER_CONSTANT,
+        borderMode=BORDERS[border],
         borderValue=(0, 0, 0),
     )
+
+
+def outside_fraction(matrix: np.ndarray, image_shape: tuple[int, ...], crop_size: int) -> float:
+    """The share of a ``crop_size`` crop (warped by ``matrix``, image -> crop pixels) whose
+    pixel centres fall outside an image of ``image_shape``: what the border fill invented."""
+    inverse = cv2.invertAffineTransform(np.asarray(matrix, dtype=np.float64))
+    ys, xs = np.mgrid[0:crop_size, 0:crop_size].astype(np.float64)
+    x = inverse[0, 0] * xs + inverse[0, 1] * ys + inverse[0, 2]
+    y = inverse[1, 0] * xs + inverse[1, 1] * ys + inverse[1, 2]
+    h, w = image_shape[:2]
+    inside = (x >= -0.5) & (x <= w - 0.5) & (y >= -0.5) & (y <= h - 0.5)
+    return float(1.0 - inside.mean())
 
 
 def face_fraction(margin: float) -> float:

@@ -1,4 +1,10 @@
-"""dlib face detection (HOG or MMOD CNN) and the 68-point shape predictor.
+"""Face detectors (:data:`FACE_DETECTORS`: dlib's HOG and MMOD CNN) and the 68-point shape
+predictor.
+
+A detector is a function ``(image_rgb, upsample, adjust_threshold, models_dir) ->
+list[Detection]`` registered under its config name (``faces.detector``) with metadata
+``manifest_name``, the name written to the faces manifest's ``detector`` column; a new
+backend is one registration.
 
 Model files are loaded by path: ``models_dir`` if given, else ``$FAIRFORGE_DLIB_MODELS``, else
 the ``models`` folder of the ``face_recognition_models`` package (found without importing it,
@@ -15,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fairforge.registry import Registry
+
 HOG_NAME, MMOD_NAME = "dlib_hog", "dlib_mmod"
-DETECTOR_NAMES = {"hog": HOG_NAME, "cnn": MMOD_NAME}
 MMOD_FILE = "mmod_human_face_detector.dat"
 LANDMARKS_68_FILE = "shape_predictor_68_face_landmarks.dat"
 MODELS_ENV = "FAIRFORGE_DLIB_MODELS"
@@ -73,14 +80,6 @@ def _shape_predictor(path: str):
     return dlib.shape_predictor(path)
 
 
-def detector_name(detector: str) -> str:
-    if detector not in DETECTOR_NAMES:
-        raise ValueError(
-            f"unknown face detector {detector!r}; expected one of {sorted(DETECTOR_NAMES)}"
-        )
-    return DETECTOR_NAMES[detector]
-
-
 @dataclass(frozen=True)
 class Detection:
     """A face box in image pixels (x1, y1 exclusive; may extend past the image) and score."""
@@ -104,6 +103,50 @@ class Detection:
         )
 
 
+FACE_DETECTORS: Registry = Registry("face detector")
+
+
+def detector_name(detector: str) -> str:
+    """The manifest name of a registered detector (``hog`` -> ``dlib_hog``)."""
+    return FACE_DETECTORS.metadata(detector)["manifest_name"]
+
+
+@FACE_DETECTORS.register("hog", manifest_name=HOG_NAME)
+def _hog_faces(
+    img: np.ndarray, upsample: int, adjust_threshold: float, models_dir: str | Path | None
+) -> list[Detection]:
+    """HOG scores are the SVM margins of ``run(img, upsample, adjust_threshold)``."""
+    rects, scores, _ = _hog_detector().run(img, int(upsample), float(adjust_threshold))
+    return [
+        Detection(r.left(), r.top(), r.right() + 1, r.bottom() + 1, float(s))
+        for r, s in zip(rects, scores)
+    ]
+
+
+@FACE_DETECTORS.register("cnn", manifest_name=MMOD_NAME)
+def _mmod_faces(
+    img: np.ndarray, upsample: int, adjust_threshold: float, models_dir: str | Path | None
+) -> list[Detection]:
+    """MMOD scores are the CNN's confidences, kept from ``adjust_threshold`` up."""
+    cnn = _mmod_detector(str(model_path(MMOD_FILE, models_dir)))
+    return [
+        Detection(
+            d.rect.left(),
+            d.rect.top(),
+            d.rect.right() + 1,
+            d.rect.bottom() + 1,
+            float(d.confidence),
+        )
+        for d in cnn(img, int(upsample))
+        if d.confidence >= adjust_threshold
+    ]
+
+
+# The config names and the manifest names of the built-in detectors (a backend registered
+# later is in FACE_DETECTORS, not here).
+DETECTOR_NAMES = {n: detector_name(n) for n in FACE_DETECTORS.names()}
+
+
 def detect_faces(
     image_rgb: np.ndarray,
     detector: str = "hog",
@@ -111,32 +154,11 @@ def detect_faces(
     adjust_threshold: float = 0.0,
     models_dir: str | Path | None = None,
 ) -> list[Detection]:
-    """All faces in a uint8 RGB image, largest first (ties: higher score, then position).
-
-    HOG scores are the SVM margins of ``run(img, upsample, adjust_threshold)``; MMOD scores
-    are the CNN's confidences (both: larger is surer, 0 is the default threshold).
-    """
-    detector_name(detector)
-    img = np.ascontiguousarray(image_rgb)
-    if detector == "hog":
-        rects, scores, _ = _hog_detector().run(img, int(upsample), float(adjust_threshold))
-        found = [
-            Detection(r.left(), r.top(), r.right() + 1, r.bottom() + 1, float(s))
-            for r, s in zip(rects, scores)
-        ]
-    else:
-        cnn = _mmod_detector(str(model_path(MMOD_FILE, models_dir)))
-        found = [
-            Detection(
-                d.rect.left(),
-                d.rect.top(),
-                d.rect.right() + 1,
-                d.rect.bottom() + 1,
-                float(d.confidence),
-            )
-            for d in cnn(img, int(upsample))
-            if d.confidence >= adjust_threshold
-        ]
+    """All faces in a uint8 RGB image, largest first (ties: higher score, then position),
+    found by the detector registered as ``detector`` (both dlib detectors: larger scores
+    are surer, 0 is the default threshold)."""
+    find = FACE_DETECTORS.get(detector)
+    found = find(np.ascontiguousarray(image_rgb), upsample, adjust_threshold, models_dir)
     return sorted(found, key=lambda d: (-d.area, -d.score, d.y0, d.x0))
 
 

@@ -13,18 +13,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import cv2
 import numpy as np
 import pandas as pd
 
 from fairforge.columns import FACES_COLUMNS
-from fairforge.faces.align import alignment_matrix, transform_points, warp_crop
+from fairforge.faces.align import (
+    alignment_matrix,
+    outside_fraction,
+    transform_points,
+    warp_crop,
+)
 from fairforge.faces.detect import detect_faces, detector_name, predict_landmarks
-from fairforge.images import ImageError, to_rgb_uint8, write_image
+from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, load_image, write_image
 from fairforge.sources.adapters import image_root
 
 DEFAULT_MARGIN = 0.25
 DEFAULT_MIN_IMAGE_SIZE = 48
+DEFAULT_BORDER = "constant"
 
 
 @dataclass
@@ -41,6 +46,7 @@ class FaceResult:
     landmarks: np.ndarray | None = None  # (68, 2) float32, crop pixels
     crop: np.ndarray | None = None  # (crop_size, crop_size, 3) uint8 RGB
     matrix: np.ndarray | None = None  # 2x3, image pixels -> crop pixels
+    outside_fraction: float = math.nan  # share of the crop outside the image
 
 
 def as_rgb(image: np.ndarray) -> np.ndarray:
@@ -68,8 +74,11 @@ def detect_and_align(
     min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
     adjust_threshold: float = 0.0,
     models_dir: str | Path | None = None,
+    border: str = DEFAULT_BORDER,
 ) -> FaceResult:
-    """Detect faces, keep the largest, and align it to a ``crop_size`` square crop."""
+    """Detect faces, keep the largest, and align it to a ``crop_size`` square crop, filled as
+    ``border`` says where the margin reaches past the image
+    (:data:`fairforge.faces.align.BORDERS`)."""
     name = detector_name(detector)
     img = as_rgb(image_rgb)
     h, w = img.shape[:2]
@@ -84,7 +93,7 @@ def detect_and_align(
         matrix = alignment_matrix(points, crop_size, margin)
     except ValueError as err:
         return FaceResult(False, f"alignment failed ({err})", name, n_faces=len(faces))
-    crop = warp_crop(img, matrix, crop_size)
+    crop = warp_crop(img, matrix, crop_size, border)
     return FaceResult(
         True,
         "",
@@ -95,21 +104,8 @@ def detect_and_align(
         landmarks=transform_points(points, matrix).astype(np.float32),
         crop=crop,
         matrix=matrix,
+        outside_fraction=outside_fraction(matrix, img.shape, crop_size),
     )
-
-
-def read_rgb(path: Path) -> np.ndarray:
-    """Decode a file to uint8 RGB; :class:`ImageError` reasons carry no path, so manifests
-    do not depend on where the dataset is mounted."""
-    if not path.is_file():
-        raise ImageError("file not found")
-    data = np.fromfile(str(path), dtype=np.uint8)
-    if data.size == 0:
-        raise ImageError("empty file")
-    decoded = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
-    if decoded is None:
-        raise ImageError("unreadable image")
-    return to_rgb_uint8(decoded)
 
 
 def _failed_row(image_id: str, reason: str, name: str, n_faces: int = 0) -> dict:
@@ -123,6 +119,7 @@ def _failed_row(image_id: str, reason: str, name: str, n_faces: int = 0) -> dict
         "landmarks": None,
         "crop_path": "",
         "detector": name,
+        "outside_fraction": math.nan,
     }
 
 
@@ -138,6 +135,8 @@ def process_faces(
     min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
     adjust_threshold: float = 0.0,
     models_dir: str | Path | None = None,
+    limits: ImageLimits = DEFAULT_LIMITS,
+    border: str = DEFAULT_BORDER,
 ) -> pd.DataFrame:
     """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
     (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
@@ -145,6 +144,9 @@ def process_faces(
     ``root`` is the dataset root the source paths start from (a csv adapter's csv file is
     accepted too). ``crop_path`` is relative to ``out_dir``; ``landmarks`` is a flat list of
     136 float32 (x0, y0, x1, y1, ...) in crop pixels, read back by :func:`landmarks_array`.
+    Files are decoded by :func:`fairforge.images.load_image` within ``limits``; a crop is
+    filled as ``border`` says where it reaches past the photo, and ``outside_fraction``
+    records how much of it does.
     """
     name = detector_name(detector)
     base = image_root(root)
@@ -157,7 +159,7 @@ def process_faces(
             rows.append(_failed_row(image_id, f"source not ok ({rec['reason']})", name))
             continue
         try:
-            image = read_rgb(base / str(rec["path"]))
+            image = load_image(base / str(rec["path"]), limits)
         except ImageError as err:
             rows.append(_failed_row(image_id, str(err), name))
             continue
@@ -170,6 +172,7 @@ def process_faces(
             min_image_size=min_image_size,
             adjust_threshold=adjust_threshold,
             models_dir=models_dir,
+            border=border,
         )
         if not result.ok:
             rows.append(_failed_row(image_id, result.reason, name, result.n_faces))
@@ -187,12 +190,14 @@ def process_faces(
                 "landmarks": result.landmarks.reshape(-1).astype(np.float32),
                 "crop_path": crop_rel,
                 "detector": name,
+                "outside_fraction": float(result.outside_fraction),
             }
         )
     df = pd.DataFrame(rows, columns=list(FACES_COLUMNS))
     df["ok"] = df["ok"].astype(bool)
     df["det_score"] = df["det_score"].astype(np.float64)
     df["n_faces"] = df["n_faces"].astype(np.int64)
+    df["outside_fraction"] = df["outside_fraction"].astype(np.float64)
     return df
 
 
@@ -223,10 +228,18 @@ def reason_kind(reason: str) -> str:
 
 def detection_rate_by_group(sources_df: pd.DataFrame, faces_df: pd.DataFrame) -> pd.DataFrame:
     """Per group: n source images, n_detected (faces ok), rate, and ``failures`` (a JSON
-    object reason kind -> count). Source images without a faces row count as 'no faces row'.
+    object reason kind -> count), and ``outside_fraction``: the mean share of the aligned
+    crops of detected faces that lies outside their photo (NaN for faces manifests written
+    before it was recorded). Source images without a faces row count as 'no faces row'.
     A last row, group '(all)', totals every group."""
+    faces_df = faces_df.assign(
+        outside_fraction=faces_df.get("outside_fraction", pd.Series(math.nan, faces_df.index))
+    )
     merged = sources_df[["image_id", "group"]].merge(
-        faces_df[["image_id", "ok", "reason"]], on="image_id", how="left", indicator=True
+        faces_df[["image_id", "ok", "reason", "outside_fraction"]],
+        on="image_id",
+        how="left",
+        indicator=True,
     )
     missing = (merged["_merge"] == "left_only").to_numpy()
     detected = np.where(missing, False, merged["ok"].fillna(False).astype(bool).to_numpy())
@@ -234,7 +247,12 @@ def detection_rate_by_group(sources_df: pd.DataFrame, faces_df: pd.DataFrame) ->
         missing, "no faces row", [reason_kind(r) for r in merged["reason"].fillna("").astype(str)]
     )
     table = pd.DataFrame(
-        {"group": merged["group"].astype(str).to_numpy(), "detected": detected, "kind": kinds}
+        {
+            "group": merged["group"].astype(str).to_numpy(),
+            "detected": detected,
+            "kind": kinds,
+            "outside": merged["outside_fraction"].astype(np.float64).to_numpy(),
+        }
     )
 
     def summarise(part: pd.DataFrame, group: str) -> dict:
@@ -247,8 +265,13 @@ def detection_rate_by_group(sources_df: pd.DataFrame, faces_df: pd.DataFrame) ->
             "n_detected": n_detected,
             "rate": n_detected / n if n else math.nan,
             "failures": json.dumps({str(k): int(v) for k, v in sorted(failed.items())}),
+            "outside_fraction": float(part.loc[part["detected"], "outside"].mean())
+            if n_detected
+            else math.nan,
         }
 
     rows = [summarise(part, str(g)) for g, part in table.groupby("group", sort=True)]
     rows.append(summarise(table, "(all)"))
-    return pd.DataFrame(rows, columns=["group", "n", "n_detected", "rate", "failures"])
+    return pd.DataFrame(
+        rows, columns=["group", "n", "n_detected", "rate", "failures", "outside_fraction"]
+    )

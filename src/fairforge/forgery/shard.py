@@ -16,10 +16,11 @@ import pandas as pd
 from ..columns import FORGERY_COLUMNS
 from ..faces.attributes import SOURCE_META, faces_with_attributes
 from ..images import ImageError, read_image, write_image
-from ..manifest import read_ids
+from ..manifest import columns_in, read_ids
 from ..pairs import NO_TARGET
 from ..seeding import rng_for
-from ..sharding import shard_image_ids
+from ..sharding import read_shard
+from ..sources.base import real_only
 from .base import ForgeryError, as_landmarks, create_method
 
 # What forge_shard reads of the pairs and faces manifests, so a shard job loads nothing else
@@ -183,7 +184,9 @@ def read_forgery_shard(
     """The shard's image ids, their pairs rows, and the faces of them and of their targets
     (which may lie in any shard) with subject, group and split: what one forgery job uses,
     read alone, so its memory follows the shard, not the dataset."""
-    ids = shard_image_ids(sources, shard, shard_size)
+    # The shard's real images: a labelled dataset's own fakes are no forgery's source.
+    rows = read_shard(sources, shard, shard_size, ["image_id", *columns_in(sources, ["label"])])
+    ids = real_only(rows)["image_id"].tolist()
     shard_pairs = read_ids(pairs, ids, PAIR_INPUTS, contract="pairs")
     wanted = sorted({*ids, *shard_pairs["target_image_id"].dropna()})
     shard_faces = faces_with_attributes(

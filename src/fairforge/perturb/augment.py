@@ -1,10 +1,12 @@
 """SDAug and DAug training augmentations (Assessment paper; docs/perturbations.md section 6).
 
 Both run the same four-step chain: enhancement (brightness or contrast), smoothing
-(Gaussian or average blur), Gaussian noise, JPEG. SDAug fires each step independently with
-p = 0.5, 0.5, 0.3, 0.7 and draws its strength from a range; DAug fires every step at a
-fixed mid strength. A transform first draws an :class:`AugmentPlan` (``plan(rng)``), then
-applies it; ``last_applied`` keeps the plan of the latest call.
+(Gaussian or average blur), Gaussian noise, JPEG. SDAug fires each step with
+p = 0.5, 0.5, 0.3, 0.7 and draws its strength from a range; as in the paper, the noise
+decision is drawn once per batch (:meth:`SDAug.augment_batch`). DAug applies every step, of
+fixed kinds, at a fixed mid strength: no random decision at all. A transform first draws an
+:class:`AugmentPlan` (``plan(rng)``), then applies it; ``last_applied`` keeps the plan of
+the latest call.
 
 In a torch Dataset pass ``rng=rng_for(seed, epoch, sample_id)`` so augmentations are
 reproducible whatever the worker layout; without one the transform uses its own seeded
@@ -13,6 +15,7 @@ call counter (reproducible only for the same call order).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -90,17 +93,42 @@ class Augmentation:
         self.calls = 0
         self.last_applied: AugmentPlan | None = None
 
-    def plan(self, rng: np.random.Generator) -> AugmentPlan:
+    def plan(self, rng: np.random.Generator, noise_fires: bool | None = None) -> AugmentPlan:
+        """Draw one call's plan; ``noise_fires`` imposes a decision drawn elsewhere (per
+        batch) on the noise step."""
         raise NotImplementedError
 
-    def __call__(self, image: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+    def __call__(
+        self,
+        image: np.ndarray,
+        rng: np.random.Generator | None = None,
+        noise_fires: bool | None = None,
+    ) -> np.ndarray:
         check_image(image, f"{self.name} input")
         if rng is None:
             rng = rng_for(self.name, self.seed, self.calls)
         self.calls += 1
-        plan = self.plan(rng)
+        plan = self.plan(rng, noise_fires)
         self.last_applied = plan
         return apply_plan(image, plan, rng)
+
+    def batch_noise_fires(self, batch_rng: np.random.Generator) -> bool | None:
+        """The noise decision of a whole batch (``None``: this transform decides per image)."""
+        return None
+
+    def augment_batch(
+        self,
+        images: Sequence[np.ndarray],
+        rngs: Sequence[np.random.Generator],
+        batch_rng: np.random.Generator,
+    ) -> list[np.ndarray]:
+        """Augment one batch: per-batch decisions from ``batch_rng`` (for example
+        ``rng_for(seed, epoch, batch_index)``), the rest per image from ``rngs`` (one each,
+        as in :meth:`__call__`)."""
+        if len(images) != len(rngs):
+            raise ValueError(f"{len(images)} images but {len(rngs)} generators")
+        noise_fires = self.batch_noise_fires(batch_rng)
+        return [self(image, rng, noise_fires) for image, rng in zip(images, rngs)]
 
     def __repr__(self) -> str:
         fields = ", ".join(
@@ -113,15 +141,22 @@ class Augmentation:
 class NoAugment(Augmentation):
     name = "none"
 
-    def plan(self, rng):
+    def plan(self, rng, noise_fires=None):
         return AugmentPlan()
 
 
 @AUGMENTATIONS.register("sdaug")
 class SDAug(Augmentation):
-    """Stochastic degradation augmentation: each step fires independently."""
+    """Stochastic degradation augmentation: each step fires independently.
+
+    ``noise_scope="batch"`` (the paper): in :meth:`augment_batch` the noise step fires for
+    the whole batch or for none of it. A single call (``aug(image, rng)``) cannot see its
+    batch and draws the decision itself unless given ``noise_fires``; ``noise_scope="image"``
+    draws it per image everywhere.
+    """
 
     name = "sdaug"
+    noise_scopes = ("batch", "image")
 
     def __init__(
         self,
@@ -134,8 +169,12 @@ class SDAug(Augmentation):
         kernel_range: tuple[int, int] = (3, 15),
         sigma_range: tuple[float, float] = (0.0, 50.0),
         quality_range: tuple[int, int] = (10, 95),
+        noise_scope: str = "batch",
     ):
         super().__init__(seed)
+        if noise_scope not in self.noise_scopes:
+            raise ValueError(f"noise_scope {noise_scope!r} is not one of {self.noise_scopes}")
+        self.noise_scope = noise_scope
         if kernel_range[0] % 2 == 0 or kernel_range[1] % 2 == 0:
             raise ValueError(f"kernel_range must have odd ends, got {kernel_range}")
         self.p = (p_enhance, p_smooth, p_noise, p_jpeg)
@@ -144,10 +183,17 @@ class SDAug(Augmentation):
         self.sigma_range = sigma_range
         self.quality_range = quality_range
 
-    def plan(self, rng):
+    def batch_noise_fires(self, batch_rng):
+        if self.noise_scope == "image":
+            return None
+        return bool(batch_rng.random() < self.p[2])
+
+    def plan(self, rng, noise_fires=None):
         # Every parameter is drawn on every call, fired or not, so one step's outcome does
         # not shift the random stream of the others.
         fires = rng.random(4) < np.asarray(self.p)
+        if noise_fires is not None:
+            fires[2] = noise_fires
         enhance_kind = ENHANCE_KINDS[int(rng.integers(2))]
         factor = float(rng.uniform(*self.factor_range))
         smooth_kind = SMOOTH_KINDS[int(rng.integers(2))]
@@ -165,12 +211,13 @@ class SDAug(Augmentation):
 
 @AUGMENTATIONS.register("daug")
 class DAug(Augmentation):
-    """Deterministic-strength degradation augmentation: every step fires at mid strength.
+    """Degradation augmentation without randomness: every step, of fixed kinds, at a fixed
+    mid strength (the Gaussian noise values themselves are still random).
 
-    Only the kinds (brightness or contrast, Gaussian or average blur) are still drawn, 50/50.
-    The middle of SDAug's factor range (1.0) is the identity, so the enhancement uses the
-    middle of its upper half, 1.25; kernel 9, sigma 25 and quality 52 are the middles of
-    [3, 15], [0, 50] and [10, 95].
+    The paper names the kinds but no choice between them; ``enhance`` and ``smooth`` pick
+    them (brightness and Gaussian blur by default). The middle of SDAug's factor range (1.0)
+    is the identity, so the enhancement uses the middle of its upper half, 1.25; kernel 9,
+    sigma 25 and quality 52 are the middles of [3, 15], [0, 50] and [10, 95].
     """
 
     name = "daug"
@@ -182,16 +229,24 @@ class DAug(Augmentation):
         kernel: int = 9,
         sigma: float = 25.0,
         quality: int = 52,
+        enhance: str = "brightness",
+        smooth: str = "gaussian",
     ):
         super().__init__(seed)
         if kernel % 2 == 0:
             raise ValueError(f"kernel must be odd, got {kernel}")
+        if enhance not in ENHANCE_KINDS or smooth not in SMOOTH_KINDS:
+            raise ValueError(
+                f"enhance {enhance!r} / smooth {smooth!r}: expected one of {ENHANCE_KINDS} / "
+                f"{SMOOTH_KINDS}"
+            )
         self.factor, self.kernel, self.sigma, self.quality = factor, kernel, sigma, quality
+        self.enhance, self.smooth = enhance, smooth
 
-    def plan(self, rng):
+    def plan(self, rng, noise_fires=None):
         return AugmentPlan(
-            enhance=(ENHANCE_KINDS[int(rng.integers(2))], self.factor),
-            smooth=(SMOOTH_KINDS[int(rng.integers(2))], self.kernel),
+            enhance=(self.enhance, self.factor),
+            smooth=(self.smooth, self.kernel),
             noise_sigma=self.sigma,
             jpeg_quality=self.quality,
         )

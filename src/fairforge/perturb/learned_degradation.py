@@ -20,13 +20,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
-from fairforge.images import ImageError, read_image, write_image
+from fairforge.images import IMAGE_SUFFIXES, ImageError, read_image, write_image
 from fairforge.perturb.base import OperationUnavailable, check_image
 from fairforge.seeding import derive_seed, rng_for
 
 HIGH_SIZE = 64
 LOW_SIZE = 16
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 
 
 @dataclass
@@ -326,3 +325,14 @@ def cached_generator(path: str | Path, device: str = "cpu") -> HighToLowGenerato
     if not path.is_file():
         return load_generator(path, device)  # raises with the expected path
     return _cached_generator(str(path), path.stat().st_mtime, device)
+
+
+def loss_summary(history: dict[str, list[float]], steps: int) -> list[str]:
+    """Loss means over tenths of a run: enough to see whether the critic and the content
+    term settled, without one line per step."""
+    losses = {name: np.asarray(values) for name, values in history.items()}
+    lines = []
+    for chunk in np.array_split(np.arange(steps), min(10, steps)):
+        means = "  ".join(f"{name} {values[chunk].mean():.4f}" for name, values in losses.items())
+        lines.append(f"steps {chunk[0]}-{chunk[-1]}: {means}")
+    return lines

@@ -70,21 +70,43 @@ def jpeg_roundtrip(image: np.ndarray, quality: int) -> np.ndarray:
     return cv2.cvtColor(cv2.imdecode(data, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
-def resize_roundtrip(image: np.ndarray, scale: float, up: int = cv2.INTER_CUBIC) -> np.ndarray:
-    """Down by ``scale`` then back to the original size.
+INTERPOLATIONS = {
+    "nearest": cv2.INTER_NEAREST,
+    "linear": cv2.INTER_LINEAR,
+    "cubic": cv2.INTER_CUBIC,
+    "area": cv2.INTER_AREA,
+    "lanczos": cv2.INTER_LANCZOS4,
+}
 
-    INTER_AREA on the way down integrates over the source pixels, as a camera or an
-    antialiased (PIL-style) bicubic resize does; plain cv2 bicubic would alias instead.
+
+def interpolation(name: str, where: str = "interpolation") -> int:
+    """The OpenCV flag of an interpolation name (``INTERPOLATIONS``); unknown names raise."""
+    try:
+        return INTERPOLATIONS[name]
+    except KeyError:
+        raise PerturbationError(
+            f"{where}: {name!r} is not one of {sorted(INTERPOLATIONS)}"
+        ) from None
+
+
+def resize_roundtrip(
+    image: np.ndarray, scale: float, down: int = cv2.INTER_AREA, up: int = cv2.INTER_CUBIC
+) -> np.ndarray:
+    """Down by ``scale`` then back to the original size, with OpenCV interpolation flags.
+
+    INTER_AREA on the way down integrates over the source pixels, as a camera does; the
+    bilinear or bicubic resampling of software pipelines (cv2 without antialiasing) aliases.
     """
     h, w = image.shape[:2]
     small = cv2.resize(
-        image, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA
+        image, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=down
     )
     return cv2.resize(small, (w, h), interpolation=up)
 
 
 def gaussian_blur(image: np.ndarray, kernel: int, sigma: float = 0.0) -> np.ndarray:
-    # sigma 0 lets OpenCV derive it from the kernel: 0.3 * ((k - 1) / 2 - 1) + 0.8.
+    # sigma 0 lets OpenCV derive it from the kernel: 0.3 * ((k - 1) / 2 - 1) + 0.8;
+    # kernel 0 derives the kernel from sigma (2 * round(3 * sigma) + 1 on uint8 images).
     return cv2.GaussianBlur(image, (kernel, kernel), sigma, borderType=cv2.BORDER_REFLECT_101)
 
 
@@ -132,12 +154,24 @@ class PoissonGaussianNoise(Operation):
 
 @register
 class Resize(Operation):
+    """Down by the level's scale and back up; ``down`` / ``up`` name the interpolations.
+
+    Bilinear both ways by default, as OpenCV resizes unless told otherwise and as the
+    DeeperForensics reference code resizes (the Assessment paper names no interpolation).
+    ``down="area"`` is the antialiased, camera-like reading.
+    """
+
     name = "resize"
     category = "resizing"
     params = (0.75, 0.5, 0.35, 0.25, 0.15)  # scale of the intermediate image
 
+    def __init__(self, level: int, down: str = "linear", up: str = "linear"):
+        super().__init__(level)
+        self.down = interpolation(down, "resize: down")
+        self.up = interpolation(up, "resize: up")
+
     def apply(self, image, rng):
-        return resize_roundtrip(image, self.param)
+        return resize_roundtrip(image, self.param, self.down, self.up)
 
 
 @register
@@ -195,11 +229,28 @@ class LearnedCompression(Operation):
 
 @register
 class GaussianBlur(Operation):
+    """The Assessment paper's "kernel size σ 3–11", read by ``level_is``.
+
+    ``kernel`` (default): the level is the kernel size, σ derived from it by OpenCV
+    (0.8 … 2.0); ``sigma``: the level is σ, the kernel derived from it (about 6σ + 1).
+    """
+
     name = "gaussian_blur"
     category = "blur"
-    levels = (3, 5, 7, 9, 11)  # the level is the kernel size
+    levels = (3, 5, 7, 9, 11)  # the level is the kernel size (or sigma, see level_is)
+    readings: ClassVar[tuple[str, ...]] = ("kernel", "sigma")
+
+    def __init__(self, level: int, level_is: str = "kernel"):
+        super().__init__(level)
+        if level_is not in self.readings:
+            raise PerturbationError(
+                f"gaussian_blur: level_is {level_is!r} is not one of {list(self.readings)}"
+            )
+        self.level_is = level_is
 
     def apply(self, image, rng):
+        if self.level_is == "sigma":
+            return gaussian_blur(image, 0, float(self.level))
         return gaussian_blur(image, self.level)
 
 
@@ -302,12 +353,26 @@ class Grayscale(Operation):
 
 
 class Combination(Operation):
+    """Parts applied in turn, each at its own L-th level.
+
+    Compression runs last whatever the order of the name (``order="compression_last"``), as
+    a pipeline stores or sends an image after processing it; ``order="as_named"`` follows
+    the name (``jpeg+gaussian_noise``: JPEG, then noise).
+    """
+
     category = "combination"
     parts: ClassVar[tuple[type[Operation], ...]] = ()
+    orders: ClassVar[tuple[str, ...]] = ("compression_last", "as_named")
 
-    def __init__(self, level: int):
+    def __init__(self, level: int, order: str = "compression_last"):
         super().__init__(level)
-        self.steps = [cls(cls.levels[self.level - 1]) for cls in self.parts]
+        if order not in self.orders:
+            raise PerturbationError(f"{self.name}: order {order!r} is not one of {self.orders}")
+        self.order = order
+        parts = list(self.parts)
+        if order == "compression_last":  # a stable sort: other parts keep their order
+            parts.sort(key=lambda cls: cls.category == "compression")
+        self.steps = [cls(cls.levels[self.level - 1]) for cls in parts]
 
     def apply(self, image, rng):
         for step in self.steps:

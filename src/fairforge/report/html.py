@@ -38,7 +38,11 @@ from fairforge.report.views import (
 from fairforge.sources import get_adapter
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
 from fairforge.tables.fairness import dropped_resamples_note
-from fairforge.tables.forgeries import face_detection_rates, forgery_success_table
+from fairforge.tables.forgeries import (
+    crop_outside_cells,
+    face_detection_rates,
+    forgery_success_table,
+)
 from fairforge.tables.variants import GRAYSCALE, sorted_variants, split_variants
 
 SYNTHETIC_NOTE = (
@@ -150,10 +154,19 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
     return _section("run", "What was run", *parts)
 
 
-def _detection_section(detection: pd.DataFrame) -> str:
-    return _section(
-        "detection", "Detection quality", caption_html("detection_table"), table_html(detection)
-    )
+def _detection_section(detection: pd.DataFrame, paths: Mapping) -> str:
+    parts = [caption_html("detection_table"), table_html(detection)]
+    # Per forgery method (clean) and train-on x test-on method, where the run wrote them.
+    if Path(paths.get("detection_per_method") or "").is_file():
+        per_method = read_input(paths, "detection_per_method")
+        if not per_method.empty:
+            clean = per_method.loc[per_method["variant"] == "clean"]
+            parts += [caption_html("detection_per_method"), table_html(clean)]
+    if Path(paths.get("cross_manipulation") or "").is_file():
+        cross = read_input(paths, "cross_manipulation")
+        if not cross.empty:
+            parts += [caption_html("cross_manipulation"), table_html(cross)]
+    return _section("detection", "Detection quality", *parts)
 
 
 def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
@@ -306,6 +319,9 @@ def _failures_section(paths: Mapping, failures: pd.DataFrame) -> str:
         "<h3>Face detection rate per group</h3>",
         caption_html("face_detection_rate"),
         table_html(rates_with_reasons(rates, ["dataset"], "rate", "n_detected", "n")),
+        "<h3>Share of the aligned crop outside the photo, per group</h3>",
+        caption_html("crop_outside"),
+        table_html(crop_outside_cells(rates)),
     )
 
 
@@ -469,7 +485,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
             caption_html("verdict"),
         ),
         _run_section(config, paths, read_input(paths, "detectors")),
-        _detection_section(detection),
+        _detection_section(detection, paths),
         _fairness_section(paths, fairness, ci, pvalues),
         _robustness_section(paths, robustness),
         _perturbed_fairness_section(paths, fup, ur),

@@ -19,6 +19,7 @@ from fairforge.sources.base import (
     image_id_from_path,
     image_root,
     list_adapters,
+    real_only,
 )
 from fairforge.sources.build import (
     DEFAULT_SPLIT,
@@ -27,6 +28,7 @@ from fairforge.sources.build import (
     group_of,
     inspect_image_file,
     inspect_sources,
+    list_dataset,
     list_sources,
 )
 from fairforge.sources.split import (
@@ -34,6 +36,7 @@ from fairforge.sources.split import (
     SplitError,
     assign_subject_splits,
     check_fractions,
+    check_subject_disjoint,
     split_by_subject,
     split_counts,
 )
@@ -50,6 +53,7 @@ __all__ = [
     "assign_subject_splits",
     "build_sources",
     "check_fractions",
+    "check_subject_disjoint",
     "diveface_group",
     "get_adapter",
     "group_of",
@@ -58,8 +62,10 @@ __all__ = [
     "inspect_image_file",
     "inspect_sources",
     "list_adapters",
+    "list_dataset",
     "list_sources",
     "parse_utkface_name",
+    "real_only",
     "split_by_subject",
     "split_counts",
 ]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from fairforge.sources.base import (
     ADAPTERS,
+    REAL_METHOD,
     SourceAdapter,
     SourceError,
     configured_root,
@@ -22,6 +23,7 @@ from fairforge.sources.base import (
     image_id_from_path,
     image_root,
     iter_images,
+    labelled_row,
     listing_frame,
     listing_row,
     require_columns,
@@ -253,6 +255,26 @@ class DiveFace(SourceAdapter):
 # ------------------------------------------------------------------------------------ csv
 
 CSV_COLUMNS = ("path", "subject_id", "group")
+# Optional columns of a labelled csv (real and fake images); not attributes.
+CSV_LABEL_COLUMNS = ("label", "method", "source_subject", "target_subject")
+_LABEL_WORDS = {"0": 0, "1": 1, "real": 0, "fake": 1}
+
+
+def csv_label(label: str, method: str) -> tuple[int, str, str]:
+    """(label, method, reason) of one csv row: ``label`` 0/1 (or real/fake), ``method`` the
+    fake's manipulation ('real', or empty, for a real image). Either column alone suffices:
+    a method other than 'real' makes a fake, a label 1 needs a method."""
+    label, method = label.strip().lower(), method.strip()
+    if not label:
+        return (0 if method in ("", REAL_METHOD) else 1), method or REAL_METHOD, ""
+    if label not in _LABEL_WORDS:
+        return 0, method or REAL_METHOD, f"label must be 0/1 or real/fake, got {label!r}"
+    value = _LABEL_WORDS[label]
+    if value == 1 and method in ("", REAL_METHOD):
+        return 1, method, "a fake (label 1) needs its method"
+    if value == 0 and method not in ("", REAL_METHOD):
+        return 0, method, f"a real image (label 0) has method {REAL_METHOD!r}, got {method!r}"
+    return value, method or REAL_METHOD, ""
 
 
 @ADAPTERS.register("csv")
@@ -260,6 +282,11 @@ class CsvTable(SourceAdapter):
     """Any csv with ``path, subject_id, group`` (+ optional ``image_id`` and extra attribute
     columns). The config's ``root`` is the csv file, or a folder with ``options.table``
     naming the csv in it. Relative paths start at the csv's folder; absolute paths are kept.
+
+    A csv of real and fake images adds ``label`` (0 real, 1 fake) and/or ``method`` ('real'
+    for a real image, the manipulation of a fake), and optionally ``source_subject`` and
+    ``target_subject`` (the identities a fake was made from; its ``subject_id`` is the
+    identity it shows); the listing then carries :data:`~fairforge.columns.LABEL_COLUMNS`.
     """
 
     def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
@@ -275,6 +302,17 @@ class CsvTable(SourceAdapter):
 
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         return count_csv_rows(self.table_path(name, dataset_cfg))
+
+    def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
+        try:
+            csv = self.table_path(name, dataset_cfg)
+        except (FileNotFoundError, ValueError):
+            return None
+        table = pd.read_csv(csv, dtype=str, keep_default_na=False)
+        if "method" not in table.columns:
+            return []
+        methods = {m.strip() for m in table["method"]} - {"", REAL_METHOD}
+        return sorted(methods)
 
     def table_path(self, name: str, dataset_cfg: Mapping) -> Path:
         """The csv a dataset block names: ``root`` itself, or ``root/options.table``."""
@@ -304,7 +342,12 @@ class CsvTable(SourceAdapter):
         folder = image_root(root)
         frame = pd.read_csv(csv, dtype=str, keep_default_na=False)
         require_columns(frame, CSV_COLUMNS, f"csv table {csv}")
-        attribute_cols = [c for c in frame.columns if c not in ("path", "subject_id", "image_id")]
+        labelled = bool({"label", "method"} & set(frame.columns))
+        attribute_cols = [
+            c
+            for c in frame.columns
+            if c not in ("path", "subject_id", "image_id") + CSV_LABEL_COLUMNS
+        ]
         rows = []
         for rec in frame.to_dict("records"):
             raw = Path(rec["path"].strip())
@@ -317,16 +360,21 @@ class CsvTable(SourceAdapter):
             attributes = {c: rec[c] for c in attribute_cols}
             empty = [c for c in CSV_COLUMNS if not rec[c].strip()]
             reason = f"empty value(s) in {empty}" if empty else ""
-            rows.append(
-                listing_row(
-                    image_id,
-                    rel,
-                    rec["subject_id"].strip() or image_id,
-                    attributes,
-                    not empty,
-                    reason,
-                )
+            row = listing_row(
+                image_id, rel, rec["subject_id"].strip() or image_id, attributes, not empty, reason
             )
+            if labelled:
+                label, method, bad = csv_label(rec.get("label", ""), rec.get("method", ""))
+                if bad and row["ok"]:
+                    row.update(ok=False, reason=bad)
+                row = labelled_row(
+                    row,
+                    label,
+                    method,
+                    rec.get("source_subject", "").strip(),
+                    rec.get("target_subject", "").strip(),
+                )
+            rows.append(row)
         return listing_frame(rows)
 
 

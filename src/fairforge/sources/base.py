@@ -27,10 +27,9 @@ from typing import ClassVar
 
 import pandas as pd
 
-from fairforge.columns import LISTING_COLUMNS
+from fairforge.columns import LABEL_COLUMNS, LISTING_COLUMNS
+from fairforge.images import IMAGE_SUFFIXES
 from fairforge.registry import Registry
-
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
 class SourceError(ValueError):
@@ -72,6 +71,20 @@ class SourceAdapter:
         self, rows: pd.DataFrame, root: Path, *, seed: int, name: str, dataset_cfg: Mapping
     ) -> None:
         """Make the files of ``rows`` (one shard of the listing) exist under ``root``."""
+
+    def official_split(self, listing: pd.DataFrame, root: Path, **options) -> pd.Series:
+        """The dataset's own split of ``listing`` ('train', 'val', 'test', or '' for a row it
+        does not place), for ``split: official``; adapters of datasets without one refuse."""
+        raise SourceError(
+            f"adapter {type(self).__name__} has no official split; give fractions, "
+            "test_only or split files"
+        )
+
+    def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
+        """The manipulation methods of the fakes the dataset ships ([] for a dataset of real
+        images; None when that cannot be told without listing it), which detectors may
+        train on as they train on generated ones."""
+        return []
 
 
 ADAPTERS: Registry[type[SourceAdapter]] = Registry("adapter")
@@ -166,8 +179,47 @@ def listing_row(
     }
 
 
+REAL_METHOD = "real"
+
+
+def labelled_row(
+    row: dict,
+    label: int,
+    method: str = REAL_METHOD,
+    source_subject: str = "",
+    target_subject: str = "",
+) -> dict:
+    """``row`` (a :func:`listing_row`) with the :data:`LABEL_COLUMNS` of a labelled dataset:
+    label 0 and method 'real' for a real image, label 1 and its manipulation for a fake."""
+    return {
+        **row,
+        "label": int(label),
+        "method": str(method),
+        "source_subject": str(source_subject or ""),
+        "target_subject": str(target_subject or ""),
+    }
+
+
+def real_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """The real images of a listing or sources table (all of them where nothing is labelled):
+    what forgeries are generated from."""
+    if "label" not in frame.columns:
+        return frame
+    return frame.loc[frame["label"].to_numpy() != 1]
+
+
 def listing_frame(rows: Iterable[dict]) -> pd.DataFrame:
-    return pd.DataFrame(list(rows), columns=list(LISTING_COLUMNS))
+    """The listing of ``rows``; :data:`LABEL_COLUMNS` follow when the rows carry labels."""
+    rows = list(rows)
+    labelled = any("label" in r for r in rows)
+    columns = list(LISTING_COLUMNS) + (list(LABEL_COLUMNS) if labelled else [])
+    frame = pd.DataFrame(rows, columns=columns)
+    if labelled:
+        frame["label"] = frame["label"].fillna(0).astype("int64")
+        frame["method"] = frame["method"].fillna(REAL_METHOD).astype(object)
+        for column in ("source_subject", "target_subject"):
+            frame[column] = frame[column].fillna("").astype(object)
+    return frame
 
 
 def require_columns(table: pd.DataFrame, needed: Sequence[str], where: str) -> None:

@@ -12,39 +12,41 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
-from fairforge.images import ImageError, to_rgb_uint8
+from fairforge.columns import LABEL_COLUMNS, LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
+from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, decode_image, read_file
 from fairforge.sources.base import (
+    REAL_METHOD,
     SourceError,
     get_adapter,
     image_root,
     require_columns,
 )
-from fairforge.sources.split import split_by_subject
+from fairforge.sources.split import (
+    OFFICIAL,
+    fractions_of,
+    listed_split,
+    read_split_files,
+    split_rows,
+)
 
 DEFAULT_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
 
 
-def inspect_image_file(path: Path) -> tuple[int, int, str, bool, str]:
-    """(width, height, sha256, ok, reason) of one file, decoding it once."""
+def inspect_image_file(
+    path: Path, limits: ImageLimits = DEFAULT_LIMITS
+) -> tuple[int, int, str, bool, str]:
+    """(width, height, sha256, ok, reason) of one file, decoding it once (width and height
+    as the stages see the image: oriented, and reduced when over ``limits.reduce_above``)."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return 0, 0, "", False, "file not found"
-    except OSError as err:
-        return 0, 0, "", False, f"unreadable file ({err.strerror or err})"
+        data = read_file(path)
+    except ImageError as err:
+        return 0, 0, "", False, str(err)
     digest = hashlib.sha256(data).hexdigest()
-    if not data:
-        return 0, 0, digest, False, "empty file"
-    decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
-    if decoded is None:
-        return 0, 0, digest, False, "unreadable image"
     try:
-        rgb = to_rgb_uint8(decoded)
+        rgb = decode_image(data, limits)
     except ImageError as err:
         return 0, 0, digest, False, str(err)
     return int(rgb.shape[1]), int(rgb.shape[0]), digest, True, ""
@@ -73,6 +75,8 @@ def build_sources(
     split_fractions: Mapping[str, float] | None = None,
     seed: int = 0,
     workers: int | None = None,
+    limits: ImageLimits = DEFAULT_LIMITS,
+    split: object = None,
     **adapter_options,
 ) -> pd.DataFrame:
     """The sources manifest of a dataset (columns :data:`SOURCE_COLUMNS`, sorted by image_id):
@@ -84,9 +88,9 @@ def build_sources(
     file cannot be decoded keep their subject's split with ``ok=False`` and the reason.
     """
     listing = list_sources(
-        adapter, root, dataset, group_by, split_fractions, seed, **adapter_options
+        adapter, root, dataset, group_by, split_fractions, seed, split=split, **adapter_options
     )
-    return inspect_sources(listing, root, workers)
+    return inspect_sources(listing, root, workers, limits)
 
 
 def list_sources(
@@ -96,17 +100,28 @@ def list_sources(
     group_by: Sequence[str] | None = None,
     split_fractions: Mapping[str, float] | None = None,
     seed: int = 0,
+    split: object = None,
     **adapter_options,
 ) -> pd.DataFrame:
     """Every image of a dataset with its subject, group, attributes and split, sorted by
     image_id, without opening the files: ``ok``/``reason`` say whether the adapter could
-    label the image. :func:`inspect_sources` adds what the files say, shard by shard."""
+    label the image. :func:`inspect_sources` adds what the files say, shard by shard.
+
+    ``split`` (the dataset's own ``split:``, over ``split_fractions``, the global one) is
+    fractions, ``'test_only'``, ``'official'`` (the adapter's) or split files
+    (:func:`~fairforge.sources.split.fractions_of`). Fractions split by subject, keeping the
+    identities of a fake together; a listed split is made subject-disjoint, and a row it
+    cannot place keeps ``ok=False`` with the reason. A labelled dataset's
+    :data:`LABEL_COLUMNS` are carried; a row whose label and method disagree is ``ok=False``.
+    """
     source = get_adapter(adapter)
     root = Path(root)
     if not source.writes_images and not root.exists():
         raise SourceError(f"dataset root not found: {root}")
     group_by = list(group_by) if group_by else list(source.default_group_by)
-    fractions = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
+    if split is None:
+        split = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
+    fractions = fractions_of(split)
 
     listing = source.list(root, seed=seed, **adapter_options)
     require_columns(listing, LISTING_COLUMNS, f"adapter {adapter!r} output")
@@ -116,6 +131,9 @@ def list_sources(
     if dupes:
         raise SourceError(f"duplicate image ids {dupes[:5]} in {adapter!r} listing of {root}")
 
+    labels = [c for c in LABEL_COLUMNS if c in listing.columns]
+    if labels:
+        listing = check_labels(listing)
     labelled = listing["ok"].to_numpy(bool)
     groups = [group_of(a, group_by) if ok else "" for a, ok in zip(listing["attributes"], labelled)]
     df = pd.DataFrame(
@@ -130,33 +148,71 @@ def list_sources(
             ],
         }
     )
-    split = np.full(len(df), "", dtype=object)
+    for column in labels:
+        df[column] = listing[column].to_numpy()
+    reasons = listing["reason"].astype(str).to_numpy(object)
+    rows = np.full(len(df), "", dtype=object)
     if labelled.any():
-        split[labelled] = split_by_subject(df[labelled], fractions, seed).to_numpy(object)
-    df["split"] = split
+        part = df[labelled]
+        if fractions is not None:
+            rows[labelled] = split_rows(part, fractions, seed).to_numpy(object)
+        else:
+            if split == OFFICIAL:
+                given = source.official_split(listing[labelled], root, **adapter_options)
+            else:
+                subjects = read_split_files(split, image_root(root))
+                given = part["subject_id"].map(subjects)
+            placed, why = listed_split(part, pd.Series(np.asarray(given, dtype=object)))
+            rows[labelled] = placed.to_numpy(object)
+            reasons[labelled] = np.asarray(why, dtype=object)
+            labelled = labelled & (rows != "")
+    df["split"] = rows
     df["ok"] = labelled
-    df["reason"] = listing["reason"].astype(str).to_numpy(object)
+    df["reason"] = reasons
     for column in VIDEO_FRAME_COLUMNS:
         if column in listing.columns:
             df[column] = listing[column].to_numpy()
     return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
 
+def check_labels(listing: pd.DataFrame) -> pd.DataFrame:
+    """A labelled listing whose rows with a label other than 0/1, a fake without a method or
+    a real image with one are ``ok=False`` with the reason (nothing is dropped)."""
+    out = listing.copy()
+    ok = out["ok"].to_numpy(bool).copy()
+    reasons = out["reason"].astype(str).to_numpy(object).copy()
+    for i, (label, method) in enumerate(zip(out["label"], out["method"].astype(str))):
+        why = ""
+        if label not in (0, 1):
+            why = f"label must be 0 (real) or 1 (fake), got {label!r}"
+        elif label == 1 and method in ("", REAL_METHOD):
+            why = "a fake needs its manipulation method"
+        elif label == 0 and method != REAL_METHOD:
+            why = f"a real image has method {REAL_METHOD!r}, got {method!r}"
+        if why and ok[i]:
+            ok[i], reasons[i] = False, why
+    out["ok"], out["reason"] = ok, reasons
+    return out
+
+
 def inspect_sources(
-    listing: pd.DataFrame, root: str | Path, workers: int | None = None
+    listing: pd.DataFrame,
+    root: str | Path,
+    workers: int | None = None,
+    limits: ImageLimits = DEFAULT_LIMITS,
 ) -> pd.DataFrame:
     """Rows of :func:`list_sources` (all, or one shard) with each file's width, height and
-    sha256; a file that cannot be read or decoded makes its row ``ok=False`` with the reason
-    (an adapter's own reason comes first)."""
+    sha256; a file that cannot be read or decoded (:mod:`fairforge.images`, within
+    ``limits``) makes its row ``ok=False`` with the reason (an adapter's own reason first)."""
     base = image_root(root)
     paths = [base / p for p in listing["path"]]
     n_workers = workers or min(8, os.cpu_count() or 1)
     if n_workers > 1 and len(paths) > 1:
         # Decoding and hashing release the GIL; map keeps the order.
         with ThreadPoolExecutor(n_workers) as pool:
-            info = list(pool.map(inspect_image_file, paths))
+            info = list(pool.map(lambda p: inspect_image_file(p, limits), paths))
     else:
-        info = [inspect_image_file(p) for p in paths]
+        info = [inspect_image_file(p, limits) for p in paths]
     width, height, sha, file_ok, file_reason = zip(*info) if info else ([],) * 5
     df = listing.copy()
     df["width"] = np.asarray(width, dtype=np.int64)
@@ -168,4 +224,35 @@ def inspect_sources(
         lr if not lok else fr for lok, lr, fr in zip(labelled, listing["reason"], file_reason)
     ]
     video = [c for c in VIDEO_FRAME_COLUMNS if c in listing.columns]
-    return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video]
+    labels = [c for c in LABEL_COLUMNS if c in listing.columns]
+    return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video + labels]
+
+
+def list_dataset(
+    name: str,
+    dataset_cfg: Mapping,
+    root: str | Path,
+    split: object,
+    seed: int,
+) -> pd.DataFrame:
+    """:func:`list_sources` for one configured dataset (``split``: its resolved split, see
+    :func:`list_sources`), checked against the shard plan: the plan made one shard job per
+    ``shard_size`` rows of the adapter's count, so rows past it would belong to no job and
+    vanish from every later stage."""
+    adapter = get_adapter(dataset_cfg["adapter"])
+    listing = list_sources(
+        dataset_cfg["adapter"],
+        root,
+        name,
+        group_by=dataset_cfg.get("group_by"),
+        split=split,
+        seed=seed,
+        **adapter.listing_options(name, dataset_cfg),
+    )
+    planned = adapter.count_items(name, dataset_cfg)
+    if len(listing) > planned:
+        raise SourceError(
+            f"datasets.{name}: {len(listing)} images listed but only {planned} "
+            "planned; rerun so that the plan counts them again"
+        )
+    return listing

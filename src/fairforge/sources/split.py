@@ -8,8 +8,10 @@ subjects in its group, not on file order or sharding.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -127,3 +129,173 @@ def split_by_subject(
     """The split of every row of ``df``, as a string Series aligned with ``df``."""
     mapping = assign_subject_splits(df[subject_col], df[group_col], fractions, seed)
     return df[subject_col].astype(str).map(mapping).astype(object)
+
+
+# ------------------------------------------------------------------ linked subjects
+
+LINK_COLUMNS = ("source_subject", "target_subject")
+
+
+def linked_subjects(df: pd.DataFrame, subject_col: str = "subject_id") -> pd.Series:
+    """One key per row: the smallest subject id of the subjects linked to the row's subject.
+
+    A fake made from two identities (``source_subject``, ``target_subject``) links them: both
+    must land in the fake's split, or a test identity would be seen in training. Without
+    those columns every subject is its own key.
+    """
+    subjects = df[subject_col].astype(str)
+    present = [c for c in LINK_COLUMNS if c in df.columns]
+    if not present:
+        return subjects.copy()
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for row in zip(subjects, *(df[c].fillna("").astype(str) for c in present)):
+        ids = [x for x in row if x]
+        for other in ids[1:]:
+            a, b = find(ids[0]), find(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    return subjects.map(find).astype(object)
+
+
+def row_subjects(df: pd.DataFrame, subject_col: str = "subject_id") -> list[set[str]]:
+    """Every identity a row shows: its subject and, for a fake, its source and target."""
+    present = [c for c in LINK_COLUMNS if c in df.columns]
+    columns = [df[subject_col].astype(str)] + [df[c].fillna("").astype(str) for c in present]
+    return [{x for x in row if x} for row in zip(*columns)]
+
+
+def subject_overlaps(df: pd.DataFrame, subject_col: str = "subject_id") -> dict[str, list[str]]:
+    """Identities that rows of more than one split show: subject -> its splits (empty when
+    the split is subject-disjoint). Rows with an empty split are not counted."""
+    seen: dict[str, set[str]] = {}
+    for subjects, split in zip(row_subjects(df, subject_col), df["split"].astype(str)):
+        if split:
+            for s in subjects:
+                seen.setdefault(s, set()).add(split)
+    return {s: sorted(v, key=SPLITS.index) for s, v in sorted(seen.items()) if len(v) > 1}
+
+
+def check_subject_disjoint(df: pd.DataFrame, subject_col: str = "subject_id") -> None:
+    """Raise :class:`SplitError` naming the identities that appear in more than one split."""
+    overlaps = subject_overlaps(df, subject_col)
+    if overlaps:
+        shown = ", ".join(f"{s} in {v}" for s, v in list(overlaps.items())[:5])
+        raise SplitError(f"{len(overlaps)} subject(s) in more than one split: {shown}")
+
+
+OVERLAP_REASON = "subject also in the {split} split"
+
+
+def drop_overlaps(split: pd.Series, df: pd.DataFrame, subject_col: str = "subject_id"):
+    """Make a given split (an official list) subject-disjoint without losing rows: an identity
+    shown in test is a test identity, else one shown in val is a val identity; a row of another
+    split that shows it gets split '' and the reason (which the caller records with
+    ``ok=False``). Returns (split, reasons)."""
+    split = split.astype(object).fillna("").astype(str)
+    subjects = row_subjects(df, subject_col)
+    owner: dict[str, str] = {}
+    for name in ("test", "val", "train"):
+        for subs, s in zip(subjects, split):
+            if s == name:
+                for x in subs:
+                    owner.setdefault(x, name)
+    new, reasons = [], []
+    for subs, s in zip(subjects, split):
+        clash = sorted({owner[x] for x in subs if owner.get(x, s) != s}, key=SPLITS.index)
+        if s and clash:
+            new.append("")
+            reasons.append(OVERLAP_REASON.format(split=clash[0]))
+        else:
+            new.append(s)
+            reasons.append("")
+    return pd.Series(new, index=split.index, dtype=object), reasons
+
+
+# ------------------------------------------------------------------ per-dataset split specs
+
+TEST_ONLY = "test_only"
+OFFICIAL = "official"
+NOT_IN_SPLIT = "subject not in the split file(s)"
+
+
+def fractions_of(spec) -> dict[str, float] | None:
+    """The fractions a split spec gives (``test_only`` is all test), or None for a spec that
+    lists subjects (``official``, ``file``, ``files``)."""
+    if spec == TEST_ONLY:
+        return {"train": 0.0, "val": 0.0, "test": 1.0}
+    if isinstance(spec, Mapping) and not ({"file", "files"} & set(spec)):
+        return check_fractions(spec)
+    if spec == OFFICIAL or (isinstance(spec, Mapping) and {"file", "files"} & set(spec)):
+        return None
+    raise SplitError(
+        f"split {spec!r}: expected fractions {{train, val, test}}, {TEST_ONLY!r}, "
+        f"{OFFICIAL!r}, {{file: subjects.csv}} or {{files: {{train: .., val: .., test: ..}}}}"
+    )
+
+
+def _flatten(value) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    return [str(value)]
+
+
+def read_split_files(spec: Mapping, base: Path) -> dict[str, str]:
+    """Subject -> split from ``{file: csv}`` (columns subject_id, split) or ``{files: {split:
+    json}}`` (a list of subject ids, or of lists of ids as FaceForensics++'s
+    ``[[id1, id2], ...]``); relative paths start at ``base``. A subject listed in two splits
+    is an error."""
+    mapping: dict[str, str] = {}
+
+    def put(subject: str, split: str, where: Path) -> None:
+        if split not in SPLITS:
+            raise SplitError(f"{where}: unknown split {split!r} (expected one of {list(SPLITS)})")
+        if mapping.setdefault(subject, split) != split:
+            raise SplitError(f"{where}: subject {subject!r} in both {mapping[subject]} and {split}")
+
+    if "file" in spec:
+        path = base / str(spec["file"])
+        if not path.is_file():
+            raise SplitError(f"split file not found: {path}")
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+        missing = [c for c in ("subject_id", "split") if c not in table.columns]
+        if missing:
+            raise SplitError(f"split file {path} lacks column(s) {missing}")
+        for subject, split in zip(table["subject_id"].str.strip(), table["split"].str.strip()):
+            put(subject, split, path)
+    for split, name in (spec.get("files") or {}).items():
+        path = base / str(name)
+        if not path.is_file():
+            raise SplitError(f"split file not found: {path}")
+        try:
+            ids = _flatten(json.loads(path.read_text()))
+        except json.JSONDecodeError as err:
+            raise SplitError(f"split file {path} is not JSON: {err}") from None
+        for subject in ids:
+            put(subject, split, path)
+    return mapping
+
+
+def listed_split(df: pd.DataFrame, split: pd.Series) -> tuple[pd.Series, list[str]]:
+    """A split given per row (an official list, a split file) made subject-disjoint
+    (:func:`drop_overlaps`); rows it leaves without a split get the reason."""
+    missing = split.astype(object).fillna("").astype(str) == ""
+    split, reasons = drop_overlaps(split, df)
+    reasons = [NOT_IN_SPLIT if m and not r else r for m, r in zip(missing, reasons)]
+    return split, reasons
+
+
+def split_rows(df: pd.DataFrame, fractions: Mapping[str, float], seed: int) -> pd.Series:
+    """Fractions split by subject where identities a fake links (:func:`linked_subjects`) go
+    together; checked subject-disjoint."""
+    keyed = df.assign(subject_id=linked_subjects(df))
+    split = split_by_subject(keyed, fractions, seed)
+    check_subject_disjoint(df.assign(split=split))
+    return split

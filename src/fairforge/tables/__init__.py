@@ -8,6 +8,7 @@ evaluated on one split (``test`` by default); the validation split only fits thr
   which configured variants can be evaluated.
 - :mod:`.predictions`: the rows of one split, grouped, read one predictions file at a time.
 - :mod:`.detection`: AUC, ACC, AP, EER per detector x dataset x variant, per frame and video.
+- :mod:`.methods`: AUC per forgery method; train-on-method x test-on-method AUC.
 - :mod:`.robustness`: AUC per operation and level, drop from ``clean``, overall score.
 - :mod:`.fairness`: the clean fairness tables, fairness under every variant, permutation
   p-values, per-group thresholds (FairFD Table 5), grayscale (FairFD Table 6).
@@ -26,6 +27,7 @@ from fairforge.tables.detectors import (
     balanced_table,
     balanced_twins,
     detector_settings_table,
+    detector_studies,
     detectors_frame,
     find_twins,
     generalization_table,
@@ -39,9 +41,16 @@ from fairforge.tables.fairness import (
     fairness_under_perturbation,
     grayscale_table,
     pvalue_table,
+    thresholds_from_files,
     thresholds_table,
 )
-from fairforge.tables.forgeries import face_detection_rates, forgery_success_table, rate_cells
+from fairforge.tables.forgeries import (
+    crop_outside_cells,
+    face_detection_rates,
+    forgery_success_table,
+    rate_cells,
+)
+from fairforge.tables.methods import cross_manipulation_table, per_method_table
 from fairforge.tables.predictions import evaluation_rows, table_from_files
 from fairforge.tables.robustness import robustness_table
 from fairforge.tables.variants import (
@@ -59,7 +68,9 @@ __all__ = [
     "GRAYSCALE",
     "balanced_table",
     "balanced_twins",
+    "detector_studies",
     "clean_metric",
+    "cross_manipulation_table",
     "describe_variant",
     "detection_table",
     "detector_settings_table",
@@ -68,6 +79,7 @@ __all__ = [
     "evaluation_rows",
     "exposure_matrix",
     "exposure_summary",
+    "crop_outside_cells",
     "face_detection_rates",
     "fairness_outputs",
     "fairness_under_perturbation",
@@ -77,6 +89,7 @@ __all__ = [
     "grayscale_table",
     "has_video_pipeline",
     "most_exposed_groups",
+    "per_method_table",
     "pvalue_table",
     "rate_cells",
     "robustness_table",
@@ -84,6 +97,7 @@ __all__ = [
     "sorted_variants",
     "split_variants",
     "table_from_files",
+    "thresholds_from_files",
     "thresholds_table",
     "twins_from_frame",
     "variant_sort_key",

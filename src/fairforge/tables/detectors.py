@@ -194,3 +194,27 @@ def generalization_table(
         blocks.append(block.rename_axis("detector").reset_index())
     table = pd.concat(blocks, ignore_index=True)
     return table[["family", "detector", "train_dataset", *datasets, "average"]]
+
+
+def detector_studies(
+    models: Sequence[str],
+    detectors: Sequence[str],
+    fallback: Mapping,
+    train_datasets: Mapping,
+    fairness: pd.DataFrame,
+    detection: pd.DataFrame,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The detectors' settings table, the balanced-training table and the generalization
+    table. ``models``: the checkpoint paths (``.../{detector}/model.pt``); detectors without
+    one (score files) take their settings from ``fallback``, the config."""
+    by_name = {Path(path).parent.name: path for path in models}
+    settings = detector_settings_table(
+        {name: by_name.get(name) for name in detectors},
+        fallback=fallback,
+        train_datasets=train_datasets,
+    )
+    return (
+        detectors_frame(settings),
+        balanced_table(fairness, balanced_twins(settings)),
+        generalization_table(detection, settings),
+    )

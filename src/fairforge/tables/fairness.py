@@ -16,6 +16,7 @@ gets a ``dataset`` column (samples of different datasets can share ids).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -36,7 +37,7 @@ from fairforge.metrics.uncertainty import (
     stats_from_frame,
 )
 from fairforge.perturb import CLEAN
-from fairforge.tables.predictions import evaluation_rows, groups_of
+from fairforge.tables.predictions import evaluation_rows, groups_of, table_from_files
 from fairforge.tables.variants import GRAYSCALE, order_rows, with_variant_info
 
 log = logging.getLogger(__name__)
@@ -316,7 +317,7 @@ def part_groups(preds: pd.DataFrame) -> list[str]:
     return sorted(set(preds["group"].astype(str)))
 
 
-def thresholds_options(metrics: dict) -> dict:
+def thresholds_options(metrics: Mapping) -> dict:
     """Keyword arguments of :func:`thresholds_table` from the config's ``metrics`` block:
     its ``thresholds`` sub-block (approaches, ur_denominator; null falls back to
     ``metrics.ur_denominator``) and the shared conventions."""
@@ -411,3 +412,24 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
             )
         )
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
+
+
+def thresholds_from_files(paths, metrics: Mapping, splits: Sequence[str]) -> pd.DataFrame:
+    """:func:`thresholds_table` over prediction files; per-group thresholds are fitted on the
+    validation split, so without validation predictions the table is a note saying so."""
+    if "val" not in splits:
+        return pd.DataFrame(
+            {
+                "note": [
+                    "no validation predictions (config inference.splits "
+                    "lacks 'val'): per-group thresholds cannot be fitted"
+                ]
+            }
+        )
+    return table_from_files(
+        paths,
+        thresholds_table,
+        **thresholds_options(metrics),
+        fit_split="val",
+        eval_split=metrics["evaluation_split"],
+    )

@@ -70,6 +70,26 @@ def rate_cells(
     return wide.reset_index()
 
 
+def crop_outside_cells(rates: pd.DataFrame) -> pd.DataFrame:
+    """One row per dataset, one column per group (``(all)`` last): the mean share of the
+    aligned crops that lies outside their photo (``outside_fraction`` of
+    :func:`face_detection_rates`), to three decimals; empty where no face was found or the
+    faces manifest predates the column."""
+    if rates.empty or "outside_fraction" not in rates.columns:
+        return pd.DataFrame(columns=["dataset"])
+    frame = rates.assign(
+        cell=[f"{v:.3f}" if pd.notna(v) else "" for v in rates["outside_fraction"]]
+    )
+    groups = sorted(set(frame["group"]) - {"(all)"}) + (
+        ["(all)"] if "(all)" in set(frame["group"]) else []
+    )
+    wide = frame.pivot_table(
+        index="dataset", columns="group", values="cell", aggfunc="first", sort=True
+    ).reindex(columns=groups)
+    wide.columns.name = None
+    return wide.reset_index()
+
+
 def face_detection_rates(paths: Iterable[str | Path]) -> pd.DataFrame:
     """``face_detection_rate.csv`` of every dataset (``results/{dataset}/...``), with a
     ``dataset`` column first."""

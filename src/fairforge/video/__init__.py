@@ -13,6 +13,9 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 """
 
 from fairforge.video.clips import render_clip, synthetic_videos
+
+# Importing the datasets module registers the labelled video adapters (FaceForensics++, ...).
+from fairforge.video.datasets import FF_METHODS
 from fairforge.video.ffmpeg import (
     FFmpegNotFound,
     VideoError,
@@ -59,6 +62,7 @@ __all__ = [
     "clip_keys",
     "degrade_clip",
     "evenly_spaced",
+    "FF_METHODS",
     "extract_frames",
     "ffmpeg_exe",
     "frame_image_id",

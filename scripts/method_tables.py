@@ -1,0 +1,12 @@
+from fairforge.tables import cross_manipulation_table, per_method_table, table_from_files
+from fairforge.workflow import logged
+
+with logged(snakemake.log[0]):
+    m = snakemake.params.metrics
+    per_method = table_from_files(
+        snakemake.input, per_method_table, threshold=m["threshold"], split=m["evaluation_split"]
+    )
+    per_method.to_csv(snakemake.output.per_method, index=False, float_format="%.6g")
+    cross = cross_manipulation_table(per_method, snakemake.params.settings)
+    cross.to_csv(snakemake.output.cross, index=False, float_format="%.6g")
+    print(cross.to_string(index=False))

@@ -1,0 +1,361 @@
+"""Adapters for the papers' labelled video datasets, in their released folder layouts.
+
+Each lists real and fake videos with their label and manipulation method (an approach of the
+fairness metrics) and, for fakes, the identities they were made from; a video is sampled into
+``frames_per_video`` evenly spaced frames, from the video file (decoded into
+``{results}/{dataset}/video_source/frames``, as the ``video`` adapter does) or from a folder
+of frames already extracted under the same name (``000/0000.png`` ...; kept where they are).
+
+- ``faceforensics`` (FaceForensics++): ``original_sequences/youtube/{compression}/videos/
+  000.mp4`` and ``manipulated_sequences/{method}/{compression}/videos/000_003.mp4`` (or
+  ``.../images/000_003/*.png``), ``compression`` raw, c23 or c40; methods Deepfakes,
+  Face2Face, FaceSwap, NeuralTextures, FaceShifter. A fake ``000_003`` is target video 000
+  with the face (or expressions) of 003; its subject is 000. ``split: official`` reads the
+  released ``{train,val,test}.json`` (``[[id1, id2], ...]``) from ``options.splits``
+  (default ``{root}/splits``).
+- ``celebdf`` (Celeb-DF v2): ``Celeb-real/id0_0000.mp4``, ``YouTube-real/00000.mp4``,
+  ``Celeb-synthesis/id0_id16_0000.mp4`` (target id0, face of id16; method
+  ``Celeb-synthesis``); ``split: official`` puts the videos of ``List_of_testing_videos.txt``
+  in test and the others in train.
+
+Neither dataset ships demographic labels: ``options.attributes`` names a csv with an ``id``
+column (a video id as the dataset names it: ``000``, ``000_003``, ``id0_0000``) and attribute
+columns; a fake without its own row takes its target's. Without it every video has
+``group: all``. A listed video that is missing or unreadable stays as a row with ``ok=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fairforge.columns import LABEL_COLUMNS, VIDEO_LISTING_COLUMNS
+from fairforge.sources.base import (
+    ADAPTERS,
+    REAL_METHOD,
+    SourceError,
+    configured_root,
+    iter_images,
+    labelled_row,
+    listing_row,
+)
+from fairforge.video.frames import (
+    DEFAULT_FRAMES_PER_VIDEO,
+    VideoSource,
+    frame_image_id,
+    frame_listing,
+)
+
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
+UNANNOTATED = {"group": "all"}
+
+
+def read_attributes(path: str | Path | None, base: Path) -> dict[str, dict]:
+    """Video id -> attributes from a csv with an ``id`` column (relative to ``base``)."""
+    if not path:
+        return {}
+    csv = Path(path) if Path(path).is_absolute() else base / path
+    if not csv.is_file():
+        raise SourceError(f"attributes csv not found: {csv}")
+    table = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    if "id" not in table.columns:
+        raise SourceError(
+            f"attributes csv {csv} lacks an 'id' column; it has {list(table.columns)}"
+        )
+    return {
+        rec.pop("id").strip(): {k: v.strip() for k, v in rec.items()}
+        for rec in table.to_dict("records")
+    }
+
+
+def find_items(folder: Path) -> dict[str, Path]:
+    """Name -> video file or frame folder in ``folder`` (a frame folder wins over a video of
+    the same name, since its frames are what the user extracted)."""
+    items: dict[str, Path] = {}
+    if not folder.is_dir():
+        return items
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES:
+            items.setdefault(p.stem, p)
+        elif p.is_dir():
+            items[p.name] = p
+    return items
+
+
+def even_indices(n_available: int, n: int) -> list[int]:
+    """``n`` evenly spaced indices of ``range(n_available)``, first and last included."""
+    if n_available <= n:
+        return list(range(n_available))
+    return sorted({int(round(x)) for x in np.linspace(0, n_available - 1, n)})
+
+
+def labelled_video_listing(
+    videos: pd.DataFrame, root: Path, frames_per_video: int, workers: int | None = None
+) -> pd.DataFrame:
+    """Frame rows of ``videos`` (video_id, path, subject_id, attributes, label, method,
+    source_subject, target_subject, ok, reason): files are decoded into ``root/frames``, frame
+    folders sampled in place; label columns follow each frame."""
+    labels = videos.set_index("video_id")[list(LABEL_COLUMNS)]
+    is_folder = [Path(p).is_dir() for p in videos["path"]]
+    parts = []
+    files = videos.loc[[not f for f in is_folder]]
+    if len(files):
+        parts.append(frame_listing(files, root, n_frames=frames_per_video, workers=workers))
+    rows = []
+    for rec in videos.loc[is_folder].to_dict("records"):
+        frames = iter_images(Path(rec["path"]))
+        video_id, subject = rec["video_id"], rec["subject_id"]
+        if not frames or not rec["ok"]:
+            reason = rec["reason"] or f"no frames in {rec['path']}"
+            row = listing_row(video_id, rec["path"], subject, rec["attributes"], False, reason)
+            rows.append({**row, "video_id": video_id, "frame_index": -1})
+            continue
+        for i in even_indices(len(frames), frames_per_video):
+            row = listing_row(
+                frame_image_id(video_id, i), frames[i].as_posix(), subject, rec["attributes"]
+            )
+            rows.append({**row, "video_id": video_id, "frame_index": i})
+    if rows:
+        parts.append(pd.DataFrame(rows, columns=list(VIDEO_LISTING_COLUMNS)))
+    listing = pd.concat(parts, ignore_index=True) if parts else None
+    if listing is None or listing.empty:
+        raise SourceError(f"no videos or frame folders found for {root}")
+    listing = listing.join(labels, on="video_id")
+    listing["label"] = listing["label"].astype("int64")
+    listing["frame_index"] = listing["frame_index"].astype("int64")
+    return listing.sort_values("image_id", kind="mergesort").reset_index(drop=True)
+
+
+def video_row(
+    video_id: str,
+    path: Path | None,
+    subject: str,
+    attributes: Mapping,
+    label: int,
+    method: str = REAL_METHOD,
+    source: str = "",
+    target: str = "",
+    reason: str = "",
+) -> dict:
+    row = {
+        "video_id": video_id,
+        "path": str(path) if path is not None else "",
+        "subject_id": subject,
+        "attributes": dict(attributes),
+        "ok": path is not None and not reason,
+        "reason": reason or ("" if path is not None else "video not found"),
+    }
+    return labelled_row(row, label, method, source, target)
+
+
+class LabelledVideoDataset(VideoSource):
+    """What the labelled video datasets share: the dataset folder is ``options.folder``
+    (default: the config's ``root``), frames are written under the workflow's results."""
+
+    default_group_by = ("group",)
+
+    def listing_options(self, name: str, dataset_cfg: Mapping) -> dict:
+        options = dict(dataset_cfg.get("options") or {})
+        options.setdefault("folder", str(configured_root(name, dataset_cfg)))
+        return options
+
+    def videos(self, dataset: Path, **options) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def count_items(self, name: str, dataset_cfg: Mapping) -> int:
+        options = self.listing_options(name, dataset_cfg)
+        n = int(options.pop("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
+        options.pop("workers", None)
+        return len(self.videos(Path(options.pop("folder")), **options)) * n
+
+    def list(
+        self,
+        root: Path,
+        *,
+        seed: int = 0,
+        folder: str | Path | None = None,
+        frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
+        workers: int | None = None,
+        **options,
+    ) -> pd.DataFrame:
+        videos = self.videos(Path(folder) if folder is not None else Path(root), **options)
+        return labelled_video_listing(videos, Path(root), int(frames_per_video), workers)
+
+
+def attributes_for(annotations: Mapping[str, dict], own: str, target: str) -> dict:
+    if not annotations:
+        return dict(UNANNOTATED)
+    return dict(annotations.get(own) or annotations.get(target) or {})
+
+
+# ------------------------------------------------------------------------- FaceForensics++
+
+FF_METHODS = ("Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures", "FaceShifter")
+FF_COMPRESSIONS = ("raw", "c23", "c40")
+FF_SPLITS = ("train", "val", "test")
+_FF_FAKE = re.compile(r"^(\d+)_(\d+)$")
+
+
+def ff_folder(dataset: Path, kind: str, compression: str) -> dict[str, Path]:
+    """Items of one FaceForensics++ sequence folder: its ``images`` frame folders over its
+    ``videos`` files."""
+    base = dataset / kind / compression
+    return {**find_items(base / "videos"), **find_items(base / "images")}
+
+
+@ADAPTERS.register("faceforensics")
+class FaceForensics(LabelledVideoDataset):
+    """FaceForensics++ in its released layout (module docstring); options ``compression``
+    (raw | c23 | c40, default c23), ``methods`` (default all five present), ``attributes``,
+    ``splits``, ``frames_per_video``."""
+
+    def videos(
+        self,
+        dataset: Path,
+        *,
+        compression: str = "c23",
+        methods: Sequence[str] | None = None,
+        attributes: str | None = None,
+        splits: str | None = None,
+    ) -> pd.DataFrame:
+        if compression not in FF_COMPRESSIONS:
+            raise SourceError(
+                f"FaceForensics++ compression {compression!r}: expected one of {FF_COMPRESSIONS}"
+            )
+        reals = ff_folder(dataset, "original_sequences/youtube", compression)
+        if not reals:
+            raise SourceError(
+                f"no FaceForensics++ originals under {dataset}/original_sequences/youtube/"
+                f"{compression}/(videos|images)"
+            )
+        wanted = list(methods) if methods is not None else list(FF_METHODS)
+        unknown = sorted(set(wanted) - set(FF_METHODS))
+        if unknown:
+            raise SourceError(f"unknown FaceForensics++ method(s) {unknown}; known: {FF_METHODS}")
+        notes = read_attributes(attributes, dataset)
+        rows = [
+            video_row(f"youtube_{vid}", path, vid, attributes_for(notes, vid, vid), 0)
+            for vid, path in reals.items()
+        ]
+        for method in wanted:
+            fakes = ff_folder(dataset, f"manipulated_sequences/{method}", compression)
+            if not fakes and methods is not None:
+                raise SourceError(
+                    f"FaceForensics++ method {method} not found under "
+                    f"{dataset}/manipulated_sequences/{method}/{compression}"
+                )
+            for vid, path in fakes.items():
+                m = _FF_FAKE.match(vid)
+                target, source = (m.group(1), m.group(2)) if m else (vid, "")
+                reason = "" if m else "fake name is not {target}_{source}"
+                rows.append(
+                    video_row(
+                        f"{method}_{vid}",
+                        path,
+                        target,
+                        attributes_for(notes, vid, target),
+                        1,
+                        method,
+                        source,
+                        target,
+                        reason,
+                    )
+                )
+        return pd.DataFrame(rows)
+
+    def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
+        return list((dataset_cfg.get("options") or {}).get("methods") or FF_METHODS)
+
+    def official_split(self, listing: pd.DataFrame, root: Path, **options) -> pd.Series:
+        dataset = Path(options.get("folder") or root)
+        folder = options.get("splits") or "splits"
+        folder = Path(folder) if Path(folder).is_absolute() else dataset / folder
+        owner: dict[str, str] = {}
+        for split in FF_SPLITS:
+            path = folder / f"{split}.json"
+            if not path.is_file():
+                raise SourceError(f"FaceForensics++ split file not found: {path}")
+            # [[id1, id2], ...], ids as strings ('000'): read as JSON, never as numbers.
+            for pair in json.loads(path.read_text()):
+                for vid in pair if isinstance(pair, list) else [pair]:
+                    owner[str(vid)] = split
+        return listing["subject_id"].astype(str).map(owner).fillna("").astype(object)
+
+
+# --------------------------------------------------------------------------- Celeb-DF v2
+
+CELEBDF_METHOD = "Celeb-synthesis"
+CELEBDF_TEST_LIST = "List_of_testing_videos.txt"
+_CELEB_REAL = re.compile(r"^(id\d+)_\d+$")
+_CELEB_FAKE = re.compile(r"^(id\d+)_(id\d+)_\d+$")
+
+
+@ADAPTERS.register("celebdf")
+class CelebDF(LabelledVideoDataset):
+    """Celeb-DF v2 in its released layout (module docstring); options ``attributes``,
+    ``test_list`` (default List_of_testing_videos.txt), ``frames_per_video``."""
+
+    def videos(
+        self, dataset: Path, *, attributes: str | None = None, test_list: str | None = None
+    ) -> pd.DataFrame:
+        notes = read_attributes(attributes, dataset)
+        rows = []
+        for folder in ("Celeb-real", "YouTube-real", "Celeb-synthesis"):
+            for vid, path in find_items(dataset / folder).items():
+                if folder == "YouTube-real":
+                    subject = f"youtube_{vid}"
+                    rows.append(
+                        video_row(
+                            f"{folder}_{vid}", path, subject, attributes_for(notes, vid, vid), 0
+                        )
+                    )
+                    continue
+                pattern = _CELEB_REAL if folder == "Celeb-real" else _CELEB_FAKE
+                m = pattern.match(vid)
+                reason = "" if m else f"unexpected {folder} name {vid!r}"
+                target = m.group(1) if m else vid
+                source = m.group(2) if m and folder == "Celeb-synthesis" else ""
+                label, method = (
+                    (1, CELEBDF_METHOD) if folder == "Celeb-synthesis" else (0, REAL_METHOD)
+                )
+                rows.append(
+                    video_row(
+                        f"{folder}_{vid}",
+                        path,
+                        target,
+                        attributes_for(notes, vid, target),
+                        label,
+                        method,
+                        source,
+                        target if label else "",
+                        reason,
+                    )
+                )
+        if not rows:
+            raise SourceError(
+                f"no Celeb-DF folders (Celeb-real, YouTube-real, Celeb-synthesis) under {dataset}"
+            )
+        return pd.DataFrame(rows)
+
+    def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
+        return [CELEBDF_METHOD]
+
+    def official_split(self, listing: pd.DataFrame, root: Path, **options) -> pd.Series:
+        dataset = Path(options.get("folder") or root)
+        path = dataset / (options.get("test_list") or CELEBDF_TEST_LIST)
+        if not path.is_file():
+            raise SourceError(f"Celeb-DF test list not found: {path}")
+        tested = set()
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if parts:
+                rel = Path(parts[-1])
+                tested.add(f"{rel.parent.name}_{rel.stem}")
+        return listing["video_id"].map(lambda v: "test" if v in tested else "train").astype(object)

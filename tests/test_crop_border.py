@@ -1,0 +1,113 @@
+"""Crops from any framing: a tightly framed real photograph, its crop's border fill, and the
+share of the crop that lies outside the photo, per row and per group in the report.
+
+The photograph is the Grace Hopper portrait matplotlib ships as sample data, cut to the face
+box dlib finds in it, as UTKFace's chips and FairFace's padded images are cut.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib import cbook
+
+from fairforge.columns import FACES_COLUMNS
+from fairforge.faces import detect_and_align, detection_rate_by_group, process_faces
+from fairforge.faces.align import BORDERS, outside_fraction, warp_crop
+from fairforge.images import load_image, write_image
+from fairforge.tables import crop_outside_cells
+
+CROP = 128
+
+
+@pytest.fixture(scope="module")
+def photo() -> np.ndarray:
+    return load_image(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False))
+
+
+@pytest.fixture(scope="module")
+def tight(photo) -> np.ndarray:
+    """The photo cut to the detector's face box: the 0.25 margin reaches past every edge."""
+    x0, y0, x1, y1 = detect_and_align(photo, crop_size=CROP).bbox
+    return np.ascontiguousarray(photo[y0:y1, x0:x1])
+
+
+def black_share(crop: np.ndarray) -> float:
+    return float((crop == 0).all(axis=2).mean())
+
+
+def test_a_tight_photo_is_filled_without_a_black_band(photo, tight):
+    roomy = detect_and_align(photo, crop_size=CROP)
+    assert roomy.ok and roomy.outside_fraction == 0.0
+
+    results = {b: detect_and_align(tight, crop_size=CROP, border=b) for b in BORDERS}
+    assert all(r.ok for r in results.values())
+    share = results["constant"].outside_fraction
+    # Most of the crop lies outside this photo, whatever fills it.
+    assert share > 0.5
+    assert {r.outside_fraction for r in results.values()} == {share}
+    # Black fills that share; replication and reflection leave no black pixel.
+    assert black_share(results["constant"].crop) == pytest.approx(share, abs=0.02)
+    assert black_share(results["replicate"].crop) == 0.0
+    assert black_share(results["reflect"].crop) == 0.0
+    # Only the fill differs: the face, its landmarks and the crop's pixels inside the photo.
+    for border in ("replicate", "reflect"):
+        np.testing.assert_array_equal(results[border].landmarks, results["constant"].landmarks)
+    # Pixels a full pixel away from the photo's edge (bilinear weights reach one pixel).
+    inside = warp_crop(np.full_like(tight, 255), results["constant"].matrix, CROP)
+    core = cv2.erode((inside == 255).all(axis=2).astype(np.uint8), np.ones((3, 3))) > 0
+    assert core.mean() > 0.2
+    for border in ("replicate", "reflect"):
+        np.testing.assert_array_equal(
+            results[border].crop[core], results["constant"].crop[core], border
+        )
+
+
+def test_outside_fraction_is_the_share_of_crop_pixels_past_the_edges():
+    identity = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    assert outside_fraction(identity, (10, 10, 3), 20) == pytest.approx(0.75)
+    assert outside_fraction(identity, (40, 40, 3), 20) == 0.0
+    shifted = np.array([[1.0, 0.0, -5.0], [0.0, 1.0, 0.0]])  # crop x = image x - 5
+    assert outside_fraction(shifted, (20, 20, 3), 20) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="unknown border"):
+        warp_crop(np.zeros((4, 4, 3), np.uint8), identity, 4, border="wrap")
+
+
+def test_faces_rows_and_the_report_give_the_share_per_group(photo, tight, tmp_path):
+    write_image(tmp_path / "roomy.png", photo)
+    write_image(tmp_path / "tight.png", tight)
+    write_image(tmp_path / "blank.png", np.zeros((80, 80, 3), np.uint8))
+    sources = pd.DataFrame(
+        {
+            "image_id": ["roomy", "tight", "blank"],
+            "path": ["roomy.png", "tight.png", "blank.png"],
+            "group": ["far", "near", "near"],
+            "ok": True,
+            "reason": "",
+        }
+    )
+    faces = process_faces(sources, tmp_path, tmp_path / "out", crop_size=CROP, border="replicate")
+    assert list(faces.columns) == list(FACES_COLUMNS)
+    assert FACES_COLUMNS[-1] == "outside_fraction"  # last, so older readers keep working
+    share = dict(zip(faces["image_id"], faces["outside_fraction"]))
+    assert share["roomy"] == 0.0 and share["tight"] > 0.5 and math.isnan(share["blank"])
+    crop = load_image(tmp_path / "out" / faces.set_index("image_id").loc["tight", "crop_path"])
+    assert black_share(crop) == 0.0
+
+    rates = detection_rate_by_group(sources, faces).set_index("group")
+    # The mean over the faces found: the blank image found none and does not count.
+    assert rates.loc["near", "outside_fraction"] == pytest.approx(share["tight"])
+    assert rates.loc["far", "outside_fraction"] == 0.0
+    assert rates.loc["(all)", "outside_fraction"] == pytest.approx(share["tight"] / 2)
+    # A faces manifest written before the column existed still gives a table.
+    old = detection_rate_by_group(sources, faces.drop(columns="outside_fraction"))
+    assert old["outside_fraction"].isna().all() and list(old["rate"]) == list(rates["rate"])
+
+    cells = crop_outside_cells(rates.reset_index().assign(dataset="hopper"))
+    assert list(cells.columns) == ["dataset", "far", "near", "(all)"]
+    assert cells.iloc[0]["far"] == "0.000"
+    assert cells.iloc[0]["near"] == f"{share['tight']:.3f}"

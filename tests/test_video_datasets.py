@@ -1,0 +1,186 @@
+"""FaceForensics++ and Celeb-DF v2 adapters on fixture trees in their released layouts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import fairforge.video  # noqa: F401  (registers the video adapters)
+from fairforge.config import validate_config
+from fairforge.sources import SourceError, build_sources, check_subject_disjoint, get_adapter
+from snakemake_run import snakemake
+from test_sources import write_jpeg
+
+IDS = ["000", "001", "002", "003", "004", "005"]
+PAIRS = {"train": [["000", "001"]], "val": [["002", "003"]], "test": [["004", "005"]]}
+
+
+def faceforensics_tree(root: Path, compression: str = "c23", frames: int = 5) -> Path:
+    """Frames as FaceForensics++'s extraction script writes them, tiny images."""
+
+    def frames_of(folder: Path, seed: int) -> None:
+        for i in range(frames):
+            write_jpeg(folder / f"{i:04d}.png", 24, 20, seed=seed + i)
+
+    for k, vid in enumerate(IDS):
+        frames_of(root / f"original_sequences/youtube/{compression}/images/{vid}", 10 * k)
+    for m, method in enumerate(("Deepfakes", "NeuralTextures")):
+        for pair in (p for v in PAIRS.values() for p in v):
+            for a, b in (pair, pair[::-1]):
+                folder = root / f"manipulated_sequences/{method}/{compression}/images/{a}_{b}"
+                frames_of(folder, 1000 * (m + 1) + int(a))
+    (root / "splits").mkdir(parents=True)
+    for split, pairs in PAIRS.items():
+        (root / "splits" / f"{split}.json").write_text(json.dumps(pairs))
+    pd.DataFrame(
+        {"id": IDS, "race": ["A", "B"] * 3, "gender": ["f", "f", "m", "m", "f", "m"]}
+    ).to_csv(root / "ff_attributes.csv", index=False)
+    return root
+
+
+def test_faceforensics_layout_labels_methods_and_official_split(tmp_path: Path):
+    ff = faceforensics_tree(tmp_path / "FF")
+    out = tmp_path / "results" / "ff" / "video_source"
+    df = build_sources(
+        "faceforensics",
+        out,
+        "ff",
+        group_by=["race"],
+        split="official",
+        folder=str(ff),
+        frames_per_video=3,
+        attributes="ff_attributes.csv",
+    )
+    assert df["ok"].all(), df["reason"].unique()
+    assert len(df) == (6 + 2 * 6) * 3
+    assert df.groupby("method").size().to_dict() == {
+        "Deepfakes": 18,
+        "NeuralTextures": 18,
+        "real": 18,
+    }
+    fake = df[df["video_id"] == "Deepfakes_000_001"].iloc[0]
+    assert (fake["label"], fake["subject_id"], fake["source_subject"], fake["target_subject"]) == (
+        1,
+        "000",
+        "001",
+        "000",
+    )
+    # A fake takes its target's attributes; frames are sampled evenly (first and last).
+    assert fake["group"] == "A" and sorted(set(df["frame_index"])) == [0, 2, 4]
+    assert df.set_index("video_id").loc["youtube_004", "split"].unique().tolist() == ["test"]
+    assert df.set_index("video_id").loc["NeuralTextures_003_002", "split"].unique().tolist() == [
+        "val"
+    ]
+    check_subject_disjoint(df)
+    assert Path(fake["path"]).is_file()
+
+    # The adapter plans without decoding and names what the detectors may train on.
+    cfg = {"adapter": "faceforensics", "root": str(ff), "options": {"frames_per_video": 3}}
+    assert get_adapter("faceforensics").count_items("ff", cfg) == 18 * 3
+    config = validate_config(
+        {
+            "datasets": {"ff": {**cfg, "split": "official", "forgery": False}},
+            "detectors": {"x": {"arch": "meso4", "train_methods": ["Deepfakes"]}},
+        }
+    )
+    assert config["datasets"]["ff"]["split"] == "official"
+
+
+def test_faceforensics_compression_and_missing_method_are_named(tmp_path: Path):
+    ff = faceforensics_tree(tmp_path / "FF", compression="c40")
+    with pytest.raises(SourceError, match="compression 'c50'"):
+        build_sources("faceforensics", tmp_path / "o", "ff", folder=str(ff), compression="c50")
+    with pytest.raises(SourceError, match="originals under"):
+        build_sources("faceforensics", tmp_path / "o", "ff", folder=str(ff), compression="c23")
+    with pytest.raises(SourceError, match="FaceShifter not found"):
+        build_sources(
+            "faceforensics",
+            tmp_path / "o",
+            "ff",
+            folder=str(ff),
+            compression="c40",
+            methods=["FaceShifter"],
+        )
+
+
+def write_video(path: Path, seed: int, frames: int = 6, size: int = 32) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10, (size, size))
+    rng = np.random.default_rng(seed)
+    for _ in range(frames):
+        writer.write(rng.integers(0, 256, (size, size, 3), dtype=np.uint8))
+    writer.release()
+
+
+def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
+    cd = tmp_path / "Celeb-DF-v2"
+    for i, name in enumerate(["id0_0000", "id1_0000", "id2_0000", "id3_0000"]):
+        write_video(cd / "Celeb-real" / f"{name}.mp4", i)
+    for i, name in enumerate(["00000", "00001"]):
+        write_video(cd / "YouTube-real" / f"{name}.mp4", 10 + i)
+    for i, name in enumerate(["id0_id1_0000", "id2_id3_0000", "id3_id2_0000"]):
+        write_video(cd / "Celeb-synthesis" / f"{name}.mp4", 20 + i)
+    (cd / "Celeb-synthesis" / "id9_0001.mp4").write_bytes(b"")  # a misnamed, empty file
+    (cd / "List_of_testing_videos.txt").write_text(
+        "1 Celeb-real/id2_0000.mp4\n0 Celeb-synthesis/id2_id3_0000.mp4\n1 YouTube-real/00001.mp4\n"
+    )
+    out = tmp_path / "results" / "cd" / "video_source"
+    df = build_sources("celebdf", out, "cd", split="official", folder=str(cd), frames_per_video=2)
+    by_video = df.drop_duplicates("video_id").set_index("video_id")
+    assert by_video.loc[
+        "Celeb-synthesis_id0_id1_0000", ["label", "method", "source_subject"]
+    ].tolist() == [
+        1,
+        "Celeb-synthesis",
+        "id1",
+    ]
+    assert by_video.loc["Celeb-real_id2_0000", "split"] == "test"
+    assert by_video.loc["YouTube-real_00001", "split"] == "test"
+    assert by_video.loc["Celeb-real_id0_0000", "split"] == "train"
+    # id3 appears in the test fake id2_id3: its train videos are kept, unusable, with why.
+    assert by_video.loc["Celeb-real_id3_0000", "reason"] == "subject also in the test split"
+    assert not by_video.loc["Celeb-real_id3_0000", "ok"]
+    bad = by_video.loc["Celeb-synthesis_id9_0001"]
+    assert not bad["ok"] and "unexpected Celeb-synthesis name" in bad["reason"]
+    ok = df[df["ok"]]
+    check_subject_disjoint(ok)
+    assert (ok.groupby("video_id").size() == 2).all()
+    assert get_adapter("celebdf").imported_methods("cd", {}) == ["Celeb-synthesis"]
+
+
+def test_faceforensics_dataset_plans_in_the_workflow(repo_root, tmp_path: Path):
+    """FF++ (official split, its own fakes, no generated ones) next to a test-only Celeb-DF
+    plans to the per-method and cross-manipulation tables."""
+    ff = faceforensics_tree(tmp_path / "FF")
+    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["datasets"] = {
+        "ffpp": {
+            "adapter": "faceforensics",
+            "root": str(ff),
+            "group_by": ["race"],
+            "split": "official",
+            "forgery": False,
+            "options": {
+                "compression": "c23",
+                "frames_per_video": 3,
+                "attributes": "ff_attributes.csv",
+            },
+        }
+    }
+    config["forgery"]["methods"] = ["faceswap"]
+    config["training"]["train_methods"] = ["Deepfakes"]
+    config["variants"] = ["clean"]
+    config["ranking"] = {"enabled": False}
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    plan = snakemake(repo_root, workdir, "-n", "--cores", "1", "results/cross_manipulation.csv")
+    out = plan.stdout + plan.stderr
+    assert "method_tables" in out and "train" in out
+    assert "forgery_shard" not in out and "pairs" not in out
