@@ -178,7 +178,7 @@ def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
         "Fairness on clean test data",
         caption_html("fairness_table"),
         _p(
-            "Cells read: value [95 % BCa subject-bootstrap interval] "
+            "Cells read: value [95 % basic subject-bootstrap interval, floored at 0] "
             "p=permutation p-value (gaps only).",
             "note",
         ),
