@@ -537,3 +537,26 @@ def test_undefined_metrics_get_a_line_in_the_report():
     assert undefined_metrics_lines(fairness) == [
         "d: AADPD, AADEO: det: computed without the empty cell(s) (real, g3)."
     ]
+
+
+def test_paired_comparisons_view_with_one_detector_is_empty(tmp_path):
+    from fairforge.report.views import paired_comparisons
+
+    # as read back from a csv of one detector: detector_b is all empty, so float NaN
+    one = pd.DataFrame(
+        {
+            "dataset": ["d"],
+            "test": ["chance"],
+            "detector": ["det"],
+            "detector_b": [np.nan],
+            "metric": ["AADPD"],
+            "value": [0.1],
+            "ci_low": [np.nan],
+            "ci_high": [np.nan],
+            "p_value": [0.01],
+            "p_holm": [0.02],
+            "n_perm": [100],
+        }
+    )
+    one.to_csv(tmp_path / "p.csv", index=False)
+    assert paired_comparisons(pd.read_csv(tmp_path / "p.csv")).empty

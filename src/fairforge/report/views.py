@@ -161,11 +161,13 @@ def paired_comparisons(pvalues: pd.DataFrame) -> pd.DataFrame:
     if pvalues.empty or "test" not in pvalues.columns:
         return pd.DataFrame()
     paired = pvalues.loc[(pvalues["test"] == "paired") & pvalues["p_holm"].notna()]
+    if paired.empty:  # one detector: nothing to compare
+        return pd.DataFrame()
     return pd.DataFrame(
         {
             "dataset": paired["dataset"],
             "metric": paired["metric"],
-            "comparison": paired["detector"] + " − " + paired["detector_b"],
+            "comparison": paired["detector"].astype(str) + " − " + paired["detector_b"].astype(str),
             "difference": [
                 f"{format_number(v)} [{format_number(lo)}, {format_number(hi)}]"
                 for v, lo, hi in zip(paired["value"], paired["ci_low"], paired["ci_high"])
