@@ -4,7 +4,12 @@ from fairforge.workflow import logged
 with logged(snakemake.log[0]):
     m = snakemake.params.metrics
     detection = table_from_files(
-        snakemake.input, detection_table, threshold=m["threshold"], split=m["evaluation_split"]
+        snakemake.input,
+        detection_table,
+        threshold=m["threshold"],
+        split=m["evaluation_split"],
+        threshold_rule=m["threshold_rule"],
+        eer=m["eer"],
     )
     detection.to_csv(snakemake.output.detection, index=False, float_format="%.6g")
     robustness = robustness_table(detection)

@@ -10,6 +10,8 @@ with logged(snakemake.log[0]):
         preds,
         threshold=m["threshold"],
         ur_denominator=m["ur_denominator"],
+        threshold_rule=m["threshold_rule"],
+        eer=m["eer"],
         bootstrap=m["bootstrap"],
         seed=snakemake.params.seed,
     )

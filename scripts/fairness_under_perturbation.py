@@ -8,6 +8,8 @@ with logged(snakemake.log[0]):
         fairness_under_perturbation,
         threshold=m["threshold"],
         ur_denominator=m["ur_denominator"],
+        threshold_rule=m["threshold_rule"],
+        eer=m["eer"],
         split=m["evaluation_split"],
     )
     table.to_csv(snakemake.output.table, index=False, float_format="%.6g")

@@ -33,16 +33,69 @@ def test_visibility_and_exposure_all_identities_by_hand():
     assert exp[1] > exp[0] > exp[2]
 
 
-def test_false_positive_convention_skips_the_probe_identity_by_hand():
-    # without their own identities: probe 0 sees 3, 1, 5 (b, a, c); probe 1 sees 3, 5, 2 (b, c, a)
+def test_false_positive_convention_drops_the_probe_identity_without_renumbering():
+    # probe 0's own identity holds position 1 of [0, 3, 1]: that weight is dropped and 3, 1
+    # keep positions 2, 3 (b, a); probe 1's own identity holds position 2 of [3, 4, 5]:
+    # 3 keeps position 1 (b), 5 keeps position 3 (c); the fourth column is never pulled in
     vis = xm.visibility(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "false_positive")
-    np.testing.assert_allclose(vis, [1 / 3, 1 / 3, 1 / 3])
+    np.testing.assert_allclose(vis, [1 / 6, 2 / 6, 1 / 6])
     exp = xm.exposure(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "false_positive")
-    np.testing.assert_allclose(exp, [(D2 + D3) / (2 * O), 2 * D1 / (2 * O), (D3 + D2) / (2 * O)])
-    eff = xm.effective_rankings(R, 3, PROBE_ID, "false_positive")
-    np.testing.assert_array_equal(eff, [[3, 1, 5], [3, 5, 2]])
-    with pytest.raises(ValueError, match="k\\+1"):
-        xm.visibility(R[:, :3], GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "false_positive")
+    np.testing.assert_allclose(exp, [D3 / (2 * O), (D2 + D1) / (2 * O), D3 / (2 * O)])
+    top, counted = xm.effective_rankings(R, 3, PROBE_ID, "false_positive")
+    np.testing.assert_array_equal(top, R[:, :3])
+    np.testing.assert_array_equal(counted, [[False, True, True], [True, False, True]])
+    # k columns are enough: the (k+1)-th identity plays no part
+    np.testing.assert_allclose(
+        xm.exposure(R[:, :3], GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "false_positive"), exp
+    )
+    with pytest.raises(ValueError, match="probe_identity"):
+        xm.visibility(R, GALLERY_GROUPS, GROUPS, 3, None, "false_positive")
+
+
+def test_worked_example_of_the_paper_convention():
+    # docs/metrics.md section 9: k = 3, gallery groups A,B,A,C,B,C for identities 0..5,
+    # rankings [0,1,2], [1,3,5], [5,1,2] for probes of identities 0, 3, 4
+    gallery = np.array(["A", "B", "A", "C", "B", "C"], dtype=object)
+    rankings = np.array([[0, 1, 2], [1, 3, 5], [5, 1, 2]])
+    probes = np.array([0, 3, 4])
+    groups = ["A", "B", "C"]
+    o = 1 + 1 / math.log2(3) + 1 / 2
+    exp = xm.exposure(rankings, gallery, groups, 3, probes, "false_positive")
+    np.testing.assert_allclose(exp, [0.1564, 0.3538, 0.2346], atol=5e-5)
+    # by hand: A holds position 3 in rankings 1 and 3; B positions 2, 1, 2; C positions 3, 1
+    d2 = 1 / math.log2(3)
+    np.testing.assert_allclose(
+        exp, [(0.5 + 0.5) / (3 * o), (d2 + 1 + d2) / (3 * o), (0.5 + 1) / (3 * o)]
+    )
+    vis = xm.visibility(rankings, gallery, groups, 3, probes, "false_positive")
+    np.testing.assert_allclose(vis, [2 / 9, 3 / 9, 2 / 9])
+    assert vis.sum() == pytest.approx(7 / 9)  # 7 false positives among 3 x 3 positions
+    # the conditional means of the paper's figures: only rankings in which a group appears
+    per_exp = xm.per_ranking_exposure(
+        rankings, gallery, groups, 3, probes, "false_positive", np.nan
+    )
+    per_vis = xm.per_ranking_visibility(
+        rankings, gallery, groups, 3, probes, "false_positive", np.nan
+    )
+    np.testing.assert_allclose(
+        xm.conditional_means(per_exp), [0.5 / o, (d2 + 1 + d2) / (3 * o), (0.5 + 1) / (2 * o)]
+    )
+    np.testing.assert_allclose(xm.conditional_means(per_vis), [1 / 3, 1 / 3, 1 / 3])
+    # the all convention on the same rankings sums to 1 and differs
+    all_exp = xm.exposure(rankings, gallery, groups, 3, probes, "all")
+    assert all_exp.sum() == pytest.approx(1.0)
+    assert not np.allclose(all_exp, exp)
+
+
+def test_holm_adjustment_by_hand():
+    from fairforge.metrics.multiplicity import holm_adjust
+
+    # sorted 0.01, 0.02, 0.04 (m = 3): 0.03, 0.04, 0.04 (running max); NaN not counted
+    np.testing.assert_allclose(
+        holm_adjust([0.04, 0.01, np.nan, 0.02]), [0.04, 0.03, np.nan, 0.04], equal_nan=True
+    )
+    np.testing.assert_allclose(holm_adjust([0.5, 0.9]), [1.0, 1.0])
+    assert holm_adjust([]).size == 0
 
 
 def test_disparities_and_per_probe_group_matrix_by_hand():
@@ -67,22 +120,32 @@ def test_hit_ratio_on_a_known_case():
     np.testing.assert_allclose(xm.hit_ratio_curve(absent, np.array([0, 4]), [1, 2]), [0, 0.5])
 
 
-@pytest.mark.parametrize("convention", xm.CONVENTIONS)
-def test_visibility_and_exposure_sum_to_one_when_every_position_counts(convention):
+def test_visibility_and_exposure_sum_to_one_or_to_the_false_positive_share():
     rng = rng_for(1, "exposure-sum")
     n_gallery, k = 40, 10
     gallery_groups = rng.choice(np.array(["g1", "g2", "g3", "g4"], dtype=object), n_gallery)
-    R = np.stack([rng.permutation(n_gallery)[: k + 1] for _ in range(50)])
-    probe_id = rng.integers(0, n_gallery, 50)
+    R = np.stack([rng.permutation(n_gallery)[:k] for _ in range(50)])
+    probe_id = np.where(rng.random(50) < 0.5, R[:, 3], rng.integers(0, n_gallery, 50))
     groups = ["g1", "g2", "g3", "g4"]
-    for fn in (xm.per_ranking_visibility, xm.per_ranking_exposure):
-        per = fn(R, gallery_groups, groups, k, probe_id, convention)
-        np.testing.assert_allclose(per.sum(axis=1), 1.0)
-        # a group left out of the report takes positions but counts for nobody
-        partial = fn(R, gallery_groups, groups[:3], k, probe_id, convention)
-        np.testing.assert_allclose(partial, per[:, :3])
-    total = xm.exposure(R, gallery_groups, groups, k, probe_id, convention).sum()
-    assert total == pytest.approx(1.0)
+    discounts = xm.position_discounts(k)
+    is_self = R == probe_id[:, None]
+    assert is_self.any()
+    expected = {
+        "all": (np.ones(50), np.ones(50)),
+        "false_positive": (
+            1 - is_self.mean(axis=1),
+            1 - (is_self * discounts).sum(1) / discounts.sum(),
+        ),
+    }
+    for convention in xm.CONVENTIONS:
+        for fn, want in zip(
+            (xm.per_ranking_visibility, xm.per_ranking_exposure), expected[convention]
+        ):
+            per = fn(R, gallery_groups, groups, k, probe_id, convention)
+            np.testing.assert_allclose(per.sum(axis=1), want)
+            # a group left out of the report takes positions but counts for nobody
+            partial = fn(R, gallery_groups, groups[:3], k, probe_id, convention)
+            np.testing.assert_allclose(partial, per[:, :3])
 
 
 def test_exposure_rewards_top_positions_more_than_visibility():
@@ -108,6 +171,9 @@ def test_ks_drops_empty_values_explicitly():
     assert ab["statistic"] == pytest.approx(expected.statistic) == 1.0
     assert ab["pvalue"] == pytest.approx(expected.pvalue)
     assert rows[("a", "c")]["n_b"] == 0 and np.isnan(rows[("a", "c")]["statistic"])
+    # Holm over the pairs that could be tested (the empty ones do not count)
+    assert ab["pvalue_holm"] == pytest.approx(min(1.0, ab["pvalue"]))
+    assert np.isnan(rows[("a", "c")]["pvalue_holm"])
     # absent=nan marks rankings where the group holds no position
     per = xm.per_ranking_exposure(R, GALLERY_GROUPS, GROUPS, 3, PROBE_ID, "all", absent=np.nan)
     assert np.isnan(per[0, 2]) and np.isnan(per[1, 0]) and not np.isnan(per).all(axis=0).any()
@@ -244,15 +310,25 @@ def test_exposure_study_end_to_end_writes_all_tables(synthetic_faces, tmp_path):
     assert (table["n_gallery_images"] == 21).all()
     # the onnx encoder takes the crop as it is: no detection, no fallback to report
     assert table.filter(like="fallback_").isna().all().all()
+    everyone = table["convention"] == "all"
     for kind in ("visibility", "exposure"):
-        np.testing.assert_allclose(table[[f"{kind}_{g}" for g in groups]].sum(axis=1), 1.0)
+        sums = table[[f"{kind}_{g}" for g in groups]].sum(axis=1)
+        np.testing.assert_allclose(sums[everyone], 1.0)
+        # false positives only: the share of positions not holding the probe's identity
+        assert (sums[~everyone] <= 1.0 + 1e-12).all()
+    assert {"disparate_exposure_conditional", "disparate_visibility_conditional"} <= set(
+        table.columns
+    )
+    assert table["disparate_exposure_conditional"].notna().all()
     assert table["hit_ratio@1"].between(0, 1).all()
     assert (table["hit_ratio@1"] <= table["hit_ratio@5"]).all()
     # one identity per group, so under false_positive no group sees itself in its ranking
     fp = per_group[per_group["convention"] == "false_positive"]
     assert (fp.loc[fp["probe_group"] == fp["gallery_group"], "visibility"] == 0).all()
     assert len(per_group) == 2 * 2 * 7 * 7
-    assert len(ks) == 2 * 2 * 21 and set(ks.columns) >= {
+    assert len(ks) == 2 * 2 * 2 * 21 and set(ks.columns) >= {
+        "quantity",
+        "pvalue_holm",
         "group_a",
         "group_b",
         "statistic",
@@ -311,7 +387,7 @@ def test_exposure_study_with_dlib_calibrates_the_chip_fallback(synthetic_faces, 
     )
     assert list(table["convention"]) == ["all", "false_positive"]
     assert table["encoder"].eq("dlib_resnet").all() and table["hit_ratio@1"].between(0, 1).all()
-    assert len(ks) == 2 * 6 and len(per_group) == 2 * 16
+    assert len(ks) == 2 * 2 * 6 and len(per_group) == 2 * 16  # conventions x quantities x pairs
 
 
 def test_embedding_shard_by_shard_gives_the_same_study(synthetic_faces, tmp_path):

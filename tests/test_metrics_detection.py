@@ -105,3 +105,45 @@ def test_video_level_averages_frames():
     )
     with pytest.raises(ValueError, match="both labels"):
         video_level(mixed)
+
+
+# ----------------------------------------------------------------------------- conventions
+
+
+def test_threshold_rule_decides_scores_equal_to_the_threshold():
+    from fairforge.metrics.detection import predict_fake
+
+    y = np.array([0, 1, 1, 0])
+    s = np.array([0.5, 0.5, 0.7, 0.2])
+    np.testing.assert_array_equal(predict_fake(s, 0.5), [False, False, True, False])
+    np.testing.assert_array_equal(predict_fake(s, 0.5, ">="), [True, True, True, False])
+    assert acc(y, s) == 0.75  # the fake at 0.5 is missed
+    assert acc(y, s, threshold_rule=">=") == 0.75  # the real at 0.5 is flagged instead
+    assert acc(y[1:], s[1:], threshold_rule=">=") == 1.0
+    assert acc(y[1:], s[1:]) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="threshold_rule"):
+        acc(y, s, threshold_rule="=>")
+
+
+def test_eer_nearest_is_deepfakebench_s_roc_point():
+    from sklearn.metrics import roc_curve
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(4, 40))
+        y = rng.integers(0, 2, n)
+        if y.min() == y.max():
+            continue
+        s = np.round(rng.random(n) + 0.3 * y, 1)  # many ties
+        fpr, tpr, _ = roc_curve(y, s)
+        expected = fpr[np.nanargmin(np.abs((1 - tpr) - fpr))]
+        assert eer(y, s, "nearest") == pytest.approx(expected)
+        assert detection_metrics(y, s, eer="nearest")["EER"] == pytest.approx(expected)
+    # by hand: ROC points (0, 0), (0, 1/3), (0, 2/3), (1/2, 2/3), (1/2, 1), (1, 1) with
+    # FNR - FPR = 1, 2/3, 1/3, -1/6, -1/2, -1: the curve crosses FNR = FPR at FPR 1/3 on the
+    # segment from (0, 2/3) to (1/2, 2/3); the nearest point is (1/2, 2/3), |gap| 1/6
+    y, s = np.array([1, 1, 0, 1, 0]), np.array([0.9, 0.8, 0.7, 0.6, 0.1])
+    assert eer(y, s) == pytest.approx(1 / 3)
+    assert eer(y, s, "nearest") == 0.5
+    with pytest.raises(ValueError, match="eer"):
+        eer(y, s, "closest")

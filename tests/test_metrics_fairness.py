@@ -22,6 +22,7 @@ from fairforge.metrics import (
     best_threshold,
     compare_thresholds,
     fairfd_metrics,
+    fairness_reasons,
     fairness_report,
     fairness_table,
     fit_group_thresholds,
@@ -233,10 +234,38 @@ def test_threshold_is_strict_and_accepts_group_mapping():
         accuracy_matrix(label, method, group, score, threshold={"a": 0.5})
 
 
-def test_empty_cell_gives_nan_not_crash():
-    A = accuracy_matrix([0, 1, 1], ["real", "fs", "fs"], ["a", "a", "b"], [0.1, 0.9, 0.9])
-    assert np.isnan(A.loc["real", "b"])
-    assert np.isnan(fairfd_metrics(A)["DPD"])
+def test_one_empty_cell_is_left_out_and_named_not_turned_into_nan():
+    # A = real [1, 0, empty]; fs [1, 1, 0] (groups a, b, c)
+    frame = pd.DataFrame(
+        {
+            "label": [0, 0, 1, 1, 1],
+            "method": ["real", "real", "fs", "fs", "fs"],
+            "group": ["a", "b", "a", "b", "c"],
+            "score": [0.1, 0.9, 0.9, 0.9, 0.1],
+        }
+    )
+    A = accuracy_matrix(frame["label"], frame["method"], frame["group"], frame["score"])
+    assert np.isnan(A.loc["real", "c"])
+    got = fairfd_metrics(A)
+    assert got["AADPD"] == pytest.approx(1.0)  # ranges 1 (real over a, b) and 1 (fs)
+    assert got["DPD"] == pytest.approx(1.0)  # group means 1, 0.5, 0 (c: the fs cell only)
+    assert got["STD"] == pytest.approx(np.std([1, 0.5, 0]))
+    assert got["AASTD"] == pytest.approx((np.std([1, 0]) + np.std([1, 1, 0])) / 2)
+    assert got["URDPD"] == pytest.approx((1 / 1.5 + 1 / (1 + 2 / 3)) / 2)
+    report = fairness_report(frame)
+    assert report["MeanAcc"] == pytest.approx(0.6)
+    reasons = fairness_reasons(frame, report)
+    assert "computed without the empty cell(s) (real, c)" in reasons["AADPD"]
+    assert "(real, c)" in reasons["URDEOdds_one_plus_acc"]
+    # group c has no real sample: its FPR, and so the pooled DEOdds, is undefined
+    assert np.isnan(report["pooled_DEOdds"])
+    assert "c have no real sample" in reasons["pooled_DEOdds"]
+    assert "pooled_DPD" not in reasons and "ACC" not in reasons
+    # a metric no defined cell supports stays NaN, and says so
+    only_real = fairfd_metrics(
+        pd.DataFrame([[1.0, np.nan], [np.nan, np.nan]], index=["real", "fs"])
+    )
+    assert np.isnan(only_real["AADEO"]) and only_real["AADPD"] == 0.0
 
 
 # ----------------------------------------------------------------------------- textbook metrics
@@ -370,3 +399,33 @@ def test_compare_thresholds_side_by_side():
     assert table_self.loc["ACC", "per_group"] >= table_self.loc["ACC", "global"]
     # threshold-free metrics do not move
     assert table.loc["AUC", "per_group"] == table.loc["AUC", "global"]
+
+
+def test_threshold_rule_reaches_the_fairness_metrics_and_the_fitted_thresholds():
+    # every score sits exactly on 0.5 or clearly away: the rule decides the tied samples
+    frame = pd.DataFrame(
+        {
+            "label": [0, 0, 1, 1, 0, 0, 1, 1],
+            "method": ["real", "real", "fs", "fs"] * 2,
+            "group": ["a"] * 4 + ["b"] * 4,
+            "score": [0.5, 0.1, 0.5, 0.9, 0.1, 0.1, 0.9, 0.9],
+        }
+    )
+    args = (frame["label"], frame["method"], frame["group"], frame["score"])
+    strict = accuracy_matrix(*args)
+    geq = accuracy_matrix(*args, threshold_rule=">=")
+    # group a: the real at 0.5 is right under ">" and wrong under ">="; the fake the reverse
+    assert strict.loc["real", "a"] == 1.0 and strict.loc["fs", "a"] == 0.5
+    assert geq.loc["real", "a"] == 0.5 and geq.loc["fs", "a"] == 1.0
+    report = fairness_report(frame, threshold_rule=">=")
+    assert report["AADPD"] == pytest.approx(0.5 * (0.5 + 0.0))
+    assert fairness_report(frame)["AADPD"] == pytest.approx(0.5 * (0.0 + 0.5))
+    # the fitted threshold maximises accuracy under the same rule
+    y, s = np.array([0, 1, 1, 0]), np.array([0.2, 0.5, 0.7, 0.5])
+    from fairforge.metrics.thresholds import best_threshold
+
+    for rule, op in ((">", np.greater), (">=", np.greater_equal)):
+        t = best_threshold(y, s, threshold_rule=rule)
+        grid = np.r_[np.unique(s), -1, 2, (np.unique(s)[:-1] + np.unique(s)[1:]) / 2]
+        best = max(np.mean(op(s, c) == (y == 1)) for c in grid)
+        assert np.mean(op(s, t) == (y == 1)) == pytest.approx(best)

@@ -214,3 +214,51 @@ def test_permutation_pvalues_under_null_and_alternative():
     assert "ACC" not in strong
     with pytest.raises(ValueError, match="unknown"):
         permutation_pvalue(stats_from_frame(subject_predictions(9, 3)), metric="AUC", n_perm=9)
+
+
+# ----------------------------------------------------------------------------- calibrated intervals
+
+
+def test_jackknife_equals_recomputing_without_each_subject():
+    from fairforge.metrics.uncertainty import jackknife_estimates
+
+    df = subject_predictions(4, 4, per_cell=(3, 7))
+    stats = stats_from_frame(df)
+    jack = jackknife_estimates(stats)
+    for i in (0, 5, 13):
+        without = df.loc[df["subject_id"] != stats.subject_ids[i]]
+        expected = point_estimates(stats_from_frame(without))
+        for key in GAPS:
+            assert jack[key][i] == pytest.approx(expected[key], abs=1e-12), key
+
+
+def test_basic_and_bca_intervals_by_hand():
+    from fairforge.metrics.uncertainty import basic_interval, bca_interval
+
+    reps = np.r_[np.arange(1.0, 101.0), np.nan]  # the NaN (a dropped resample) is ignored
+    q_lo, q_hi = np.quantile(np.arange(1.0, 101.0), [0.025, 0.975])
+    assert basic_interval(40.0, reps) == pytest.approx((80 - q_hi, 80 - q_lo))
+    # an estimate below most replicates (an upward-biased gap) moves the interval down
+    assert basic_interval(10.0, reps, floor=0.0) == (0.0, pytest.approx(20 - q_lo))
+    # replicates centred on the estimate, a symmetric jackknife: BCa is the percentile
+    low, high, z0, a = bca_interval(50.5, reps, np.array([-1.0, 0.0, 1.0]))
+    assert z0 == pytest.approx(0.0) and a == pytest.approx(0.0)
+    assert (low, high) == pytest.approx((q_lo, q_hi))
+    # 40 of 100 replicates below the estimate: z0 = Φ⁻¹(0.4)
+    _, _, z0, _ = bca_interval(40.5, reps, np.array([-1.0, 0.0, 1.0]))
+    assert z0 == pytest.approx(-0.2533, abs=1e-4)
+    assert np.isnan(bca_interval(np.nan, reps, reps)[0])
+
+
+def test_intervals_report_bias_corrected_estimate_and_dropped_share():
+    df = subject_predictions(7, 10)
+    table = bootstrap_intervals(df, n_boot=300, seed=2)
+    reps = bootstrap_replicates(df, 300, 2)
+    for key in ("AADPD", "pooled_STD"):
+        row = table.loc[key]
+        assert row["estimate_bc"] == pytest.approx(2 * row["estimate"] - reps[key].mean())
+        q = np.quantile(reps[key], [0.025, 0.975])
+        assert row["ci_low"] == pytest.approx(max(0.0, 2 * row["estimate"] - q[1]))
+        assert row["ci_high"] == pytest.approx(2 * row["estimate"] - q[0])
+        assert row["pct_low"] == pytest.approx(q[0]) and row["bca_low"] <= row["bca_high"]
+    assert (table["dropped_share"] == 0).all() and (table["n_valid"] == 300).all()

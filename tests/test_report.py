@@ -161,7 +161,9 @@ def exposure_tables():
                     "n_a": 20,
                     "n_b": 20,
                     "statistic": 0.5,
-                    "pvalue": 0.01 if (a, b) == ("tone1", "tone2") else 0.6,
+                    "pvalue": 0.001 if (a, b) == ("tone1", "tone2") else 0.6,
+                    # Holm over the 6 pairs: 0.001 x 6; 0.6 x 5 capped at 1
+                    "pvalue_holm": 0.006 if (a, b) == ("tone1", "tone2") else 1.0,
                 }
                 for i, a in enumerate(GROUPS)
                 for b in GROUPS[i + 1 :]
@@ -424,6 +426,11 @@ def test_verdict_names_the_fairest_detector_and_the_variant_that_flips_it(page):
     assert "By AADPD (lower is fairer)" in verdict
     assert "the fairest detector is fair: 0 [95% CI 0, 0]; next is fair_sd" in verdict
     assert "biased p=" in verdict and "larger than chance" in verdict
+    # detectors are compared by paired resampling, judged after Holm's adjustment
+    assert "Paired subject-level comparison of fair − fair_sd" in verdict
+    assert "Holm-adjusted p=" in verdict and "after adjustment" in verdict
+    assert "Paired comparisons of AADPD (every pair of detectors" in verdict
+    assert "overlap" not in verdict  # no sentence rests on interval overlap
     assert "changes under 1 of 2 variants: jpeg@60" in verdict
     assert "Caution" not in verdict  # the detectors here are far from chance
 
@@ -483,7 +490,7 @@ def test_exposure_section_tables_and_verdict(page):
         assert marker in text, marker
     assert "visibility" in text and "log2(position + 1)" in text  # the caption explains
     # one p < 0.05 pair per encoder x setting x convention: 8 of 48
-    assert "8 of 48 pairs differ at p < 0.05" in text
+    assert "8 of 48 tests differ at p < 0.05 after Holm's adjustment" in text
     verdict = section(page, "verdict")
     assert (
         "Face ranking at distance 3, dlib_resnet: the group most exposed as a wrong "
@@ -546,3 +553,43 @@ def test_efficiency_figure_is_a_deterministic_png_of_the_data(results, tmp_path)
     only_classical = efficiency.loc[efficiency["detector"] == "headpose", ["detector", "note"]]
     d = figures.efficiency_figure(only_classical, detection, tmp_path / "d.png")
     assert d.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_undefined_metrics_get_a_line_in_the_report():
+    from fairforge.report.views import detector_columns, undefined_metrics_lines
+
+    fairness = pd.DataFrame(
+        {
+            "dataset": ["d", "d", "d"],
+            "metric": ["AADPD", "AADEO", "pooled_DPD"],
+            "det": [0.1, 0.2, 0.3],
+            "reason": ["det: computed without the empty cell(s) (real, g3)"] * 2 + [""],
+        }
+    )
+    assert detector_columns(fairness) == ["det"]
+    assert undefined_metrics_lines(fairness) == [
+        "d: AADPD, AADEO: det: computed without the empty cell(s) (real, g3)."
+    ]
+
+
+def test_paired_comparisons_view_with_one_detector_is_empty(tmp_path):
+    from fairforge.report.views import paired_comparisons
+
+    # as read back from a csv of one detector: detector_b is all empty, so float NaN
+    one = pd.DataFrame(
+        {
+            "dataset": ["d"],
+            "test": ["chance"],
+            "detector": ["det"],
+            "detector_b": [np.nan],
+            "metric": ["AADPD"],
+            "value": [0.1],
+            "ci_low": [np.nan],
+            "ci_high": [np.nan],
+            "p_value": [0.01],
+            "p_holm": [0.02],
+            "n_perm": [100],
+        }
+    )
+    one.to_csv(tmp_path / "p.csv", index=False)
+    assert paired_comparisons(pd.read_csv(tmp_path / "p.csv")).empty

@@ -191,36 +191,53 @@ def test_pvalues_small_for_a_real_gap_and_large_without_one():
     gap = predictions((0.98, 0.98, 0.3, 0.3), detector="biased", subjects=6, seed=6)
     even = predictions((0.8, 0.8, 0.8, 0.8), detector="even", subjects=6, seed=7)
     table = pvalue_table(pd.concat([gap, even]), n_perm=300, seed=1)
-    p = table.set_index(["detector", "metric"])["p_value"]
+    chance = table.loc[table["test"] == "chance"]
+    p = chance.set_index(["detector", "metric"])["p_value"]
     assert p["biased", "AADPD"] < 0.02
     assert p["even", "AADPD"] > 0.05
     assert ((table["p_value"] > 0) & (table["p_value"] <= 1)).all()
-    assert set(table.columns) == {"dataset", "detector", "metric", "value", "p_value", "n_perm"}
+    assert list(table.columns) == [
+        "dataset",
+        "test",
+        "detector",
+        "detector_b",
+        "metric",
+        "value",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "n_perm",
+    ]
+    # paired: biased − even, the same subjects resampled for both detectors
+    paired = table.loc[table["test"] == "paired"].set_index("metric")
+    assert (paired["detector"] == "biased").all() and (paired["detector_b"] == "even").all()
+    row = paired.loc["AADPD"]
+    gaps = chance.set_index(["detector", "metric"])["value"]
+    assert row["value"] == pytest.approx(gaps["biased", "AADPD"] - gaps["even", "AADPD"])
+    assert row["ci_low"] > 0 and row["p_value"] < 0.02
+    # Holm over the verdict's family only: AADPD and URDEOdds_<d>, chance and paired
+    family = table["metric"].isin(["AADPD", "URDEOdds_one_plus_acc"])
+    assert table.loc[family, "p_holm"].notna().all() and table.loc[~family, "p_holm"].isna().all()
+    m = family.sum()
+    assert m == 2 * 3  # 2 metrics x (2 chance tests + 1 pair)
+    smallest = table.loc[family, "p_value"].min()
+    assert table.loc[family, "p_holm"].min() == pytest.approx(min(1.0, m * smallest))
 
 
-def test_thresholds_table_fits_on_validation_and_maximises_its_accuracy():
-    rng = np.random.default_rng(8)
-    val = predictions((0.8, 0.8, 0.8, 0.8), split="val", seed=9)
-    # each group's scores shifted differently, so each group needs its own threshold
-    shift = val["group"].map({"g0": 0.0, "g1": 0.1, "g2": -0.1, "g3": 0.2})
-    val["score"] = np.clip(val["score"] + shift + rng.normal(0, 0.05, len(val)), 0, 1)
-    test = predictions((0.8, 0.8, 0.8, 0.8), seed=10)
-    table = thresholds_table(pd.concat([val, test]))
-    assert list(table.columns) == ["dataset", "detector", "metric", "global", "per_group", "change"]
-    rows = table.set_index("metric")
-    for metric in ("ACC", "AADPD", "URDEOdds_one_plus_acc", "pooled_DEOdds", "AUC"):
-        assert metric in rows.index
-    assert rows.loc["AUC", "change"] == 0  # thresholds do not move a ranking metric
-    for g in GROUPS:
-        t = rows.loc[f"threshold[{g}]", "per_group"]
-        assert rows.loc[f"threshold[{g}]", "global"] == 0.5
-        part = val.loc[val["group"] == g]
-        s, y = part["score"].to_numpy(), part["label"].to_numpy()
-        grid = np.r_[np.unique(s), (np.unique(s)[:-1] + np.unique(s)[1:]) / 2, -1, 2]
-        best = max(np.mean((s > c) == (y == 1)) for c in grid)
-        assert np.mean((s > t) == (y == 1)) == pytest.approx(best)
-    with pytest.raises(ValueError, match="splits"):
-        thresholds_table(test)
+def test_paired_differences_use_the_same_resamples_for_both_detectors():
+    from fairforge.metrics.uncertainty import paired_differences, stats_from_frame
+
+    a = predictions((0.9, 0.6, 0.9, 0.6), detector="a", subjects=8, seed=3)
+    b = a.assign(detector="b")
+    same = paired_differences(stats_from_frame(a), stats_from_frame(b), 200, seed=2)
+    # identical detectors: every paired replicate difference is exactly 0
+    assert (same["estimate"] == 0).all() and (same["ci_low"] == 0).all()
+    assert (same["ci_high"] == 0).all() and (same["p_value"] == 1).all()
+    # a detector missing one subject's predictions is aligned on the union of subjects
+    c = b.loc[b["subject_id"] != "g0_s0"]
+    diff = paired_differences(stats_from_frame(a), stats_from_frame(c), 200, seed=2)
+    assert diff["n_valid"].gt(0).all()
 
 
 # --------------------------------------------------------------------------- detector twins
@@ -508,3 +525,85 @@ def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
         0.2
     )
     assert row["exposure of b"] == pytest.approx(0.02)
+
+
+def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_paper():
+    """FairFD Table 5(b) at threshold 0.5: the Real and FaceSwap rows of the Xception
+    accuracy matrix, UR denominator Ā (config metrics.thresholds)."""
+    import json
+    from pathlib import Path
+
+    from fairforge.tables.fairness import thresholds_options
+
+    reference = Path("/work/shared/reference/fairfd_xception.json")
+    if not reference.is_file():
+        reference = Path(__file__).resolve().parents[1] / "shared" / "reference" / reference.name
+    ref = json.loads(reference.read_text())
+    per_cell = 10_000  # four-decimal accuracies are exact counts of 10 000
+    parts = []
+    for split in ("val", "test"):
+        for r, row in enumerate(ref["rows"]):  # every row: the study must drop the others
+            label = ref["row_labels"][row]
+            method = "real" if row == "Real" else row.lower()
+            for g, group in enumerate(ref["groups"]):
+                correct = np.arange(per_cell) < round(ref["accuracy"][r][g] * per_cell)
+                fake = correct if label == 1 else ~correct
+                parts.append(
+                    pd.DataFrame(
+                        {
+                            "sample_id": [f"{split}-{method}-{group}-{i}" for i in range(per_cell)],
+                            "label": label,
+                            "method": method,
+                            "group": group,
+                            "subject_id": [f"{group}-{i % 50}" for i in range(per_cell)],
+                            "score": np.where(fake, 0.9, 0.1),
+                            "split": split,
+                            "detector": "xception",
+                            "dataset": "fairfd",
+                            "variant": "clean",
+                        }
+                    )
+                )
+    preds = pd.concat(parts, ignore_index=True)
+    metrics = {
+        "threshold": 0.5,
+        "ur_denominator": "one_plus_acc",  # the run's; the study overrides it
+        "threshold_rule": ">=",  # FairFD's code; no score lies on 0.5, so it changes nothing
+        "eer": "nearest",
+        "thresholds": {"approaches": ["real", "faceswap"], "ur_denominator": "acc"},
+    }
+    table = thresholds_table(preds, **thresholds_options(metrics)).set_index("metric")
+    for key, value in ref["table5b_threshold_0.5_real_and_faceswap_only"].items():
+        name = f"{key}_acc" if key.startswith("UR") else key
+        assert table.loc[name, "global"] == pytest.approx(value, abs=ref["tolerance"]), key
+    assert table.loc["n_samples", "global"] == 2 * 4 * per_cell
+    # the validation data are separable at 0.5, so the fitted thresholds stay there
+    assert (table.loc[[f"threshold[{g}]" for g in ref["groups"]], "per_group"] == 0.5).all()
+    assert not any(m.endswith("_one_plus_acc") for m in table.index)
+
+
+def test_fairness_outputs_name_undefined_metrics_and_dropped_resamples(caplog):
+    from fairforge.tables import fairness_outputs
+    from fairforge.tables.fairness import dropped_resamples_note
+
+    preds = predictions((0.9, 0.8, 0.7, 0.6), subjects=6)
+    # group g3 loses its real samples: the cell (real, g3) is empty and g3 has one class
+    preds = preds.loc[~((preds["group"] == "g3") & (preds["method"] == "real"))]
+    # in g2, only one subject has faceswap samples: resamples without it empty that cell
+    drop = (preds["group"] == "g2") & (preds["method"] == "faceswap")
+    preds = preds.loc[~drop | (preds["subject_id"] == "g2_s0")]
+    with caplog.at_level("WARNING"):
+        out = fairness_outputs(preds, bootstrap=200, seed=1)
+    table = out["table"].set_index("metric")
+    assert np.isfinite(table.loc["AADPD", "det"])  # over the defined cells, not NaN
+    assert "computed without the empty cell(s) (real, g3)" in table.loc["AADPD", "reason"]
+    assert np.isnan(table.loc["pooled_DEOdds", "det"])
+    assert "g3 have no real sample" in table.loc["pooled_DEOdds", "reason"]
+    assert table.loc["pooled_DPD", "reason"] == ""
+    ci = out["ci"].set_index("metric")
+    # P(no draw of g2_s0 among 6 draws) = (5/6)^6 ~ 0.33 of the resamples are dropped
+    share = ci.loc["AADPD", "dropped_share"]
+    assert 0.2 < share < 0.5 and ci.loc["AADPD", "n_valid"] == round(200 * (1 - share))
+    assert "(real, g3)" in ci.loc["AADPD", "reason"]
+    assert "Warning" in dropped_resamples_note(out["ci"])
+    assert "Bootstrap resamples dropped" in caplog.text and "Warning" in caplog.text

@@ -45,6 +45,8 @@ def cmd_fairness(args) -> int:
         threshold=args.threshold,
         ur_denominator=args.ur_denominator,
         bootstrap=args.bootstrap,
+        threshold_rule=args.threshold_rule,
+        eer=args.eer,
     )
     out["table"].to_csv(args.out, index=False, float_format="%.6g")
     if args.per_group:
@@ -69,7 +71,11 @@ def cmd_metrics(args) -> int:
             {
                 "detector": det,
                 **detection_metrics(
-                    part["label"].to_numpy(), part["score"].to_numpy(), threshold=args.threshold
+                    part["label"].to_numpy(),
+                    part["score"].to_numpy(),
+                    threshold=args.threshold,
+                    threshold_rule=args.threshold_rule,
+                    eer=args.eer,
                 ),
             }
         )
@@ -150,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-group", help="also write the per-group table here")
     p.add_argument("--ur-denominator", choices=["acc", "one_plus_acc"], default="one_plus_acc")
     p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument(
+        "--threshold-rule", choices=[">", ">="], default=">", help="fake when score > or >= t"
+    )
+    p.add_argument("--eer", choices=["interpolated", "nearest"], default="interpolated")
     p.add_argument("--split", default=None, help="keep only this split (e.g. test)")
     p.add_argument(
         "--bootstrap",
@@ -164,6 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predictions", nargs="+", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument(
+        "--threshold-rule", choices=[">", ">="], default=">", help="fake when score > or >= t"
+    )
+    p.add_argument("--eer", choices=["interpolated", "nearest"], default="interpolated")
     p.add_argument("--split", default=None)
     p.set_defaults(func=cmd_metrics)
 

@@ -18,8 +18,12 @@ box calibrated on the same :func:`calibration_rows` in every shard), :func:`rank
 Outputs (:func:`write_exposure_outputs`; :func:`exposure_study` writes them to ``out_dir``,
 the results folder by default):
 ``exposure_table.csv`` (one row per encoder × setting × convention),
-``exposure_per_probe_group.csv``, ``exposure_ks.csv``, and for the figure ``exposure_per_ranking.parquet`` (per-ranking exposure
-of every group, NaN where the group holds no position) and ``exposure_hit_curve.csv``.
+``exposure_per_probe_group.csv``, ``exposure_ks.csv`` (KS tests on visibility and exposure,
+raw and Holm-adjusted p-values), and for the figure ``exposure_per_ranking.parquet``
+(per-ranking visibility and exposure of every group, NaN where the group holds no counted
+position) and ``exposure_hit_curve.csv``. The table has equation 7's unconditional
+``disparate_*`` and, beside them, the paper's figures' ``disparate_*_conditional`` (means
+over only the rankings in which a group appears).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import pandas as pd
 from fairforge.encoders import FaceEncoder, create_encoder, embed_in_batches, l2_normalise
 from fairforge.encoders.crops import face_images
 from fairforge.metrics import exposure as xm
+from fairforge.metrics.multiplicity import holm_adjust
 from fairforge.plotting import save_png
 from fairforge.seeding import rng_for
 
@@ -166,11 +171,20 @@ def _convention_rows(
     vis_rank = xm.per_ranking_visibility(R, gallery_groups, groups, k, probe_identity, convention)
     exp_rank = xm.per_ranking_exposure(R, gallery_groups, groups, k, probe_identity, convention)
     vis, exp = vis_rank.mean(axis=0), exp_rank.mean(axis=0)
+    # a ranking in which a group holds no counted position has no value for it
+    vis_empty = np.where(vis_rank > 0, vis_rank, np.nan)
+    exp_empty = np.where(vis_rank > 0, exp_rank, np.nan)
+    vis_cond, exp_cond = xm.conditional_means(vis_empty), xm.conditional_means(exp_empty)
     summary = {**base, "convention": convention, **counts, **hit_cols}
     summary.update({f"visibility_{g}": float(v) for g, v in zip(groups, vis)})
     summary.update({f"exposure_{g}": float(e) for g, e in zip(groups, exp)})
     summary["disparate_visibility"] = xm.mean_disparity(vis)
     summary["disparate_exposure"] = xm.mean_disparity(exp)
+    # the paper's figures: means over the rankings in which the group appears
+    summary["disparate_visibility_conditional"] = xm.mean_disparity_defined(vis_cond)
+    summary["disparate_exposure_conditional"] = xm.mean_disparity_defined(exp_cond)
+    summary.update({f"conditional_visibility_{g}": float(v) for g, v in zip(groups, vis_cond)})
+    summary.update({f"conditional_exposure_{g}": float(e) for g, e in zip(groups, exp_cond)})
 
     vis_m, n_per_group = xm.per_probe_group_matrix(vis_rank, probe_groups, groups)
     exp_m, _ = xm.per_probe_group_matrix(exp_rank, probe_groups, groups)
@@ -189,10 +203,15 @@ def _convention_rows(
         for q, gg in enumerate(groups)
     ]
 
-    # a ranking in which a group holds no position has no exposure value for it
-    exp_empty = np.where(vis_rank > 0, exp_rank, np.nan)
-    ks = [{**base, "convention": convention, **row} for row in xm.ks_tests(exp_empty, groups)]
-    return summary, per_group, ks, exp_empty
+    ks = [
+        {**base, "convention": convention, "quantity": quantity, **row}
+        for quantity, values in (("visibility", vis_empty), ("exposure", exp_empty))
+        for row in xm.ks_tests(values, groups)
+    ]
+    # one family per encoder x setting x convention: every pair, both quantities
+    for row, p in zip(ks, holm_adjust([row["pvalue"] for row in ks])):
+        row["pvalue_holm"] = float(p)
+    return summary, per_group, ks, vis_empty, exp_empty
 
 
 def study_views(settings: Sequence[str]) -> list[tuple[str, bool]]:
@@ -219,8 +238,8 @@ def check_study(study: pd.DataFrame, k: int, l: int) -> None:
     n_id = study["subject_id"].nunique()
     if n_id < k + 1:
         raise ValueError(
-            f"{n_id} identities with l={l} crops; the false-positive ranking "
-            f"at k={k} needs at least {k + 1}"
+            f"{n_id} identities with l={l} crops; a top-{k} ranking needs at least "
+            f"{k + 1} (with {k} or fewer it holds the whole gallery and measures nothing)"
         )
 
 
@@ -325,7 +344,7 @@ def rank_study(
     probe_identity = probes["subject_id"].map(id_index).to_numpy(dtype=np.int64)
     gallery_identity = gallery["subject_id"].map(id_index).to_numpy(dtype=np.int64)
     probe_groups = probes["group"].to_numpy(dtype=object)
-    depth = min(n_id, max([k + 1, *hit_ks]))
+    depth = min(n_id, max([k, *hit_ks]))
 
     tables, per_group_rows, ks_rows, ranking_frames, curve_frames = [], [], [], [], []
     for label, frame in embeddings.items():
@@ -381,7 +400,7 @@ def rank_study(
                 )
             )
             for convention in conventions:
-                summary, per_group, ks, exp_empty = _convention_rows(
+                summary, per_group, ks, vis_empty, exp_empty = _convention_rows(
                     R,
                     probe_identity,
                     gallery_groups,
@@ -407,6 +426,7 @@ def rank_study(
                             "probe_image_id": np.repeat(probes["image_id"].to_numpy(), len(groups)),
                             "probe_group": np.repeat(probe_groups, len(groups)),
                             "group": np.tile(np.asarray(groups, dtype=object), len(probes)),
+                            "visibility": vis_empty.reshape(-1),
                             "exposure": exp_empty.reshape(-1),
                         }
                     )

@@ -5,15 +5,19 @@
   ``fairness_report`` / ``fairness_table`` / ``per_group_long`` over a predictions frame.
 - :mod:`.uncertainty`: subject-level bootstrap intervals and permutation p-values.
 - :mod:`.thresholds`: per-group thresholds fitted on validation data.
+- :mod:`.multiplicity`: Holm's adjustment of p-values.
+- :mod:`.exposure`: visibility and exposure of groups in face rankings.
 """
 
 from .detection import acc, ap, auc, detection_metrics, eer, roc_points, video_level, video_scores
 from .fairness import (
     accuracy_matrix,
     fairfd_metrics,
+    fairness_reasons,
     fairness_report,
     fairness_table,
     group_rates,
+    metric_reasons,
     metrics_from_cell_counts,
     per_group_long,
     per_group_table,
@@ -48,10 +52,12 @@ __all__ = [
     "video_scores",
     "accuracy_matrix",
     "fairfd_metrics",
+    "fairness_reasons",
     "fairness_report",
     "fairness_table",
     "group_rates",
     "metrics_from_cell_counts",
+    "metric_reasons",
     "per_group_long",
     "per_group_table",
     "textbook_metrics",

@@ -4,6 +4,14 @@ AUC and AP follow scikit-learn's definitions exactly (trapezoidal ROC area; AP a
 step-wise sum of precision times recall increments) and agree with ``roc_auc_score`` and
 ``average_precision_score``. Ranking metrics of inputs with a single class are NaN, without
 a warning: a test slice may legitimately hold only real or only fake samples.
+
+Two conventions are named options (docs/metrics.md sections 1 and 5):
+
+* the decision rule ``threshold_rule``: ``">"`` (a sample is fake when score > threshold,
+  the default) or ``">="`` (score >= threshold, FairFD's code);
+* the equal error rate ``eer``: ``"interpolated"`` (where FNR = FPR on the piecewise-linear
+  ROC curve, the default) or ``"nearest"`` (the FPR of the ROC point, after scikit-learn's
+  ``drop_intermediate``, nearest to FNR = FPR: DeepfakeBench and FairFD's code).
 """
 
 from __future__ import annotations
@@ -14,6 +22,21 @@ import numpy as np
 import pandas as pd
 
 ArrayLike = np.ndarray | pd.Series | Sequence[float]
+THRESHOLD_RULES = (">", ">=")
+EER_METHODS = ("interpolated", "nearest")
+
+
+def check_threshold_rule(threshold_rule: str) -> str:
+    if threshold_rule not in THRESHOLD_RULES:
+        raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}, got {threshold_rule!r}")
+    return threshold_rule
+
+
+def predict_fake(score, threshold, threshold_rule: str = ">") -> np.ndarray:
+    """True where a sample is predicted fake: score > threshold, or >= with ``">="``."""
+    s = np.asarray(score, dtype=np.float64)
+    t = np.asarray(threshold, dtype=np.float64)
+    return s >= t if check_threshold_rule(threshold_rule) == ">=" else s > t
 
 
 def _as_label_score(label: ArrayLike, score: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -77,12 +100,25 @@ def _ap_from_counts(tps: np.ndarray, fps: np.ndarray) -> float:
     return float(np.sum(recall_step * precision))
 
 
-def _eer_from_roc(fpr: np.ndarray, tpr: np.ndarray) -> float:
+def _eer_from_counts(tps: np.ndarray, fps: np.ndarray, method: str = "interpolated") -> float:
     """Along the curve FNR - FPR falls from 1 to -1; the crossing lies on the first segment
-    where it reaches zero, and both rates are linear along a segment, so they meet there."""
+    where it reaches zero, and both rates are linear along a segment, so they meet there.
+    ``nearest``: the FPR of the point with the smallest |FNR - FPR| (the first on ties) among
+    the points scikit-learn's ``roc_curve`` keeps (``drop_intermediate``: a point whose
+    true- and false-positive counts both change by the same step as before it is dropped;
+    the first and last points and the (0, 0) origin are kept)."""
+    if method not in EER_METHODS:
+        raise ValueError(f"eer must be one of {EER_METHODS}, got {method!r}")
+    fpr, tpr, _ = _roc_from_counts(tps, fps, tps)
     if fpr.size == 0:
         return float("nan")
     gap = (1.0 - tpr) - fpr
+    if method == "nearest":
+        keep = np.r_[True, True, (np.diff(fps, 2) != 0) | (np.diff(tps, 2) != 0), True]
+        if tps.size == 1:
+            keep = keep[:2]
+        i = int(np.argmin(np.abs(gap[keep])))
+        return float(fpr[keep][i])
     i = int(np.flatnonzero(gap <= 0)[0])  # exists (the last point has gap -1) and is >= 1
     if gap[i] == 0:
         return float(fpr[i])
@@ -103,33 +139,45 @@ def ap(label: ArrayLike, score: ArrayLike) -> float:
     return _ap_from_counts(tps, fps)
 
 
-def eer(label: ArrayLike, score: ArrayLike) -> float:
-    """Equal error rate: where FNR = FPR on the ROC curve, linearly interpolated between points."""
-    fpr, tpr, _ = roc_points(label, score)
-    return _eer_from_roc(fpr, tpr)
+def eer(label: ArrayLike, score: ArrayLike, method: str = "interpolated") -> float:
+    """Equal error rate: where FNR = FPR on the ROC curve, linearly interpolated between
+    points (``interpolated``) or at the nearest ROC point (``nearest``)."""
+    y, s = _as_label_score(label, score)
+    return _eer_from_counts(*_cumulative_counts(y, s)[:2], method)
 
 
-def acc(label: ArrayLike, score: ArrayLike, threshold: float | ArrayLike = 0.5) -> float:
-    """Accuracy when a sample is predicted fake iff score > threshold (scalar or per sample)."""
+def acc(
+    label: ArrayLike,
+    score: ArrayLike,
+    threshold: float | ArrayLike = 0.5,
+    threshold_rule: str = ">",
+) -> float:
+    """Accuracy when a sample is predicted fake iff score > threshold (or >=, see
+    ``threshold_rule``); the threshold is a scalar or one per sample."""
     y, s = _as_label_score(label, score)
     if y.size == 0:
         return float("nan")
-    return float(np.mean((s > np.asarray(threshold, dtype=np.float64)) == (y == 1)))
+    return float(np.mean(predict_fake(s, threshold, threshold_rule) == (y == 1)))
 
 
 def detection_metrics(
-    label: ArrayLike, score: ArrayLike, threshold: float | ArrayLike = 0.5
+    label: ArrayLike,
+    score: ArrayLike,
+    threshold: float | ArrayLike = 0.5,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> dict[str, float]:
-    """AUC, ACC (at ``threshold``), AP, EER and the sample counts."""
+    """AUC, ACC (at ``threshold`` under ``threshold_rule``), AP, EER (``eer`` method) and
+    the sample counts."""
     y, s = _as_label_score(label, score)
     n_fake = int(y.sum())
     tps, fps, thresholds = _cumulative_counts(y, s)  # one sort for all ranking metrics
     fpr, tpr, _ = _roc_from_counts(tps, fps, thresholds)
     return {
         "AUC": _auc_from_roc(fpr, tpr),
-        "ACC": acc(y, s, threshold),
+        "ACC": acc(y, s, threshold, threshold_rule),
         "AP": _ap_from_counts(tps, fps),
-        "EER": _eer_from_roc(fpr, tpr),
+        "EER": _eer_from_counts(tps, fps, eer),
         "n": float(y.size),
         "n_real": float(y.size - n_fake),
         "n_fake": float(n_fake),
@@ -165,7 +213,11 @@ def video_level(
     label_col: str = "label",
     score_col: str = "score",
     threshold: float = 0.5,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> dict[str, float]:
     """Detection metrics on videos, each scored by the mean of its frame scores."""
     videos = video_scores(frame_df, video_col, label_col, score_col)
-    return detection_metrics(videos["label"].to_numpy(), videos["score"].to_numpy(), threshold)
+    return detection_metrics(
+        videos["label"].to_numpy(), videos["score"].to_numpy(), threshold, threshold_rule, eer
+    )

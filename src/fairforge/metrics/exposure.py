@@ -14,16 +14,18 @@ Two counting conventions (``convention=``):
 * ``"all"``: every one of the first k positions counts, the probe's own identity included.
   V and E of all groups then sum to 1.
 * ``"false_positive"``: only identities other than the probe's count, as when the ranking is
-  read as a list of possible suspects. The probe's own identity is removed from the ranking
-  and the positions renumbered, so the top k are the k best-ranked *other* identities and the
-  normalisation (n·k, n·o) is unchanged; V and E again sum to 1 over groups. ``R`` must then
-  have at least k + 1 columns so that every row still holds k others.
+  read as a list of possible suspects (the Exposure paper's code). The top-k list is kept as
+  ranked; a position that holds the probe's own identity counts for nobody (its weight is
+  dropped, nothing moves up, the (k+1)-th identity is not pulled in); every other position
+  keeps its weight 1/k or 1/(o·log2(pos + 1)). V and E summed over groups then equal
+  (false positives in the top k)/k, not 1.
 
 Per-ranking values (:func:`per_ranking_visibility`, :func:`per_ranking_exposure`) are the
 inner sums of one probe, normalised by k or o; their mean over probes is V or E. A ranking in
-which a group holds no position has no exposure value for that group ("empty"): pass
-``absent=np.nan`` to mark it, and :func:`ks_tests` drops such values explicitly before
-comparing the distributions of two groups.
+which a group holds no counted position has no value for that group ("empty"): pass
+``absent=np.nan`` to mark it. :func:`conditional_means` averages over the other rankings only
+(the paper's figures), and :func:`ks_tests` drops empty values explicitly before comparing
+the distributions of two groups, with Holm-adjusted p-values beside the raw ones.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from itertools import combinations
 
 import numpy as np
 from scipy import stats
+
+from .multiplicity import holm_adjust
 
 CONVENTIONS = ("all", "false_positive")
 
@@ -104,27 +108,29 @@ def position_discounts(k: int) -> np.ndarray:
 
 def effective_rankings(
     R: np.ndarray, k: int, probe_identity: np.ndarray | None = None, convention: str = "all"
-) -> np.ndarray:
-    """The k positions that count under ``convention`` (see the module docstring)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first k positions and which of them count under ``convention``: (R[:, :k], mask).
+
+    ``all``: every position counts. ``false_positive``: a position holding the probe's own
+    identity does not count; the list is not renumbered (see the module docstring).
+    """
     R = _check_rankings(R)
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    if R.shape[1] < k:
+        raise ValueError(f"rankings have {R.shape[1]} columns, k={k}")
+    top = R[:, :k]
     if convention == "all":
-        if R.shape[1] < k:
-            raise ValueError(f"rankings have {R.shape[1]} columns, k={k}")
-        return R[:, :k]
-    if convention == "false_positive":
-        if probe_identity is None:
-            raise ValueError("the false_positive convention needs probe_identity")
-        if R.shape[1] < k + 1:
-            raise ValueError(
-                f"the false_positive convention needs k+1={k + 1} ranked "
-                f"identities per probe (the probe's own may be among them), "
-                f"got {R.shape[1]}"
-            )
-        is_self = R == np.asarray(probe_identity)[:, None]
-        # a stable sort on the flag moves the probe's own identity behind the others
-        order = np.argsort(is_self, axis=1, kind="stable")
-        return np.take_along_axis(R, order, axis=1)[:, :k]
-    raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        return top, np.ones(top.shape, dtype=bool)
+    if probe_identity is None:
+        raise ValueError("the false_positive convention needs probe_identity")
+    probe_identity = np.asarray(probe_identity)
+    if probe_identity.shape != (len(R),):
+        raise ValueError(
+            f"probe_identity must hold one identity per ranking ({len(R)}), "
+            f"got shape {probe_identity.shape}"
+        )
+    return top, top != probe_identity[:, None]
 
 
 def group_codes(gallery_groups: Sequence, groups: Sequence) -> np.ndarray:
@@ -137,12 +143,18 @@ def group_codes(gallery_groups: Sequence, groups: Sequence) -> np.ndarray:
 
 
 def _weighted_group_shares(
-    R_eff: np.ndarray, codes: np.ndarray, n_groups: int, weights: np.ndarray, absent: float
+    R_eff: tuple[np.ndarray, np.ndarray],
+    codes: np.ndarray,
+    n_groups: int,
+    weights: np.ndarray,
+    absent: float,
 ) -> np.ndarray:
-    """Σ_pos weights[pos]·1[group of R_eff[i, pos] == g] for every ranking i and group g."""
-    pos_codes = codes[R_eff]
+    """Σ_pos weights[pos]·1[group of R[i, pos] == g]·counts[i, pos] for every ranking i and
+    group g, with ``R_eff`` = (R, counts) from :func:`effective_rankings`."""
+    top, counted = R_eff
+    pos_codes = codes[top]
     n, k = pos_codes.shape
-    valid = pos_codes >= 0
+    valid = (pos_codes >= 0) & counted
     rows = np.broadcast_to(np.arange(n)[:, None], (n, k))[valid]
     flat = rows * n_groups + pos_codes[valid]
     w = np.broadcast_to(weights, (n, k))[valid]
@@ -258,10 +270,30 @@ def per_probe_group_matrix(
     return matrix, counts.astype(np.int64)
 
 
+def conditional_means(per_ranking: np.ndarray) -> np.ndarray:
+    """Per group, the mean per-ranking value over only the rankings in which the group holds a
+    counted position (empty values, NaN, and zeros dropped), as the Exposure paper's figures
+    annotate; NaN for a group that appears in no ranking."""
+    values = np.asarray(per_ranking, dtype=np.float64)
+    present = np.isfinite(values) & (values != 0)
+    n = present.sum(axis=0)
+    total = np.where(present, values, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
+def mean_disparity_defined(values: np.ndarray) -> float:
+    """:func:`mean_disparity` over the groups with a defined (finite) value."""
+    v = np.asarray(values, dtype=np.float64)
+    return mean_disparity(v[np.isfinite(v)])
+
+
 def ks_tests(per_ranking: np.ndarray, groups: Sequence) -> list[dict]:
     """Two-sample Kolmogorov–Smirnov test between the value distributions of every pair of
     groups (columns of ``per_ranking``). Empty values (NaN) are dropped first; a pair where
-    either side is left empty gets NaN statistic and p-value."""
+    either side is left empty gets NaN statistic and p-value. ``pvalue_holm`` adjusts the
+    p-values of these pairs together (:func:`holm_adjust`); to adjust over a larger family,
+    apply :func:`holm_adjust` to the ``pvalue`` of all its rows."""
     values = np.asarray(per_ranking, dtype=np.float64)
     columns = [col[~np.isnan(col)] for col in values.T]
     rows = []
@@ -282,6 +314,9 @@ def ks_tests(per_ranking: np.ndarray, groups: Sequence) -> list[dict]:
                 "pvalue": pvalue,
             }
         )
+    adjusted = holm_adjust([r["pvalue"] for r in rows])
+    for row, p in zip(rows, adjusted):
+        row["pvalue_holm"] = float(p)
     return rows
 
 

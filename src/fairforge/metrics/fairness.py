@@ -20,12 +20,16 @@ Key names of :func:`fairness_report` (and so of the rows of ``fairness_table.csv
   ``pooled_AUCGap``: textbook metrics over all samples pooled.
 * ``n_samples``.
 
-Empty cells (an approach with no sample of a group) give NaN accuracies, and NaN propagates
-into every metric that uses the cell.
+Empty cells (an approach with no sample of a group) give NaN accuracies. The FairFD metrics
+are then computed over the defined cells only (every mean, range and std leaves the empty
+cell out), and :func:`metric_reasons` names the cells left out; a metric that no defined
+cell supports is NaN with its reason. Textbook metrics of a group with one class (no real
+or no fake sample) are NaN, with the reason.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -75,6 +79,24 @@ def _range(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.max(x, axis=axis) - np.min(x, axis=axis)
 
 
+def _nan_range(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
+        return np.nanmax(x, axis=axis) - np.nanmin(x, axis=axis)
+
+
+def _nan_mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
+
+
+def _nan_std(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanstd(x, axis=axis)
+
+
 def _check_denominator(ur_denominator: str) -> None:
     if ur_denominator not in UR_DENOMINATORS:
         raise ValueError(f"ur_denominator must be one of {UR_DENOMINATORS}, got {ur_denominator!r}")
@@ -90,32 +112,35 @@ def _fairfd_from_array(
     fake = np.array([f for f in range(n_approaches) if f != real_index], dtype=np.int64)
     if fake.size == 0:
         raise ValueError("the accuracy matrix needs at least one forgery row besides the real row")
+    # Empty cells (NaN) are left out of every mean, range and std: the metrics are those of
+    # the defined cells (metric_reasons names the ones left out). Without empty cells these
+    # are the plain definitions.
     real_row = A[..., real_index, :]
-    overall = A.mean(axis=-2)  # per group, mean over approaches
-    fake_mean = A[..., fake, :].mean(axis=-2)  # per group, mean over forgery approaches
-    row_range = _range(A)  # per approach
-    row_std = A.std(axis=-1)
-    row_mean = A.mean(axis=-1)
+    overall = _nan_mean(A, axis=-2)  # per group, mean over approaches
+    fake_mean = _nan_mean(A[..., fake, :], axis=-2)  # per group, mean over forgery approaches
+    row_range = _nan_range(A)  # per approach
+    row_std = _nan_std(A)
+    row_mean = _nan_mean(A)
     denom = row_mean if ur_denominator == "acc" else 1.0 + row_mean
     with np.errstate(divide="ignore", invalid="ignore"):
         ur_range = row_range / denom
         ur_std = row_std / denom
     out = {
-        "DPD": _range(overall),
-        "DEOdds": 0.5 * (_range(real_row) + _range(fake_mean)),
-        "DEO": _range(fake_mean),
-        "STD": overall.std(axis=-1),
-        "AADPD": row_range.mean(axis=-1),
-        "AADEOdds": 0.5 * (row_range[..., real_index] + row_range[..., fake].mean(axis=-1)),
-        "AADEO": row_range[..., fake].mean(axis=-1),
-        "AASTD": row_std.mean(axis=-1),
-        "URDPD": ur_range.mean(axis=-1),
-        "URDEOdds": 0.5 * (ur_range[..., real_index] + ur_range[..., fake].mean(axis=-1)),
-        "URDEO": ur_range[..., fake].mean(axis=-1),
-        "URSTD": ur_std.mean(axis=-1),
+        "DPD": _nan_range(overall),
+        "DEOdds": 0.5 * (_nan_range(real_row) + _nan_range(fake_mean)),
+        "DEO": _nan_range(fake_mean),
+        "STD": _nan_std(overall),
+        "AADPD": _nan_mean(row_range),
+        "AADEOdds": 0.5 * (row_range[..., real_index] + _nan_mean(row_range[..., fake])),
+        "AADEO": _nan_mean(row_range[..., fake]),
+        "AASTD": _nan_mean(row_std),
+        "URDPD": _nan_mean(ur_range),
+        "URDEOdds": 0.5 * (ur_range[..., real_index] + _nan_mean(ur_range[..., fake])),
+        "URDEO": _nan_mean(ur_range[..., fake]),
+        "URSTD": _nan_mean(ur_std),
         # Table 1's overall AccGap; equal to naive DPD because within an approach the
         # positive-rate gap and the accuracy gap coincide.
-        "AccGap": _range(overall),
+        "AccGap": _nan_range(overall),
     }
     return out
 
@@ -254,6 +279,7 @@ def encode_predictions(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> EncodedPredictions:
     """Encode approaches and groups, and check the labels the accuracy matrix relies on.
 
@@ -266,7 +292,7 @@ def encode_predictions(
     a_code, a_names = _encode(method, approaches, "method", first=REAL)
     g_code, g_names = _encode(group, groups, "group")
     thr = threshold_array(threshold, group)
-    correct = (s > thr) == (y == 1)
+    correct = detection.predict_fake(s, thr, threshold_rule) == (y == 1)
     kept = (a_code >= 0) & (g_code >= 0)
     n_f = len(a_names)
     n_in = np.bincount(a_code[kept], minlength=n_f)
@@ -292,11 +318,15 @@ def accuracy_matrix(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Accuracy per approach (rows: ``real`` first, then forgery methods sorted, or as given)
-    and group (columns: sorted, or as given). A sample is predicted fake when score > threshold;
-    ``threshold`` may be a ``{group: threshold}`` mapping. Empty cells are NaN."""
-    enc = encode_predictions(label, method, group, score, threshold, approaches, groups)
+    and group (columns: sorted, or as given). A sample is predicted fake when score > threshold
+    (>= with ``threshold_rule=">="``); ``threshold`` may be a ``{group: threshold}`` mapping.
+    Empty cells are NaN."""
+    enc = encode_predictions(
+        label, method, group, score, threshold, approaches, groups, threshold_rule
+    )
     correct, total = enc.cell_counts()
     with np.errstate(invalid="ignore", divide="ignore"):
         values = correct / total
@@ -352,6 +382,7 @@ def group_rates(
     threshold: Threshold = 0.5,
     groups: Sequence[str] | None = None,
     with_auc: bool = True,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Per group: counts, confusion counts, PR, TPR, FPR, TNR, FNR, Acc and AUC.
 
@@ -360,7 +391,7 @@ def group_rates(
     """
     y, s = detection._as_label_score(y_true, y_pred_or_score)
     codes, names = _encode(group, groups, "group")
-    pred = s > threshold_array(threshold, group)
+    pred = detection.predict_fake(s, threshold_array(threshold, group), threshold_rule)
     conf = _confusion(y, pred, codes, len(names))
     tn, fp, fn, tp = conf.T
     table = pd.DataFrame(
@@ -393,14 +424,21 @@ def _group_auc(y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_codes: int) ->
 
 
 def textbook_metrics(
-    y_true, y_pred_or_score, group, threshold: Threshold = 0.5, groups: Sequence[str] | None = None
+    y_true,
+    y_pred_or_score,
+    group,
+    threshold: Threshold = 0.5,
+    groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> dict[str, float]:
     """Sample-pooled DPD, DEOdds (mean of the TPR and FPR gaps), DEO, STD, AccGap and AUCGap.
 
     Agrees with fairlearn's ``demographic_parity_difference``,
     ``equalized_odds_difference(agg="mean")`` and the range of ``true_positive_rate``.
     """
-    rates = group_rates(y_true, y_pred_or_score, group, threshold, groups)
+    rates = group_rates(
+        y_true, y_pred_or_score, group, threshold, groups, threshold_rule=threshold_rule
+    )
     out = pooled_from_confusion(
         rates["TN"].to_numpy(),
         rates["FP"].to_numpy(),
@@ -453,7 +491,7 @@ def metrics_from_cell_counts(
     with np.errstate(invalid="ignore", divide="ignore"):
         out: dict[str, np.ndarray] = {
             "ACC": correct.sum(axis=(-2, -1)) / n_all,
-            "MeanAcc": A.mean(axis=(-2, -1)),
+            "MeanAcc": _nan_mean(A.reshape(*A.shape[:-2], -1)),
         }
     for i, den in enumerate(dens):
         fair = _fairfd_from_array(A, real_index, den)
@@ -463,6 +501,85 @@ def metrics_from_cell_counts(
     for key, value in pooled_from_confusion(tn, fp, fn, tp).items():
         out[f"pooled_{key}"] = value
     return out
+
+
+# --------------------------------------------------------------------------- reasons
+
+
+def metric_reasons(
+    report: Mapping[str, float],
+    total: np.ndarray,
+    n_fake: np.ndarray,
+    real_index: int,
+    approaches: Sequence[str],
+    groups: Sequence[str],
+) -> dict[str, str]:
+    """Why a metric of ``report`` is NaN, or which cells it was computed without.
+
+    ``total`` (F, S): samples per cell; ``n_fake`` (S,): fake samples per group. Keys: the
+    metrics concerned; metrics computed as defined are absent.
+    """
+    total = np.asarray(total, dtype=np.float64)
+    n_fake = np.asarray(n_fake, dtype=np.float64)
+    n_group = total.sum(axis=0)
+    reasons: dict[str, list[str]] = {}
+    empty = [
+        f"({approaches[f]}, {groups[g]})"
+        for f, g in zip(*np.nonzero(total == 0))
+        if n_group[g] > 0  # a group without any sample is not a reported group
+    ]
+    matrix_keys = [k for k in report if k == "MeanAcc" or k.split("_")[0] in FAIRFD_KEYS]
+    if empty:
+        said = f"empty cell(s) {', '.join(empty)}"
+        for key in matrix_keys:
+            reasons.setdefault(key, []).append(
+                f"undefined: {said}"
+                if not np.isfinite(report[key])
+                else f"computed without the {said}"
+            )
+    only_real = [groups[g] for g in range(len(groups)) if n_group[g] > 0 and n_fake[g] == 0]
+    only_fake = [
+        groups[g] for g in range(len(groups)) if n_group[g] > 0 and n_fake[g] == n_group[g]
+    ]
+    one_class = []
+    if only_real:
+        one_class.append(f"group(s) {', '.join(only_real)} have no fake sample (TPR undefined)")
+    if only_fake:
+        one_class.append(f"group(s) {', '.join(only_fake)} have no real sample (FPR undefined)")
+    for key in ("pooled_DEOdds", "pooled_DEO", "pooled_AUCGap"):
+        if key in report and not np.isfinite(report[key]) and one_class:
+            reasons.setdefault(key, []).extend(one_class)
+    for key in ("AUC", "AP", "EER"):
+        if key in report and not np.isfinite(report[key]):
+            reasons.setdefault(key, []).append("one class only over all samples")
+    for key, value in report.items():
+        if not np.isfinite(value) and key not in reasons:
+            reasons[key] = ["undefined: no sample supports it"]
+    return {k: "; ".join(v) for k, v in reasons.items()}
+
+
+def fairness_reasons(
+    predictions: pd.DataFrame,
+    report: Mapping[str, float],
+    threshold: Threshold = 0.5,
+    approaches: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+) -> dict[str, str]:
+    """:func:`metric_reasons` of one detector's predictions and its :func:`fairness_report`."""
+    frame = _select(predictions, approaches, groups)
+    enc = encode_predictions(
+        frame["label"],
+        frame["method"],
+        frame["group"],
+        frame["score"],
+        threshold,
+        approaches,
+        groups,
+    )
+    _, total = enc.cell_counts()
+    kept = enc.kept
+    n_fake = np.bincount(enc.group_code[kept], weights=enc.label[kept], minlength=len(enc.groups))
+    return metric_reasons(report, total, n_fake, enc.real_index, enc.approaches, enc.groups)
 
 
 # --------------------------------------------------------------------------- frames
@@ -496,13 +613,18 @@ def fairness_report(
     ur_denominator: str | Iterable[str] = "one_plus_acc",
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> dict[str, float]:
     """All detection, FairFD and pooled fairness metrics of one detector's predictions.
 
     ``predictions`` has columns label, method, group, score (and usually sample_id,
     subject_id). ``approaches`` / ``groups`` restrict the samples (e.g. FairFD Table 5(b)
     uses ``["real", "faceswap"]``); ``threshold`` is a float or a ``{group: threshold}``
-    mapping; ``ur_denominator`` one name or several. Key names: see the module docstring.
+    mapping; ``ur_denominator`` one name or several; ``threshold_rule`` (``">"`` or
+    ``">="``) and ``eer`` (``"interpolated"`` or ``"nearest"``): the conventions of
+    :mod:`.detection`. Key names: see the module docstring.
     """
     _check_frame(predictions)
     frame = _select(predictions, approaches, groups)
@@ -514,13 +636,14 @@ def fairness_report(
         threshold,
         approaches,
         groups,
+        threshold_rule,
     )
     if enc.real_index is None:
         raise ValueError("the predictions have no 'real' approach; FairFD metrics need one")
     correct, total = enc.cell_counts()
     counted = metrics_from_cell_counts(correct, total, enc.real_index, ur_denominator)
     score = frame["score"].to_numpy(dtype=np.float64)
-    det = detection.detection_metrics(enc.label, score)
+    det = detection.detection_metrics(enc.label, score, eer=eer)
     group_auc = _group_auc(enc.label, score, enc.group_code, len(enc.groups))
     report = {"AUC": det["AUC"], "AP": det["AP"], "EER": det["EER"]}
     report.update({k: float(v) for k, v in counted.items()})
@@ -554,10 +677,21 @@ def fairness_table(
     ur_denominator: str | Iterable[str] = "one_plus_acc",
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """Wide table of :func:`fairness_report`: one row per metric, one column per ``by`` value."""
     reports = {
-        name: fairness_report(part, threshold, ur_denominator, approaches, groups)
+        name: fairness_report(
+            part,
+            threshold,
+            ur_denominator,
+            approaches,
+            groups,
+            threshold_rule=threshold_rule,
+            eer=eer,
+        )
         for name, part in _split_by(predictions, by)
     }
     table = pd.DataFrame(reports)
@@ -575,6 +709,8 @@ def per_group_long(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Long table: per ``by`` value, approach and group the accuracy, counts and rates.
 
@@ -596,6 +732,7 @@ def per_group_long(
             threshold,
             approaches,
             groups,
+            threshold_rule,
         )
         score = part["score"].to_numpy(dtype=np.float64)
         pred = enc.correct == (enc.label == 1)  # predicted fake, recovered from correctness

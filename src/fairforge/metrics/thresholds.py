@@ -13,18 +13,21 @@ import numpy as np
 import pandas as pd
 
 from . import detection
-from .fairness import Threshold, _encode, fairness_report
+from .fairness import Threshold, _encode, _select, fairness_report
 
 
-def best_threshold(label, score, prefer: float = 0.5) -> float:
-    """The threshold t maximising accuracy of ``score > t``.
+def best_threshold(label, score, prefer: float = 0.5, threshold_rule: str = ">") -> float:
+    """The threshold t maximising accuracy of ``score > t`` (``score >= t`` with
+    ``threshold_rule=">="``).
 
     Every distinct cut of the sorted scores is tried at once: the predictions depend only
     on which distinct scores lie above t. Among the cuts of maximal accuracy, ``prefer``
     is returned when it lies in one (no needless change), else the candidate nearest to it;
-    candidates are the midpoints between consecutive distinct scores, just below the
-    smallest and the largest score.
+    candidates are the midpoints between consecutive distinct scores and, at the ends, a
+    value that puts every score on one side (just below the smallest and the largest score
+    with ``>``; the smallest and just above the largest with ``>=``).
     """
+    geq = detection.check_threshold_rule(threshold_rule) == ">="
     y, s = detection._as_label_score(label, score)
     if y.size == 0:
         return float(prefer)
@@ -36,18 +39,29 @@ def best_threshold(label, score, prefer: float = 0.5) -> float:
     pos_above = n_pos_at.sum() - np.r_[0.0, np.cumsum(n_pos_at)]
     n_correct = neg_below + pos_above
     best = np.flatnonzero(n_correct == n_correct.max())
-    # Cut k holds for thresholds t in [values[k-1], values[k]) (open ends at the extremes).
+    # With ">" cut k holds for t in [values[k-1], values[k]); with ">=" for (values[k-1],
+    # values[k]] (open ends at the extremes).
     lower = np.r_[-np.inf, values][best]
     upper = np.r_[values, np.inf][best]
-    if np.any((lower <= prefer) & (prefer < upper)):
+    inside = (lower < prefer) & (prefer <= upper) if geq else (lower <= prefer) & (prefer < upper)
+    if np.any(inside):
         return float(prefer)
-    candidates = np.r_[np.nextafter(values[0], -np.inf), (values[:-1] + values[1:]) / 2, values[-1]]
+    mid = (values[:-1] + values[1:]) / 2
+    if geq:
+        candidates = np.r_[values[0], mid, np.nextafter(values[-1], np.inf)]
+    else:
+        candidates = np.r_[np.nextafter(values[0], -np.inf), mid, values[-1]]
     chosen = candidates[best]
     return float(chosen[np.argmin(np.abs(chosen - prefer))])
 
 
 def fit_group_thresholds(
-    label, score, group, groups: Sequence[str] | None = None, prefer: float = 0.5
+    label,
+    score,
+    group,
+    groups: Sequence[str] | None = None,
+    prefer: float = 0.5,
+    threshold_rule: str = ">",
 ) -> dict[str, float]:
     """Per group, the accuracy-maximising threshold (:func:`best_threshold`) on these data."""
     codes, names = _encode(group, groups, "group")
@@ -58,7 +72,7 @@ def fit_group_thresholds(
     for g, name in enumerate(names):
         idx = order[bounds[g] : bounds[g + 1]]
         if idx.size:
-            out[name] = best_threshold(y[idx], s[idx], prefer)
+            out[name] = best_threshold(y[idx], s[idx], prefer, threshold_rule)
     return out
 
 
@@ -75,11 +89,16 @@ def group_threshold_values(
 
 
 def apply_group_thresholds(
-    score, group, thresholds: Mapping[str, float], default: float | None = None
+    score,
+    group,
+    thresholds: Mapping[str, float],
+    default: float | None = None,
+    threshold_rule: str = ">",
 ) -> np.ndarray:
-    """Boolean predictions (True = fake): score > the threshold of the sample's group."""
-    s = np.asarray(score, dtype=np.float64)
-    return s > group_threshold_values(group, thresholds, default)
+    """Boolean predictions (True = fake): score > (or >=) the threshold of the sample's group."""
+    return detection.predict_fake(
+        score, group_threshold_values(group, thresholds, default), threshold_rule
+    )
 
 
 def compare_thresholds(
@@ -89,22 +108,37 @@ def compare_thresholds(
     ur_denominator: str | Iterable[str] = "one_plus_acc",
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Test metrics at the global ``threshold`` and at per-group thresholds fitted on
     ``validation`` (groups absent there keep the global threshold).
 
-    Returns the table (rows: :func:`fairness_report` keys; columns ``global`` and
-    ``per_group``) and the fitted thresholds.
+    ``approaches`` / ``groups`` restrict both the fit and the test (FairFD Table 5(b):
+    ``["real", "faceswap"]`` with ``ur_denominator="acc"``). Returns the table (rows:
+    :func:`fairness_report` keys; columns ``global`` and ``per_group``) and the fitted
+    thresholds.
     """
+    validation = _select(validation, approaches, groups)
     fitted = fit_group_thresholds(
-        validation["label"], validation["score"], validation["group"], prefer=threshold
+        validation["label"],
+        validation["score"],
+        validation["group"],
+        prefer=threshold,
+        threshold_rule=threshold_rule,
     )
+    conventions = {"threshold_rule": threshold_rule, "eer": eer}
     test_groups = sorted(set(test["group"].astype(str)))
     per_group: Threshold = {g: fitted.get(g, threshold) for g in test_groups}
     table = pd.DataFrame(
         {
-            "global": fairness_report(test, threshold, ur_denominator, approaches, groups),
-            "per_group": fairness_report(test, per_group, ur_denominator, approaches, groups),
+            "global": fairness_report(
+                test, threshold, ur_denominator, approaches, groups, **conventions
+            ),
+            "per_group": fairness_report(
+                test, per_group, ur_denominator, approaches, groups, **conventions
+            ),
         }
     )
     table.index.name = "metric"

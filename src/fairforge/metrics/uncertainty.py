@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtr, ndtri
 
 from ..columns import FAIRNESS_INPUT_COLUMNS
 from ..seeding import rng_for
@@ -96,9 +97,12 @@ def subject_stats(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> SubjectStats:
     """Sufficient statistics of the subject bootstrap. Each subject must lie in one group."""
-    enc = encode_predictions(label, method, group, score, threshold, approaches, groups)
+    enc = encode_predictions(
+        label, method, group, score, threshold, approaches, groups, threshold_rule
+    )
     if enc.real_index is None:
         raise ValueError("the predictions have no 'real' approach; FairFD metrics need one")
     if len(subject_id) != enc.label.size:
@@ -139,6 +143,7 @@ def stats_from_frame(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    threshold_rule: str = ">",
 ) -> SubjectStats:
     """:func:`subject_stats` of a predictions frame (columns label, method, group, subject_id, score)."""
     _check_frame(predictions, (*FAIRNESS_INPUT_COLUMNS, "subject_id"))
@@ -152,14 +157,17 @@ def stats_from_frame(
         threshold,
         approaches,
         groups,
+        threshold_rule,
     )
 
 
-def _as_stats(data: SubjectStats | pd.DataFrame, threshold, approaches, groups) -> SubjectStats:
+def _as_stats(
+    data: SubjectStats | pd.DataFrame, threshold, approaches, groups, threshold_rule: str = ">"
+) -> SubjectStats:
     return (
         data
         if isinstance(data, SubjectStats)
-        else stats_from_frame(data, threshold, approaches, groups)
+        else stats_from_frame(data, threshold, approaches, groups, threshold_rule)
     )
 
 
@@ -206,13 +214,18 @@ def bootstrap_replicates(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> dict[str, np.ndarray]:
     """Every count-based metric for each of ``n_boot`` subject resamples: name -> (B,) array.
 
     ``indices`` (B, N) replaces the seeded draws (see :func:`subject_resample_indices`).
-    A resample with an empty cell gives NaN for the metrics that use it.
+    A resample whose empty cells differ from the data's (a cell the data fill left empty, as
+    when every resampled subject of a group lacks an approach) is dropped: every metric is
+    NaN for it, so that all valid replicates measure the same cells as the estimate.
     """
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
+    data_empty = stats.cell_counts()[1] == 0
     chunks = (
         _index_chunks(stats, n_boot, seed)
         if indices is None
@@ -221,10 +234,11 @@ def bootstrap_replicates(
     parts: dict[str, list[np.ndarray]] = {}
     for idx in chunks:
         correct, total = stats.cell_counts(counts_from_indices(idx, stats.n_subjects))
+        dropped = ((total == 0) != data_empty).any(axis=(-2, -1))
         for key, value in metrics_from_cell_counts(
             correct, total, stats.real_index, ur_denominator
         ).items():
-            parts.setdefault(key, []).append(value)
+            parts.setdefault(key, []).append(np.where(dropped, np.nan, value))
     if not parts:
         raise ValueError("n_boot must be positive")
     return {k: np.concatenate(v) for k, v in parts.items()}
@@ -236,9 +250,11 @@ def point_estimates(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> dict[str, float]:
     """The count-based metrics of the data itself (equal to :func:`fairness_report`'s)."""
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     correct, total = stats.cell_counts()
     return {
         k: float(v)
@@ -246,6 +262,76 @@ def point_estimates(
             correct, total, stats.real_index, ur_denominator
         ).items()
     }
+
+
+def jackknife_estimates(
+    stats: SubjectStats, ur_denominator: str | Iterable[str] = "one_plus_acc"
+) -> dict[str, np.ndarray]:
+    """Every count-based metric with one subject left out, for each subject: name -> (N,).
+
+    Leaving subject i out subtracts its counts from its group's cells, so the N estimates
+    are one stack of cell counts. A leave-one-out that empties a cell the data fill is NaN
+    (as in :func:`bootstrap_replicates`).
+    """
+    correct, total = stats.cell_counts()
+    own_correct = stats._by_group(stats.correct).reshape(stats.n_subjects, *correct.shape)
+    own_total = stats._by_group(stats.total).reshape(stats.n_subjects, *total.shape)
+    loo_correct, loo_total = correct[None] - own_correct, total[None] - own_total
+    dropped = ((loo_total <= 0) != (total == 0)[None]).any(axis=(-2, -1))
+    return {
+        k: np.where(dropped, np.nan, v)
+        for k, v in metrics_from_cell_counts(
+            loo_correct, np.maximum(loo_total, 0.0), stats.real_index, ur_denominator
+        ).items()
+    }
+
+
+def bca_interval(
+    estimate: float, replicates: np.ndarray, jackknife: np.ndarray, level: float = 0.95
+) -> tuple[float, float, float, float]:
+    """BCa interval of one metric: (low, high, z0, acceleration).
+
+    z0 = Φ⁻¹(share of valid replicates below the estimate, ties counted half) corrects the
+    median bias; the acceleration a = Σ d³ / (6 (Σ d²)^1.5), d = mean(jackknife) − jackknife
+    (subject-level leave-one-out), corrects the skew. The interval is the replicates' quantiles
+    at Φ(z0 + (z0 + z)/(1 − a (z0 + z))) for z = Φ⁻¹((1 ∓ level)/2). NaN when the estimate
+    or every replicate is undefined.
+    """
+    reps = replicates[np.isfinite(replicates)]
+    if not np.isfinite(estimate) or reps.size == 0:
+        return np.nan, np.nan, np.nan, np.nan
+    tol = 1e-12 * max(1.0, abs(estimate))
+    below = np.sum(reps < estimate - tol) + 0.5 * np.sum(np.abs(reps - estimate) <= tol)
+    share = np.clip(below / reps.size, 0.5 / reps.size, 1 - 0.5 / reps.size)
+    z0 = float(ndtri(share))
+    jack = jackknife[np.isfinite(jackknife)]
+    d = jack.mean() - jack if jack.size else np.zeros(0)
+    denom = 6.0 * np.sum(d**2) ** 1.5
+    a = float(np.sum(d**3) / denom) if denom > 0 else 0.0
+    z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        adjusted = ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    adjusted = np.where(np.isfinite(adjusted), adjusted, np.array([0.0, 1.0]))
+    low, high = np.quantile(reps, np.clip(adjusted, 0.0, 1.0))
+    return float(low), float(high), z0, a
+
+
+def basic_interval(
+    estimate: float, replicates: np.ndarray, level: float = 0.95, floor: float | None = None
+) -> tuple[float, float]:
+    """The basic (reverse-percentile) bootstrap interval [2·estimate − q_hi, 2·estimate − q_lo]
+    of the valid replicates, q_lo and q_hi their (1 ∓ level)/2 quantiles: it reads the
+    replicates' spread around the estimate as the estimate's spread around the truth, so an
+    upward-biased estimate (a gap between groups) gets an interval shifted down by the
+    bias. ``floor`` clips the ends from below (0 for metrics that cannot be negative)."""
+    reps = replicates[np.isfinite(replicates)]
+    if not np.isfinite(estimate) or reps.size == 0:
+        return np.nan, np.nan
+    q_lo, q_hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+    low, high = 2 * estimate - q_hi, 2 * estimate - q_lo
+    if floor is not None:
+        low, high = max(low, floor), max(high, floor)
+    return float(low), float(high)
 
 
 def bootstrap_intervals(
@@ -257,29 +343,50 @@ def bootstrap_intervals(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
-    """Percentile intervals (2.5 / 97.5 for ``level`` 0.95) of the subject bootstrap.
+    """Bias-corrected subject-bootstrap intervals of every count-based metric.
 
-    One row per metric: estimate, ci_low, ci_high, n_valid (resamples without NaN), n_boot.
+    One row per metric: ``estimate`` (plug-in), ``estimate_bc`` (bias-corrected: 2·estimate
+    − mean of the valid replicates), ``ci_low``/``ci_high`` (the reported interval: basic
+    bootstrap, :func:`basic_interval`, floored at 0 since every metric here is
+    non-negative; it had the best measured coverage, docs/metrics.md section 4),
+    ``bca_low``/``bca_high`` (BCa, :func:`bca_interval`) and ``pct_low``/``pct_high`` (plain
+    percentile), for comparison, ``n_valid`` (replicates kept), ``n_boot``,
+    ``dropped_share`` (replicates dropped because a cell changed emptiness,
+    :func:`bootstrap_replicates`).
     """
     if not 0 < level < 1:
         raise ValueError("level must lie in (0, 1)")
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     estimate = point_estimates(stats, ur_denominator)
     reps = bootstrap_replicates(stats, n_boot, seed, ur_denominator)
+    jack = jackknife_estimates(stats, ur_denominator)
     names = list(reps)
     values = np.vstack([reps[k] for k in names])
     tail = 100 * (1 - level) / 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN metrics stay NaN
-        low, high = np.nanpercentile(values, [tail, 100 - tail], axis=1)
+        pct_low, pct_high = np.nanpercentile(values, [tail, 100 - tail], axis=1)
+        mean = np.nanmean(values, axis=1)
+    bca = [bca_interval(estimate[k], reps[k], jack[k], level) for k in names]
+    basic = [basic_interval(estimate[k], reps[k], level, floor=0.0) for k in names]
+    n_valid = np.isfinite(values).sum(axis=1)
+    point = np.array([estimate[k] for k in names])
     return pd.DataFrame(
         {
-            "estimate": [estimate[k] for k in names],
-            "ci_low": low,
-            "ci_high": high,
-            "n_valid": np.isfinite(values).sum(axis=1),
+            "estimate": point,
+            "estimate_bc": 2 * point - mean,
+            "ci_low": [b[0] for b in basic],
+            "ci_high": [b[1] for b in basic],
+            "bca_low": [b[0] for b in bca],
+            "bca_high": [b[1] for b in bca],
+            "pct_low": pct_low,
+            "pct_high": pct_high,
+            "n_valid": n_valid,
             "n_boot": n_boot,
+            "dropped_share": 1 - n_valid / n_boot,
         },
         index=pd.Index(names, name="metric"),
     )
@@ -295,6 +402,8 @@ def bootstrap_table(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Long table of :func:`bootstrap_intervals`, one block per ``by`` value.
 
@@ -304,7 +413,15 @@ def bootstrap_table(
     frames = []
     for name, part in _split_by(predictions, by):
         table = bootstrap_intervals(
-            part, n_boot, seed, level, ur_denominator, threshold, approaches, groups
+            part,
+            n_boot,
+            seed,
+            level,
+            ur_denominator,
+            threshold,
+            approaches,
+            groups,
+            threshold_rule=threshold_rule,
         ).reset_index()
         names = name if isinstance(name, tuple) else (name,)
         for i, col in enumerate(cols):
@@ -324,6 +441,8 @@ def permutation_pvalues(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> dict[str, float]:
     """One-sided p-values that each gap metric is larger than chance.
 
@@ -333,8 +452,9 @@ def permutation_pvalues(
     """
     if n_perm < 1:
         raise ValueError("n_perm must be positive")
-    stats = _as_stats(data, threshold, approaches, groups)
+    stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     observed = point_estimates(stats, ur_denominator)
+    data_empty = stats.cell_counts()[1] == 0
     rng = rng_for("fairforge.metrics.permutation", seed)
     exceed: dict[str, int] = {}
     valid: dict[str, int] = {}
@@ -343,10 +463,13 @@ def permutation_pvalues(
             np.broadcast_to(stats.subject_group, (CHUNK, stats.n_subjects)), axis=1
         )[: min(CHUNK, n_perm - start)]
         correct, total = stats.cell_counts_for_assignment(assignment)
+        # a shuffle that empties other cells than the data's measures other cells: dropped
+        dropped = ((total == 0) != data_empty).any(axis=(-2, -1))
         reps = metrics_from_cell_counts(correct, total, stats.real_index, ur_denominator)
         for key, value in reps.items():
             if key in NOT_GAPS:
                 continue
+            value = np.where(dropped, np.nan, value)
             # A relative tolerance so that a replicate equal to the data counts as reaching it
             # despite a different summation order.
             obs = observed[key]
@@ -372,9 +495,105 @@ def permutation_pvalue(
     threshold: Threshold = 0.5,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    *,
+    threshold_rule: str = ">",
 ) -> float:
     """The permutation p-value of one metric (a key of :func:`permutation_pvalues`)."""
-    pvalues = permutation_pvalues(data, n_perm, seed, ur_denominator, threshold, approaches, groups)
+    pvalues = permutation_pvalues(
+        data,
+        n_perm,
+        seed,
+        ur_denominator,
+        threshold,
+        approaches,
+        groups,
+        threshold_rule=threshold_rule,
+    )
     if metric not in pvalues:
         raise ValueError(f"unknown gap metric {metric!r}; choose from {sorted(pvalues)}")
     return pvalues[metric]
+
+
+# --------------------------------------------------------------------------- paired comparisons
+
+
+def align_stats(*all_stats: SubjectStats) -> list[SubjectStats]:
+    """The statistics of several detectors over the union of their subjects, in one order,
+    so that one resample of subject indices means the same subjects for each (a subject a
+    detector has no prediction of gets zero counts). Groups and approaches must agree."""
+    first = all_stats[0]
+    for other in all_stats[1:]:
+        if other.groups != first.groups or other.approaches != first.approaches:
+            raise ValueError(
+                "paired comparisons need the same groups and approaches: "
+                f"{first.groups}/{first.approaches} against {other.groups}/{other.approaches}"
+            )
+    group_of: dict = {}
+    for st in all_stats:
+        for sid, g in zip(st.subject_ids, st.subject_group):
+            if group_of.setdefault(sid, g) != g:
+                raise ValueError(f"subject {sid!r} is in different groups for two detectors")
+    ids = np.array(sorted(group_of), dtype=object)
+    position = {sid: i for i, sid in enumerate(ids)}
+    groups = np.array([group_of[s] for s in ids], dtype=np.int64)
+    out = []
+    for st in all_stats:
+        rows = np.fromiter((position[s] for s in st.subject_ids), np.int64, len(st.subject_ids))
+        correct = np.zeros((len(ids), len(st.approaches)))
+        total = np.zeros_like(correct)
+        correct[rows], total[rows] = st.correct, st.total
+        out.append(
+            SubjectStats(ids, groups, st.groups, st.approaches, st.real_index, correct, total)
+        )
+    return out
+
+
+def paired_differences(
+    stats_a: SubjectStats,
+    stats_b: SubjectStats,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+) -> pd.DataFrame:
+    """Is detector A fairer than B: every gap metric's difference A − B, from paired
+    subject-level resampling (the same resampled subjects for both detectors).
+
+    One row per gap metric: ``estimate`` (A − B), ``ci_low``/``ci_high`` (the basic bootstrap
+    interval of the difference, :func:`basic_interval`), ``p_value`` (two-sided, H0: no
+    difference, the inversion of that interval: 2·(1 + #{replicates on the far side of
+    2·estimate}) / (1 + n_valid), capped at 1; 0 lies in the level-(1 − α) interval exactly
+    when p > α, up to the +1s), ``n_valid``, ``n_boot``. A replicate that drops for either
+    detector drops for the difference.
+    """
+    stats_a, stats_b = align_stats(stats_a, stats_b)
+    indices = subject_resample_indices(stats_a, n_boot, seed)
+    est_a = point_estimates(stats_a, ur_denominator)
+    est_b = point_estimates(stats_b, ur_denominator)
+    reps_a = bootstrap_replicates(stats_a, ur_denominator=ur_denominator, indices=indices)
+    reps_b = bootstrap_replicates(stats_b, ur_denominator=ur_denominator, indices=indices)
+    rows = []
+    for key in est_a:
+        if key in NOT_GAPS:
+            continue
+        estimate = est_a[key] - est_b[key]
+        diff = reps_a[key] - reps_b[key]
+        valid = diff[np.isfinite(diff)]
+        low, high = basic_interval(estimate, diff, level)
+        if valid.size and np.isfinite(estimate):
+            far = min(np.sum(valid <= 2 * estimate), np.sum(valid >= 2 * estimate))
+            p = min(1.0, 2 * (1 + far) / (1 + valid.size))
+        else:
+            p = float("nan")
+        rows.append(
+            {
+                "metric": key,
+                "estimate": estimate,
+                "ci_low": low,
+                "ci_high": high,
+                "p_value": p,
+                "n_valid": int(valid.size),
+                "n_boot": n_boot,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -28,13 +28,16 @@ from fairforge.report.views import (
     failure_summary,
     fairness_with_uncertainty,
     measured_on,
+    paired_comparisons,
     per_group_accuracy,
     rates_with_reasons,
     side_by_side,
+    undefined_metrics_lines,
     wide_pvalues,
 )
 from fairforge.sources import get_adapter
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
+from fairforge.tables.fairness import dropped_resamples_note
 from fairforge.tables.forgeries import (
     crop_outside_cells,
     face_detection_rates,
@@ -169,15 +172,19 @@ def _detection_section(detection: pd.DataFrame, paths: Mapping) -> str:
 
 def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
     per_group = read_input(paths, "fairness_per_group")
+    undefined = undefined_metrics_lines(fairness)
+    dropped = dropped_resamples_note(ci) if ci is not None else ""
     return _section(
         "fairness",
         "Fairness on clean test data",
         caption_html("fairness_table"),
         _p(
-            "Cells read: value [2.5 %, 97.5 % subject-bootstrap interval] "
+            "Cells read: value [95 % basic subject-bootstrap interval, floored at 0] "
             "p=permutation p-value (gaps only).",
             "note",
         ),
+        *[_p("Undefined or partial: " + line, "warn") for line in undefined],
+        _p(dropped, "warn" if "Warning" in dropped else "note") if dropped else "",
         table_html(fairness_with_uncertainty(fairness, ci, pvalues)),
         "<h3>Accuracy per approach and group</h3>",
         caption_html("per_group"),
@@ -185,6 +192,15 @@ def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
         "<h3>Permutation p-values</h3>",
         caption_html("fairness_pvalues"),
         table_html(wide_pvalues(pvalues)),
+        "<h3>Paired comparisons of the detectors</h3>",
+        _p(
+            "Difference of two detectors' gaps (first − second) from paired subject-level "
+            "resampling (the same subjects and resamples for both), its 95% BCa interval, "
+            "the two-sided p-value and its Holm adjustment over every test of the verdict "
+            "metrics.",
+            "note",
+        ),
+        table_html(paired_comparisons(pvalues)),
     )
 
 
@@ -389,12 +405,18 @@ def _exposure_section(paths: Mapping, config: Mapping) -> str:
         facts += encoder_facts(table, ranking.get("encoders", {}))
     ks_shown = ks.drop(columns=[c for c in ("distance", "k", "l") if c in ks.columns])
     if not ks.empty:
-        n_small = int((ks["pvalue"] < ALPHA).sum())
-        facts_ks = _p(
-            f"{n_small} of {len(ks)} pairs differ at p < {ALPHA} (no correction "
-            "for the number of tests).",
-            "note",
-        )
+        if "pvalue_holm" in ks.columns:
+            said = (
+                f"{int((ks['pvalue_holm'] < ALPHA).sum())} of {len(ks)} tests differ at "
+                f"p < {ALPHA} after Holm's adjustment (one family per encoder, setting and "
+                "convention: every pair of groups, on visibility and on exposure)."
+            )
+        else:  # a table written before the adjustment existed
+            said = (
+                f"{int((ks['pvalue'] < ALPHA).sum())} of {len(ks)} tests differ at "
+                f"p < {ALPHA} (no correction for the number of tests)."
+            )
+        facts_ks = _p(said, "note")
     else:
         facts_ks = ""
     return _section(

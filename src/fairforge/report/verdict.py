@@ -1,7 +1,9 @@
 """The statistics behind the verdict: which detector is fairest by each verdict metric, how
-sure that is (bootstrap intervals, permutation p-values), whether the ranking holds under
-every test-time variant, and which group a face ranking exposes most. Pure functions from
-tables to plain sentences; the page escapes and lays them out."""
+sure that is (BCa bootstrap intervals; paired subject-level comparisons of the detectors'
+gaps and permutation tests against chance, judged on Holm-adjusted p-values), whether the
+ranking holds under every test-time variant, and which group a face ranking exposes most.
+Pure functions from tables to plain sentences; the page escapes and lays them out. No
+sentence rests on whether two intervals overlap."""
 
 from __future__ import annotations
 
@@ -10,12 +12,12 @@ import pandas as pd
 
 from fairforge.perturb import CLEAN
 from fairforge.report.text import format_number
+from fairforge.report.views import detector_columns
 from fairforge.tables.exposure import most_exposed_groups
+from fairforge.tables.fairness import VERDICT_METRICS
 from fairforge.tables.variants import sorted_variants
 
-# Fairness gaps the verdict ranks detectors by (lower is fairer).
-VERDICT_METRICS = ("AADPD", "URDEOdds")
-# A p-value below this is reported as "larger than chance".
+# A Holm-adjusted p-value below this is reported as significant.
 ALPHA = 0.05
 
 
@@ -34,15 +36,57 @@ def _ci_of(ci: pd.DataFrame | None, dataset, detector, metric) -> tuple[float, f
     return float(row["ci_low"].iloc[0]), float(row["ci_high"].iloc[0])
 
 
-def _p_of(pvalues: pd.DataFrame | None, dataset, detector, metric) -> float:
+def _tests(pvalues: pd.DataFrame | None, test: str) -> pd.DataFrame:
+    """The rows of one kind of test (``chance`` or ``paired``); a table written before the
+    paired comparisons existed holds chance tests only, without ``p_holm``."""
     if pvalues is None or pvalues.empty:
-        return np.nan
-    row = pvalues.loc[
-        (pvalues["dataset"] == dataset)
-        & (pvalues["detector"] == detector)
-        & (pvalues["metric"] == metric)
+        return pd.DataFrame(columns=["dataset", "detector", "detector_b", "metric", "p_value"])
+    frame = pvalues if "test" in pvalues.columns else pvalues.assign(test="chance")
+    frame = frame if "p_holm" in frame.columns else frame.assign(p_holm=np.nan)
+    return frame.loc[frame["test"] == test]
+
+
+def _p_of(pvalues: pd.DataFrame | None, dataset, detector, metric) -> tuple[float, float]:
+    """(raw, Holm-adjusted) permutation p-value that a gap is larger than chance."""
+    chance = _tests(pvalues, "chance")
+    row = chance.loc[
+        (chance["dataset"] == dataset)
+        & (chance["detector"] == detector)
+        & (chance["metric"] == metric)
     ]
-    return float(row["p_value"].iloc[0]) if len(row) else np.nan
+    if row.empty:
+        return np.nan, np.nan
+    return float(row["p_value"].iloc[0]), float(row["p_holm"].iloc[0])
+
+
+def _paired(pvalues: pd.DataFrame | None, dataset, a, b, metric) -> dict | None:
+    """The paired comparison of a and b (in either order), oriented as a − b."""
+    paired = _tests(pvalues, "paired")
+    for first, second, sign in ((a, b, 1.0), (b, a, -1.0)):
+        row = paired.loc[
+            (paired["dataset"] == dataset)
+            & (paired["detector"] == first)
+            & (paired["detector_b"] == second)
+            & (paired["metric"] == metric)
+        ]
+        if len(row):
+            r = row.iloc[0]
+            low, high = sign * float(r["ci_low"]), sign * float(r["ci_high"])
+            return {
+                "value": sign * float(r["value"]),
+                "low": min(low, high),
+                "high": max(low, high),
+                "p": float(r["p_value"]),
+                "p_holm": float(r["p_holm"]),
+            }
+    return None
+
+
+def _judged(p: float, p_holm: float, yes: str, no: str) -> str:
+    """'p=…, Holm-adjusted p=… (yes|no)', judged on the adjusted p-value when there is one."""
+    if np.isfinite(p_holm):
+        return f"p={p:.3g}, Holm-adjusted p={p_holm:.3g} ({yes if p_holm < ALPHA else no})"
+    return f"p={p:.3g} (unadjusted; {yes if p < ALPHA else no} at {ALPHA} before adjustment)"
 
 
 def _with_ci(value: float, low: float, high: float) -> str:
@@ -67,10 +111,11 @@ def verdict(
     ur_denominator: str,
 ) -> list[str]:
     """Sentences a reader of the report alone can act on: which detector is fairest by each
-    verdict metric, how sure that is (CI overlap, permutation p-values), and under which
-    test-time variants the fairest detector changes."""
+    verdict metric, how sure that is (paired comparisons and permutation tests, judged on
+    Holm-adjusted p-values), and under which test-time variants the fairest detector
+    changes."""
     lines = []
-    detectors = [c for c in fairness.columns if c not in ("dataset", "metric")]
+    detectors = detector_columns(fairness)
     for dataset, table in fairness.groupby("dataset", sort=True):
         table = table.set_index("metric")
         prefix = f"{dataset}: " if fairness["dataset"].nunique() > 1 else ""
@@ -100,16 +145,23 @@ def verdict(
                 if len(others):
                     runner = others.index[0]
                     text += f"; next is {runner}: {described[runner]}."
-                    b_low, b_high = low_high[best]
-                    r_low, _ = low_high[runner]
-                    if np.isfinite(b_high) and np.isfinite(r_low):
+                    pair = _paired(pvalues, dataset, best, runner, metric)
+                    if pair is not None and np.isfinite(pair["p"]):
                         text += (
-                            " The intervals do not overlap: the ranking is clear at this sample size."
-                            if b_high < r_low
-                            else " The intervals overlap: these data cannot separate the two."
+                            f" Paired subject-level comparison of {best} − {runner}: "
+                            f"{format_number(pair['value'])} [95% CI "
+                            f"{format_number(pair['low'])}, {format_number(pair['high'])}], "
+                            + _judged(
+                                pair["p"],
+                                pair["p_holm"],
+                                "significant after adjustment: the ranking is clear",
+                                "not significant after adjustment: these data cannot "
+                                "separate the two",
+                            )
+                            + "."
                         )
                     else:
-                        text += " (No bootstrap intervals: metrics.bootstrap is 0.)"
+                        text += " (No paired comparison: metrics.bootstrap is 0 or the table predates it.)"
                 else:
                     text += "."
             auc = table.loc["AUC", fairest[0]] if "AUC" in table.index else np.nan
@@ -121,17 +173,35 @@ def verdict(
             lines.append(text)
             significance = []
             for d in detectors:
-                p = _p_of(pvalues, dataset, d, metric)
+                p, p_holm = _p_of(pvalues, dataset, d, metric)
                 if np.isfinite(p):
                     significance.append(
-                        f"{d} p={p:.3g} ("
-                        + ("larger than chance" if p < ALPHA else "not distinguishable from chance")
-                        + ")"
+                        f"{d} "
+                        + _judged(
+                            p, p_holm, "larger than chance", "not distinguishable from chance"
+                        )
                     )
             if significance:
                 lines.append(
                     f"{prefix}Is the {metric} gap larger than chance (subject-level "
                     f"permutation test)? " + "; ".join(significance) + "."
+                )
+            pairs = _tests(pvalues, "paired")
+            pairs = pairs.loc[(pairs["dataset"] == dataset) & (pairs["metric"] == metric)]
+            if len(detectors) > 2 and len(pairs):
+                significant = [
+                    f"{r.detector} vs {r.detector_b}"
+                    for r in pairs.itertuples(index=False)
+                    if np.isfinite(r.p_holm) and r.p_holm < ALPHA
+                ]
+                lines.append(
+                    f"{prefix}Paired comparisons of {metric} (every pair of detectors, "
+                    f"Holm-adjusted over all the verdict's tests): "
+                    + (
+                        f"{len(significant)} of {len(pairs)} significant ({', '.join(significant)})."
+                        if significant
+                        else f"none of {len(pairs)} significant."
+                    )
                 )
             if fup is not None and not fup.empty and len(detectors) > 1 and metric in fup.columns:
                 lines.append(

@@ -71,11 +71,28 @@ def per_group_accuracy(per_group: pd.DataFrame) -> pd.DataFrame:
     return wide.assign(_o=order).sort_values(["dataset", "detector", "_o"]).drop(columns="_o")
 
 
+def detector_columns(fairness: pd.DataFrame) -> list[str]:
+    """The detector columns of the fairness table (every column but dataset, metric, reason)."""
+    return [c for c in fairness.columns if c not in ("dataset", "metric", "reason")]
+
+
+def undefined_metrics_lines(fairness: pd.DataFrame) -> list[str]:
+    """One sentence per dataset and reason: which metrics are NaN or computed without some
+    cells, and why (the ``reason`` column of the fairness table)."""
+    if "reason" not in fairness.columns:
+        return []
+    rows = fairness.loc[fairness["reason"].astype("string").fillna("") != ""]
+    lines = []
+    for (dataset, reason), part in rows.groupby(["dataset", "reason"], sort=False):
+        lines.append(f"{dataset}: {', '.join(part['metric'].astype(str))}: {reason}.")
+    return lines
+
+
 def fairness_with_uncertainty(
     fairness: pd.DataFrame, ci: pd.DataFrame | None, pvalues: pd.DataFrame | None
 ) -> pd.DataFrame:
     """The clean fairness table with "value [low, high] p=..." cells."""
-    detectors = [c for c in fairness.columns if c not in ("dataset", "metric")]
+    detectors = detector_columns(fairness)
     long = fairness.melt(
         id_vars=["dataset", "metric"], value_vars=detectors, var_name="detector", value_name="value"
     )
@@ -87,7 +104,7 @@ def fairness_with_uncertainty(
         )
     if pvalues is not None and not pvalues.empty:
         long = long.merge(
-            pvalues[["dataset", "detector", "metric", "p_value"]],
+            chance_tests(pvalues)[["dataset", "detector", "metric", "p_value"]],
             on=["dataset", "detector", "metric"],
             how="left",
         )
@@ -108,18 +125,57 @@ def fairness_with_uncertainty(
     return wide.reset_index()
 
 
+def chance_tests(pvalues: pd.DataFrame) -> pd.DataFrame:
+    """The permutation tests "is this gap larger than chance" of the p-value table (all its
+    rows when it predates the paired comparisons)."""
+    if "test" not in pvalues.columns:
+        return pvalues
+    return pvalues.loc[pvalues["test"] == "chance"]
+
+
 def wide_pvalues(pvalues: pd.DataFrame) -> pd.DataFrame:
+    """Rows dataset x metric, one column per detector: the permutation p-value, and its
+    Holm-adjusted value where the metric is in the verdict's family ("p (Holm p)")."""
     if pvalues.empty:
         return pvalues
-    wide = pvalues.pivot_table(
+    chance = chance_tests(pvalues)
+    holm = chance["p_holm"] if "p_holm" in chance.columns else pd.Series(np.nan, chance.index)
+    cells = [
+        f"{p:.3g}" + (f" (Holm {h:.3g})" if pd.notna(h) else "")
+        for p, h in zip(chance["p_value"], holm)
+    ]
+    wide = chance.assign(cell=cells).pivot_table(
         index=["dataset", "metric"],
         columns="detector",
-        values="p_value",
+        values="cell",
         aggfunc="first",
         sort=False,
     )
     wide.columns.name = None
     return wide.reset_index()
+
+
+def paired_comparisons(pvalues: pd.DataFrame) -> pd.DataFrame:
+    """The paired comparisons the verdict judges (Holm family): dataset, metric, the pair,
+    the difference of gaps with its BCa interval, raw and Holm-adjusted p-values."""
+    if pvalues.empty or "test" not in pvalues.columns:
+        return pd.DataFrame()
+    paired = pvalues.loc[(pvalues["test"] == "paired") & pvalues["p_holm"].notna()]
+    if paired.empty:  # one detector: nothing to compare
+        return pd.DataFrame()
+    return pd.DataFrame(
+        {
+            "dataset": paired["dataset"],
+            "metric": paired["metric"],
+            "comparison": paired["detector"].astype(str) + " − " + paired["detector_b"].astype(str),
+            "difference": [
+                f"{format_number(v)} [{format_number(lo)}, {format_number(hi)}]"
+                for v, lo, hi in zip(paired["value"], paired["ci_low"], paired["ci_high"])
+            ],
+            "p": paired["p_value"].map(lambda p: f"{p:.3g}"),
+            "Holm p": paired["p_holm"].map(lambda p: f"{p:.3g}"),
+        }
+    ).reset_index(drop=True)
 
 
 def side_by_side(

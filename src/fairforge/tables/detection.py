@@ -25,9 +25,15 @@ def _video_frames(part: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def detection_table(
-    preds: pd.DataFrame, threshold: float = 0.5, split: str | None = "test"
+    preds: pd.DataFrame,
+    threshold: float = 0.5,
+    split: str | None = "test",
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """AUC, ACC (at ``threshold``), AP, EER and counts per dataset x detector x variant.
+    ``threshold_rule`` and ``eer``: the conventions of :mod:`fairforge.metrics.detection`.
 
     ``unit`` is ``frame`` (every prediction) or ``video`` (one score per video, the mean of
     its frame scores; only where ``video_id`` exists). Counts are of frames or videos.
@@ -39,7 +45,13 @@ def detection_table(
             {
                 **base,
                 "unit": "frame",
-                **detection_metrics(part["label"].to_numpy(), part["score"].to_numpy(), threshold),
+                **detection_metrics(
+                    part["label"].to_numpy(),
+                    part["score"].to_numpy(),
+                    threshold,
+                    threshold_rule,
+                    eer,
+                ),
             }
         )
         frames = _video_frames(part)
@@ -48,7 +60,13 @@ def detection_table(
                 {
                     **base,
                     "unit": "video",
-                    **video_level(frames, video_col="video_key", threshold=threshold),
+                    **video_level(
+                        frames,
+                        video_col="video_key",
+                        threshold=threshold,
+                        threshold_rule=threshold_rule,
+                        eer=eer,
+                    ),
                 }
             )
     if not rows:

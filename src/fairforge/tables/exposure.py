@@ -10,10 +10,20 @@ import pandas as pd
 
 def exposure_summary(exposure: pd.DataFrame) -> pd.DataFrame:
     """The exposure table a reader compares encoders by: encoder, setting, convention, hit
-    ratios, disparate visibility and exposure, then visibility and exposure of each group."""
+    ratios, disparate visibility and exposure (equation 7's, then the conditional ones of the
+    paper's figures where present), then visibility and exposure of each group."""
     lead = ["encoder", "setting", "convention"]
     hits = [c for c in exposure.columns if c.startswith("hit_ratio@")]
-    disparate = ["disparate_visibility", "disparate_exposure"]
+    disparate = [
+        c
+        for c in (
+            "disparate_visibility",
+            "disparate_exposure",
+            "disparate_visibility_conditional",
+            "disparate_exposure_conditional",
+        )
+        if c in exposure.columns
+    ]
     per_group = [c for c in exposure.columns if c.startswith("visibility_")] + [
         c for c in exposure.columns if c.startswith("exposure_")
     ]

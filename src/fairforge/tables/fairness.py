@@ -4,7 +4,8 @@
   intervals of every metric.
 - :func:`fairness_under_perturbation`: every :func:`~fairforge.metrics.fairness_report`
   key per detector x variant.
-- :func:`pvalue_table`: subject-level permutation p-values of every clean fairness gap.
+- :func:`pvalue_table`: every test the report makes: subject-level permutation p-values of
+  every clean fairness gap, paired comparisons of the detectors' gaps, Holm-adjusted.
 - :func:`thresholds_table`: FairFD Table 5, global versus per-group thresholds.
 - :func:`grayscale_table`: FairFD Table 6, ``grayscale@1`` next to ``clean``.
 
@@ -16,12 +17,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from itertools import combinations
 
+import numpy as np
 import pandas as pd
 
-from fairforge.metrics.fairness import fairness_report, fairness_table, per_group_long
+from fairforge.metrics.fairness import (
+    fairness_reasons,
+    fairness_report,
+    fairness_table,
+    per_group_long,
+)
+from fairforge.metrics.multiplicity import holm_adjust
 from fairforge.metrics.thresholds import compare_thresholds
-from fairforge.metrics.uncertainty import bootstrap_table, permutation_pvalues
+from fairforge.metrics.uncertainty import (
+    bootstrap_table,
+    paired_differences,
+    permutation_pvalues,
+    stats_from_frame,
+)
 from fairforge.perturb import CLEAN
 from fairforge.tables.predictions import evaluation_rows, groups_of, table_from_files
 from fairforge.tables.variants import GRAYSCALE, order_rows, with_variant_info
@@ -41,6 +55,9 @@ def fairness_outputs(
     ur_denominator: str = "one_plus_acc",
     bootstrap: int = 0,
     seed: int = 0,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> dict[str, pd.DataFrame]:
     """``table`` (rows: dataset × metric, columns: detectors), ``per_group`` and, when
     ``bootstrap`` > 0, ``ci`` (subject-level bootstrap intervals of every metric)."""
@@ -54,19 +71,42 @@ def fairness_outputs(
                 sorted(part["label"].unique()),
             )
             continue
-        table = fairness_table(part, threshold=threshold, ur_denominator=ur_denominator)
-        tables.append(table.reset_index().assign(dataset=dataset))
-        per_group.append(per_group_long(part, threshold=threshold).assign(dataset=dataset))
-        if bootstrap:
-            cis.append(
-                bootstrap_table(
-                    part,
-                    n_boot=bootstrap,
-                    seed=seed,
-                    threshold=threshold,
-                    ur_denominator=ur_denominator,
-                ).assign(dataset=dataset)
+        table = fairness_table(
+            part,
+            threshold=threshold,
+            ur_denominator=ur_denominator,
+            threshold_rule=threshold_rule,
+            eer=eer,
+        )
+        table = table.reset_index().assign(dataset=dataset)
+        reasons: dict[tuple, str] = {}  # (detector, metric) -> why it is NaN or partial
+        for detector, det_part in part.groupby("detector", sort=True):
+            report = table.set_index("metric")[detector].to_dict()
+            for metric, why in fairness_reasons(det_part, report, threshold).items():
+                reasons[detector, metric] = why
+        detectors = [c for c in table.columns if c not in ("dataset", "metric")]
+        table["reason"] = [
+            "; ".join(f"{d}: {reasons[d, m]}" for d in detectors if (d, m) in reasons)
+            for m in table["metric"]
+        ]
+        tables.append(table)
+        per_group.append(
+            per_group_long(part, threshold=threshold, threshold_rule=threshold_rule).assign(
+                dataset=dataset
             )
+        )
+        if bootstrap:
+            ci = bootstrap_table(
+                part,
+                n_boot=bootstrap,
+                seed=seed,
+                threshold=threshold,
+                ur_denominator=ur_denominator,
+                threshold_rule=threshold_rule,
+            ).assign(dataset=dataset)
+            ci["reason"] = [reasons.get((d, m), "") for d, m in zip(ci["detector"], ci["metric"])]
+            _warn_dropped(ci, dataset)
+            cis.append(ci)
     if not tables:
         raise ValueError("no dataset has both real and fake predictions to measure")
     table = pd.concat(tables, ignore_index=True)
@@ -84,14 +124,51 @@ def fairness_outputs(
                 "detector",
                 "metric",
                 "estimate",
+                "estimate_bc",
                 "ci_low",
                 "ci_high",
+                "pct_low",
+                "pct_high",
                 "n_valid",
                 "n_boot",
+                "dropped_share",
+                "reason",
             ]
         )
     )
     return out
+
+
+# A share of dropped bootstrap resamples above this is warned about (log and report).
+DROPPED_WARNING = 0.01
+
+
+def dropped_resamples_note(ci: pd.DataFrame) -> str:
+    """A sentence on the bootstrap resamples dropped because a cell changed emptiness:
+    the largest share and, above :data:`DROPPED_WARNING`, a warning ('' when none)."""
+    if ci.empty or "dropped_share" not in ci.columns:
+        return ""
+    defined = ci.loc[ci["estimate"].notna()]
+    if defined.empty:
+        return ""
+    worst = defined.loc[defined["dropped_share"].idxmax()]
+    share = float(worst["dropped_share"])
+    text = (
+        f"Bootstrap resamples dropped (a resample that empties a cell the data fill): at most "
+        f"{100 * share:.1f}% ({worst['detector']}, {worst['metric']})."
+    )
+    if share > DROPPED_WARNING:
+        text += (
+            f" Warning: above {100 * DROPPED_WARNING:.0f}%, the intervals rest on the "
+            "resamples that keep every cell, and can be too narrow."
+        )
+    return text
+
+
+def _warn_dropped(ci: pd.DataFrame, dataset) -> None:
+    heavy = ci.loc[ci["dropped_share"] > DROPPED_WARNING]
+    if len(heavy):
+        log.warning("dataset %s: %s", dataset, dropped_resamples_note(ci) or "resamples dropped")
 
 
 def _dataset_first(frame: pd.DataFrame) -> pd.DataFrame:
@@ -103,6 +180,9 @@ def fairness_under_perturbation(
     threshold: float = 0.5,
     ur_denominator: str = "one_plus_acc",
     split: str | None = "test",
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """One row per dataset x detector x variant, one column per fairness_report key."""
     rows = []
@@ -112,12 +192,38 @@ def fairness_under_perturbation(
                 "dataset": dataset,
                 "detector": detector,
                 "variant": variant,
-                **fairness_report(part, threshold, ur_denominator),
+                **fairness_report(
+                    part, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
+                ),
             }
         )
     table = order_rows(with_variant_info(pd.DataFrame(rows)))
     first = ["dataset", "detector", "variant", "operation", "level", "severity", "category"]
     return table[first + [c for c in table.columns if c not in first]]
+
+
+# The fairness gaps the report's verdict ranks detectors by (lower is fairer); the tests on
+# them are the family whose p-values are Holm-adjusted (UR names get the denominator).
+VERDICT_METRICS = ("AADPD", "URDEOdds")
+
+
+def verdict_metric_names(ur_denominator: str) -> list[str]:
+    return [f"{m}_{ur_denominator}" if m.startswith("UR") else m for m in VERDICT_METRICS]
+
+
+PVALUE_COLUMNS = [
+    "dataset",
+    "test",
+    "detector",
+    "detector_b",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "n_perm",
+]
 
 
 def pvalue_table(
@@ -128,30 +234,101 @@ def pvalue_table(
     ur_denominator: str = "one_plus_acc",
     split: str | None = "test",
     variant: str = CLEAN,
+    *,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
-    """Permutation p-values (group labels shuffled across subjects) that each gap of the
-    ``variant`` predictions is larger than chance: dataset, detector, metric, value, p_value."""
+    """Every test the report makes about the ``variant`` predictions, with Holm-adjusted
+    p-values (``p_holm``) over the family the verdict draws conclusions from: every test on
+    a :data:`VERDICT_METRICS` gap, all datasets, detectors and pairs together. Rows of other
+    metrics are descriptive: their ``p_holm`` is NaN (a family of every metric would be
+    dominated by near-duplicates such as DPD and AccGap, and resampling p-values could then
+    never reach significance).
+
+    * ``test`` = ``chance``: is the gap of ``detector`` larger than chance (subject-level
+      permutation test, one-sided); ``value`` is the gap.
+    * ``test`` = ``paired``: do ``detector`` and ``detector_b`` differ (paired subject-level
+      bootstrap of the difference of their gaps, same subjects and resamples for both,
+      two-sided); ``value`` is gap(detector) − gap(detector_b) with its BCa interval.
+
+    ``n_perm`` is the number of permutations and of paired resamples.
+    """
     rows = []
     preds = evaluation_rows(preds, split)
     if "variant" in preds.columns:
         preds = preds.loc[preds["variant"] == variant]
-    for (dataset, detector), part in groups_of(preds, ("dataset", "detector")):
-        observed = fairness_report(part, threshold, ur_denominator)
-        pvalues = permutation_pvalues(part, n_perm, seed, ur_denominator, threshold)
-        rows += [
-            {
-                "dataset": dataset,
-                "detector": detector,
-                "metric": m,
-                "value": observed[m],
-                "p_value": p,
-                "n_perm": n_perm,
-            }
-            for m, p in pvalues.items()
-        ]
-    return pd.DataFrame(
-        rows, columns=["dataset", "detector", "metric", "value", "p_value", "n_perm"]
-    )
+    options = {"threshold_rule": threshold_rule}
+    for dataset, part in _per_dataset(preds):
+        stats = {}
+        for (detector,), det in groups_of(part, ("detector",)):
+            observed = fairness_report(
+                det, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
+            )
+            pvalues = permutation_pvalues(det, n_perm, seed, ur_denominator, threshold, **options)
+            rows += [
+                {
+                    "dataset": dataset,
+                    "test": "chance",
+                    "detector": detector,
+                    "detector_b": "",
+                    "metric": m,
+                    "value": observed[m],
+                    "p_value": p,
+                    "n_perm": n_perm,
+                }
+                for m, p in pvalues.items()
+            ]
+            stats[detector] = stats_from_frame(
+                det, threshold, part_approaches(part), part_groups(part), threshold_rule
+            )
+        for a, b in combinations(sorted(stats), 2):
+            diff = paired_differences(stats[a], stats[b], n_perm, seed, 0.95, ur_denominator)
+            rows += [
+                {
+                    "dataset": dataset,
+                    "test": "paired",
+                    "detector": a,
+                    "detector_b": b,
+                    "metric": r.metric,
+                    "value": r.estimate,
+                    "ci_low": r.ci_low,
+                    "ci_high": r.ci_high,
+                    "p_value": r.p_value,
+                    "n_perm": n_perm,
+                }
+                for r in diff.itertuples(index=False)
+            ]
+    table = pd.DataFrame(rows, columns=PVALUE_COLUMNS)
+    family = table["metric"].isin(verdict_metric_names(ur_denominator)).to_numpy()
+    p_holm = np.full(len(table), np.nan)
+    p_holm[family] = holm_adjust(table.loc[family, "p_value"].to_numpy(float))
+    table["p_holm"] = p_holm
+    return table
+
+
+def part_approaches(preds: pd.DataFrame) -> list[str]:
+    """The approaches of a dataset's predictions, ``real`` first (so that every detector's
+    statistics share the rows of the accuracy matrix)."""
+    names = sorted(set(preds["method"].astype(str)))
+    return ["real"] + [n for n in names if n != "real"] if "real" in names else names
+
+
+def part_groups(preds: pd.DataFrame) -> list[str]:
+    return sorted(set(preds["group"].astype(str)))
+
+
+def thresholds_options(metrics: Mapping) -> dict:
+    """Keyword arguments of :func:`thresholds_table` from the config's ``metrics`` block:
+    its ``thresholds`` sub-block (approaches, ur_denominator; null falls back to
+    ``metrics.ur_denominator``) and the shared conventions."""
+    study = metrics.get("thresholds") or {}
+    return {
+        "threshold": metrics["threshold"],
+        "ur_denominator": study.get("ur_denominator") or metrics["ur_denominator"],
+        "approaches": study.get("approaches"),
+        "threshold_rule": metrics.get("threshold_rule", ">"),
+        "eer": metrics.get("eer", "interpolated"),
+    }
 
 
 def thresholds_table(
@@ -161,9 +338,15 @@ def thresholds_table(
     fit_split: str = "val",
     eval_split: str = "test",
     variant: str = CLEAN,
+    *,
+    approaches: list[str] | None = None,
+    threshold_rule: str = ">",
+    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """FairFD Table 5: utility and fairness on ``eval_split`` at the global ``threshold`` and
-    at per-group thresholds fitted on ``fit_split``.
+    at per-group thresholds fitted on ``fit_split``. ``approaches`` restricts the rows of the
+    accuracy matrix (the paper's Table 5(b): ``["real", "faceswap"]`` with
+    ``ur_denominator="acc"``; config ``metrics.thresholds``); None keeps every approach.
 
     Rows: every fairness_report key, then ``threshold[<group>]`` (the thresholds themselves).
     Columns: dataset, detector, metric, global, per_group, change (per_group - global).
@@ -178,7 +361,15 @@ def thresholds_table(
                 f"{dataset}/{detector}: the {fit_split!r} and {eval_split!r} "
                 "splits are both needed (config inference.splits)"
             )
-        table, fitted = compare_thresholds(fit, test, threshold, ur_denominator)
+        table, fitted = compare_thresholds(
+            fit,
+            test,
+            threshold,
+            ur_denominator,
+            approaches,
+            threshold_rule=threshold_rule,
+            eer=eer,
+        )
         for group in sorted(set(test["group"].astype(str)) | set(fitted)):
             table.loc[f"threshold[{group}]"] = [threshold, fitted.get(group, threshold)]
         rows.append(table.reset_index().assign(dataset=dataset, detector=detector))
@@ -238,8 +429,7 @@ def thresholds_from_files(paths, metrics: Mapping, splits: Sequence[str]) -> pd.
     return table_from_files(
         paths,
         thresholds_table,
-        threshold=metrics["threshold"],
-        ur_denominator=metrics["ur_denominator"],
+        **thresholds_options(metrics),
         fit_split="val",
         eval_split=metrics["evaluation_split"],
     )
