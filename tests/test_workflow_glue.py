@@ -103,13 +103,17 @@ def test_every_adapter_answers_the_workflow_without_decoding(tmp_path):
 def test_detector_settings_override_the_shared_protocol():
     config = validate_config(
         {
-            "training": {"epochs": 4},
-            "detectors": {"a": {"arch": "meso4", "epochs": 9, "balanced": True}, "b": {}},
+            "training": {"epochs": 4, "weight_decay": 5e-4},
+            "detectors": {
+                "a": {"arch": "meso4", "epochs": 9, "balanced": True, "weight_decay": 0.0},
+                "b": {},
+            },
         }
     )
     a, b = detector_settings(config, "a"), detector_settings(config, "b")
     assert (a["arch"], a["epochs"], a["balanced"], a["lr"]) == ("meso4", 9, True, 2e-4)
     assert (b["arch"], b["epochs"], b["batch_size"]) == ("b", 4, 32)
+    assert (a["weight_decay"], b["weight_decay"]) == (0.0, 5e-4)
     assert train_dataset(config, "a") == "synthetic"
 
 

@@ -2,7 +2,9 @@
 
 Perturbations (test-time variants) and augmentations (training) are seeded per sample, from
 ``(sample_id, variant)`` and ``(seed, epoch, sample_id)``, so results do not depend on worker
-count or batch order.
+count or batch order. The epoch travels with each index (:class:`EpochSampler` yields
+``(epoch, index)``), never as dataset state: persistent worker processes hold a copy of the
+dataset made before the first epoch, so an epoch set on the dataset would never reach them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import cv2
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, Sampler
 
 from fairforge.images import read_image, read_mask
 from fairforge.seeding import rng_for
@@ -60,7 +62,6 @@ class FaceDataset(Dataset):
         self.variant_options = variant_options or {}
         self.augment = augment
         self.seed = seed
-        self.epoch = 0
         self.mask_column = mask_column
         self._apply_variant = None
         if variant != "clean":
@@ -71,16 +72,16 @@ class FaceDataset(Dataset):
     def __len__(self) -> int:
         return len(self.frame)
 
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __getitem__(self, index: int) -> dict:
+    def __getitem__(self, key: int | tuple[int, int]) -> dict:
+        """Item ``key``: an index, or ``(epoch, index)`` from :class:`EpochSampler` (the
+        augmentation of a sample depends on the epoch; a bare index is epoch 0)."""
+        epoch, index = key if isinstance(key, tuple) else (0, key)
         row = self.frame.iloc[index]
         img = read_image(self.root / row["path"])
         if self._apply_variant is not None:
             img = self._apply_variant(img, self.variant, row["sample_id"], self.variant_options)
         if self.augment is not None:
-            img = self.augment(img, rng_for(self.seed, "augment", self.epoch, row["sample_id"]))
+            img = self.augment(img, rng_for(self.seed, "augment", epoch, row["sample_id"]))
         item = {
             "image": to_tensor(img, self.input_size, self.mean, self.std),
             "label": torch.tensor(int(row["label"]), dtype=torch.long),
@@ -98,3 +99,25 @@ class FaceDataset(Dataset):
             mask = cv2.resize(mask, (size, size), interpolation=cv2.INTER_AREA)
             return torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
         return torch.zeros(1, size, size)
+
+
+class EpochSampler(Sampler):
+    """The indices of ``base`` (e.g. a ``RandomSampler``) as ``(epoch, index)`` pairs.
+
+    The sampler runs in the main process, so :meth:`set_epoch` reaches every item even when
+    the loader's workers are persistent: each worker receives the epoch with the index.
+    """
+
+    def __init__(self, base: Sampler, epoch: int = 0):
+        self.base = base
+        self.epoch = epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __iter__(self):
+        epoch = self.epoch
+        return ((epoch, int(i)) for i in self.base)

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, RandomSampler
 
-from fairforge.data import FaceDataset
+from fairforge.data import EpochSampler, FaceDataset
 from fairforge.detectors import create_detector, detector_entry
 from fairforge.detectors.deepfakebench import load_deepfakebench
 from fairforge.metrics.detection import auc
@@ -85,6 +85,27 @@ def _collate_device(batch: dict, device: torch.device) -> dict:
     }
 
 
+def _loader_kw(cfg: TrainConfig, device: torch.device) -> dict:
+    return dict(
+        batch_size=cfg.batch_size,
+        num_workers=cfg.num_workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=cfg.num_workers > 0,
+    )
+
+
+def training_loader(
+    dataset: FaceDataset, cfg: TrainConfig, device: torch.device
+) -> tuple[DataLoader, EpochSampler]:
+    """The shuffled training loader and its sampler; call ``sampler.set_epoch`` before each
+    epoch. The epoch reaches (persistent) workers with each index, not as dataset state, so
+    augmentation draws change every epoch and do not depend on ``num_workers``."""
+    gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
+    sampler = EpochSampler(RandomSampler(dataset, generator=gen))
+    loader = DataLoader(dataset, sampler=sampler, drop_last=False, **_loader_kw(cfg, device))
+    return loader, sampler
+
+
 def evaluate(model, loader, device) -> tuple[np.ndarray, float]:
     """Scores (probability of fake) in dataset order, and the mean loss."""
     model.eval()
@@ -133,20 +154,13 @@ def train_network(
         mask_column=mask_column,
     )
     val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
-    gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
-    loader_kw = dict(
-        batch_size=cfg.batch_size,
-        num_workers=cfg.num_workers,
-        pin_memory=device.type == "cuda",
-        persistent_workers=cfg.num_workers > 0,
-    )
-    train_loader = DataLoader(train_ds, shuffle=True, generator=gen, drop_last=False, **loader_kw)
-    val_loader = DataLoader(val_ds, shuffle=False, **loader_kw)
+    train_loader, sampler = training_loader(train_ds, cfg, device)
+    val_loader = DataLoader(val_ds, shuffle=False, **_loader_kw(cfg, device))
 
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     best_auc, rows = -math.inf, []
     for epoch in range(1, cfg.epochs + 1):
-        train_ds.set_epoch(epoch)
+        sampler.set_epoch(epoch)
         model.train()
         start, losses = time.perf_counter(), []
         for batch in train_loader:

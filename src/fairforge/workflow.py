@@ -74,7 +74,7 @@ def detector_settings(config: dict, name: str) -> dict:
         "epochs": int(det.get("epochs", base["epochs"])),
         "batch_size": int(det.get("batch_size", base["batch_size"])),
         "lr": float(det.get("lr", base["lr"])),
-        "weight_decay": float(base["weight_decay"]),
+        "weight_decay": float(det.get("weight_decay", base["weight_decay"])),
         "num_workers": int(base["num_workers"]),
         "device": config["device"],
         "seed": int(config["seed"]),
