@@ -102,7 +102,11 @@ def training_loader(
     augmentation draws change every epoch and do not depend on ``num_workers``."""
     gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
     sampler = EpochSampler(RandomSampler(dataset, generator=gen))
-    loader = DataLoader(dataset, sampler=sampler, drop_last=False, **_loader_kw(cfg, device))
+    # The loader also draws its workers' base seed from ``gen``: the order matches a
+    # ``shuffle=True`` loader over the same generator.
+    loader = DataLoader(
+        dataset, sampler=sampler, generator=gen, drop_last=False, **_loader_kw(cfg, device)
+    )
     return loader, sampler
 
 
