@@ -2,8 +2,8 @@
 
 A `csv` dataset of N placeholder image paths (nothing is rendered or read: planning only
 counts the csv's rows to cut shards) with several forgery methods, detectors and variants. The job
-count must grow with shards x methods and detectors x variants x prediction shards, never
-with images.
+count must grow with shards x methods and detectors x variants x prediction shards x
+methods, never with images.
 
     .venv/bin/python benchmarks/bench_plan.py                 # 10k, 100k, 1M images
     .venv/bin/python benchmarks/bench_plan.py --images 100000 --repeat 3
@@ -49,7 +49,7 @@ def write_placeholder_csv(path: Path, n_images: int, images_per_subject: int = 1
             )
 
 
-PREDICT_SHARD_FACTOR = 10  # inference.shard_size = 10 x shard_size (the default ratio)
+PREDICT_SHARD_FACTOR = 60  # inference.shard_size = 60 x shard_size (the default ratio)
 
 
 def plan_config(
@@ -137,10 +137,12 @@ def repeated_jobs(
         "forgery_shard": shards * n_methods,
         "forgery": n_methods,
         "forgery_quality_fakes": n_methods,
+        "method_samples": n_methods + 1,  # and the real crops
         "train": n_detectors,
         "efficiency": n_detectors,
         "embed_shard": shards,  # the default ranking: one encoder
-        "predict": n_detectors * n_variants * predict_shards,
+        # per method and the real crops: a new method adds jobs and reruns none
+        "predict": n_detectors * n_variants * predict_shards * (n_methods + 1),
         "predictions": n_detectors * n_variants,
     }
 

@@ -21,7 +21,10 @@ from fairforge.workflow import (
     encoder_checkpoint,
     encoder_training,
     is_external,
+    method_samples_inputs,
     model_input,
+    predict_shard_samples,
+    prediction_methods,
     ranking_encoders,
     train_dataset,
     train_input,
@@ -48,6 +51,8 @@ SHARDS = {d: shard_ids(n, SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
 # Prediction jobs cover more images than per-image shards: each loads its model once.
 PREDICT_SHARD_SIZE = int(config["inference"]["shard_size"])
 PREDICT_SHARDS = {d: shard_ids(n, PREDICT_SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
+# ... and per method ("real" and each forgery method): a new method only adds its own jobs.
+PREDICT_METHODS = prediction_methods(config)
 # Variants that cannot run here (missing weights, no video pipeline) are not requested;
 # the report lists them with the reason.
 REPORT_VARIANTS, UNAVAILABLE_VARIANTS = split_variants(VARIANTS)
@@ -126,7 +131,11 @@ def get_forgery_shards(wildcards):
 
 
 def get_prediction_shards(wildcards):
-    return _shards("prediction_shard", PREDICT_SHARDS[wildcards.dataset], wildcards)
+    return expand(
+        result_path("prediction_shard", **wildcards),
+        shard=PREDICT_SHARDS[wildcards.dataset],
+        method=PREDICT_METHODS,
+    )
 
 
 def get_video_variant_shards(wildcards):
@@ -175,6 +184,11 @@ def get_forgery_quality_fakes(wildcards):
     return expand(result_path("forgery_quality_fakes"), dataset=DATASETS, method=METHODS)
 
 
+def get_method_samples_inputs(wildcards):
+    """A method's samples read the sources and faces, and its own forgeries only."""
+    return method_samples_inputs(wildcards.dataset, wildcards.method)
+
+
 # ----------------------------------------------------------------------- detectors
 
 
@@ -205,6 +219,12 @@ def get_checkpoint_format(wildcards):
 def get_predict_samples(wildcards):
     """The samples a prediction reads: a video variant's decoded crops, else the dataset's."""
     return predict_samples_path(wildcards.dataset, wildcards.variant)
+
+
+def get_predict_shard_samples(wildcards):
+    """The samples one prediction job reads: its method's only (video variants: the
+    variant's decoded crops)."""
+    return predict_shard_samples(wildcards.dataset, wildcards.variant, wildcards.method)
 
 
 def get_video_cache(wildcards):

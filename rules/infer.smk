@@ -1,17 +1,18 @@
 rule predict:
-    """Scores of one detector under one test-time variant on one shard of a dataset: the
-    real crops and fakes of inference.shard_size source images."""
+    """Scores of one detector under one test-time variant on one shard of a dataset and one
+    method ("real" or a forgery method): its samples among inference.shard_size source
+    images. Split by method so that a new method adds jobs and reruns none."""
     input:
         model=get_model,
         sources=result_path("sources"),
-        samples=get_predict_samples,
+        samples=get_predict_shard_samples,
         degradation=get_degradation_inputs,
     output:
         result_path("prediction_shard"),
     log:
-        log_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.log"),
+        log_path("predict/{detector}/{dataset}/{variant}/{method}/shard_{shard}.log"),
     benchmark:
-        benchmark_path("predict/{detector}/{dataset}/{variant}/shard_{shard}.tsv")
+        benchmark_path("predict/{detector}/{dataset}/{variant}/{method}/shard_{shard}.tsv")
     wildcard_constraints:
         detector=one_of(RUN_DETECTORS),
     conda:

@@ -13,3 +13,18 @@ rule samples:
         "../envs/fairforge.yaml"
     script:
         "../scripts/samples.py"
+
+
+rule method_samples:
+    """One method's samples ("real": the real crops): all that training and prediction read,
+    so that adding a forgery method leaves every other method's jobs as they are."""
+    input:
+        unpack(get_method_samples_inputs),
+    output:
+        result_path("method_samples"),
+    log:
+        log_path("samples/{dataset}/{method}.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    script:
+        "../scripts/method_samples.py"

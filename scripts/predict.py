@@ -13,6 +13,7 @@ with logged(snakemake.log[0]):
     else:
         ids = shard_image_ids(i.sources, wc.shard, p.inference["shard_size"])
         samples = read_ids(i.samples, ids, contract="samples")
+        samples = samples.loc[samples["method"] == wc.method]  # video variants hold all
         run = dict(device=p.device, threads=snakemake.threads, variant_options=p.variant_options)
         run.update({k: p.inference[k] for k in ("splits", "batch_size", "num_workers")})
         preds = predict(i.model, samples, p.results, wc.detector, variant=wc.variant, **run)

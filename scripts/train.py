@@ -1,5 +1,5 @@
 from fairforge.detector_kinds import train_detector
-from fairforge.manifest import read_manifest
+from fairforge.manifest import concat_manifests
 from fairforge.training import TrainConfig, import_checkpoint
 from fairforge.workflow import logged
 
@@ -12,7 +12,7 @@ with logged(snakemake.log[0]):
             fh.write(f"imported,{p.checkpoint}\n")
         print(f"imported {p.checkpoint_format} weights from {p.checkpoint}")
     else:
-        samples = read_manifest(snakemake.input.samples, contract="samples")
+        samples = concat_manifests(snakemake.input.samples, contract="samples")
         log = train_detector(
             samples, p.results, cfg, snakemake.output.model, snakemake.output.log_table
         )

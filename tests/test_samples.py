@@ -1,6 +1,7 @@
 import pandas as pd
+import pytest
 
-from fairforge.samples import build_samples, failure_counts
+from fairforge.samples import build_samples, failure_counts, method_samples
 
 
 def _tables():
@@ -66,3 +67,27 @@ def test_failures_are_counted_per_stage_and_group():
     assert table.loc[("faces", "g2"), "failure_rate"] == 0.5
     assert table.loc[("sources", "g2"), "reasons"] == "unreadable image (1)"
     assert table.loc[("forgery:faceswap", "g2"), "n_failed"] == 1
+
+
+def test_method_samples_split_the_samples_manifest():
+    sources, faces, fakes = _tables()
+    other = fakes.assign(
+        sample_id=["simswap__a1", "simswap__b1"], method="simswap", ok=[True, True]
+    )
+    whole = build_samples("d", sources, faces, [fakes, other])
+    parts = [
+        method_samples("d", "real", sources, faces),
+        method_samples("d", "faceswap", sources, faces, fakes),
+        method_samples("d", "simswap", sources, faces, other),
+    ]
+    assert [sorted(p["method"].unique()) for p in parts] == [["real"], ["faceswap"], ["simswap"]]
+    joined = pd.concat(parts, ignore_index=True).sort_values("sample_id", ignore_index=True)
+    pd.testing.assert_frame_equal(joined, whole)
+
+
+def test_method_samples_need_a_forgery_for_fakes_only():
+    sources, faces, fakes = _tables()
+    with pytest.raises(ValueError, match="forgery manifest"):
+        method_samples("d", "faceswap", sources, faces)
+    with pytest.raises(ValueError, match="forgery manifest"):
+        method_samples("d", "real", sources, faces, fakes)

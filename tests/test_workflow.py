@@ -167,7 +167,8 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
     jobs = planned_jobs(proc.stdout + proc.stderr)
     n_predict = len(config["datasets"]) * len(config["variants"])
     assert jobs.get("train") == 1
-    assert jobs.get("predict") == 2 * n_predict  # two prediction shards per dataset
+    n_methods = len(config["forgery"]["methods"]) + 1  # and the real crops
+    assert jobs.get("predict") == 2 * n_predict * n_methods  # two shards per dataset
     assert jobs.get("predictions") == n_predict
     per_image = {
         "sources_listing",
@@ -179,6 +180,7 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
         "forgery_shard",
         "forgery",
         "samples",
+        "method_samples",
         "ranking_study",
         "embed_shard",
         "exposure",

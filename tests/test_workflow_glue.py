@@ -10,7 +10,16 @@ from fairforge.paths import OUTPUTS, RESULTS, log_path, report_paths, result_pat
 from fairforge.registry import UnknownName
 from fairforge.sharding import read_shard, shard_ids, shard_slice
 from fairforge.sources import get_adapter
-from fairforge.workflow import count_source_items, dataset_root, detector_settings, train_dataset
+from fairforge.workflow import (
+    count_source_items,
+    dataset_root,
+    detector_settings,
+    method_samples_inputs,
+    predict_shard_samples,
+    prediction_methods,
+    train_dataset,
+    train_input,
+)
 
 
 def test_shards_cover_every_row_once():
@@ -183,3 +192,36 @@ def test_scripts_take_the_results_root_from_their_rule(repo_root):
         text = script.read_text()
         assert '"results"' not in text and "RESULTS" not in text, script.name
         assert len(text.splitlines()) < 25, script.name
+
+
+def test_training_and_prediction_read_their_own_methods_only():
+    config = validate_config(
+        {
+            "forgery": {"methods": ["faceswap", "simswap", "sbi"]},
+            "variants": ["clean", "vid_h264@40"],
+            "detectors": {
+                "a": {"arch": "meso4", "train_methods": ["simswap"]},
+                "b": {"arch": "meso4", "checkpoint": "/w/b.pt"},
+            },
+        }
+    )
+    assert train_input(config, "a") == [
+        "results/synthetic/samples/real.parquet",
+        "results/synthetic/samples/simswap.parquet",
+    ]
+    assert train_input(config, "b") == ["/w/b.pt"]
+    assert prediction_methods(config) == ["real", "faceswap", "simswap", "sbi"]
+    assert method_samples_inputs("synthetic", "real") == {
+        "sources": "results/synthetic/sources.parquet",
+        "faces": "results/synthetic/faces.parquet",
+    }
+    assert method_samples_inputs("synthetic", "sbi")["forgery"] == (
+        "results/synthetic/forgeries/sbi.parquet"
+    )
+    assert predict_shard_samples("synthetic", "clean", "sbi") == (
+        "results/synthetic/samples/sbi.parquet"
+    )
+    # a video variant's decoded crops hold every method; the job keeps its own
+    assert predict_shard_samples("synthetic", "vid_h264@40", "sbi") == (
+        "results/synthetic/video_variants/vid_h264@40/samples.parquet"
+    )

@@ -28,6 +28,8 @@ OUTPUTS = {
     "forgery_images_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}",
     "forgery": "{results}/{dataset}/forgeries/{method}.parquet",
     "samples": "{results}/{dataset}/samples.parquet",
+    # one method's samples ("real": the real crops), what training and prediction read
+    "method_samples": "{results}/{dataset}/samples/{method}.parquet",
     "failures": "{results}/{dataset}/failures.csv",
     # forgery quality: per-fake measures, then the card over datasets, methods and groups
     "forgery_quality_fakes": "{results}/{dataset}/forgery_quality/{method}.parquet",
@@ -36,7 +38,9 @@ OUTPUTS = {
     "model": "{results}/models/{detector}/model.pt",
     "training_log": "{results}/models/{detector}/training_log.csv",
     "detector_efficiency": "{results}/models/{detector}/efficiency.csv",
-    "prediction_shard": "{results}/predictions/{detector}/{dataset}/{variant}/shard_{shard}.parquet",
+    "prediction_shard": (
+        "{results}/predictions/{detector}/{dataset}/{variant}/{method}/shard_{shard}.parquet"
+    ),
     "predictions": "{results}/predictions/{detector}/{dataset}/{variant}.parquet",
     # video variants: decoded crops and the clip cache they share
     "video_variant_shard": "{results}/{dataset}/video_variants/{variant}/shard_{shard}.parquet",

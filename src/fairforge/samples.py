@@ -5,6 +5,11 @@ rows of every forgery manifest (label 1, ``origin='generated'``) and, in a label
 the aligned crops of the fakes it ships (label 1, their method, ``origin='imported'``, as its
 real images). Failed items are not samples, but they stay in their own manifests and are
 counted per group in the failure report.
+
+:func:`method_samples` is one share of the same manifest: the dataset's own crops
+(:data:`CROPS`: its real images and any fakes it ships), or one forgery method's fakes. It
+is what training and prediction read, so that a new forgery method leaves the jobs of the
+others untouched.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ SOURCE_LABEL_INPUTS = ["label", "method"]
 # The sources columns read when the manifest has them (video frames, labels).
 SOURCE_OPTIONAL_INPUTS = [*VIDEO_FRAME_COLUMNS, *SOURCE_LABEL_INPUTS]
 FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
+#: The method of the real crops.
+REAL = "real"
+#: The share of the samples that is the dataset's own crops (real, and imported fakes).
+CROPS = "crops"
 FORGERY_INPUTS = [
     "sample_id",
     "method",
@@ -48,7 +57,7 @@ def build_samples(
         meta, on="image_id", how="left", validate="1:1"
     )
     if not labelled:
-        real = real.assign(label=0, method="real")
+        real = real.assign(label=0, method=REAL)
     # A dataset's own fakes are crops like its real images, labelled by the dataset.
     fake = real["label"].astype(int).to_numpy() == 1
     real = real.rename(columns={"crop_path": "path"}).assign(
@@ -72,6 +81,23 @@ def build_samples(
         samples = samples.merge(sources[["image_id", *video]], on="image_id", how="left")
         columns = SAMPLE_COLUMNS + video
     return samples[columns].sort_values("sample_id").reset_index(drop=True)
+
+
+def method_samples(
+    dataset: str,
+    method: str,
+    sources: pd.DataFrame,
+    faces: pd.DataFrame,
+    forgery: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One share of :func:`build_samples`: the dataset's own crops for :data:`CROPS` (no
+    forgery manifest), else the ok fakes that ``forgery`` generated."""
+    if (method == CROPS) != (forgery is None):
+        raise ValueError(f"method {method!r}: a forgery manifest is needed for fakes only")
+    if forgery is None:
+        return build_samples(dataset, sources, faces, [])
+    samples = build_samples(dataset, sources, faces, [forgery])
+    return samples.loc[samples["origin"] == "generated"].reset_index(drop=True)
 
 
 def failure_counts(

@@ -25,6 +25,7 @@ from fairforge.detectors import create_detector, detector_entry
 from fairforge.detectors.deepfakebench import load_deepfakebench
 from fairforge.metrics.detection import auc
 from fairforge.perturb.augment import create_augment
+from fairforge.samples import REAL
 from fairforge.seeding import derive_seed
 
 
@@ -57,7 +58,7 @@ def pick_device(device: str = "auto") -> torch.device:
 
 
 def training_frame(samples: pd.DataFrame, split: str, methods: list[str]) -> pd.DataFrame:
-    keep = (samples["split"] == split) & samples["method"].isin(["real", *methods])
+    keep = (samples["split"] == split) & samples["method"].isin([REAL, *methods])
     return samples.loc[keep].sort_values("sample_id").reset_index(drop=True)
 
 

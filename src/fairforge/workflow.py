@@ -16,8 +16,13 @@ from threadpoolctl import threadpool_limits
 
 from fairforge.paths import RESULTS, result_path
 from fairforge.perturb import suite
+from fairforge.samples import REAL
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
-from fairforge.video import VIDEO_SUITE  # importing the video package registers its adapters
+from fairforge.video import (  # importing the video package registers its adapters
+    VIDEO_SUITE,
+    is_video_variant,
+    predict_samples_path,
+)
 
 
 def dataset_root(name: str, dataset_cfg: dict) -> Path:
@@ -187,10 +192,42 @@ def model_input(config: dict, name: str) -> str:
     return det["scores"] if "scores" in det else f"{RESULTS}/models/{name}/model.pt"
 
 
-def train_input(config: dict, name: str) -> str:
-    """What the train rule reads: user weights to import, or the training samples."""
+def train_input(config: dict, name: str) -> list[str]:
+    """What the train rule reads: user weights to import, or the samples of the real crops
+    and of the detector's training methods (and nothing else, so that a new forgery method,
+    variant or dataset leaves a trained detector as it is)."""
     det = config["detectors"][name]
-    return det.get("checkpoint") or f"{RESULTS}/{train_dataset(config, name)}/samples.parquet"
+    if det.get("checkpoint"):
+        return [det["checkpoint"]]
+    methods = detector_settings(config, name)["train_methods"]
+    return [
+        result_path("method_samples", dataset=train_dataset(config, name), method=m)
+        for m in [REAL, *methods]
+    ]
+
+
+def method_samples_inputs(dataset: str, method: str) -> dict[str, str]:
+    """What one method's samples are built from: sources, faces and its own forgeries."""
+    inputs = {
+        "sources": result_path("sources", dataset=dataset),
+        "faces": result_path("faces", dataset=dataset),
+    }
+    if method != REAL:
+        inputs["forgery"] = result_path("forgery", dataset=dataset, method=method)
+    return inputs
+
+
+def predict_shard_samples(dataset: str, variant: str, method: str) -> str:
+    """The samples one prediction job reads: its method's samples, or, for a video variant,
+    the variant's decoded crops (every method; the job keeps its own)."""
+    if is_video_variant(variant):
+        return predict_samples_path(dataset, variant)
+    return result_path("method_samples", dataset=dataset, method=method)
+
+
+def prediction_methods(config: dict) -> list[str]:
+    """What prediction jobs are split by, besides shards: the real crops and each method."""
+    return [REAL, *config["forgery"]["methods"]]
 
 
 def train_dataset(config: dict, name: str) -> str:

@@ -1,0 +1,87 @@
+"""A finished run grows without redoing what it has: adding a forgery method, a variant or a
+dataset plans no training of an unchanged detector and no prediction of scored samples."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from snakemake_run import SNAKEMAKE, snakemake
+
+pytestmark = pytest.mark.workflow
+
+
+@pytest.fixture(scope="module")
+def small_run(repo_root, tmp_path_factory) -> Path:
+    """tests/data/tiny_config.yaml cut down: one dataset, two methods, meso4 for one epoch,
+    clean only, no ranking; run to the end."""
+    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["datasets"] = {"synthetic": config["datasets"]["synthetic"]}
+    config["forgery"]["methods"] = ["faceswap", "simswap"]
+    config["variants"] = ["clean"]
+    config["ranking"] = {"enabled": False}
+    workdir = tmp_path_factory.mktemp("small_run")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    snakemake(repo_root, workdir, "--cores", "2", "all")
+    return workdir
+
+
+def planned(repo_root: Path, workdir: Path, config: dict, tmp_path: Path) -> list[tuple]:
+    """(rule, wildcards) of every job a dry run on a copy of ``workdir`` plans, default
+    rerun triggers, with ``config``."""
+    copy = tmp_path / "run"
+    shutil.copytree(workdir, copy, symlinks=True)  # keeps every mtime
+    (copy / "grown.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    cmd = [*SNAKEMAKE, "--snakefile", str(repo_root / "Snakefile"), "--directory", str(copy)]
+    cmd += ["--configfile", str(copy / "grown.yaml"), "-n", "--cores", "1", "all"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    jobs, rule = [], None
+    for line in (proc.stdout + proc.stderr).splitlines():
+        if m := re.match(r"^(?:local)?rule (\w+):", line):
+            rule = m.group(1)
+            jobs.append((rule, {}))
+        elif rule and (m := re.match(r"^\s+wildcards: (.*)$", line)):
+            jobs[-1] = (rule, dict(kv.split("=", 1) for kv in m.group(1).split(", ")))
+    return jobs
+
+
+def _config(workdir: Path) -> dict:
+    return yaml.safe_load((workdir / "config.yaml").read_text())
+
+
+def test_nothing_to_do_on_the_finished_run(repo_root, small_run, tmp_path):
+    assert planned(repo_root, small_run, _config(small_run), tmp_path) == []
+
+
+def test_a_new_forgery_method_scores_its_fakes_only(repo_root, small_run, tmp_path):
+    config = _config(small_run)
+    config["forgery"]["methods"].append("fastreen")
+    jobs = planned(repo_root, small_run, config, tmp_path)
+    rules = [rule for rule, _ in jobs]
+    assert "train" not in rules
+    predict = [wc for rule, wc in jobs if rule == "predict"]
+    assert predict and {wc["method"] for wc in predict} == {"fastreen"}
+    assert {wc["method"] for rule, wc in jobs if rule == "method_samples"} == {"fastreen"}
+    assert not {"sources_shard", "faces_shard", "pairs"} & set(rules)
+
+
+def test_a_new_variant_scores_under_it_only(repo_root, small_run, tmp_path):
+    config = _config(small_run)
+    config["variants"].append("jpeg@30")
+    jobs = planned(repo_root, small_run, config, tmp_path)
+    assert "train" not in [rule for rule, _ in jobs]
+    predict = [wc for rule, wc in jobs if rule == "predict"]
+    assert predict and {wc["variant"] for wc in predict} == {"jpeg@30"}
+
+
+def test_a_new_dataset_scores_its_own_samples_only(repo_root, small_run, tmp_path):
+    config = _config(small_run)
+    config["datasets"]["more"] = config["datasets"]["synthetic"]
+    jobs = planned(repo_root, small_run, config, tmp_path)
+    assert "train" not in [rule for rule, _ in jobs]
+    predict = [wc for rule, wc in jobs if rule == "predict"]
+    assert predict and {wc["dataset"] for wc in predict} == {"more"}
