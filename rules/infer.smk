@@ -80,10 +80,12 @@ rule efficiency:
         log_path("efficiency/{detector}.log"),
     conda:
         "../envs/fairforge.yaml"
-    # Latency is measured alone: two timing jobs must not share the cores.
+    # Latency is measured alone: every core (so no other local job runs beside it), and
+    # `timing`, which the profiles cap at 1 (no two timing jobs at once, on a cluster too).
     threads: lambda wc: workflow.cores
     resources:
         gpu=GPU,
+        timing=1,
         mem_mb=per_attempt(4000),
         runtime=per_attempt(30),
     params:

@@ -1,9 +1,11 @@
 import pandas as pd
+import torch
 
 from fairforge.detector_kinds import detector_cost
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
+    torch.set_num_threads(snakemake.threads)  # every core of the job, as declared
     row = detector_cost(
         snakemake.input.model, snakemake.wildcards.detector, device=snakemake.params.device
     )

@@ -15,6 +15,7 @@ with logged(snakemake.log[0]):
         samples = read_ids(i.samples, ids, contract="samples")
         samples = samples.loc[samples["method"] == wc.method]  # video variants hold all
         run = dict(device=p.device, threads=snakemake.threads, variant_options=p.variant_options)
+        run["memory_mb"] = snakemake.resources.mem_mb
         run.update({k: p.inference[k] for k in ("splits", "batch_size", "num_workers")})
         preds = predict(i.model, samples, p.results, wc.detector, variant=wc.variant, **run)
     write_manifest(preds, snakemake.output[0], contract="predictions")

@@ -93,3 +93,23 @@ def test_efficiency_row_for_meso4():
         assert row[f"latency_ms_bs{bs}"] > 0
         assert row[f"images_per_s_bs{bs}"] == pytest.approx(1e3 / row[f"latency_ms_bs{bs}"])
         assert row[f"peak_mem_mb_bs{bs}"] >= 0
+
+
+def test_efficiency_row_gives_the_spread_of_its_repeats():
+    from fairforge.detectors import create_detector
+
+    row = efficiency_row(create_detector("meso4", input_size=32), 32, "cpu", (1,), repeats=5)
+    assert row["repeats"] == 5
+    assert 0 <= row["latency_iqr_ms_bs1"] < 10 * row["latency_ms_bs1"]
+
+
+def test_the_loader_queue_fits_in_the_job_memory():
+    from fairforge.inference import QUEUE_MEMORY_SHARE, bounded_loader
+
+    # the case: 8 workers x prefetch 4 x batch 256 at 380 px is ~14 GB of floats
+    image = 3 * 380 * 380 * 4
+    b, w, p = bounded_loader(256, 8, 380, memory_mb=16000)
+    assert (w * p + 2) * b * image <= QUEUE_MEMORY_SHARE * 16000 * 2**20
+    assert (b, w, p) != (256, 8, 4) and b >= 1 and w >= 1
+    assert bounded_loader(64, 2, 64, memory_mb=16000) == (64, 2, 4)  # fits: unchanged
+    assert bounded_loader(64, 0, 64, memory_mb=None) == (64, 0, 0)

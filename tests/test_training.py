@@ -59,3 +59,40 @@ def test_a_bare_index_is_epoch_zero(faces):
     dataset = FaceDataset(frame, root, 32, (0.5,) * 3, (0.5,) * 3, augment=create_augment("sdaug"))
     assert torch.equal(dataset[2]["image"], dataset[(0, 2)]["image"])
     assert not torch.equal(dataset[(0, 2)]["image"], dataset[(1, 2)]["image"])
+
+
+def _train(frame, root, tmp_path, **settings):
+    from fairforge.training import read_checkpoint, train_network
+
+    rows = [
+        {**r, "split": split, "method": "real" if r["label"] == 0 else "faceswap", "group": "g"}
+        for split in ("train", "val")
+        for r in frame.to_dict("records")
+    ]
+    samples = pd.DataFrame(rows).assign(sample_id=lambda d: d["split"] + d["sample_id"])
+    cfg = TrainConfig(arch="meso4", input_size=32, epochs=1, batch_size=4, device="cpu", **settings)
+    train_network(samples, root, cfg, tmp_path / "model.pt")
+    return read_checkpoint(tmp_path / "model.pt")
+
+
+def test_bf16_is_kept_only_when_it_keeps_the_validation_auc(faces, tmp_path, monkeypatch):
+    import fairforge.training as training
+
+    frame, root = faces
+    payload = _train(frame, root, tmp_path)
+    assert {"val_auc_fp32", "val_auc_bf16"} <= set(payload)
+    expected = "bf16" if abs(payload["val_auc_bf16"] - payload["val_auc_fp32"]) < 1e-3 else "fp32"
+    assert payload["precision"] == expected
+    monkeypatch.setattr(training, "BF16_AUC_TOLERANCE", 0.0)  # no change is small enough
+    assert _train(frame, root, tmp_path)["precision"] == "fp32"
+    fp32 = _train(frame, root, tmp_path, precision="fp32")
+    assert fp32["precision"] == "fp32" and "val_auc_bf16" not in fp32
+
+
+def test_frequency_and_residual_detectors_default_to_fp32():
+    from fairforge.training import requested_precision
+
+    for arch in ("f3net", "srm", "spsl"):
+        assert requested_precision(TrainConfig(arch=arch)) == "fp32"
+    assert requested_precision(TrainConfig(arch="xception")) == "bf16"
+    assert requested_precision(TrainConfig(arch="f3net", precision="bf16")) == "bf16"

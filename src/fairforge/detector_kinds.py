@@ -70,6 +70,7 @@ class DetectorKind(ABC):
         num_workers: int,
         device: str,
         variant_options: dict | None,
+        memory_mb: float | None = None,
     ) -> pd.DataFrame:
         """Predictions (the contract) of ``model`` (a checkpoint or a score file) on the
         samples of ``splits`` under ``variant``."""
@@ -103,10 +104,19 @@ class NetworkKind(DetectorKind):
         num_workers,
         device,
         variant_options,
+        memory_mb=None,
     ):
         frame = scored_frame(samples, splits, variant)
         scores = network_scores(
-            model, frame, results_dir, variant, batch_size, num_workers, device, variant_options
+            model,
+            frame,
+            results_dir,
+            variant,
+            batch_size,
+            num_workers,
+            device,
+            variant_options,
+            memory_mb,
         )
         return prediction_frame(frame, detector, variant, scores)
 
@@ -152,6 +162,7 @@ class ClassicalKind(DetectorKind):
         num_workers,
         device,
         variant_options,
+        memory_mb=None,
     ):
         frame = scored_frame(samples, splits, variant)
         fitted = DETECTORS.get(arch).load(model)
@@ -196,6 +207,7 @@ class ExternalKind(DetectorKind):
         num_workers,
         device,
         variant_options,
+        memory_mb=None,
     ):
         return DETECTORS.create(arch, model).predictions(samples, detector, variant, splits)
 
@@ -236,11 +248,12 @@ def predict(
     threads: int = 1,
     variant_options: dict | None = None,
     arch: str | None = None,
+    memory_mb: float | None = None,
 ) -> pd.DataFrame:
     """Predictions of ``detector`` on the samples of ``splits`` under ``variant``.
 
-    ``model`` is a checkpoint (its architecture is read from it) or, with
-    ``arch="external"``, a score file.
+    ``model`` is a checkpoint (its architecture is read from it, its weights loaded once)
+    or, with ``arch="external"``, a score file. ``memory_mb`` bounds the loader's queue.
     """
     torch.set_num_threads(max(1, threads))
     arch = arch or checkpoint_arch(model)
@@ -256,6 +269,7 @@ def predict(
         num_workers=num_workers,
         device=device,
         variant_options=variant_options,
+        memory_mb=memory_mb,
     )
 
 

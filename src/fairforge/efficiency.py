@@ -2,9 +2,12 @@
 
 FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one image at the test
 resolution (multiply-adds count as 2 FLOPs; convolutions, matrix products and attention are
-counted, element-wise ops, normalisation and pooling are not). Latency is the median over
-``repeats`` timed batches, after ``warmup`` untimed ones, divided by the batch size, on the
-device used, in eval mode under ``torch.inference_mode`` (and, with ``bf16``, autocast). Peak
+counted, element-wise ops, normalisation and pooling are not). Latency is timed the way
+inference runs the model (:func:`fairforge.inference.prepare_model`: eval mode, on CUDA
+channels_last inputs and the checkpoint's precision): per image, the median over ``repeats``
+timed batches after ``warmup`` untimed ones, with the interquartile range of the repeats
+(``latency_iqr_ms_bs*``). The workflow's ``efficiency`` job runs alone (all cores, and the
+``timing`` resource that the profiles cap at 1), so other jobs do not share its cores. Peak
 memory is CUDA's ``max_memory_allocated`` above what was allocated before the batch, or on CPU
 the peak resident-set growth sampled every millisecond by a background thread, after returning
 freed heap pages to the OS (a coarse figure: memory the allocator still holds is reused
@@ -13,7 +16,6 @@ without showing, so it can read low).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import statistics
 import threading
@@ -25,17 +27,12 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from fairforge.training import load_checkpoint, pick_device
+from fairforge.inference import prepare_model
+from fairforge.training import autocast, load_checkpoint, pick_device
 
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
-
-
-def _autocast(device: torch.device, bf16: bool):
-    if bf16:
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 def _sync(device: torch.device) -> None:
@@ -54,30 +51,47 @@ def flops_per_image(model: nn.Module, input_size: int, device="cpu", in_chans: i
     return int(counter.get_total_flops())
 
 
-def latency_per_image(
+def _input(batch_size, in_chans, input_size, device) -> torch.Tensor:
+    x = torch.randn(batch_size, in_chans, input_size, input_size, device=device)
+    return x.contiguous(memory_format=torch.channels_last) if device.type == "cuda" else x
+
+
+def latency_samples(
     model: nn.Module,
     input_size: int,
     batch_size: int,
     device="cpu",
     repeats: int = 10,
-    warmup: int = 2,
+    warmup: int = 3,
     bf16: bool = False,
     in_chans: int = 3,
-) -> float:
-    """Median seconds per image over ``repeats`` batches of ``batch_size``."""
+) -> list[float]:
+    """Seconds per image of each of ``repeats`` timed batches of ``batch_size``."""
     device = torch.device(device)
     model = model.to(device).eval()
-    x = torch.randn(batch_size, in_chans, input_size, input_size, device=device)
+    x = _input(batch_size, in_chans, input_size, device)
     times = []
-    with torch.inference_mode(), _autocast(device, bf16):
+    with torch.inference_mode(), autocast(device, "bf16" if bf16 else "fp32"):
         for i in range(warmup + repeats):
             _sync(device)
             start = time.perf_counter()
             model(x)
             _sync(device)
             if i >= warmup:
-                times.append(time.perf_counter() - start)
-    return statistics.median(times) / batch_size
+                times.append((time.perf_counter() - start) / batch_size)
+    return times
+
+
+def latency_per_image(*args, **kwargs) -> float:
+    """Median seconds per image (:func:`latency_samples`)."""
+    return statistics.median(latency_samples(*args, **kwargs))
+
+
+def _iqr(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[2] - q[0]
 
 
 def _release_free_heap() -> None:
@@ -129,8 +143,8 @@ def peak_memory_bytes(
     """Memory a forward pass of one batch needs beyond the model and its input."""
     device = torch.device(device)
     model = model.to(device).eval()
-    x = torch.randn(batch_size, in_chans, input_size, input_size, device=device)
-    with torch.inference_mode(), _autocast(device, bf16):
+    x = _input(batch_size, in_chans, input_size, device)
+    with torch.inference_mode(), autocast(device, "bf16" if bf16 else "fp32"):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
@@ -150,7 +164,7 @@ def efficiency_row(
     device="cpu",
     batch_sizes=(1, 32),
     repeats: int = 10,
-    warmup: int = 2,
+    warmup: int = 3,
     bf16: bool = False,
     name: str | None = None,
 ) -> dict:
@@ -164,9 +178,12 @@ def efficiency_row(
         "params": count_parameters(model),
         "gflops": flops_per_image(model, input_size, device) / 1e9,
     }
+    row["repeats"] = int(repeats)
     for bs in batch_sizes:
-        seconds = latency_per_image(model, input_size, bs, device, repeats, warmup, bf16)
+        times = latency_samples(model, input_size, bs, device, repeats, warmup, bf16)
+        seconds = statistics.median(times)
         row[f"latency_ms_bs{bs}"] = seconds * 1e3
+        row[f"latency_iqr_ms_bs{bs}"] = _iqr(times) * 1e3
         row[f"images_per_s_bs{bs}"] = 1.0 / seconds
         row[f"peak_mem_mb_bs{bs}"] = peak_memory_bytes(model, input_size, bs, device, bf16) / 2**20
     return row
@@ -175,11 +192,13 @@ def efficiency_row(
 def checkpoint_efficiency(
     checkpoint: str | Path, name: str, device: str = "auto", batch_sizes=(1, 32), repeats: int = 10
 ) -> dict:
-    """:func:`efficiency_row` of a trained network checkpoint at its own input size."""
+    """:func:`efficiency_row` of a trained network checkpoint at its own input size, run as
+    inference runs it (channels_last and the checkpoint's precision on CUDA)."""
     dev = pick_device(device)
     model, meta = load_checkpoint(checkpoint, dev)
+    model, precision = prepare_model(model, meta, dev)
     row = efficiency_row(
-        model, meta["input_size"], dev, batch_sizes, repeats, bf16=dev.type == "cuda", name=name
+        model, meta["input_size"], dev, batch_sizes, repeats, bf16=precision == "bf16", name=name
     )
     row["arch"] = meta["arch"]
     return row

@@ -1,7 +1,8 @@
 """Batched inference of the network detectors, and the predictions contract every kind writes.
 
 The loader decodes (and perturbs) in worker processes while the model runs, batches stay in
-manifest order, and on CUDA the forward pass runs in channels_last under bf16 autocast.
+manifest order, and on CUDA the forward pass runs in channels_last, under bf16 autocast when
+the checkpoint's ``precision`` (checked on the validation set at training) is bf16.
 :mod:`fairforge.detector_kinds` predicts with a detector of any kind.
 """
 
@@ -19,10 +20,54 @@ from torch.utils.data import DataLoader
 from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.data import FaceDataset
 from fairforge.perturb.variants import unavailable_reason
-from fairforge.training import load_checkpoint, pick_device
+from fairforge.training import autocast, load_checkpoint, pick_device
 from fairforge.video import loading_variant
 
 log = logging.getLogger(__name__)
+
+PREFETCH_FACTOR = 4
+#: Share of a job's memory that images queued by the loader may take (the model, its
+#: activations and the decoded sources need the rest).
+QUEUE_MEMORY_SHARE = 0.25
+
+
+def bounded_loader(
+    batch_size: int, num_workers: int, input_size: int, memory_mb: float | None
+) -> tuple[int, int, int]:
+    """``(batch_size, num_workers, prefetch_factor)`` whose queued float32 images (workers
+    x prefetch x batch, plus the batch on the model and its pinned copy) fit in
+    :data:`QUEUE_MEMORY_SHARE` of ``memory_mb``: prefetch, then workers, then the batch are
+    lowered, and the clamp is logged. ``memory_mb`` None: no bound."""
+    image = 3 * input_size * input_size * 4
+    prefetch = PREFETCH_FACTOR if num_workers > 0 else 0
+
+    def queued(b, w, p):
+        return (w * p + 2) * b * image
+
+    if memory_mb is None:
+        return batch_size, num_workers, prefetch
+    budget = QUEUE_MEMORY_SHARE * memory_mb * 2**20
+    b, w, p = batch_size, num_workers, prefetch
+    while queued(b, w, p) > budget and p > 1:
+        p -= 1
+    while queued(b, w, p) > budget and w > 1:
+        w -= 1
+    while queued(b, w, p) > budget and b > 1:
+        b = max(1, b // 2)
+    if (b, w, p) != (batch_size, num_workers, prefetch):
+        log.warning(
+            "loader clamped to fit %.0f MB of queued images (%d MB job): batch %d -> %d, "
+            "workers %d -> %d, prefetch %d -> %d",
+            budget / 2**20,
+            memory_mb,
+            batch_size,
+            b,
+            num_workers,
+            w,
+            prefetch,
+            p,
+        )
+    return b, w, p
 
 
 def score_frame(
@@ -36,9 +81,14 @@ def score_frame(
     device: torch.device | str = "cpu",
     progress: bool | None = None,
     variant_options: dict | None = None,
+    memory_mb: float | None = None,
 ) -> np.ndarray:
-    """Probability of fake for every row of ``frame``, in row order (float32)."""
+    """Probability of fake for every row of ``frame``, in row order (float32); the loader's
+    queue fits in the job's ``memory_mb`` (:func:`bounded_loader`)."""
     device = torch.device(device)
+    batch_size, num_workers, prefetch = bounded_loader(
+        batch_size, num_workers, int(meta["input_size"]), memory_mb
+    )
     dataset = FaceDataset(
         frame,
         root,
@@ -54,11 +104,9 @@ def score_frame(
         shuffle=False,
         num_workers=num_workers,
         pin_memory=device.type == "cuda",
-        prefetch_factor=4 if num_workers > 0 else None,
+        prefetch_factor=prefetch or None,
     )
-    model = model.to(device).eval()
-    if device.type == "cuda":
-        model = model.to(memory_format=torch.channels_last)
+    model, precision = prepare_model(model, meta, device)
     scores = np.empty(len(dataset), dtype=np.float32)
     show = sys.stderr.isatty() if progress is None else progress
     batches = loader
@@ -66,17 +114,24 @@ def score_frame(
         from tqdm import tqdm
 
         batches = tqdm(loader, desc=f"predict {variant}", unit="batch")
-    with torch.inference_mode():
+    with torch.inference_mode(), autocast(device, precision):
         for batch in batches:
             images = batch["image"].to(device, non_blocking=True)
             if device.type == "cuda":
                 images = images.contiguous(memory_format=torch.channels_last)
-                with torch.autocast("cuda", dtype=torch.bfloat16):
-                    logits = model(images)
-            else:
-                logits = model(images)
+            logits = model(images)
             scores[batch["index"].numpy()] = torch.sigmoid(logits.float()).cpu().numpy()
     return scores
+
+
+def prepare_model(model: torch.nn.Module, meta: dict, device: torch.device):
+    """The model as inference runs it, and its precision: eval mode on ``device``; on CUDA
+    channels_last, at the checkpoint's precision (fp32 on a CPU, and for checkpoints that
+    record none)."""
+    model = model.to(device).eval()
+    if device.type != "cuda":
+        return model, "fp32"
+    return model.to(memory_format=torch.channels_last), meta.get("precision", "fp32")
 
 
 def variant_unavailable(variant: str, options: dict | None = None) -> str | None:
@@ -130,6 +185,7 @@ def network_scores(
     num_workers: int = 0,
     device: str = "auto",
     variant_options: dict | None = None,
+    memory_mb: float | None = None,
 ) -> np.ndarray:
     """Scores of a network checkpoint on the rows of ``frame`` under ``variant``.
 
@@ -148,4 +204,5 @@ def network_scores(
         num_workers,
         dev,
         variant_options=variant_options,
+        memory_mb=memory_mb,
     )

@@ -10,6 +10,8 @@ config that built it, so that :func:`load_checkpoint` can rebuild the model with
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,6 +29,12 @@ from fairforge.metrics.detection import auc
 from fairforge.perturb.augment import create_augment
 from fairforge.samples import REAL
 from fairforge.seeding import derive_seed
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "bf16")
+#: bf16 inference is kept only if it moves the validation AUC by less than this.
+BF16_AUC_TOLERANCE = 1e-3
 
 
 @dataclass
@@ -47,6 +55,8 @@ class TrainConfig:
     threads: int = 1
     device: str = "auto"
     seed: int = 0
+    #: inference precision asked for; None: the architecture's own (``Detector.precision``)
+    precision: str | None = None
 
 
 def pick_device(device: str = "auto") -> torch.device:
@@ -111,12 +121,21 @@ def training_loader(
     return loader, sampler
 
 
-def evaluate(model, loader, device) -> tuple[np.ndarray, float]:
+def autocast(device: torch.device, precision: str = "fp32"):
+    """The context a forward pass runs in at ``precision`` (bf16: autocast on ``device``)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "bf16":
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def evaluate(model, loader, device, precision: str = "fp32") -> tuple[np.ndarray, float]:
     """Scores (probability of fake) in dataset order, and the mean loss."""
     model.eval()
     scores = np.zeros(len(loader.dataset), dtype=np.float32)
     losses = []
-    with torch.inference_mode():
+    with torch.inference_mode(), autocast(device, precision):
         for batch in loader:
             batch = _collate_device(batch, device)
             logits = model(batch["image"])
@@ -193,14 +212,60 @@ def train_network(
         if epoch == 1 or score > best_auc:
             best_auc = score
             save_checkpoint(checkpoint_path, model, cfg, model_kwargs, input_size, epoch, val_auc)
+    settle_precision(checkpoint_path, val_loader, val["label"].to_numpy(), cfg, device)
     return pd.DataFrame(rows)
 
 
+def requested_precision(cfg: TrainConfig) -> str:
+    """The precision ``cfg`` asks for: its own, else its architecture's default."""
+    precision = cfg.precision or getattr(detector_entry(cfg.arch), "precision", "fp32")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    return precision
+
+
+def settle_precision(
+    checkpoint_path, val_loader, labels: np.ndarray, cfg: TrainConfig, device
+) -> str:
+    """Record in the checkpoint the precision inference will use: bf16 only when asked
+    for and it changes the best model's validation AUC by less than
+    :data:`BF16_AUC_TOLERANCE` (else fp32, logged), with both AUCs."""
+    precision = requested_precision(cfg)
+    payload = read_checkpoint(checkpoint_path)
+    if precision == "bf16":
+        model, _ = load_checkpoint(checkpoint_path, device)
+        fp32 = auc(labels, evaluate(model, val_loader, device, "fp32")[0])
+        bf16 = auc(labels, evaluate(model, val_loader, device, "bf16")[0])
+        payload.update(val_auc_fp32=float(fp32), val_auc_bf16=float(bf16))
+        if not abs(bf16 - fp32) < BF16_AUC_TOLERANCE:  # NaN (one-class val) falls back too
+            log.warning(
+                "%s: bf16 changes the validation AUC from %.4f to %.4f (tolerance %g): "
+                "inference runs in fp32",
+                cfg.arch,
+                fp32,
+                bf16,
+                BF16_AUC_TOLERANCE,
+            )
+            precision = "fp32"
+        else:
+            log.info("%s: bf16 validation AUC %.4f vs fp32 %.4f: bf16 kept", cfg.arch, bf16, fp32)
+    payload["precision"] = precision
+    _write_payload(checkpoint_path, payload)
+    return precision
+
+
 def save_checkpoint(
-    path, model, cfg: TrainConfig, model_kwargs: dict, input_size: int, epoch: int, val_auc: float
+    path,
+    model,
+    cfg: TrainConfig,
+    model_kwargs: dict,
+    input_size: int,
+    epoch: int,
+    val_auc: float,
+    precision: str = "fp32",
 ) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """A fairforge checkpoint; ``precision`` is the one inference uses on a GPU (fp32 until
+    :func:`settle_precision` has checked bf16 on the validation set)."""
     entry = type(model)
     payload = {
         "arch": cfg.arch,
@@ -211,8 +276,15 @@ def save_checkpoint(
         "std": list(entry.std),
         "epoch": epoch,
         "val_auc": float(val_auc),
+        "precision": precision,
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
     }
+    _write_payload(path, payload)
+
+
+def _write_payload(path, payload: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     torch.save(payload, tmp)
     tmp.replace(path)
@@ -249,20 +321,23 @@ def import_checkpoint(
         meta["input_size"],
         epoch=int(meta.get("epoch", 0)),
         val_auc=float(meta.get("val_auc", math.nan)),
+        precision=meta.get("precision", "fp32"),
     )
 
 
-def read_checkpoint(path: str | Path) -> dict:
-    """The payload of a detector checkpoint (network or classical), tensors only."""
+def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
+    """The payload of a detector checkpoint (network or classical), tensors only; with
+    ``mmap`` the tensors are mapped, not read (for a look at the metadata)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"detector checkpoint not found: expected a file at {path}")
-    return torch.load(path, map_location="cpu", weights_only=True)
+    return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
 
 
 def checkpoint_arch(path: str | Path) -> str:
-    """The registered detector a checkpoint was written for."""
-    return read_checkpoint(path)["arch"]
+    """The registered detector a checkpoint was written for, without reading its weights
+    (a prediction job then loads them once)."""
+    return read_checkpoint(path, mmap=True)["arch"]
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):

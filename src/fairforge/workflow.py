@@ -83,6 +83,7 @@ def detector_settings(config: dict, name: str) -> dict:
         "num_workers": int(base["num_workers"]),
         "device": config["device"],
         "seed": int(config["seed"]),
+        "precision": det.get("precision"),
     }
 
 

@@ -109,6 +109,7 @@ class LFS(nn.Module):
 @register("f3net")
 class F3Net(Detector):
     default_input_size = 256
+    precision = "fp32"  # frequency features (FAD, LFS)
 
     def __init__(self, input_size: int = 256, drop_rate: float = 0.2):
         super().__init__()

@@ -27,6 +27,7 @@ def phase_image(x: torch.Tensor) -> torch.Tensor:
 @register("spsl")
 class SPSL(Detector):
     default_input_size = 256
+    precision = "fp32"  # phase spectrum
 
     def __init__(self, input_size: int = 256, shallow: bool = False, drop_rate: float = 0.0):
         super().__init__()

@@ -75,6 +75,7 @@ class SRMFilter(nn.Module):
 @register("srm")
 class SRMDetector(Detector):
     default_input_size = 256
+    precision = "fp32"  # high-pass residuals
     mean = IMAGENET_MEAN
     std = IMAGENET_STD
 
