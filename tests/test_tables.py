@@ -607,3 +607,20 @@ def test_fairness_outputs_name_undefined_metrics_and_dropped_resamples(caplog):
     assert "(real, g3)" in ci.loc["AADPD", "reason"]
     assert "Warning" in dropped_resamples_note(out["ci"])
     assert "Bootstrap resamples dropped" in caplog.text and "Warning" in caplog.text
+
+
+def test_detectors_under_the_auc_bar_are_flagged_not_trained_enough():
+    from fairforge.tables.detectors import detectors_frame, undertrained
+
+    settings = {"a": {"arch": "meso4"}, "b": {"arch": "meso4"}, "c": {"arch": "meso4"}}
+    frame = detectors_frame(settings, {"a": 0.93, "b": 0.55, "c": float("nan")})
+    assert frame.set_index("detector")["trained_enough"].to_dict() == {
+        "a": True,
+        "b": False,
+        "c": "",
+    }
+    assert undertrained(frame) == ["b"]
+    import io
+
+    assert undertrained(pd.read_csv(io.StringIO(frame.to_csv(index=False)))) == ["b"]
+    assert "trained_enough" not in detectors_frame(settings).columns

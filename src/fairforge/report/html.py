@@ -36,6 +36,7 @@ from fairforge.report.views import (
     wide_pvalues,
 )
 from fairforge.sources import get_adapter
+from fairforge.tables.detectors import TRAINED_ENOUGH_AUC, undertrained
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
 from fairforge.tables.fairness import dropped_resamples_note
 from fairforge.tables.forgeries import (
@@ -101,6 +102,19 @@ def _section(anchor: str, title: str, *parts: str) -> str:
     )
 
 
+def _undertrained_line(detectors: pd.DataFrame) -> str:
+    """A warning naming the detectors whose validation AUC stayed under the bar."""
+    names = undertrained(detectors)
+    if not names:
+        return ""
+    return _p(
+        f"Not trained enough to judge (best validation AUC under {TRAINED_ENOUGH_AUC}): "
+        + ", ".join(names)
+        + ". Their detection, robustness and fairness numbers describe a near-random "
+        "classifier, not the architecture."
+    )
+
+
 def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> str:
     m = config.get("metrics", {})
     ur = m.get("ur_denominator", "one_plus_acc")
@@ -125,6 +139,7 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
         table_html(datasets),
         "<h3>Detectors</h3>",
         table_html(detectors),
+        _undertrained_line(detectors),
         "<h3>Forgeries and the backend that made them</h3>",
         table_html(backend_table(forgeries)),
         "<h3>Test-time variants</h3>",

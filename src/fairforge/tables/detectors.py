@@ -15,6 +15,19 @@ from fairforge.perturb import CLEAN
 
 # Settings that say where and how fast a model was trained, not what was trained.
 RUNTIME_SETTINGS = ("threads", "device", "num_workers")
+#: A detector whose best validation AUC stays under this is not trained enough to judge.
+TRAINED_ENOUGH_AUC = 0.7
+
+
+def checkpoint_val_auc(path: str | Path | None) -> float:
+    """The best validation AUC a checkpoint records (NaN: imported, external, or none)."""
+    import torch
+
+    if path is None or not Path(path).is_file():
+        return float("nan")
+    payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    value = payload.get("val_auc") if isinstance(payload, dict) else None
+    return float("nan") if value is None else float(value)
 
 
 def detector_settings_table(
@@ -85,9 +98,12 @@ DETECTOR_COLUMNS = [
 ]
 
 
-def detectors_frame(settings: Mapping[str, Mapping]) -> pd.DataFrame:
+def detectors_frame(
+    settings: Mapping[str, Mapping], val_aucs: Mapping[str, float] | None = None
+) -> pd.DataFrame:
     """One row per detector: what trained it, and the detector it is the SDAug or balanced
-    twin of (empty when none)."""
+    twin of (empty when none); with ``val_aucs``, its best validation AUC and whether it is
+    ``trained_enough`` to judge (AUC >= :data:`TRAINED_ENOUGH_AUC`; empty when unknown)."""
     sdaug = {t: b for b, t in sdaug_twins(settings)}
     balanced = {t: b for b, t in balanced_twins(settings)}
     rows = []
@@ -99,10 +115,24 @@ def detectors_frame(settings: Mapping[str, Mapping]) -> pd.DataFrame:
             row[col] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
         row["sdaug_twin_of"] = sdaug.get(name, "")
         row["balanced_twin_of"] = balanced.get(name, "")
+        if val_aucs is not None:
+            value = float(val_aucs.get(name, float("nan")))
+            row["val_auc"] = value
+            row["trained_enough"] = "" if value != value else bool(value >= TRAINED_ENOUGH_AUC)
         rows.append(row)
+    extra = ["val_auc", "trained_enough"] if val_aucs is not None else []
     return pd.DataFrame(
-        rows, columns=["detector", *DETECTOR_COLUMNS, "sdaug_twin_of", "balanced_twin_of"]
+        rows,
+        columns=["detector", *DETECTOR_COLUMNS, "sdaug_twin_of", "balanced_twin_of", *extra],
     )
+
+
+def undertrained(detectors: pd.DataFrame) -> list[str]:
+    """Detectors of :func:`detectors_frame` flagged as not trained enough to judge."""
+    if "trained_enough" not in detectors.columns:
+        return []
+    flag = detectors["trained_enough"].astype(str).str.lower()
+    return detectors.loc[flag == "false", "detector"].tolist()
 
 
 def twins_from_frame(detectors: pd.DataFrame, kind: str = "sdaug") -> list[tuple[str, str]]:
@@ -213,8 +243,9 @@ def detector_studies(
         fallback=fallback,
         train_datasets=train_datasets,
     )
+    val_aucs = {name: checkpoint_val_auc(by_name.get(name)) for name in detectors}
     return (
-        detectors_frame(settings),
+        detectors_frame(settings, val_aucs),
         balanced_table(fairness, balanced_twins(settings)),
         generalization_table(detection, settings),
     )
