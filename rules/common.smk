@@ -51,7 +51,8 @@ SHARDS = {d: shard_ids(n, SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
 # Prediction jobs cover more images than per-image shards: each loads its model once.
 PREDICT_SHARD_SIZE = int(config["inference"]["shard_size"])
 PREDICT_SHARDS = {d: shard_ids(n, PREDICT_SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
-# ... and per method ("real" and each forgery method): a new method only adds its own jobs.
+# ... and per method ("crops", the dataset's own, and each forgery method): a new method
+# only adds its own jobs.
 PREDICT_METHODS = prediction_methods(config)
 # Variants that cannot run here (missing weights, no video pipeline) are not requested;
 # the report lists them with the reason.

@@ -1,6 +1,6 @@
 rule predict:
     """Scores of one detector under one test-time variant on one shard of a dataset and one
-    method ("real" or a forgery method): its samples among inference.shard_size source
+    method ("crops", the dataset's own, or a forgery method): its samples among inference.shard_size source
     images. Split by method so that a new method adds jobs and reruns none."""
     input:
         model=get_model,

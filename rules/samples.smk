@@ -16,8 +16,9 @@ rule samples:
 
 
 rule method_samples:
-    """One method's samples ("real": the real crops): all that training and prediction read,
-    so that adding a forgery method leaves every other method's jobs as they are."""
+    """One share of the samples ("crops": the dataset's own, real and imported fakes; else a
+    forgery method's fakes): all that training and prediction read, so that adding a
+    forgery method leaves every other method's jobs as they are."""
     input:
         unpack(get_method_samples_inputs),
     output:

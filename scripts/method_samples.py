@@ -1,13 +1,17 @@
-from fairforge.columns import VIDEO_FRAME_COLUMNS
 from fairforge.manifest import columns_in, read_manifest, write_manifest
-from fairforge.samples import FACE_INPUTS, FORGERY_INPUTS, SOURCE_INPUTS, method_samples
+from fairforge.samples import (
+    FACE_INPUTS,
+    FORGERY_INPUTS,
+    SOURCE_INPUTS,
+    SOURCE_OPTIONAL_INPUTS,
+    method_samples,
+)
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     path, wc = snakemake.input.sources, snakemake.wildcards
-    sources = read_manifest(
-        path, "sources", [*SOURCE_INPUTS, *columns_in(path, VIDEO_FRAME_COLUMNS)]
-    )
+    optional = columns_in(path, SOURCE_OPTIONAL_INPUTS)
+    sources = read_manifest(path, "sources", [*SOURCE_INPUTS, *optional])
     faces = read_manifest(snakemake.input.faces, "faces", FACE_INPUTS)
     forgery = snakemake.input.get("forgery")
     forgery = read_manifest(forgery, "forgery", FORGERY_INPUTS) if forgery else None

@@ -1,6 +1,7 @@
 from fairforge.detector_kinds import predict
 from fairforge.inference import empty_predictions, variant_unavailable
 from fairforge.manifest import read_ids, write_manifest
+from fairforge.samples import share_of
 from fairforge.sharding import shard_image_ids
 from fairforge.workflow import logged
 
@@ -13,7 +14,7 @@ with logged(snakemake.log[0]):
     else:
         ids = shard_image_ids(i.sources, wc.shard, p.inference["shard_size"])
         samples = read_ids(i.samples, ids, contract="samples")
-        samples = samples.loc[samples["method"] == wc.method]  # video variants hold all
+        samples = share_of(samples, wc.method)  # a video variant's crops hold every share
         run = dict(device=p.device, threads=snakemake.threads, variant_options=p.variant_options)
         run["memory_mb"] = snakemake.resources.mem_mb
         run.update({k: p.inference[k] for k in ("splits", "batch_size", "num_workers")})

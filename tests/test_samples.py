@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from fairforge.samples import build_samples, failure_counts, method_samples
+from fairforge.samples import build_samples, failure_counts, method_samples, share_of
 
 
 def _tables():
@@ -76,7 +76,7 @@ def test_method_samples_split_the_samples_manifest():
     )
     whole = build_samples("d", sources, faces, [fakes, other])
     parts = [
-        method_samples("d", "real", sources, faces),
+        method_samples("d", "crops", sources, faces),
         method_samples("d", "faceswap", sources, faces, fakes),
         method_samples("d", "simswap", sources, faces, other),
     ]
@@ -90,4 +90,25 @@ def test_method_samples_need_a_forgery_for_fakes_only():
     with pytest.raises(ValueError, match="forgery manifest"):
         method_samples("d", "faceswap", sources, faces)
     with pytest.raises(ValueError, match="forgery manifest"):
-        method_samples("d", "real", sources, faces, fakes)
+        method_samples("d", "crops", sources, faces, fakes)
+
+
+def test_the_crops_share_keeps_a_labelled_datasets_own_fakes():
+    sources, faces, fakes = _tables()
+    sources = sources.assign(label=[0, 0, 1, 1], method=["real", "real", "deepfakes", "x"])
+    whole = build_samples("d", sources, faces, [fakes])
+    crops = method_samples("d", "crops", sources, faces)
+    assert set(crops["method"]) == {"real", "deepfakes"} and crops["label"].sum() == 1
+    generated = method_samples("d", "faceswap", sources, faces, fakes)
+    joined = pd.concat([crops, generated], ignore_index=True).sort_values(
+        "sample_id", ignore_index=True
+    )
+    pd.testing.assert_frame_equal(joined, whole)
+
+
+def test_a_share_is_found_again_in_the_whole_manifest():
+    sources, faces, fakes = _tables()
+    whole = build_samples("d", sources, faces, [fakes])
+    for method, forgery in (("crops", None), ("faceswap", fakes)):
+        share = method_samples("d", method, sources, faces, forgery)
+        pd.testing.assert_frame_equal(share_of(whole, method), share)

@@ -206,12 +206,12 @@ def test_training_and_prediction_read_their_own_methods_only():
         }
     )
     assert train_input(config, "a") == [
-        "results/synthetic/samples/real.parquet",
+        "results/synthetic/samples/crops.parquet",
         "results/synthetic/samples/simswap.parquet",
     ]
     assert train_input(config, "b") == ["/w/b.pt"]
-    assert prediction_methods(config) == ["real", "faceswap", "simswap", "sbi"]
-    assert method_samples_inputs("synthetic", "real") == {
+    assert prediction_methods(config) == ["crops", "faceswap", "simswap", "sbi"]
+    assert method_samples_inputs("synthetic", "crops") == {
         "sources": "results/synthetic/sources.parquet",
         "faces": "results/synthetic/faces.parquet",
     }

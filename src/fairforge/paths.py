@@ -28,7 +28,8 @@ OUTPUTS = {
     "forgery_images_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}",
     "forgery": "{results}/{dataset}/forgeries/{method}.parquet",
     "samples": "{results}/{dataset}/samples.parquet",
-    # one method's samples ("real": the real crops), what training and prediction read
+    # one share of the samples ("crops": the dataset's own; else a forgery method's fakes),
+    # what training and prediction read
     "method_samples": "{results}/{dataset}/samples/{method}.parquet",
     "failures": "{results}/{dataset}/failures.csv",
     # forgery quality: per-fake measures, then the card over datasets, methods and groups

@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from fairforge.paths import RESULTS, result_path
 from fairforge.perturb import suite
-from fairforge.samples import REAL
+from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
 from fairforge.video import (  # importing the video package registers its adapters
     VIDEO_SUITE,
@@ -194,26 +194,29 @@ def model_input(config: dict, name: str) -> str:
 
 
 def train_input(config: dict, name: str) -> list[str]:
-    """What the train rule reads: user weights to import, or the samples of the real crops
-    and of the detector's training methods (and nothing else, so that a new forgery method,
-    variant or dataset leaves a trained detector as it is)."""
+    """What the train rule reads: user weights to import, or the samples of the dataset's
+    own crops (real, and the fakes a labelled dataset ships) and of the detector's generated
+    training methods (and nothing else, so that a new forgery method, variant or dataset
+    leaves a trained detector as it is)."""
     det = config["detectors"][name]
     if det.get("checkpoint"):
         return [det["checkpoint"]]
-    methods = detector_settings(config, name)["train_methods"]
+    generated = config["forgery"]["methods"]
+    methods = [m for m in detector_settings(config, name)["train_methods"] if m in generated]
     return [
         result_path("method_samples", dataset=train_dataset(config, name), method=m)
-        for m in [REAL, *methods]
+        for m in [CROPS, *methods]
     ]
 
 
 def method_samples_inputs(dataset: str, method: str) -> dict[str, str]:
-    """What one method's samples are built from: sources, faces and its own forgeries."""
+    """What one share of the samples is built from: sources, faces and, for a forgery
+    method, its own forgeries."""
     inputs = {
         "sources": result_path("sources", dataset=dataset),
         "faces": result_path("faces", dataset=dataset),
     }
-    if method != REAL:
+    if method != CROPS:
         inputs["forgery"] = result_path("forgery", dataset=dataset, method=method)
     return inputs
 
@@ -227,8 +230,9 @@ def predict_shard_samples(dataset: str, variant: str, method: str) -> str:
 
 
 def prediction_methods(config: dict) -> list[str]:
-    """What prediction jobs are split by, besides shards: the real crops and each method."""
-    return [REAL, *config["forgery"]["methods"]]
+    """What prediction jobs are split by, besides shards: the dataset's own crops and each
+    forgery method."""
+    return [CROPS, *config["forgery"]["methods"]]
 
 
 def train_dataset(config: dict, name: str) -> str:
