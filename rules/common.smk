@@ -53,7 +53,7 @@ PREDICT_SHARD_SIZE = int(config["inference"]["shard_size"])
 PREDICT_SHARDS = {d: shard_ids(n, PREDICT_SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
 # ... and per method ("crops", the dataset's own, and each forgery method): a new method
 # only adds its own jobs.
-PREDICT_METHODS = prediction_methods(config)
+PREDICT_METHODS = {d: prediction_methods(config, d) for d in DATASETS}
 # Variants that cannot run here (missing weights, no video pipeline) are not requested;
 # the report lists them with the reason.
 REPORT_VARIANTS, UNAVAILABLE_VARIANTS = split_variants(VARIANTS)
@@ -135,7 +135,7 @@ def get_prediction_shards(wildcards):
     return expand(
         result_path("prediction_shard", **wildcards),
         shard=PREDICT_SHARDS[wildcards.dataset],
-        method=PREDICT_METHODS,
+        method=PREDICT_METHODS[wildcards.dataset],
     )
 
 

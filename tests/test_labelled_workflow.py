@@ -90,6 +90,7 @@ def test_labelled_csv_trains_predicts_and_reaches_the_fairness_table(repo_root, 
         "2",
         "results/fairness_table.csv",
         "results/cross_manipulation.csv",
+        "results/mine/samples.parquet",  # training and prediction read its per-method shares
     )
 
     results = workdir / "results"

@@ -201,12 +201,10 @@ def train_input(config: dict, name: str) -> list[str]:
     det = config["detectors"][name]
     if det.get("checkpoint"):
         return [det["checkpoint"]]
-    generated = config["forgery"]["methods"]
+    dataset = train_dataset(config, name)
+    generated = dataset_methods(config, dataset)
     methods = [m for m in detector_settings(config, name)["train_methods"] if m in generated]
-    return [
-        result_path("method_samples", dataset=train_dataset(config, name), method=m)
-        for m in [CROPS, *methods]
-    ]
+    return [result_path("method_samples", dataset=dataset, method=m) for m in [CROPS, *methods]]
 
 
 def method_samples_inputs(dataset: str, method: str) -> dict[str, str]:
@@ -229,10 +227,10 @@ def predict_shard_samples(dataset: str, variant: str, method: str) -> str:
     return result_path("method_samples", dataset=dataset, method=method)
 
 
-def prediction_methods(config: dict) -> list[str]:
-    """What prediction jobs are split by, besides shards: the dataset's own crops and each
-    forgery method."""
-    return [CROPS, *config["forgery"]["methods"]]
+def prediction_methods(config: dict, dataset: str) -> list[str]:
+    """What prediction jobs on ``dataset`` are split by, besides shards: the dataset's own
+    crops and each forgery method generated on it."""
+    return [CROPS, *dataset_methods(config, dataset)]
 
 
 def train_dataset(config: dict, name: str) -> str:
