@@ -40,7 +40,8 @@ def test_job_count_follows_shards_methods_detectors(plan_10k):
     )
     assert {rule: plan_10k.get(rule) for rule in repeated} == repeated
     assert repeated["forgery_shard"] == 20 * 5  # shards x methods
-    assert repeated["predict"] == 3 * 3 * 2  # detectors x variants x prediction shards
+    # detectors x variants x prediction shards (10k images: one) x (methods + the real crops)
+    assert repeated["predict"] == 3 * 3 * 1 * (5 + 1)
     single = bench_plan.single_jobs(plan_10k, repeated)
     repeating = {rule: n for rule, n in single.items() if n != 1}
     assert not repeating, (
