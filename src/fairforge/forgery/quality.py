@@ -89,8 +89,11 @@ def kept_role(method: str, backend: str) -> str:
 
 
 def _gradient(img: np.ndarray) -> np.ndarray:
-    grey = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float32)
-    return cv2.magnitude(cv2.Sobel(grey, cv2.CV_32F, 1, 0), cv2.Sobel(grey, cv2.CV_32F, 0, 1))
+    # Float64 Sobel of integer pixels is exact and numpy's hypot is the same on every path;
+    # OpenCV's float32 magnitude rounds differently with its thread stripes, so a resumed run
+    # on other cores wrote other bytes.
+    grey = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float64)
+    return np.hypot(cv2.Sobel(grey, cv2.CV_64F, 1, 0), cv2.Sobel(grey, cv2.CV_64F, 0, 1))
 
 
 def boundary_band(mask: np.ndarray, width: int = BOUNDARY_BAND) -> np.ndarray:
