@@ -7,10 +7,11 @@ CORES  ?= all
 
 .PHONY: demo test lint dryrun clean bench-env
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: set PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --no-deps --no-build-isolation -e .
 	touch $@
 
