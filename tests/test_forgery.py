@@ -14,9 +14,16 @@ from fairforge.forgery import (
     list_backends,
     list_methods,
 )
-from fairforge.forgery.base import dilate, erode, polygon_mask
+from fairforge.forgery.base import change_energy, dilate, erode, polygon_mask
 from fairforge.forgery.parsing import PARTS, face_region, measure_expression, parse_parts
-from fairforge.forgery.reenact import apply_expression_delta, fit_blendshapes
+from fairforge.forgery.pose import (
+    camera_matrix,
+    face_pose,
+    generic_face_3d,
+    head_pose,
+    rotation_from_angles,
+)
+from fairforge.forgery.reenact import apply_expression_delta, fit_blendshapes, project
 from fairforge.forgery.template import template_face
 from fairforge.forgery.warp import piecewise_affine_maps, triangulate
 from fairforge.images import read_image, write_image
@@ -211,8 +218,42 @@ def test_reenactment_takes_the_drivers_open_mouth(name, faces):
     assert np.array_equal(res.image[:8], a[:8])
 
 
+def _turned_driver(faces, yaw, pitch):
+    """The target face's landmarks re-posed: the generic 3-D face under (yaw, pitch), placed
+    over the target's landmark box."""
+    (_, _), (b, lb) = faces
+    cam = camera_matrix(SIZE)
+    rot, t = head_pose(lb, generic_face_3d(), cam)
+    moved = project(generic_face_3d(), rotation_from_angles(yaw, pitch), t, cam)
+    return b, moved.astype(np.float32)
+
+
+@pytest.mark.parametrize("name", ["fastreen", "dualreen"])
+def test_reenactment_turns_the_head_to_the_drivers_pose(name, faces):
+    (a, la), _ = faces
+    b, lb = _turned_driver(faces, yaw=14.0, pitch=-8.0)
+    res = create_method(name)(a, la, b, lb, np.random.default_rng(0))
+    before, goal = face_pose(la, SIZE), face_pose(lb, SIZE)
+    after = face_pose(np.asarray(res.extra["landmarks"]), SIZE)
+    for angle in ("yaw", "pitch"):
+        gap = goal[angle] - before[angle]
+        assert abs(gap) > 5
+        assert (after[angle] - before[angle]) / gap > 0.5, (angle, before, after, goal)
+    # The image follows the landmarks: the nose tip moved sideways with the yaw.
+    moved = np.asarray(res.extra["landmarks"])
+    assert abs(moved[30, 0] - la[30, 0]) > 1.0
+    assert (res.image[res.mask > 0] != a[res.mask > 0]).any(1).mean() > 0.3
+
+
 def test_reenactments_differ(faces):
-    assert not np.array_equal(_run("fastreen", faces)[1].image, _run("dualreen", faces)[1].image)
+    (a, la), _ = faces
+    b, lb = _turned_driver(faces, yaw=14.0, pitch=-8.0)
+    fast = create_method("fastreen")(a, la, b, lb, np.random.default_rng(0))
+    dual = create_method("dualreen")(a, la, b, lb, np.random.default_rng(0))
+    union = (fast.mask > 0) | (dual.mask > 0)
+    between = np.abs(fast.image.astype(int) - dual.image.astype(int)).mean(2)[union].mean()
+    own = np.mean([change_energy(r.image, a, r.mask) for r in (fast, dual)])
+    assert between > 0.5 * own, (between, own)
 
 
 def test_reenactment_of_identical_expression_fails_cleanly(faces):

@@ -5,8 +5,8 @@
 >>> result = swap(src_img, src_lm, tgt_img, tgt_lm, rng)  # ForgeryResult(image, mask, extra)
 
 Methods: ``faceswap`` and ``simswap`` (identity replacement: the source identity in the
-target image), ``fastreen`` and ``dualreen`` (expression reenactment of the source by the
-target), ``maskgan`` (part editing of the source), ``sbi`` and ``xray`` (the source blended
+target image), ``fastreen`` and ``dualreen`` (reenactment: the source
+takes the target's head pose and expression), ``maskgan`` (part editing of the source), ``sbi`` and ``xray`` (the source blended
 with an augmented copy of itself), ``fwa`` (the source's face shrunk, blurred and warped back:
 face-warping artefacts).
 """

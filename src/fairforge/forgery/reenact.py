@@ -1,24 +1,37 @@
-"""Expression reenactment: the source face, identity and pose kept, takes the driver's expression.
+"""Reenactment: the kept face, identity kept, takes the driver's head pose and expression.
 
-Both methods measure the expression of the source and of the driver (the target of the pair)
-with :func:`~fairforge.forgery.parsing.measure_expression` (mouth opening and width, eye
-openness, brow heights, in inter-ocular units), move the source landmarks so the source
-takes the driver's values, warp the source densely with a thin-plate spline (landmarks as
-handles; the crop border and a ring around the face fixed) and fill the mouth interior from
-the driver. They differ in how landmarks are retargeted and how the face is rendered:
+The pair's *source* is the kept face (its identity, texture, background) and the pair's
+*target* is the driver. Both methods move the source's landmarks so that they show the
+driver's yaw, pitch and expression, warp the source image densely so its landmarks land
+there (the crop border and a ring around the face stay fixed), and fill a mouth opening that
+grew from the driver's mouth. They differ in their motion model, as the learned methods FairFD
+used do (sparse keypoints and a thin-plate spline for first-order-motion style models; a
+fitted 3-D face model re-posed and re-projected for 3-D-aware ones):
 
-- ``fastreen`` (after the bi-layer "fast" reenactment idea): landmarks move by explicit
-  per-measure rules; the spline is evaluated on a coarse grid (a tenth of the inter-ocular
-  distance); the image is rendered as two
-  layers, a low-pass layer (colour, shading) and a high-frequency layer (source detail),
-  each warped and each given the driver's mouth with its own blending width.
-- ``dualreen``: landmarks move through a small linear blendshape model of landmark
-  displacements (jaw open, lips part, smile, pucker, blinks, brow raises, brow furrow) whose
-  weights are fitted by bounded, ridge-regularised least squares so that the moved
-  landmarks measure like the driver; the spline is dense (2-px grid) and the driver's mouth
-  is relit by the ratio of the lip colours around it before it is pasted.
+- ``fastreen`` (stands in for sparse-keypoint models such as FOMM / the bi-layer "fast"
+  model): the motion is carried by :data:`KEYPOINTS`, a sparse subset of the 68 landmarks.
+  Relative motion: the driver's keypoints are taken in the driver's own face frame (its
+  position, size and in-plane roll removed by a least-squares similarity onto the source's
+  keypoints), so only their configuration (yaw and pitch foreshorten and shift the jaw, nose
+  and eyes; expression opens the mouth and eyes and moves the brows) moves the source's
+  keypoints, by ``strength`` of the difference. A thin-plate spline through the keypoints
+  warps the image, rendered as two layers (a low-pass layer for colour and shading, a
+  high-frequency layer for detail), each given the driver's mouth with its own blend width.
+  Simplification: with one driver image there is no neutral driver frame to take motion
+  relative to, so the keypoints also carry some of the driver's face shape.
+- ``dualreen`` (stands in for 3-D model based reenactment): a 3-D landmark model is fitted to
+  the source: the generic mean 3-D face (:func:`~fairforge.forgery.pose.generic_face_3d`)
+  under the source's rigid pose solved by ``cv2.solvePnP``, plus per-point offsets that
+  carry the source's own shape and the driver's expression (the expression fitted with a
+  small linear blendshape model, :data:`BLENDSHAPES`, on the expression measures of
+  :func:`~fairforge.forgery.parsing.measure_expression`). The model is re-projected under the
+  driver's yaw and pitch (the source's roll and position kept), and the image follows
+  through a piecewise-affine warp of the Delaunay mesh over all 68 landmarks and the fixed
+  ring. The driver's mouth is relit by the ratio of the lip colours around it.
 
-Both are learning-free stand-ins for the learned reenactment models FairFD used.
+Both are learning-free stand-ins: a warp cannot show what the source's image never saw (the
+far cheek of a turned head is stretched, not synthesised), and the pose change is limited by
+dualreen's ``max_turn`` degrees.
 """
 
 from __future__ import annotations
@@ -31,15 +44,32 @@ from .base import (
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
+    apply_affine,
     clean_alpha,
     dilate,
     feather,
     interocular,
     polygon_mask,
     register_method,
+    similarity_transform,
 )
 from .parsing import EXPRESSION, LOWER_MOUTH_WEIGHTS, face_frame, measure_expression
-from .warp import border_anchors, identity_grid, remap, ring_anchors, tps_displacement
+from .pose import (
+    angles_from_rotation,
+    camera_matrix,
+    generic_face_3d,
+    head_pose,
+    rotation_from_angles,
+)
+from .warp import (
+    ThinPlateSpline,
+    border_anchors,
+    identity_grid,
+    piecewise_affine_maps,
+    remap,
+    ring_anchors,
+    tps_displacement,
+)
 
 MOVE_THRESHOLD = 0.25  # pixels: displacements below this are left unwarped
 CLOSED_MOUTH = 0.1  # inner-lip gap (IOD units) below which inner lips are not handles
@@ -157,24 +187,58 @@ def _mouth_affine(driver_lm: np.ndarray, moved_lm: np.ndarray) -> np.ndarray:
     return sol.T
 
 
+# The sparse keypoints that carry fastreen's motion: jaw (5), brows (2), eye corners and lids
+# (8), nose bridge and tip (2), mouth corners, outer and inner lip centres (6).
+KEYPOINTS = np.array(
+    [2, 5, 8, 11, 14, 19, 24, 36, 38, 39, 40, 42, 44, 45, 46, 27, 30, 48, 54, 51, 57, 62, 66]
+)
+
+
+def _with_angles(rot: np.ndarray, yaw: float, pitch: float) -> np.ndarray:
+    _, _, roll = angles_from_rotation(rot)
+    return rotation_from_angles(yaw, pitch, roll)
+
+
+def lift_landmarks(
+    lm: np.ndarray, model: np.ndarray, rot: np.ndarray, tvec: np.ndarray, camera: np.ndarray
+) -> np.ndarray:
+    """(68, 3) model-space points that project exactly onto ``lm`` under (rot, tvec):
+    each model point moved parallel to the image plane, at its own depth, onto its
+    landmark's viewing ray (the per-point offsets of the fitted model)."""
+    cam_pts = model @ rot.T + tvec
+    depth = cam_pts[:, 2:3]
+    f, c = np.array([camera[0, 0], camera[1, 1]]), camera[:2, 2]
+    on_ray = np.concatenate([(np.asarray(lm, np.float64) - c) * depth / f, depth], 1)
+    return (on_ray - tvec) @ rot
+
+
+def project(points: np.ndarray, rot: np.ndarray, tvec: np.ndarray, camera: np.ndarray):
+    cam_pts = points @ rot.T + tvec
+    if (cam_pts[:, 2] <= 1e-6).any():
+        raise ForgeryError("re-posed face model falls behind the camera")
+    return cam_pts[:, :2] / cam_pts[:, 2:3] * np.diag(camera)[:2] + camera[:2, 2]
+
+
 class _Reenactment(ForgeryMethod):
     backend = "classical"
     kept = "source"
     needs_target = True
     defaults = {
-        "strength": 1.0,  # fraction of the expression difference transferred
+        "strength": 1.0,  # fraction of the pose and expression difference transferred
         "ring": 1.4,  # fixed ring around the face, hull scale about its centre
         "min_mouth_area": 0.01,  # IOD^2: a mouth opening grown less is warped, not filled
     }
 
-    def retarget(self, source_lm, goal) -> tuple[np.ndarray, dict]:
+    def retarget(self, source_lm, driver_lm, goal, shape) -> tuple[np.ndarray, dict]:
+        """The source's landmarks moved to the driver's pose and expression, and extras."""
+        raise NotImplementedError
+
+    def displacement(self, source_lm, moved, anchors, shape, iod, handles) -> np.ndarray:
+        """Backward displacement field (HxWx2) carrying ``source_lm`` to ``moved``."""
         raise NotImplementedError
 
     def render(self, source_img, disp, mouth_img, mouth_region, iod) -> np.ndarray:
         raise NotImplementedError
-
-    def grid_step(self, iod: float) -> int:
-        return 1
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
         shape = source_img.shape
@@ -183,23 +247,23 @@ class _Reenactment(ForgeryMethod):
         m_drv = measure_expression(target_lm)
         goal = m_src + float(self.options["strength"]) * (m_drv - m_src)
         goal[[0, 2, 3]] = np.maximum(goal[[0, 2, 3]], 0.0)  # openings cannot go negative
-        moved, info = self.retarget(source_lm, goal)
+        moved, info = self.retarget(
+            np.asarray(source_lm, np.float64), np.asarray(target_lm, np.float64), goal, shape
+        )
         if not np.isfinite(moved).all():
-            raise ForgeryError("expression retargeting diverged")
+            raise ForgeryError("pose and expression retargeting diverged")
 
         # The fixed ring surrounds where the face is and where it goes (an opening jaw).
         ring = ring_anchors(np.concatenate([source_lm, moved]), float(self.options["ring"]), shape)
         anchors = np.concatenate([border_anchors(shape), ring], 0)
-        # Inner-lip points of a (nearly) closed mouth almost coincide yet move apart; as spline
-        # handles they make it overshoot. The outer lips drive the warp then, and the opening
+        # Inner-lip points of a (nearly) closed mouth almost coincide yet move apart; as warp
+        # handles they fold the image. The outer lips drive the warp then, and the opening
         # is filled from the driver below.
         handles = np.arange(68)
         if m_src[0] < CLOSED_MOUTH:
             handles = np.setdiff1d(handles, np.arange(60, 68))
-        disp = tps_displacement(
-            moved[handles], source_lm[handles], anchors, shape, step=self.grid_step(iod)
-        )
-        # A spline can overshoot between close handles; no pixel moves further than a handle.
+        disp = self.displacement(source_lm, moved, anchors, shape, iod, handles)
+        # A warp can overshoot between close handles; no pixel moves further than a handle.
         reach = float(np.abs(moved - source_lm).max()) + 0.5
         np.clip(disp, -reach, reach, out=disp)
         # Confine the warp to the ring: beyond it the source stays exactly as it was.
@@ -232,7 +296,7 @@ class _Reenactment(ForgeryMethod):
         changed = moving | dilate(mouth_region, int(round(0.1 * iod)) + 1)
         changed = cv2.morphologyEx(changed, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
         if not changed.any():
-            raise ForgeryError("source and driver expressions are identical")
+            raise ForgeryError("source and driver pose and expression are identical")
         image = source_img.copy()
         sel = changed > 0
         image[sel] = rendered[sel]
@@ -254,12 +318,27 @@ def _sample(img: np.ndarray, disp: np.ndarray) -> np.ndarray:
 class FastReenactment(_Reenactment):
     defaults = {**_Reenactment.defaults, "low_sigma": 0.12}  # low-pass scale, IOD units
 
-    def grid_step(self, iod: float) -> int:
-        return max(int(iod / 10), 1)
+    def retarget(self, source_lm, driver_lm, goal, shape):
+        strength = float(self.options["strength"])
+        kp_src, kp_drv = source_lm[KEYPOINTS], driver_lm[KEYPOINTS]
+        # The driver's keypoints in the source's frame: its similarity (position, size,
+        # roll) removed, its configuration (pose, expression) kept.
+        aligned = apply_affine(similarity_transform(kp_drv, kp_src), kp_drv).astype(np.float64)
+        motion = strength * (aligned - kp_src)
+        # The other landmarks follow a spline through the keypoints (they are reported, and
+        # the mouth fill uses the inner lips).
+        moved = source_lm.copy()
+        moved[KEYPOINTS] = kp_src + motion
+        spline = ThinPlateSpline(kp_src, motion, scale=float(max(shape[:2])))
+        rest = np.setdiff1d(np.arange(68), KEYPOINTS)
+        moved[rest] = source_lm[rest] + spline(source_lm[rest])
+        return moved, {"keypoints": KEYPOINTS.tolist()}
 
-    def retarget(self, source_lm, goal):
-        moved = apply_expression_delta(source_lm, goal - measure_expression(source_lm))
-        return moved, {}
+    def displacement(self, source_lm, moved, anchors, shape, iod, handles):
+        keep = np.intersect1d(KEYPOINTS, handles)
+        return tps_displacement(
+            moved[keep], source_lm[keep], anchors, shape, step=max(int(iod / 10), 1)
+        )
 
     def render(self, source_img, disp, mouth_img, mouth_region, iod):
         sigma = max(float(self.options["low_sigma"]) * iod, 1.0)
@@ -280,14 +359,58 @@ class FastReenactment(_Reenactment):
 
 @register_method("dualreen")
 class DualReenactment(_Reenactment):
-    defaults = {**_Reenactment.defaults, "ridge": 1e-3}
+    defaults = {
+        **_Reenactment.defaults,
+        "ridge": 1e-3,
+        "max_turn": 25.0,  # degrees: larger yaw/pitch changes are clipped to this
+    }
 
-    def grid_step(self, iod: float) -> int:
-        return 2
+    def _turn(self, source_lm, driver_lm, shape):
+        """Source and driver rigid poses, and the (yaw, pitch) the fake should show."""
+        camera = camera_matrix(shape[1])
+        model = generic_face_3d()
+        try:
+            rot_s, t_s = head_pose(source_lm, model, camera)
+            rot_d, _ = head_pose(driver_lm, model, camera)
+        except (ValueError, cv2.error) as err:
+            raise ForgeryError(f"head pose fit failed ({err})") from err
+        yaw_s, pitch_s, _ = angles_from_rotation(rot_s)
+        yaw_d, pitch_d, _ = angles_from_rotation(rot_d)
+        limit = float(self.options["max_turn"])
+        strength = float(self.options["strength"])
+        d_yaw = float(np.clip(strength * (yaw_d - yaw_s), -limit, limit))
+        d_pitch = float(np.clip(strength * (pitch_d - pitch_s), -limit, limit))
+        pose = {
+            "source_yaw": round(yaw_s, 2),
+            "source_pitch": round(pitch_s, 2),
+            "driver_yaw": round(yaw_d, 2),
+            "driver_pitch": round(pitch_d, 2),
+        }
+        return camera, model, rot_s, t_s, yaw_s + d_yaw, pitch_s + d_pitch, pose
 
-    def retarget(self, source_lm, goal):
-        weights, moved = fit_blendshapes(source_lm, goal, ridge=float(self.options["ridge"]))
-        return moved, {"blendshapes": dict(zip(BLENDSHAPES, np.round(weights, 4).tolist()))}
+    def retarget(self, source_lm, driver_lm, goal, shape):
+        weights, expressive = fit_blendshapes(source_lm, goal, ridge=float(self.options["ridge"]))
+        camera, model, rot_s, t_s, yaw, pitch, pose = self._turn(source_lm, driver_lm, shape)
+        # The fitted model: mean face under the source's pose, offsets carrying the source's
+        # shape and the driver's expression; then re-posed to the driver's yaw and pitch.
+        fitted = lift_landmarks(expressive, model, rot_s, t_s, camera)
+        moved = project(fitted, _with_angles(rot_s, yaw, pitch), t_s, camera)
+        info = {
+            "blendshapes": dict(zip(BLENDSHAPES, np.round(weights, 4).tolist())),
+            "yaw": round(yaw, 2),
+            "pitch": round(pitch, 2),
+            **pose,
+        }
+        return moved, info
+
+    def displacement(self, source_lm, moved, anchors, shape, iod, handles):
+        dst = np.concatenate([moved[handles], anchors], 0)
+        src = np.concatenate([source_lm[handles], anchors], 0)
+        map_x, map_y, inside = piecewise_affine_maps(src, dst, shape)
+        xs, ys = identity_grid(shape)
+        disp = np.stack([map_x - xs, map_y - ys], 2)
+        disp[~inside] = 0.0
+        return disp
 
     def render(self, source_img, disp, mouth_img, mouth_region, iod):
         warped = _sample(source_img, disp)
