@@ -4,7 +4,10 @@ The source face is cut into Delaunay triangles over its 68 landmarks and each tr
 mapped affinely onto the matching triangle of the target's landmarks; the warped face is
 colour-corrected to the target (LAB mean and std inside the face hull) and blended into the
 target image by feathering or Poisson cloning. The target's background, hair, pose and
-lighting are kept; the face (brows to chin) is the source's.
+lighting are kept; the face (brows to chin) is the source's, except where the target shows
+something in front of or inside its face: its mouth opening (inner-lip hull) and its
+occluders (glasses frames, strands; found by colour, :func:`~fairforge.forgery.parsing.occluders`)
+stay the target's, and the source's occluders are left out.
 
 A 3D-aware variant (fitting a 3D morphable model to handle large pose differences) is not
 implemented: aligned crops of frontal-ish faces make the 2D warp adequate.
@@ -20,6 +23,7 @@ from .base import (
     ForgeryResult,
     colour_transfer_lab,
     composite,
+    dilate,
     erode,
     feather,
     interocular,
@@ -27,7 +31,16 @@ from .base import (
     polygon_mask,
     register_method,
 )
+from .parsing import occluders
 from .warp import piecewise_affine_maps, remap
+
+
+def keep_target(target_img: np.ndarray, target_lm: np.ndarray, iod: float) -> np.ndarray:
+    """0/255 pixels an identity swap leaves to the target: the inside of the inner-lip hull
+    (grown by 0.06 IOD, so a closed mouth's lip line is kept too) and the target's
+    occluders (:func:`~fairforge.forgery.parsing.occluders`)."""
+    mouth = dilate(polygon_mask(target_lm[60:68], target_img.shape), int(round(0.06 * iod)))
+    return mouth | occluders(target_img, target_lm)
 
 
 @register_method("faceswap")
@@ -57,6 +70,12 @@ class FaceSwap(ForgeryMethod):
         region = polygon_mask(target_lm, shape)
         region[~inside] = 0
         region = erode(region, int(round(self.options["erode"] * iod)))
+        # What the target shows in front of or inside its face stays the target's: the mouth
+        # opening (a source mouth warped into it made a second, stretched mouth) and the
+        # occluders (target glasses broke into ghost frames); the source's own occluders are
+        # not carried over either.
+        region[keep_target(target_img, target_lm, iod) > 0] = 0
+        region[remap(occluders(source_img, source_lm), map_x, map_y) > 0] = 0
         if region.sum() == 0:
             raise ForgeryError("face region vanished after erosion")
         if self.options["colour_correction"]:

@@ -7,6 +7,7 @@ image sides (the subject's right eye is at image left).
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from .base import eye_centers, interocular, polygon_mask
@@ -131,3 +132,44 @@ def measure_expression(lm: np.ndarray) -> np.ndarray:
     brow_l = ((left - lm[BROW_L]) @ ay).mean()
     brow_r = ((right - lm[BROW_R]) @ ay).mean()
     return np.array([gap, width, eye_l, eye_r, brow_l, brow_r]) / max(iod, 1e-6)
+
+
+def occluders(img: np.ndarray, lm: np.ndarray, min_area: float = 0.03) -> np.ndarray:
+    """0/255 mask of what covers the face's skin: glasses frames, hair strands, hands.
+
+    A landmark parser sees no occluders, so they are found by colour: skin pixels (the face
+    region minus the parts that may legitimately differ from the skin around them: eyes,
+    brows, lips, mouth, nostrils) whose LAB colour is far from the local skin colour (a
+    median filter a quarter of the inter-ocular distance wide, which follows the shading),
+    kept where they form a component of at least ``min_area`` IOD^2 (a frame or a strand;
+    a mole or skin grain is smaller), then grown a little to cover their antialiased edge.
+    A stand-in for a learned face-parsing model's occlusion classes.
+    """
+    lm = np.asarray(lm, np.float64)
+    iod = interocular(lm)
+    parts = parse_parts(lm, img.shape)
+    region = face_region(lm, img.shape, lift=0.35) > 0
+    features = polygon_mask(lm[31:36], img.shape) | polygon_mask(lm[[31, 33, 35, 30]], img.shape)
+    for name in ("eyes", "brows", "upper_lip", "lower_lip", "mouth"):
+        features |= parts[name]
+    grow = max(int(round(0.05 * iod)), 1)
+    features = cv2.dilate(features, np.ones((3, 3), np.uint8), iterations=grow)
+    # The face outline is an edge, not an occluder: keep off it.
+    region = cv2.erode(region.astype(np.uint8), np.ones((3, 3), np.uint8), iterations=2 * grow)
+    skin = (region > 0) & (features == 0)
+    if skin.sum() < 32:
+        return np.zeros(img.shape[:2], np.uint8)
+    k = max(int(0.25 * iod) | 1, 3)
+    local = cv2.medianBlur(img, min(k, 255))
+    lab = cv2.cvtColor(img, cv2.COLOR_RGB2LAB).astype(np.float32)
+    dist = np.linalg.norm(lab - cv2.cvtColor(local, cv2.COLOR_RGB2LAB).astype(np.float32), axis=2)
+    spread = 1.4826 * np.median(dist[skin]) + 1e-3
+    strong = skin & (dist > max(5.0 * spread, 12.0))
+    # Hysteresis: a component of weaker outliers counts when it holds strong ones (a frame
+    # fades where it crosses shading).
+    weak = (skin & (dist > max(3.5 * spread, 9.0))).astype(np.uint8)
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(weak, connectivity=8)
+    seeded = np.bincount(labels[strong], minlength=len(stats)) > 0
+    big = np.flatnonzero((stats[:, cv2.CC_STAT_AREA] >= min_area * iod**2) & seeded)
+    out = np.isin(labels, big[big > 0]).astype(np.uint8) * 255
+    return cv2.dilate(out, np.ones((3, 3), np.uint8), iterations=grow)

@@ -8,13 +8,19 @@ is normalised, multiplied by the swapper's latent map (the last initializer of t
 when it is a square matrix of the embedding size) and normalised again. The swapped face is
 pasted back with an eroded, blurred box mask.
 
-``backend="classical"`` is a learning-free stand-in that differs from ``faceswap`` in
-mechanism: the *whole inner face* (chin to lower forehead) of the source is carried onto
-the target geometry by one smooth thin-plate-spline warp (not per-triangle affines), its
-colour and texture are matched to the target band by band on a Laplacian pyramid (a
-frequency-domain match: per-band contrast, and mean and contrast of the coarsest band, in
-LAB), and it is Poisson-blended (cv2.seamlessClone) into the target. It does not learn an
-identity representation; reports should call it a stand-in.
+``backend="classical"`` is a learning-free stand-in for an identity-encoder swap (SimSwap's
+identity injection), different in mechanism from ``faceswap``'s paste of the source face:
+the target image itself is changed, so its expression, pose, lighting, fine detail and
+occluders stay. (1) Shape: the source's landmarks, given the target's expression measures
+and lifted onto the generic 3-D face under the source's PnP pose, are re-projected under
+the target's pose (:func:`identity_landmarks`): the source's face geometry normalised for
+pose and expression; a thin-plate spline warps the target onto it. (2) Texture: the
+source, warped onto that geometry, gives its *identity band* (the frequencies between
+``detail_sigma`` and ``lighting_sigma`` inter-ocular distances: brows, lid and lip shapes
+and colours, skin marks), which replaces the target's band on the face, except inside the
+target's mouth opening, on the target's occluders and where the source has occluders. It
+does not learn an identity representation (the identity is the landmark shape and a
+texture band); reports should call it a stand-in.
 """
 
 from __future__ import annotations
@@ -30,15 +36,25 @@ from .base import (
     ForgeryResult,
     composite,
     erode,
+    feather,
     five_points,
     interocular,
-    poisson_clone,
     polygon_mask,
     register_method,
     similarity_transform,
 )
-from .parsing import face_region
-from .warp import identity_grid, remap, tps_displacement
+from .faceswap import keep_target
+from .parsing import face_region, measure_expression, occluders
+from .pose import camera_matrix, generic_face_3d, head_pose
+from .reenact import apply_expression_delta, lift_landmarks, project
+from .warp import (
+    border_anchors,
+    identity_grid,
+    piecewise_affine_maps,
+    remap,
+    ring_anchors,
+    tps_displacement,
+)
 
 # insightface's ArcFace alignment template for 112x112 crops (eyes, nose tip, mouth corners).
 ARCFACE_112 = np.array(
@@ -67,44 +83,27 @@ def arcface_template(size: int) -> np.ndarray:
 # --------------------------------------------------------------------------- classical
 
 
-def laplacian_pyramid(img: np.ndarray, levels: int) -> list[np.ndarray]:
-    bands, cur = [], img
-    for _ in range(levels):
-        down = cv2.pyrDown(cur)
-        up = cv2.pyrUp(down, dstsize=(cur.shape[1], cur.shape[0]))
-        bands.append(cur - up)
-        cur = down
-    bands.append(cur)
-    return bands
+def identity_landmarks(source_lm: np.ndarray, target_lm: np.ndarray, size: int) -> np.ndarray:
+    """The source's face shape under the target's expression, head pose and position.
 
-
-def collapse_pyramid(bands: list[np.ndarray]) -> np.ndarray:
-    cur = bands[-1]
-    for band in reversed(bands[:-1]):
-        cur = cv2.pyrUp(cur, dstsize=(band.shape[1], band.shape[0])) + band
-    return cur
-
-
-def match_bands(img: np.ndarray, ref: np.ndarray, mask: np.ndarray, levels: int = 4) -> np.ndarray:
-    """Match ``img`` to ``ref`` inside ``mask``, band by band, in LAB (uint8 RGB in and out)."""
-    lab = cv2.cvtColor(img, cv2.COLOR_RGB2LAB).astype(np.float32)
-    ref_lab = cv2.cvtColor(ref, cv2.COLOR_RGB2LAB).astype(np.float32)
-    bands, ref_bands = laplacian_pyramid(lab, levels), laplacian_pyramid(ref_lab, levels)
-    m = (mask > 0).astype(np.float32)
-    out = []
-    for i, (b, rb) in enumerate(zip(bands, ref_bands)):
-        sel = cv2.resize(m, (b.shape[1], b.shape[0]), interpolation=cv2.INTER_AREA) > 0.5
-        if sel.sum() < 4:
-            out.append(b)
-            continue
-        sd, rsd = b[sel].std(0) + 1e-3, rb[sel].std(0) + 1e-3
-        gain = np.clip(rsd / sd, 0.5, 2.0)
-        if i < levels:  # detail band: contrast only, it has zero mean
-            out.append(b * gain)
-        else:  # coarsest band: colour (mean) and contrast
-            out.append((b - b[sel].mean(0)) * gain + rb[sel].mean(0))
-    res = collapse_pyramid(out)
-    return cv2.cvtColor(np.clip(res + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_LAB2RGB)
+    The source's landmarks take the target's expression measures
+    (:func:`~fairforge.forgery.reenact.apply_expression_delta`), are lifted onto the generic
+    3-D face under the source's rigid pose (``cv2.solvePnP``) and re-projected under the
+    target's rotation and translation: what is left of the source is its shape (jaw, nose,
+    eye and mouth proportions), normalised for pose and expression.
+    """
+    source_lm = np.asarray(source_lm, np.float64)
+    target_lm = np.asarray(target_lm, np.float64)
+    neutral = apply_expression_delta(
+        source_lm, measure_expression(target_lm) - measure_expression(source_lm)
+    )
+    camera, model = camera_matrix(size), generic_face_3d()
+    try:
+        rot_s, t_s = head_pose(source_lm, model, camera)
+        rot_t, t_t = head_pose(target_lm, model, camera)
+    except (ValueError, cv2.error) as err:
+        raise ForgeryError(f"head pose fit failed ({err})") from err
+    return project(lift_landmarks(neutral, model, rot_s, t_s, camera), rot_t, t_t, camera)
 
 
 @register_method("simswap")
@@ -113,32 +112,58 @@ class SimSwapClassical(ForgeryMethod):
     kept = "target"
     needs_target = True
     defaults = {
-        "forehead": 0.3,  # how far above the brows the inner face reaches, IOD units
-        "shrink": 0.94,  # inner-face polygon scale about its centre (keeps off the jaw)
-        "levels": 4,  # Laplacian pyramid levels for the colour/texture match
+        "forehead": 0.15,  # how far above the brows the identity texture reaches, IOD units
+        "lighting_sigma": 0.2,  # IOD units: coarser than this is the target's lighting
+        "detail_sigma": 0.03,  # IOD units: finer than this is the target's detail
+        "ring": 1.3,  # fixed ring around the face for the shape warp, hull scale
     }
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
         shape = target_img.shape
-        disp = tps_displacement(target_lm, source_lm, np.zeros((0, 2)), shape, step=4)
+        iod = interocular(target_lm)
+        moved = identity_landmarks(source_lm, target_lm, shape[1])
+        if not np.isfinite(moved).all():
+            raise ForgeryError("identity shape transfer diverged")
+        # 1. Shape: the target image itself is warped onto the source's face shape, so its
+        # expression, lighting, detail and occluders come along.
+        ring = ring_anchors(np.concatenate([target_lm, moved]), float(self.options["ring"]), shape)
+        anchors = np.concatenate([border_anchors(shape), ring], 0)
+        disp = tps_displacement(moved, target_lm, anchors, shape, step=4)
+        reach = float(np.abs(moved - target_lm).max()) + 0.5
+        np.clip(disp, -reach, reach, out=disp)
+        disp *= feather(polygon_mask(ring, shape), max(int(round(0.15 * iod)), 1))[..., None]
         xs, ys = identity_grid(shape)
-        warped = remap(source_img, xs + disp[..., 0], ys + disp[..., 1])
-        region = face_region(target_lm, shape, lift=float(self.options["forehead"]))
-        pts = np.argwhere(region > 0)[:, ::-1].astype(np.float64)
-        if len(pts) < 16:
-            raise ForgeryError("inner face region is empty")
-        cnt, _ = cv2.findContours(region, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
-        poly = max(cnt, key=cv2.contourArea).reshape(-1, 2).astype(np.float64)
-        centre = pts.mean(0)
-        region = polygon_mask(
-            centre + (poly - centre) * float(self.options["shrink"]), shape, convex=False
+        reshaped = remap(target_img, xs + disp[..., 0], ys + disp[..., 1])
+        moving = np.linalg.norm(disp, axis=2) > 0.25
+        # 2. Texture: the source's identity band (between the target's detail and lighting
+        # scales: brows, eyes, lips, nose and skin marks) replaces the target's, on the face
+        # minus what the target shows in front of or inside it.
+        map_x, map_y, inside = piecewise_affine_maps(source_lm, moved, shape)
+        src = remap(source_img, map_x, map_y)
+        src[~inside] = reshaped[~inside]
+        lo = max(float(self.options["lighting_sigma"]) * iod, 1.0)
+        hi = max(float(self.options["detail_sigma"]) * iod, 0.5)
+
+        def band(img):
+            f = img.astype(np.float32)
+            return cv2.GaussianBlur(f, (0, 0), hi) - cv2.GaussianBlur(f, (0, 0), lo)
+
+        region = face_region(moved, shape, lift=float(self.options["forehead"]))
+        region[~inside] = 0
+        region[keep_target(reshaped, moved, iod) > 0] = 0
+        # The source's occluders are not identity: their band is left out (no ghost frames).
+        region[remap(occluders(source_img, source_lm), map_x, map_y) > 0] = 0
+        weight = feather(erode(region, max(int(round(0.08 * iod)), 1)), max(int(0.1 * iod), 1))
+        out = reshaped.astype(np.float32) + weight[..., None] * (band(src) - band(reshaped))
+        out = np.clip(out + 0.5, 0, 255).astype(np.uint8)
+        changed = moving | (weight > 0)
+        if not changed.any():
+            raise ForgeryError("source and target faces are identical")
+        image = target_img.copy()
+        image[changed] = out[changed]
+        return ForgeryResult(
+            image, changed.astype(np.uint8) * 255, {"landmarks": np.round(moved, 2).tolist()}
         )
-        inner = np.where((region > 0)[..., None], warped, target_img)
-        matched = match_bands(inner, target_img, region, int(self.options["levels"]))
-        region = erode(region, max(int(round(0.03 * interocular(target_lm))), 1))
-        cloned = poisson_clone(matched, target_img, region)
-        image, mask = composite(cloned, target_img, (region > 0).astype(np.float32))
-        return ForgeryResult(image, mask, {})
 
 
 # --------------------------------------------------------------------------- onnx
