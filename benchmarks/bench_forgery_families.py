@@ -7,7 +7,8 @@ fakes and the mean change inside the mask (fake vs kept image); for the reenactm
 the share of the yaw and pitch gap to the driver they close (landmarks detected again on the
 fake, source and driver, pose by :func:`fairforge.forgery.pose.face_pose`); for every two
 methods that keep the same image, the mean |A - B| inside the union of their masks over the
-mean of their fake-vs-kept differences (acceptance: >= 0.5).
+mean of their fake-vs-kept differences (acceptance: >= 0.5); for maskgan, how far the mean
+LAB colour of the whole skin part moves (acceptance: within 1 unit).
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_forgery_families.py --n 40
 """
@@ -21,12 +22,14 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_forgery import build_dataset  # noqa: E402
 from fairforge.forgery import ForgeryError, create_method  # noqa: E402
 from fairforge.forgery.base import NEAR_INVISIBLE, as_landmarks, change_energy  # noqa: E402
+from fairforge.forgery.parsing import parse_parts  # noqa: E402
 from fairforge.forgery.quality import face_geometry  # noqa: E402
 from fairforge.images import read_image  # noqa: E402
 from fairforge.pairs import make_pairs  # noqa: E402
@@ -99,6 +102,19 @@ def main() -> None:
             f"{gap_closed(a[:, 0], a[:, 2], a[:, 4]):.2f}, pitch gap closed "
             f"{gap_closed(a[:, 1], a[:, 3], a[:, 5]):.2f} (mean |gap| yaw "
             f"{np.abs(a[:, 4] - a[:, 0]).mean():.1f}, pitch {np.abs(a[:, 5] - a[:, 1]).mean():.1f} deg)"
+        )
+    if "maskgan" in fakes:
+        shifts = []
+        for src, (res, kept) in fakes["maskgan"].items():
+            skin = parse_parts(loaded[src][1], kept.shape)["skin"] > 0
+            lab = [cv2.cvtColor(x, cv2.COLOR_RGB2LAB).astype(np.float64) for x in (res.image, kept)]
+            # OpenCV's 8-bit LAB scales L by 255/100: back to CIE units.
+            diff = (lab[0][skin].mean(0) - lab[1][skin].mean(0)) * [100 / 255, 1, 1]
+            shifts.append(np.linalg.norm(diff))
+        s = np.asarray(shifts)
+        print(
+            f"maskgan   skin colour (whole skin part, mean LAB) vs the kept image: mean "
+            f"{s.mean():.3f}, max {s.max():.3f} LAB units"
         )
     kept_of = {m: create_method(m).kept for m in fakes}
     print("method pair: mean |A-B| in union of masks / mean fake-vs-kept difference")
