@@ -27,7 +27,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_forgery import build_dataset  # noqa: E402
-from fairforge.forgery import ForgeryError, create_method  # noqa: E402
+from fairforge.forgery import (  # noqa: E402
+    ForgeryError,
+    create_method,
+    nearest_targets,
+    target_choice,
+)
 from fairforge.forgery.base import NEAR_INVISIBLE, as_landmarks, change_energy  # noqa: E402
 from fairforge.forgery.parsing import parse_parts  # noqa: E402
 from fairforge.forgery.quality import face_geometry  # noqa: E402
@@ -62,12 +67,16 @@ def main() -> None:
             for r in faces.itertuples()
         }
     todo = [(r.image_id, r.target_image_id) for r in pairs.itertuples() if r.ok]
+    # Face X-ray's target is the nearest face of another subject, as forge_shard picks it.
+    nearest = nearest_targets(faces.set_index("image_id"), [s for s, _ in todo], args.seed, "xray")
     print(f"{len(todo)} pairs of {args.size}px synthetic crops")
     fakes: dict[str, dict] = {}
     for name in args.methods:
         method = create_method(name)
         made, reasons, energy = {}, Counter(), []
         for src, tgt in todo:
+            if target_choice(name) == "nearest":
+                tgt = nearest[src]
             rng = np.random.default_rng(derive_seed(args.seed, name, src))
             try:
                 res = method(*loaded[src], *loaded[tgt], rng)

@@ -7,7 +7,8 @@ from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     i, p, wc = snakemake.input, snakemake.params, snakemake.wildcards
-    ids, pairs, faces = read_forgery_shard(i.sources, i.faces, i.pairs, wc.shard, p.shard_size)
+    shard = (wc.shard, p.shard_size, wc.method, p.backend)
+    ids, pairs, faces = read_forgery_shard(i.sources, i.faces, i.pairs, *shard)
     out_dir = Path(snakemake.output.images)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_rel = out_dir.relative_to(p.results).as_posix()

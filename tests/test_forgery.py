@@ -14,7 +14,15 @@ from fairforge.forgery import (
     list_backends,
     list_methods,
 )
-from fairforge.forgery.base import change_energy, dilate, erode, polygon_mask
+from fairforge.forgery.base import (
+    change_energy,
+    dilate,
+    erode,
+    polygon_mask,
+    similarity_transform,
+)
+from fairforge.forgery.blend import online_blend, sbi_source_transform, self_blend
+from fairforge.forgery.examples import example_sheet
 from fairforge.forgery.parsing import (
     PARTS,
     face_region,
@@ -30,6 +38,7 @@ from fairforge.forgery.pose import (
     rotation_from_angles,
 )
 from fairforge.forgery.reenact import apply_expression_delta, fit_blendshapes, project
+from fairforge.forgery.shard import nearest_targets, read_forgery_shard, target_choice
 from fairforge.forgery.template import template_face
 from fairforge.forgery.warp import piecewise_affine_maps, triangulate
 from fairforge.images import read_image, write_image
@@ -381,12 +390,54 @@ def test_blends_save_an_xray_map(name, faces):
         xray = res.extra["xray"]
         assert xray.shape == (SIZE, SIZE) and xray.dtype == np.uint8 and xray.max() > 100
         assert not ((xray > 0) & (res.mask == 0)).any()
-        # B = 4M(1-M) is a boundary map: high on the blend edge, low deep inside the face
-        # where M is 1 (only when the blend ratio is 1 is the interior exactly zero).
-        edge = (dilate(res.mask, 1) > 0) & (erode(res.mask, 6) == 0) & (res.mask > 0)
+        # B = 4M(1-M) is a boundary map: high on the blend edge, zero deep inside the face
+        # where M is 1 (for sbi only when its blend ratio is 1; xray has no ratio).
         core = erode(res.mask, 12) > 0
-        if res.extra["blend_ratio"] == 1.0 and core.any():
-            assert xray[edge].mean() > xray[core].mean() + 20
+        if res.extra.get("blend_ratio", 1.0) == 1.0 and core.any():
+            assert xray[core].mean() < 5 and xray.max() > 200
+
+
+def test_xray_pastes_the_other_face_aligned_and_colour_corrected(faces):
+    (a, la), (b, lb) = faces
+    _, res = _run("xray", faces)
+    core = erode(res.mask, 10) > 0
+    aligned = cv2.warpAffine(b, similarity_transform(lb, la), (SIZE, SIZE))
+    hp = [_highpass(x)[core] for x in (res.image, aligned, a)]
+    assert np.corrcoef(hp[0], hp[1])[0, 1] > 0.8 > np.corrcoef(hp[0], hp[2])[0, 1]
+    lab = [cv2.cvtColor(x, cv2.COLOR_RGB2LAB)[core].mean(0) for x in (res.image, a, b)]
+    assert np.abs(lab[0] - lab[1]).max() < np.abs(lab[2] - lab[1]).max()
+
+
+def test_sbi_source_transform_has_the_reference_strengths():
+    flat = np.full((32, 32, 3), 128, np.uint8)
+    rng = np.random.default_rng(0)
+    shifts = np.array([sbi_source_transform(flat, rng).mean((0, 1)) - 128 for _ in range(300)])
+    # Brightness +-25.5 and contrast +-10% move all channels together; the RGB shift
+    # (+-20, probability 0.3) moves them apart.
+    assert np.abs(shifts).max() < 20 + 25.5 + 0.1 * 128 + 3
+    apart = np.ptp(shifts, axis=1) > 1.5
+    assert 0.2 < apart.mean() < 0.4
+
+
+def test_self_blend_augments_either_copy_and_online_blends_are_fresh(faces):
+    (a, la), _ = faces
+    sides = []
+    for seed in range(12):
+        real, fake, weight, info = self_blend(a, la, np.random.default_rng(seed))
+        sides.append(info["augmented"])
+        assert np.array_equal(real, a) == (info["augmented"] == "source")
+        outside = weight == 0
+        assert np.array_equal(fake[outside], real[outside])
+    assert {"source", "target"} == set(sides)
+    e1 = online_blend("sbi", a, la, seed=3, key="img1", epoch=1)
+    e2 = online_blend("sbi", a, la, seed=3, key="img1", epoch=2)
+    again = online_blend("sbi", a, la, seed=3, key="img1", epoch=1)
+    assert all(np.array_equal(x, y) for x, y in zip(e1, again))
+    assert not np.array_equal(e1[1], e2[1])
+    with pytest.raises(ValueError, match="partner"):
+        online_blend("xray", a, la, seed=3, key="img1", epoch=1)
+    real, fake, xray = online_blend("xray", a, la, 3, "img1", 1, partner=faces[1])
+    assert np.array_equal(real, a) and xray.max() > 200 and not np.array_equal(fake, a)
 
 
 # --------------------------------------------------------------------------- onnx backend
@@ -598,6 +649,27 @@ def test_forge_shard_self_methods_ignore_pairing(dataset):
         assert 0 < json.loads(row.params)["blend_ratio"] <= 1
 
 
+def test_xray_blends_the_nearest_face_of_another_subject(dataset):
+    root, faces_df = dataset
+    pairs = make_pairs(faces_df, seed=3)
+    assert target_choice("xray") == "nearest" and target_choice("faceswap") == "pair"
+    out = forge_shard("xray", "classical", pairs, faces_df, root, "forgeries/xray", 3)
+    by_id = out.set_index("image_id")
+    # A's sources blend one of the other A subject's faces; B has no other subject.
+    # (A_s0_i1's landmarks are broken: a source drawing it records the target's failure.)
+    assert by_id.loc["A_s1_i0", "target_image_id"].startswith("A_s0_")
+    assert by_id.loc["A_s0_i0", "target_image_id"] in ("A_s1_i0", "A_s1_i1")
+    assert by_id.loc["A_s0_i0", "ok"], by_id.loc["A_s0_i0", "reason"]
+    assert not by_id.loc["B_s0_i0", "ok"] and NO_TARGET in by_id.loc["B_s0_i0", "reason"]
+    # The choice is among the nearest in landmarks: with one neighbour, the nearest.
+    faces = faces_df.set_index("image_id")
+    lms = {i: np.asarray(v, float).reshape(68, 2) for i, v in faces["landmarks"].dropna().items()}
+    near = nearest_targets(faces, ["A_s1_i0"], seed=3, method="xray", neighbours=1)
+    others = [i for i in lms if i.startswith("A_s0_") and faces.loc[i, "ok"]]
+    dist = {i: np.linalg.norm(lms[i] - lms["A_s1_i0"], axis=1).mean() for i in others}
+    assert near["A_s1_i0"] == min(dist, key=dist.get)
+
+
 # --------------------------------------------------------------------------- real landmarks
 
 
@@ -647,3 +719,66 @@ def test_maskgan_keeps_the_skin_tone(faces):
     assert coloured > 0  # some edits change a part's colour
     with pytest.raises(ValueError, match="never edits skin"):
         create_method("maskgan", parts=("skin", "nose"))
+
+
+def test_a_nearest_target_shard_reads_every_real_face(tmp_path):
+    ids = [f"i{k:02d}" for k in range(8)]
+    sources = pd.DataFrame(
+        {
+            "image_id": ids,
+            "subject_id": [f"s{k // 2}" for k in range(8)],
+            "group": ["g"] * 8,
+            "split": ["train"] * 8,
+            "attributes": [json.dumps({"tone": "t"})] * 8,
+            "dataset": "d",
+            "path": [f"{i}.jpg" for i in ids],
+            "width": 8,
+            "height": 8,
+            "sha256": "x",
+            "ok": True,
+            "reason": "",
+        }
+    )
+    faces = pd.DataFrame(
+        {
+            "image_id": ids,
+            "ok": True,
+            "reason": "",
+            "crop_path": [f"c/{i}.png" for i in ids],
+            "landmarks": [[float(k)] * 136 for k in range(8)],
+            "bbox": [[0, 0, 4, 4]] * 8,
+            "det_score": 0.9,
+            "detector": "hog",
+        }
+    )
+    pairs = make_pairs(faces.assign(subject_id=sources.subject_id, group="g"), seed=0)
+    for name, frame in (("sources", sources), ("faces", faces), ("pairs", pairs)):
+        write_manifest(frame, tmp_path / f"{name}.parquet")
+    paths = [tmp_path / f"{n}.parquet" for n in ("sources", "faces", "pairs")]
+    ids_x, _, faces_x = read_forgery_shard(*paths, "000", 4, "xray")
+    _, _, faces_p = read_forgery_shard(*paths, "000", 4, "faceswap")
+    assert ids_x == ids[:4] and faces_x["image_id"].tolist() == ids
+    assert len(faces_p) < len(faces_x)
+    near = nearest_targets(faces_x.set_index("image_id"), ids_x, 0, "xray", neighbours=1)
+    # Landmarks k*1.0: the nearest face of another subject is the next subject's first.
+    assert near == {"i00": "i02", "i01": "i02", "i02": "i01", "i03": "i04"}
+
+
+def test_example_sheet_shows_each_methods_change(dataset):
+    root, faces_df = dataset
+    pairs = make_pairs(faces_df, seed=3)
+    forgeries = {
+        m: forge_shard(m, "classical", pairs, faces_df, root, f"forgeries/{m}", 3)
+        for m in ("faceswap", "sbi")
+    }
+    out = root / "sheet.png"
+    shown = example_sheet(faces_df, forgeries, root, out, tile=32)
+    sheet = read_image(out)
+    groups = len(shown)
+    assert groups >= 1 and sheet.shape == (22 + groups * (22 + 3 * 32), 4 * 32, 3)
+    # The change row of group A: a heat map that is not blank where a fake was made.
+    change_row = sheet[22 + 22 + 2 * 32 : 22 + 22 + 3 * 32]
+    for k, m in enumerate(sorted(forgeries)):
+        tile = change_row[:, (2 + k) * 32 : (3 + k) * 32]
+        made = shown["image_id"].iloc[0] in set(forgeries[m].loc[forgeries[m].ok, "image_id"])
+        assert (tile != 255).any() == made

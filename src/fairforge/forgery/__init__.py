@@ -5,10 +5,12 @@
 >>> result = swap(src_img, src_lm, tgt_img, tgt_lm, rng)  # ForgeryResult(image, mask, extra)
 
 Methods: ``faceswap`` and ``simswap`` (identity replacement: the source identity in the
-target image), ``fastreen`` and ``dualreen`` (reenactment: the source
-takes the target's head pose and expression), ``maskgan`` (part editing of the source), ``sbi`` and ``xray`` (the source blended
-with an augmented copy of itself), ``fwa`` (the source's face shrunk, blurred and warped back:
-face-warping artefacts).
+target image), ``fastreen`` and ``dualreen`` (reenactment: the source takes the target's
+head pose and expression), ``maskgan`` (part editing of the source), ``sbi`` (the source
+blended with an augmented copy of itself; :func:`online_blend` draws fresh blends for a
+training loop), ``xray`` (another identity's face, nearest in landmarks, blended into the
+source), ``fwa`` (the source's face shrunk, blurred and warped back: face-warping
+artefacts).
 """
 
 from . import blend, faceswap, fwa, maskgan, reenact, simswap  # noqa: F401  (registers the methods)
@@ -24,7 +26,15 @@ from .base import (
     method_key,
     register_method,
 )
-from .shard import FORGERY_COLUMNS, file_stem, forge_shard, sample_id_for
+from .blend import online_blend, self_blend, xray_blend
+from .shard import (
+    FORGERY_COLUMNS,
+    file_stem,
+    forge_shard,
+    nearest_targets,
+    sample_id_for,
+    target_choice,
+)
 
 __all__ = [
     "FORGERY_COLUMNS",
@@ -39,6 +49,11 @@ __all__ = [
     "list_backends",
     "list_methods",
     "method_key",
+    "nearest_targets",
+    "online_blend",
     "register_method",
     "sample_id_for",
+    "self_blend",
+    "target_choice",
+    "xray_blend",
 ]

@@ -57,6 +57,9 @@ class ForgeryMethod:
     backend: str = "classical"
     kept: str = "source"  # "target" for identity replacement
     needs_target: bool = True  # False: the target arguments are ignored
+    # Where the target comes from: "pair" (the pairs table's appointed target) or "nearest"
+    # (another identity's face nearest in landmarks, :func:`~fairforge.forgery.shard.nearest_targets`)
+    target_choice: str = "pair"
     random: bool = False  # True: forge draws from rng, so another draw may change more
     attempts: int = 3  # draws a random method gets to make a visible change
     defaults: dict[str, Any] = {}
@@ -160,7 +163,12 @@ def register_method(name: str) -> Callable[[type[ForgeryMethod]], type[ForgeryMe
     def wrap(cls: type[ForgeryMethod]) -> type[ForgeryMethod]:
         cls.name = name
         return FORGERY_METHODS.register(
-            method_key(name, cls.backend), cls, method=name, backend=cls.backend, kept=cls.kept
+            method_key(name, cls.backend),
+            cls,
+            method=name,
+            backend=cls.backend,
+            kept=cls.kept,
+            target_choice=cls.target_choice,
         )
 
     return wrap

@@ -1,21 +1,32 @@
-"""Blended images from one face: SBI (Shiohara & Yamasaki, CVPR 2022) and Face X-ray (Li et al.,
-CVPR 2020) style, both built from the source alone.
+"""Blended images: SBI (Shiohara & Yamasaki, CVPR 2022) and Face X-ray (Li et al., CVPR 2020).
 
-Each pairs the source (the "target" that is kept) with an augmented copy of itself (the
-"source" pasted in) and blends the copy inside a deformed, blurred landmark-hull mask M with
-a random ratio r: ``out = copy * (r M) + source * (1 - r M)``. They differ as their papers do:
+Both paste a face into a real image through a soft mask M built from the image's landmark
+hull, ``out = fg * M + bg * (1 - M)``; they differ in where the pasted face comes from, as
+their papers do:
 
-- ``sbi``: the copy gets colour (RGB shift, hue/saturation, brightness/contrast) and
-  frequency (downscale-upscale blur or sharpening) augmentation and a small random
-  translation and scaling; the mask is one of several hull variants, deformed by a smooth
-  random elastic field and blurred; r is drawn from {0.25, 0.5, 0.75, 1, 1, 1}.
-- ``xray``: the copy gets colour jitter and blur and is then colour-corrected back to the
-  source inside the mask (Face X-ray's colour correction), so the blending boundary, not a
-  colour shift, is what gives it away; the mask hull is deformed by a random piecewise-affine
-  warp of a 4x4 control grid and blurred; r ~ U(0.6, 1).
-
-The X-ray map B = 4 M' (1 - M'), with M' = r M the effective blend weight, is returned as the
-``xray`` extra (uint8, 255 = 1), the boundary of the blend that Face X-ray learns to predict.
+- ``sbi`` (self-blended image): the face is the image itself. One of the two copies (the
+  pasted one or the background, each with probability 1/2) gets SBI's *source transforms*:
+  RGB shift of up to ±20 per channel (probability 0.3), brightness and contrast ±10%, then
+  either a down-and-up rescale by 2 or 4 (nearest down, bilinear up) or a sharpening
+  (alpha 0.2-0.5, lightness 0.5-1). (The reference's hue/saturation/value shift of ±0.3 is a
+  no-op on 8-bit images and is left out.) The pasted copy is shifted (±3% across, ±1.5%
+  down) and scaled (0.95-1/0.95); the mask is one of :data:`HULLS`, elastically deformed
+  (alpha 50, sigma 7 pixels at the reference's scale), blurred the reference's way (resized to
+  a random 192-256 px, blurred, cut to its full-weight core, blurred again, normalised,
+  resized back) and multiplied by a ratio from {0.25, 0.5, 0.75, 1, 1, 1}.
+  :func:`self_blend` is one such draw returning (real, fake, mask) as the paper's training
+  loop uses them (the real is the background, augmented when it was the augmented copy);
+  :func:`online_blend` draws a fresh one per training epoch. The ``sbi`` forgery method
+  writes a fixed draw for the test set: the background stays the unaugmented image bit
+  for bit and the fake carries the blend's difference, ``image + (fake - real)``.
+- ``xray`` (Face X-ray): the face is another identity's, the *target* of the pair chosen by
+  landmark distance (``target_choice = "nearest"``: among the ``neighbours`` faces of other
+  subjects in the same group and split whose landmarks are closest to the source's, one at
+  random; see :func:`nearest_targets`). It is aligned to the source by a similarity on the 68
+  landmarks, colour-corrected to the source inside the mask (Reinhard, LAB mean and std);
+  the mask is the source's landmark hull deformed by a random piecewise-affine warp of a
+  4x4 grid and Gaussian-blurred. No blend ratio: the X-ray map ``B = 4 M (1 - M)`` (the
+  ``xray`` extra, uint8, 255 = 1) is then the blending boundary and zero inside the face.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from ..seeding import rng_for
 from .base import (
     ForgeryError,
     ForgeryMethod,
@@ -33,6 +45,7 @@ from .base import (
     interocular,
     polygon_mask,
     register_method,
+    similarity_transform,
 )
 from .parsing import forehead_points
 from .warp import identity_grid, piecewise_affine_maps
@@ -60,34 +73,6 @@ def _odd(n: float) -> int:
     return n if n % 2 else n + 1
 
 
-def blur_mask(mask: np.ndarray, rng: np.random.Generator, iod: float) -> np.ndarray:
-    """Float [0, 1] mask blurred twice with random kernels (SBI's mask smoothing); the first
-    blur is erased outside the hard mask so the soft edge lies inside, the second softens it."""
-    m = (mask > 0).astype(np.float32)
-    k1 = _odd(rng.uniform(0.15, 0.45) * iod)
-    soft = cv2.GaussianBlur(m, (k1, k1), 0)
-    soft[m == 0] = 0
-    k2 = _odd(rng.uniform(0.1, 0.3) * iod)
-    return cv2.GaussianBlur(soft, (k2, k2), 0)
-
-
-def elastic_deform(mask: np.ndarray, rng: np.random.Generator, iod: float) -> np.ndarray:
-    """Warp a mask with a smooth random displacement field (a few cells across the face)."""
-    h, w = mask.shape[:2]
-    cells = 6
-    field = rng.normal(0.0, 0.06 * iod, (cells, cells, 2)).astype(np.float32)
-    field = cv2.resize(field, (w, h), interpolation=cv2.INTER_CUBIC)
-    xs, ys = identity_grid(mask.shape)
-    return cv2.remap(
-        mask,
-        xs + field[..., 0],
-        ys + field[..., 1],
-        cv2.INTER_LINEAR,
-        borderMode=cv2.BORDER_CONSTANT,
-        borderValue=0,
-    )
-
-
 def grid_deform(mask: np.ndarray, rng: np.random.Generator, lm: np.ndarray) -> np.ndarray:
     """Face X-ray's deformation: a piecewise-affine warp moving 16 points on a 4x4 grid over
     the face box by random offsets (the corners of the crop stay fixed)."""
@@ -111,43 +96,175 @@ def grid_deform(mask: np.ndarray, rng: np.random.Generator, lm: np.ndarray) -> n
     return out
 
 
-def colour_augment(img: np.ndarray, rng: np.random.Generator, strength: float = 1.0) -> np.ndarray:
-    """RGB shift, hue/saturation/value shift, brightness/contrast (albumentations-like)."""
+HULLS = ("full", "forehead", "inner", "lower")
+SBI_RATIOS = (0.25, 0.5, 0.75, 1.0, 1.0, 1.0)
+REFERENCE_SIZE = 256  # px: the crop size SBI's pixel constants are given at
+
+
+def sbi_source_transform(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """SBI's source transforms: colour (RGB shift with probability 0.3, brightness and
+    contrast ±10%), then one of a 2x/4x down-up rescale or a sharpening."""
     out = img.astype(np.float32)
-    out += rng.uniform(-20, 20, 3).astype(np.float32) * strength
-    out = np.clip(out, 0, 255).astype(np.uint8)
-    hsv = cv2.cvtColor(out, cv2.COLOR_RGB2HSV).astype(np.float32)
-    hsv[..., 0] = (hsv[..., 0] + rng.uniform(-0.3, 0.3) * 10 * strength) % 180
-    hsv[..., 1] = np.clip(hsv[..., 1] + rng.uniform(-30, 30) * strength, 0, 255)
-    hsv[..., 2] = np.clip(hsv[..., 2] + rng.uniform(-20, 20) * strength, 0, 255)
-    out = cv2.cvtColor(hsv.astype(np.uint8), cv2.COLOR_HSV2RGB).astype(np.float32)
-    contrast = 1 + rng.uniform(-0.1, 0.1) * strength
-    brightness = rng.uniform(-0.1, 0.1) * 255 * strength
-    out = (out - 128) * contrast + 128 + brightness
-    return np.clip(out + 0.5, 0, 255).astype(np.uint8)
-
-
-def frequency_augment(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Downscale then upscale (lose detail) or unsharp-mask (add it), at random."""
-    h, w = img.shape[:2]
+    if rng.random() < 0.3:
+        out = out + rng.uniform(-20, 20, 3).astype(np.float32)
+    out = np.clip(out, 0, 255)
+    contrast = 1.0 + rng.uniform(-0.1, 0.1)
+    brightness = rng.uniform(-0.1, 0.1) * 255.0
+    out = np.clip(out * contrast + brightness, 0, 255)
+    out = np.clip(out + 0.5, 0, 255).astype(np.uint8)
+    h, w = out.shape[:2]
     if rng.random() < 0.5:
-        f = rng.uniform(0.3, 0.6)
-        small = cv2.resize(
-            img, (max(int(w * f), 1), max(int(h * f), 1)), interpolation=cv2.INTER_AREA
-        )
+        r = (2, 4)[int(rng.integers(2))]
+        small = cv2.resize(out, (max(w // r, 1), max(h // r, 1)), interpolation=cv2.INTER_NEAREST)
         return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
-    blur = cv2.GaussianBlur(img, (0, 0), 1.5).astype(np.float32)
-    amount = rng.uniform(0.5, 1.5)
-    return np.clip(img + amount * (img - blur) + 0.5, 0, 255).astype(np.uint8)
+    alpha, lightness = rng.uniform(0.2, 0.5), rng.uniform(0.5, 1.0)
+    effect = np.full((3, 3), -1.0, np.float32)
+    effect[1, 1] = 8.0 + lightness
+    kernel = (1 - alpha) * np.pad([[1.0]], 1).astype(np.float32) + alpha * effect
+    return cv2.filter2D(out, -1, kernel, borderType=cv2.BORDER_REFLECT)
 
 
-def _blend(copy: np.ndarray, source: np.ndarray, soft: np.ndarray, ratio: float) -> ForgeryResult:
-    weight = clean_alpha(soft * ratio)
-    if not (weight > 0).any():
+def sbi_affine(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """SBI's random affine of the pasted copy: shift ±3% across, ±1.5% down, scale 0.95-1/0.95
+    about the crop centre."""
+    h, w = img.shape[:2]
+    s = rng.uniform(0.95, 1 / 0.95)
+    tx, ty = rng.uniform(-0.03, 0.03) * w, rng.uniform(-0.015, 0.015) * h
+    cx, cy = (w - 1) / 2, (h - 1) / 2
+    mat = np.array([[s, 0, (1 - s) * cx + tx], [0, s, (1 - s) * cy + ty]])
+    return cv2.warpAffine(img, mat, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+
+
+def sbi_elastic(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """An elastic deformation (random field, Gaussian-smoothed by sigma 7, scaled by alpha
+    50, at the reference's 256-px scale) of a float mask."""
+    h, w = mask.shape[:2]
+    k = min(h, w) / REFERENCE_SIZE
+    sigma, alpha = 7.0 * k, 50.0 * k
+    field = rng.uniform(-1, 1, (h, w, 2)).astype(np.float32)
+    field = cv2.GaussianBlur(field, (0, 0), sigma) * alpha
+    xs, ys = identity_grid(mask.shape)
+    return cv2.remap(mask, xs + field[..., 0], ys + field[..., 1], cv2.INTER_LINEAR, borderValue=0)
+
+
+def sbi_blend_mask(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """SBI's mask softening: at a random 192-256 px size, blur (kernel 5-25), keep the
+    full-weight core, blur again (kernel 5-25, sigma 5-45), normalise; back to size."""
+    h, w = mask.shape[:2]
+    k = min(h, w) / REFERENCE_SIZE
+    size_h, size_w = (max(int(round(v * k)), 8) for v in rng.integers(192, 257, 2))
+    m = cv2.resize(mask.astype(np.float32), (size_w, size_h))
+    k1 = int(rng.integers(0, 11)) * 2 + 5
+    k2 = int(rng.integers(0, 11)) * 2 + 5
+    m = cv2.GaussianBlur(m, (k1, k1), 0)
+    if m.max() <= 0:
         raise ForgeryError("blending mask vanished")
-    image, mask = composite(copy, source, weight)
-    xray = np.clip(4.0 * weight * (1.0 - weight) * 255 + 0.5, 0, 255).astype(np.uint8)
-    return ForgeryResult(image, mask, {"xray": xray, "blend_ratio": round(float(ratio), 4)})
+    m = m / m.max()
+    m[m < 1] = 0
+    m = cv2.GaussianBlur(m, (k2, k2), float(rng.integers(5, 46)))
+    if m.max() <= 0:
+        raise ForgeryError("blending mask vanished")
+    return cv2.resize(m / m.max(), (w, h))
+
+
+def self_blend(
+    img: np.ndarray, lm: np.ndarray, rng: np.random.Generator, hulls=HULLS, ratios=SBI_RATIOS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """One SBI draw: (real, fake, soft mask M, parameters).
+
+    ``real`` is the background copy (augmented when the draw augmented it), ``fake`` the
+    pasted copy blended into it; a training loop labels them 0 and 1 (the paper's pairs).
+    """
+    img = np.asarray(img)
+    lm = np.asarray(lm, np.float64)
+    kind = hulls[int(rng.integers(len(hulls)))]
+    hard = (hull_mask(lm, img.shape, kind) > 0).astype(np.float32)
+    source, target = img.copy(), img.copy()
+    augmented = "source" if rng.random() < 0.5 else "target"
+    if augmented == "source":
+        source = sbi_source_transform(source, rng)
+    else:
+        target = sbi_source_transform(target, rng)
+    source = sbi_affine(source, rng)
+    mask = sbi_blend_mask(sbi_elastic(hard, rng), rng)
+    ratio = float(ratios[int(rng.integers(len(ratios)))])
+    weight = clean_alpha(mask * ratio)
+    fake = source.astype(np.float32) * weight[..., None] + target.astype(np.float32) * (
+        1 - weight[..., None]
+    )
+    fake = np.clip(fake + 0.5, 0, 255).astype(np.uint8)
+    return target, fake, weight, {"hull": kind, "augmented": augmented, "blend_ratio": ratio}
+
+
+def xray_map(weight: np.ndarray) -> np.ndarray:
+    """Face X-ray's boundary map ``4 M (1 - M)`` as uint8 (255 = 1)."""
+    w = np.clip(np.asarray(weight, np.float32), 0, 1)
+    return np.clip(4.0 * w * (1.0 - w) * 255 + 0.5, 0, 255).astype(np.uint8)
+
+
+def xray_blend(
+    background: np.ndarray,
+    bg_lm: np.ndarray,
+    foreground: np.ndarray,
+    fg_lm: np.ndarray,
+    rng: np.random.Generator,
+    hulls=("full", "inner"),
+    blur: tuple[float, float] = (0.15, 0.45),
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One Face X-ray draw: (fake, soft mask M, parameters); the real is ``background``.
+
+    ``foreground`` is another identity's face; it is aligned to the background by a
+    similarity on the 68 landmarks and colour-corrected to it inside the deformed hull.
+    """
+    shape = background.shape
+    h, w = shape[:2]
+    bg_lm = np.asarray(bg_lm, np.float64)
+    iod = interocular(bg_lm)
+    kind = hulls[int(rng.integers(len(hulls)))]
+    hard = grid_deform(hull_mask(bg_lm, shape, kind), rng, bg_lm)
+    if not hard.any():
+        raise ForgeryError("deformed blending mask is empty")
+    mat = similarity_transform(fg_lm, bg_lm)
+    fg = cv2.warpAffine(
+        foreground, mat, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+    )
+    fg = colour_transfer_lab(fg, background, hard)
+    k = _odd(rng.uniform(*blur) * iod)
+    soft = cv2.GaussianBlur((hard > 0).astype(np.float32), (k, k), 0)
+    weight = clean_alpha(soft)
+    fake = fg.astype(np.float32) * weight[..., None] + background.astype(np.float32) * (
+        1 - weight[..., None]
+    )
+    fake = np.clip(fake + 0.5, 0, 255).astype(np.uint8)
+    return fake, weight, {"hull": kind}
+
+
+def online_blend(
+    method: str,
+    img: np.ndarray,
+    lm: np.ndarray,
+    seed: int,
+    key: str,
+    epoch: int,
+    partner: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A fresh blend of one training face for one epoch: (real, fake, X-ray map).
+
+    For a training loop that makes its fakes on the fly, as SBI and Face X-ray do: every
+    (``seed``, ``key`` (the image id), ``epoch``) gives its own deterministic draw.
+    ``method`` is ``"sbi"`` or ``"xray"``; ``xray`` needs ``partner``, (image, landmarks)
+    of another identity's face (see :func:`nearest_targets` for choosing it).
+    """
+    rng = rng_for(seed, "online", method, key, epoch)
+    if method == "sbi":
+        real, fake, weight, _ = self_blend(img, lm, rng)
+        return real, fake, xray_map(weight)
+    if method == "xray":
+        if partner is None:
+            raise ValueError("online xray blending needs a partner face of another identity")
+        fake, weight, _ = xray_blend(img, lm, partner[0], partner[1], rng)
+        return np.asarray(img), fake, xray_map(weight)
+    raise ValueError(f"online blending knows 'sbi' and 'xray', not {method!r}")
 
 
 @register_method("sbi")
@@ -156,61 +273,44 @@ class SelfBlended(ForgeryMethod):
     kept = "source"
     needs_target = False
     random = True
-    defaults = {
-        "hulls": ("full", "forehead", "inner", "lower"),
-        "ratios": (0.25, 0.5, 0.75, 1.0, 1.0, 1.0),
-        "shift": 0.03,  # max translation, fraction of the crop side
-        "scale": 0.05,  # max relative scale change
-    }
+    defaults = {"hulls": HULLS, "ratios": SBI_RATIOS}
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
-        shape = source_img.shape
-        h, w = shape[:2]
-        iod = interocular(source_lm)
-        copy = colour_augment(source_img, rng)
-        copy = frequency_augment(copy, rng)
-        s = 1 + rng.uniform(-1, 1) * float(self.options["scale"])
-        tx, ty = rng.uniform(-1, 1, 2) * float(self.options["shift"]) * np.array([w, h])
-        cx, cy = source_lm.mean(0)
-        mat = np.array([[s, 0, (1 - s) * cx + tx], [0, s, (1 - s) * cy + ty]])
-        copy = cv2.warpAffine(
-            copy, mat, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+        real, fake, weight, info = self_blend(
+            source_img,
+            source_lm,
+            rng,
+            tuple(self.options["hulls"]),
+            tuple(self.options["ratios"]),
         )
-        hulls = list(self.options["hulls"])
-        kind = hulls[int(rng.integers(len(hulls)))]
-        hard = elastic_deform(hull_mask(source_lm, shape, kind), rng, iod)
-        soft = blur_mask(hard, rng, iod)
-        ratios = list(self.options["ratios"])
-        result = _blend(copy, source_img, soft, ratios[int(rng.integers(len(ratios)))])
-        result.extra["hull"] = kind
-        return result
+        # The blend's difference on the unaugmented image: outside M it is the source.
+        diff = fake.astype(np.float32) - real.astype(np.float32)
+        out = np.clip(source_img.astype(np.float32) + diff + 0.5, 0, 255).astype(np.uint8)
+        image, mask = composite(out, source_img, (weight > 0).astype(np.float32))
+        return ForgeryResult(image, mask, {"xray": xray_map(weight), **info})
 
 
 @register_method("xray")
 class XRayBlended(ForgeryMethod):
     backend = "classical"
     kept = "source"
-    needs_target = False
+    needs_target = True
+    target_choice = "nearest"
     random = True
     defaults = {
         "hulls": ("full", "inner"),
-        "ratio_range": (0.6, 1.0),
+        "blur": (0.15, 0.45),  # Gaussian kernel width range of the mask blur, IOD units
     }
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
-        shape = source_img.shape
-        iod = interocular(source_lm)
-        hulls = list(self.options["hulls"])
-        kind = hulls[int(rng.integers(len(hulls)))]
-        hard = grid_deform(hull_mask(source_lm, shape, kind), rng, source_lm)
-        if not hard.any():
-            raise ForgeryError("deformed blending mask is empty")
-        copy = colour_augment(source_img, rng, strength=1.5)
-        sigma = rng.uniform(0.5, 1.5)
-        copy = cv2.GaussianBlur(copy, (0, 0), sigma)
-        copy = colour_transfer_lab(copy, source_img, hard)
-        soft = blur_mask(hard, rng, iod)
-        lo, hi = self.options["ratio_range"]
-        result = _blend(copy, source_img, soft, float(rng.uniform(lo, hi)))
-        result.extra["hull"] = kind
-        return result
+        fake, weight, info = xray_blend(
+            source_img,
+            source_lm,
+            target_img,
+            target_lm,
+            rng,
+            tuple(self.options["hulls"]),
+            tuple(self.options["blur"]),
+        )
+        image, mask = composite(fake, source_img, (weight > 0).astype(np.float32))
+        return ForgeryResult(image, mask, {"xray": xray_map(weight), **info})

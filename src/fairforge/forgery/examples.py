@@ -1,5 +1,7 @@
 """The example sheet of FairFD's Figure 2: per group, a source, its target, every method's
-fake and the fake's manipulation mask."""
+fake, the fake's manipulation mask, and what the fake changed: ``|fake - kept|`` (mean over
+RGB, times :data:`DIFF_GAIN`, as a heat map) against the image it was composited into (the
+target for identity replacement, the source otherwise), so the methods' differences show."""
 
 from __future__ import annotations
 
@@ -11,7 +13,20 @@ import pandas as pd
 
 from fairforge.images import read_image, write_image
 
+from .base import FORGERY_METHODS, method_key
+
 BACKGROUND = 255
+DIFF_GAIN = 4.0  # grey levels of change -> heat-map intensity
+
+
+def _diff_tile(fake: Path, kept: Path, size: int) -> np.ndarray:
+    a, b = read_image(fake), read_image(kept)
+    if a.shape != b.shape:
+        return np.full((size, size, 3), BACKGROUND, np.uint8)
+    diff = np.abs(a.astype(np.int16) - b.astype(np.int16)).mean(2) * DIFF_GAIN
+    heat = cv2.applyColorMap(np.clip(diff, 0, 255).astype(np.uint8), cv2.COLORMAP_INFERNO)
+    heat = cv2.cvtColor(heat, cv2.COLOR_BGR2RGB)
+    return cv2.resize(heat, (size, size), interpolation=cv2.INTER_AREA)
 
 
 def _tile(path: Path | None, size: int, gray: bool = False) -> np.ndarray:
@@ -66,13 +81,28 @@ def example_sheet(
             ),
             None,
         )
-        fakes, masks = [], []
+        fakes, masks, diffs = [], [], []
         for m in methods:
             row = ok_by_method[m].loc[image_id] if image_id in ok_by_method[m].index else None
             fakes.append(_tile(root / row["path"] if row is not None else None, tile))
             masks.append(_tile(root / row["mask_path"] if row is not None else None, tile))
+            diffs.append(_tile(None, tile))
+            if row is not None:
+                key = method_key(m, str(row.get("backend") or "classical"))
+                kept_id = (
+                    row["target_image_id"]
+                    if key in FORGERY_METHODS and FORGERY_METHODS.metadata(key)["kept"] == "target"
+                    else image_id
+                )
+                if isinstance(kept_id, str) and kept_id in crops.index:
+                    diffs[-1] = _diff_tile(root / row["path"], root / crops[kept_id], tile)
         blank = _tile(None, tile)
-        rows.append(_label(f"group {group}  ({image_id})", tile * len(columns)))
+        rows.append(
+            _label(
+                f"group {group}  ({image_id}): fakes, masks, change x{DIFF_GAIN:g}",
+                tile * len(columns),
+            )
+        )
         rows.append(
             np.hstack(
                 [
@@ -83,6 +113,7 @@ def example_sheet(
             )
         )
         rows.append(np.hstack([blank, blank, *masks]))
+        rows.append(np.hstack([blank, blank, *diffs]))
         shown.append({"group": group, "image_id": image_id, "target_image_id": target})
     if not rows:
         raise ValueError("no group has a forged example to show")

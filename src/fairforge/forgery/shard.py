@@ -16,12 +16,12 @@ import pandas as pd
 from ..columns import FORGERY_COLUMNS
 from ..faces.attributes import SOURCE_META, faces_with_attributes
 from ..images import ImageError, read_image, write_image
-from ..manifest import columns_in, read_ids
+from ..manifest import columns_in, read_ids, read_manifest
 from ..pairs import NO_TARGET
 from ..seeding import rng_for
 from ..sharding import read_shard
 from ..sources.base import real_only
-from .base import ForgeryError, as_landmarks, create_method
+from .base import FORGERY_METHODS, ForgeryError, as_landmarks, create_method, method_key
 
 # What forge_shard reads of the pairs and faces manifests, so a shard job loads nothing else
 # (faces also need subject_id, group and split, joined from the sources).
@@ -76,6 +76,54 @@ def _unpaired(image_id: str, faces: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+NEIGHBOURS = 5  # Face X-ray's target: one of this many nearest faces, at random
+
+
+def target_choice(method: str, backend: str = "classical") -> str:
+    """``"pair"`` or ``"nearest"``: where ``method``'s target face comes from."""
+    return FORGERY_METHODS.metadata(method_key(method, backend))["target_choice"]
+
+
+def nearest_targets(
+    faces: pd.DataFrame,
+    ids: Iterable[str],
+    seed: int,
+    method: str,
+    neighbours: int = NEIGHBOURS,
+) -> dict[str, str | None]:
+    """For each source image id, a face of another subject in the same group and split
+    whose landmarks are among the ``neighbours`` nearest to the source's (mean point
+    distance over the 68, in crop pixels: the crops are aligned), one of them drawn with
+    ``rng_for(seed, method, "target", image_id)``; None where the pool has no other subject.
+
+    ``faces`` is indexed by image_id and has ok, landmarks, subject_id and group (split
+    optional).
+    """
+    usable = faces[faces["ok"].astype(bool)]
+    split = usable["split"] if "split" in usable.columns else pd.Series(None, usable.index)
+    pool = usable["group"].astype(str) + "/" + split.astype(str)
+    subject = usable["subject_id"].astype(str)
+    lms = np.stack([as_landmarks(v) for v in usable["landmarks"]]) if len(usable) else None
+    index = {i: k for k, i in enumerate(usable.index)}
+    out: dict[str, str | None] = {}
+    for image_id in ids:
+        k = index.get(image_id)
+        if k is None:
+            out[image_id] = None
+            continue
+        cand = np.flatnonzero(
+            (pool.to_numpy() == pool.iloc[k]) & (subject.to_numpy() != subject.iloc[k])
+        )
+        if len(cand) == 0:
+            out[image_id] = None
+            continue
+        dist = np.linalg.norm(lms[cand] - lms[k], axis=2).mean(1)
+        order = cand[np.lexsort((usable.index.to_numpy()[cand], dist))][:neighbours]
+        pick = rng_for(seed, method, "target", image_id).integers(len(order))
+        out[image_id] = str(usable.index[order[pick]])
+    return out
+
+
 def forge_shard(
     method_name: str,
     backend: str,
@@ -119,6 +167,11 @@ def forge_shard(
 
     pairs = {str(r["image_id"]): r for r in pairs_df.to_dict("records")}
     ids = sorted(pairs) if source_ids is None else sorted({str(i) for i in source_ids})
+    nearest = (
+        nearest_targets(faces, ids, seed, method_name)
+        if method.needs_target and method.target_choice == "nearest"
+        else None
+    )
     rows: list[dict[str, Any]] = []
     extra_columns: set[str] = set()
     for image_id in ids:
@@ -126,6 +179,8 @@ def forge_shard(
         sample_id = sample_id_for(method_name, image_id)
         target = rec.get("target_image_id")
         target_id = (None if _missing(target) else str(target)) if method.needs_target else image_id
+        if nearest is not None:
+            target_id = nearest.get(image_id)
         row: dict[str, Any] = {
             "sample_id": sample_id,
             "method": method_name,
@@ -142,7 +197,16 @@ def forge_shard(
             "params": None,
         }
         rows.append(row)
-        if method.needs_target and (target_id is None or not bool(rec.get("ok", True))):
+        if nearest is not None:
+            if target_id is None:
+                usable = image_id in faces.index and bool(faces.loc[image_id, "ok"])
+                row["reason"] = (
+                    f"{NO_TARGET} (no face of another subject to blend)"
+                    if usable
+                    else rec.get("reason") or f"no face record for image {image_id}"
+                )
+                continue
+        elif method.needs_target and (target_id is None or not bool(rec.get("ok", True))):
             row["reason"] = rec.get("reason") or NO_TARGET
             continue
         try:
@@ -179,16 +243,29 @@ def forge_shard(
 
 
 def read_forgery_shard(
-    sources: str | Path, faces: str | Path, pairs: str | Path, shard: str, shard_size: int
+    sources: str | Path,
+    faces: str | Path,
+    pairs: str | Path,
+    shard: str,
+    shard_size: int,
+    method: str | None = None,
+    backend: str = "classical",
 ) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
     """The shard's image ids, their pairs rows, and the faces of them and of their targets
     (which may lie in any shard) with subject, group and split: what one forgery job uses,
-    read alone, so its memory follows the shard, not the dataset."""
+    read alone, so its memory follows the shard, not the dataset. For a ``method`` whose
+    target is the nearest face (:func:`target_choice`), every real face is read: the
+    candidates are the whole group."""
     # The shard's real images: a labelled dataset's own fakes are no forgery's source.
     rows = read_shard(sources, shard, shard_size, ["image_id", *columns_in(sources, ["label"])])
     ids = real_only(rows)["image_id"].tolist()
     shard_pairs = read_ids(pairs, ids, PAIR_INPUTS, contract="pairs")
     wanted = sorted({*ids, *shard_pairs["target_image_id"].dropna()})
+    if method is not None and target_choice(method, backend) == "nearest":
+        every = read_manifest(
+            sources, contract="sources", columns=["image_id", *columns_in(sources, ["label"])]
+        )
+        wanted = sorted(real_only(every)["image_id"].astype(str))
     shard_faces = faces_with_attributes(
         read_ids(sources, wanted, SOURCE_META, contract="sources"),
         read_ids(faces, wanted, FACE_INPUTS, contract="faces"),
