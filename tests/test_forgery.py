@@ -18,6 +18,7 @@ from fairforge.forgery.base import (
     change_energy,
     dilate,
     erode,
+    five_points,
     polygon_mask,
     similarity_transform,
 )
@@ -79,8 +80,10 @@ def test_registry():
     assert list_backends("simswap") == ["classical", "onnx"]
     with pytest.raises(UnknownName, match="unknown forgery method 'deepfacelab/classical'"):
         create_method("deepfacelab")
-    with pytest.raises(UnknownName, match="unknown forgery method 'faceswap/onnx'.*simswap/onnx"):
-        create_method("faceswap", backend="onnx")
+    with pytest.raises(UnknownName, match="unknown forgery method 'sbi/onnx'.*simswap/onnx"):
+        create_method("sbi", backend="onnx")
+    for name in ("faceswap", "simswap", "fastreen", "dualreen", "maskgan"):
+        assert list_backends(name) == ["classical", "onnx"]
     with pytest.raises(ValueError, match="no option"):
         create_method("faceswap", blur=3)
     assert create_method("faceswap").replaces_identity
@@ -510,32 +513,98 @@ def test_simswap_onnx_missing_paths_are_named(tmp_path, onnx_models):
     missing = tmp_path / "nope.onnx"
     with pytest.raises(FileNotFoundError, match="nope.onnx"):
         create_method("simswap", backend="onnx", swapper_path=str(missing), arcface_path=str(arc))
+    with pytest.raises(ValueError, match="as a swapper"):
+        create_method("simswap", backend="onnx", swapper_path=str(arc), arcface_path=str(arc))
 
 
-def test_simswap_onnx_swaps_inside_the_pasted_box(faces, onnx_models):
+def test_simswap_onnx_runs_insightfaces_own_swapper(faces, onnx_models):
+    pytest.importorskip("insightface")
+    from insightface.app.common import Face
+    from insightface.model_zoo import get_model
+
     (a, la), (b, lb) = faces
-    arc, swap, swap_emap = onnx_models
-    method = create_method(
-        "simswap", backend="onnx", swapper_path=str(swap), arcface_path=str(arc), latent_map="none"
-    )
-    assert method.backend == "onnx" and method.emap is None
+    arc, _, swap = onnx_models
+    method = create_method("simswap", backend="onnx", swapper_path=str(swap), arcface_path=str(arc))
+    assert type(method.swapper).__name__ == "INSwapper" and method.swapper.emap.shape == (512, 512)
     res = method(a, la, b, lb, np.random.default_rng(0))
     assert res.image.shape == b.shape and res.image.dtype == np.uint8
     changed = (res.image != b).any(2)
-    assert not changed[res.mask == 0].any()
-    assert changed[res.mask > 0].mean() > 0.5
-    assert 0.05 < (res.mask > 0).mean() < 0.8
-    # The identity vector matters: another source face gives another result.
-    c, lc = template_face(SIZE, seed=9)
-    other = method(c, lc, b, lb, np.random.default_rng(0))
-    assert not np.array_equal(other.image, res.image)
-    # latent_map="auto" finds the 512x512 map like insightface and uses it.
-    auto = create_method(
-        "simswap", backend="onnx", swapper_path=str(swap_emap), arcface_path=str(arc)
+    assert np.array_equal(changed, res.mask > 0) and 0.05 < changed.mean() < 0.8
+    # Exactly insightface's result: its ArcFace embedding and INSwapper.get on BGR images.
+    src_face = Face(kps=five_points(la))
+    get_model(str(arc)).get(np.ascontiguousarray(a[..., ::-1]), src_face)
+    ref = get_model(str(swap)).get(
+        np.ascontiguousarray(b[..., ::-1]), Face(kps=five_points(lb)), src_face
     )
-    assert auto.emap is not None and auto.emap.shape == (512, 512)
-    via_map = auto(a, la, b, lb, np.random.default_rng(0))
-    assert not np.array_equal(via_map.image, res.image)
+    assert np.array_equal(res.image, ref[..., ::-1])
+    # The identity matters: another source face gives another result.
+    c, lc = template_face(SIZE, seed=9)
+    assert not np.array_equal(method(c, lc, b, lb, np.random.default_rng(0)).image, res.image)
+
+
+def _tiny_generator(path, names, parsing=False):
+    """A tiny ONNX model with the learned-backend contract: inputs ``names`` (1x3x32x32, or
+    1x1x32x32 for a parsing map), output 1x3x32x32 in [0, 1] mixing all inputs."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Conv2d(3, 3, 3, padding=1)
+            self.b = torch.nn.Conv2d(1 if parsing else 3, 3, 3, padding=1)
+
+        def forward(self, x, y):
+            return torch.sigmoid(self.a(x) + 0.5 * self.b(y))
+
+    torch.manual_seed(0)
+    shapes = [(1, 3, 32, 32), (1, 1 if parsing else 3, 32, 32)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Tiny().eval(),
+            tuple(torch.rand(*sh) for sh in shapes),
+            str(path),
+            input_names=list(names),
+            output_names=["out"],
+            dynamo=False,
+        )
+    return path
+
+
+@pytest.mark.parametrize(
+    "name,names",
+    [
+        ("faceswap", ("target", "source")),
+        ("fastreen", ("source", "driver")),
+        ("dualreen", ("source", "driver")),
+        ("maskgan", ("image", "parsing")),
+    ],
+)
+def test_onnx_backends_follow_their_contract(name, names, faces, tmp_path):
+    (a, la), (b, lb) = faces
+    path = _tiny_generator(tmp_path / f"{name}.onnx", names, parsing=name == "maskgan")
+    method = create_method(name, backend="onnx", model_path=str(path))
+    kept = b if method.kept == "target" else a
+    res = method(a, la, b, lb, np.random.default_rng(0))
+    changed = (res.image != kept).any(2)
+    assert res.image.shape == kept.shape and not changed[res.mask == 0].any()
+    assert 0.05 < (res.mask > 0).mean() < 0.8 and changed[res.mask > 0].mean() > 0.3
+    if name == "maskgan":
+        assert res.extra["parts"] and set(res.extra["parts"]) <= set(PARTS)
+    else:  # both inputs matter
+        c, lc = template_face(SIZE, seed=9)
+        other = (
+            method(c, lc, b, lb, np.random.default_rng(0))
+            if method.kept == "target"
+            else (method(a, la, c, lc, np.random.default_rng(0)))
+        )
+        assert not np.array_equal(other.image, res.image)
+    with pytest.raises(FileNotFoundError, match="gone.onnx"):
+        create_method(name, backend="onnx", model_path=str(tmp_path / "gone.onnx"))
+    wrong = _tiny_generator(tmp_path / "wrong.onnx", ("x", "y"))
+    with pytest.raises(ValueError, match="must take inputs"):
+        create_method(name, backend="onnx", model_path=str(wrong))
 
 
 # --------------------------------------------------------------------------- shard runner

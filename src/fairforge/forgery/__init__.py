@@ -13,7 +13,7 @@ source), ``fwa`` (the source's face shrunk, blurred and warped back: face-warpin
 artefacts).
 """
 
-from . import blend, faceswap, fwa, maskgan, reenact, simswap  # noqa: F401  (registers the methods)
+from . import blend, faceswap, fwa, learned, maskgan, reenact, simswap  # noqa: F401  (registers)
 from .base import (
     FORGERY_METHODS,
     ForgeryError,

@@ -1,12 +1,8 @@
-"""Learned identity swap (SimSwap in FairFD), with a learning-free stand-in.
+"""Identity swap (SimSwap in FairFD): a learned swapper through insightface, and a stand-in.
 
-``backend="onnx"`` runs a user-provided swapper with the ``inswapper_128`` signature: the
-target face aligned to the ArcFace 5-point template at 128x128, as a 1x3x128x128 float RGB
-tensor in [0, 1], plus a 1x512 identity vector computed from the source face by an ArcFace
-ONNX model (112x112 input, (x - 127.5) / 127.5). As in insightface, the identity embedding
-is normalised, multiplied by the swapper's latent map (the last initializer of the graph
-when it is a square matrix of the embedding size) and normalised again. The swapped face is
-pasted back with an eroded, blurred box mask.
+``backend="onnx"`` runs a user-provided ``inswapper_128``-style model through insightface's
+own loading (``insightface.model_zoo.get_model``) and swapper (``INSwapper.get``), with the
+identity from an ArcFace ONNX model (``ArcFaceONNX.get``); see :class:`SimSwapOnnx`.
 
 ``backend="classical"`` is a learning-free stand-in for an identity-encoder swap (SimSwap's
 identity injection), different in mechanism from ``faceswap``'s paste of the source face:
@@ -34,14 +30,12 @@ from .base import (
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
-    composite,
     erode,
     feather,
     five_points,
     interocular,
     polygon_mask,
     register_method,
-    similarity_transform,
 )
 from .faceswap import keep_target
 from .parsing import face_region, measure_expression, occluders
@@ -169,139 +163,72 @@ class SimSwapClassical(ForgeryMethod):
 # --------------------------------------------------------------------------- onnx
 
 
-def _session(path: str, providers, threads: int):
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = int(threads)
-    opts.inter_op_num_threads = 1
-    available = ort.get_available_providers()
-    wanted = providers or ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    use = [p for p in wanted if p in available] or ["CPUExecutionProvider"]
-    return ort.InferenceSession(path, sess_options=opts, providers=use)
-
-
-def _latent_map(path: str, dim: int, setting) -> np.ndarray | None:
-    """insightface's ``emap``: the swapper graph's last initializer when it is dim x dim."""
-    if setting in (None, "none", False):
-        return None
-    if setting != "auto":
-        emap = np.load(setting)
-        if emap.shape != (dim, dim):
-            raise ValueError(f"latent map {setting} has shape {emap.shape}, expected {(dim, dim)}")
-        return emap.astype(np.float32)
-    import onnx
-    from onnx import numpy_helper
-
-    graph = onnx.load(path, load_external_data=False).graph
-    if not graph.initializer:
-        return None
-    last = graph.initializer[-1]
-    if tuple(last.dims) != (dim, dim):
-        return None
-    return numpy_helper.to_array(last).astype(np.float32)
-
-
-def _model_path(options: dict, key: str, what: str) -> str:
+def model_path(method: str, options: dict, key: str, what: str) -> str:
+    """The configured path ``options[key]``: a clear error when unset or missing."""
     value = options.get(key)
     if not value:
-        raise ValueError(f"simswap backend 'onnx' needs option '{key}' (path to the {what})")
+        raise ValueError(f"{method} backend 'onnx' needs option '{key}' (path to the {what})")
     if not Path(value).is_file():
-        raise FileNotFoundError(f"simswap backend 'onnx': {key} not found: {value}")
+        raise FileNotFoundError(f"{method} backend 'onnx': {key} not found: {value}")
     return str(value)
 
 
 @register_method("simswap")
 class SimSwapOnnx(ForgeryMethod):
+    """A learned swapper run through insightface's own model loading and swapper.
+
+    ``swapper_path`` is an ``inswapper_128``-style ONNX model (inputs: the target face
+    aligned to the ArcFace template, 1x3x128x128, and the identity latent, 1x512; output the
+    swapped face, 1x3x128x128 in [0, 1]; its last initializer is the 512x512 latent map
+    ``emap``), ``arcface_path`` an ArcFace recognition model (1x3x112x112 in, 1x512 out).
+    Both are loaded by ``insightface.model_zoo.get_model`` (which routes them to
+    ``INSwapper`` and ``ArcFaceONNX`` by their input shapes) and run by insightface: the
+    source embedding by ``ArcFaceONNX.get``, the swap and its paste-back by
+    ``INSwapper.get``, on the 5 points derived from the 68 landmarks. fairforge only converts
+    RGB to insightface's BGR and back, and takes the pixels that changed as the mask.
+    """
+
     backend = "onnx"
     kept = "target"
     needs_target = True
     defaults = {
-        "swapper_path": None,  # inswapper_128-style model: (target image, identity)
+        "swapper_path": None,  # inswapper_128-style model
         "arcface_path": None,  # ArcFace identity encoder, 112x112 input
-        "arcface_mean": 127.5,
-        "arcface_std": 127.5,
-        "latent_map": "auto",  # "auto", "none", or a .npy path
-        "providers": None,  # onnxruntime providers; default CUDA if present, else CPU
-        "threads": 1,
+        "providers": None,  # onnxruntime providers; default insightface's (CUDA if present)
     }
 
     def __init__(self, **options):
         super().__init__(**options)
-        swapper = _model_path(self.options, "swapper_path", "inswapper_128-style swapper model")
-        arcface = _model_path(self.options, "arcface_path", "ArcFace identity model")
-        self.swapper = _session(swapper, self.options["providers"], self.options["threads"])
-        self.arcface = _session(arcface, self.options["providers"], self.options["threads"])
-        inputs = self.swapper.get_inputs()
-        image_in = [i for i in inputs if len(i.shape) == 4]
-        latent_in = [i for i in inputs if len(i.shape) == 2]
-        if len(image_in) != 1 or len(latent_in) != 1:
-            raise ValueError(
-                f"swapper {swapper} must take one image (Nx3xHxW) and one latent "
-                f"(NxD) input, has {[(i.name, i.shape) for i in inputs]}"
-            )
-        self.image_name, self.latent_name = image_in[0].name, latent_in[0].name
-        self.size = _static(image_in[0].shape[2], 128)
-        self.dim = _static(latent_in[0].shape[1], 512)
-        self.arc_in = self.arcface.get_inputs()[0]
-        self.arc_size = _static(self.arc_in.shape[2], 112)
-        self.emap = _latent_map(swapper, self.dim, self.options["latent_map"])
+        from insightface.model_zoo import get_model  # optional dependency
 
-    def identity(self, img: np.ndarray, lm: np.ndarray) -> np.ndarray:
-        mat = similarity_transform(five_points(lm), arcface_template(self.arc_size))
-        crop = cv2.warpAffine(
-            img, mat, (self.arc_size, self.arc_size), borderMode=cv2.BORDER_REFLECT
-        )
-        blob = (crop.astype(np.float32) - self.options["arcface_mean"]) / self.options[
-            "arcface_std"
-        ]
-        emb = self.arcface.run(None, {self.arc_in.name: blob.transpose(2, 0, 1)[None]})[0]
-        emb = np.asarray(emb, np.float32).reshape(-1)
-        if emb.size != self.dim:
-            raise ValueError(f"ArcFace model gives {emb.size} values, swapper wants {self.dim}")
-        emb /= max(float(np.linalg.norm(emb)), 1e-8)
-        if self.emap is not None:
-            emb = emb @ self.emap
-            emb /= max(float(np.linalg.norm(emb)), 1e-8)
-        return emb
+        swapper = model_path(self.name, self.options, "swapper_path", "inswapper_128 model")
+        arcface = model_path(self.name, self.options, "arcface_path", "ArcFace model")
+        providers = self.options["providers"]
+        kw = {"providers": list(providers)} if providers else {}
+        self.swapper = get_model(swapper, **kw)
+        self.arcface = get_model(arcface, **kw)
+        if type(self.swapper).__name__ != "INSwapper":
+            raise ValueError(
+                f"simswap backend 'onnx': insightface does not load {swapper} as a swapper "
+                "(inputs must be a 1x3x128x128 image and a 1x512 latent)"
+            )
+        if type(self.arcface).__name__ != "ArcFaceONNX":
+            raise ValueError(
+                f"simswap backend 'onnx': insightface does not load {arcface} as ArcFace "
+                "(input must be square, >= 112 and a multiple of 16)"
+            )
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
-        h, w = target_img.shape[:2]
-        latent = self.identity(source_img, source_lm)
-        mat = similarity_transform(five_points(target_lm), arcface_template(self.size))
-        aligned = cv2.warpAffine(
-            target_img, mat, (self.size, self.size), borderMode=cv2.BORDER_REFLECT
-        )
-        blob = (aligned.astype(np.float32) / 255.0).transpose(2, 0, 1)[None]
-        out = self.swapper.run(
-            None, {self.image_name: blob, self.latent_name: latent[None].astype(np.float32)}
-        )[0]
-        fake = (np.clip(np.asarray(out)[0].transpose(1, 2, 0), 0, 1) * 255 + 0.5).astype(np.uint8)
-        inv = cv2.invertAffineTransform(mat)
-        fake_full = cv2.warpAffine(fake, inv, (w, h), borderValue=0)
-        alpha = paste_mask(inv, self.size, (h, w))
-        if not (alpha > 0).any():
-            raise ForgeryError("swapped face falls outside the crop")
-        image, mask = composite(fake_full, target_img, alpha)
-        return ForgeryResult(image, mask, {})
+        from insightface.app.common import Face
 
-
-def _static(dim, default: int) -> int:
-    return int(dim) if isinstance(dim, int) and dim > 0 else default
-
-
-def paste_mask(inv: np.ndarray, size: int, shape: tuple[int, int]) -> np.ndarray:
-    """insightface's paste-back weight: the aligned box warped back, eroded by a tenth of its
-    size and blurred by a twentieth, so the swapped box edges never show."""
-    h, w = shape
-    white = cv2.warpAffine(np.full((size, size), 255, np.float32), inv, (w, h), borderValue=0.0)
-    white[white > 20] = 255
-    ys, xs = np.nonzero(white == 255)
-    if len(ys) == 0:
-        return np.zeros((h, w), np.float32)
-    mask_size = int(np.sqrt((ys.max() - ys.min()) * (xs.max() - xs.min())))
-    k = max(mask_size // 10, 3)
-    white = cv2.erode(white, np.ones((k, k), np.uint8))
-    k = max(mask_size // 20, 2)
-    white = cv2.GaussianBlur(white, (2 * k + 1, 2 * k + 1), 0)
-    return white / 255.0
+        source_bgr = np.ascontiguousarray(source_img[..., ::-1])
+        target_bgr = np.ascontiguousarray(target_img[..., ::-1])
+        source_face = Face(kps=five_points(source_lm))
+        self.arcface.get(source_bgr, source_face)
+        target_face = Face(kps=five_points(target_lm))
+        out = self.swapper.get(target_bgr, target_face, source_face, paste_back=True)
+        image = np.ascontiguousarray(out[..., ::-1])
+        changed = (image != target_img).any(2)
+        if not changed.any():
+            raise ForgeryError("swapper left the target unchanged")
+        return ForgeryResult(image, changed.astype(np.uint8) * 255, {})
