@@ -184,3 +184,37 @@ def test_faceforensics_dataset_plans_in_the_workflow(repo_root, tmp_path: Path):
     out = plan.stdout + plan.stderr
     assert "method_tables" in out and "train" in out
     assert "forgery_shard" not in out and "pairs" not in out
+
+
+def test_video_adapter_reads_labels_methods_and_identities(tmp_path: Path):
+    folder = tmp_path / "vids"
+    rows = []
+    for i, (label, method, source) in enumerate(
+        [("0", "real", ""), ("1", "lipsync", "s2"), ("", "swap", "s0"), ("0", "swap", "")]
+    ):
+        write_video(folder / f"v{i}.mp4", i)
+        rows.append(
+            {
+                "path": f"v{i}.mp4",
+                "subject_id": f"s{i % 2}",
+                "group": "g",
+                "label": label,
+                "method": method,
+                "source_subject": source,
+                "target_subject": f"s{i % 2}" if source else "",
+            }
+        )
+    pd.DataFrame(rows).to_csv(folder / "labels.csv", index=False)
+    df = build_sources(
+        "video", tmp_path / "out", "v", videos=str(folder), frames_per_video=2, split="test_only"
+    )
+    by_video = df.drop_duplicates("video_id").set_index("video_id")
+    assert by_video["label"].tolist() == [0, 1, 1, 0]
+    assert by_video["method"].tolist() == ["real", "lipsync", "swap", "swap"]
+    assert by_video.loc["v1", ["source_subject", "target_subject"]].tolist() == ["s2", "s1"]
+    # Every frame carries its video's labels; a real video with a method is kept, unusable.
+    # (its one row, undecoded).
+    assert (df.groupby("video_id")["label"].nunique() == 1).all() and len(df) == 3 * 2 + 1
+    assert not by_video.loc["v3", "ok"] and "method 'real'" in by_video.loc["v3", "reason"]
+    cfg = {"adapter": "video", "root": str(folder)}
+    assert get_adapter("video").imported_methods("v", cfg) == ["lipsync", "swap"]

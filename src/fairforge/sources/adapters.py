@@ -277,6 +277,15 @@ def csv_label(label: str, method: str) -> tuple[int, str, str]:
     return value, method or REAL_METHOD, ""
 
 
+def csv_methods(csv: Path) -> list[str]:
+    """The manipulation methods a labelled csv lists (its ``method`` column, 'real' left
+    out; [] without one)."""
+    table = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    if "method" not in table.columns:
+        return []
+    return sorted({m.strip() for m in table["method"]} - {"", REAL_METHOD})
+
+
 @ADAPTERS.register("csv")
 class CsvTable(SourceAdapter):
     """Any csv with ``path, subject_id, group`` (+ optional ``image_id`` and extra attribute
@@ -308,11 +317,7 @@ class CsvTable(SourceAdapter):
             csv = self.table_path(name, dataset_cfg)
         except (FileNotFoundError, ValueError):
             return None
-        table = pd.read_csv(csv, dtype=str, keep_default_na=False)
-        if "method" not in table.columns:
-            return []
-        methods = {m.strip() for m in table["method"]} - {"", REAL_METHOD}
-        return sorted(methods)
+        return csv_methods(csv)
 
     def table_path(self, name: str, dataset_cfg: Mapping) -> Path:
         """The csv a dataset block names: ``root`` itself, or ``root/options.table``."""

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import LABEL_COLUMNS, VIDEO_LISTING_COLUMNS
+from fairforge.columns import VIDEO_LISTING_COLUMNS
 from fairforge.sources.base import (
     ADAPTERS,
     REAL_METHOD,
@@ -49,6 +49,7 @@ from fairforge.video.frames import (
     VideoSource,
     frame_image_id,
     frame_listing,
+    with_video_labels,
 )
 
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
@@ -102,7 +103,6 @@ def labelled_video_listing(
     """Frame rows of ``videos`` (video_id, path, subject_id, attributes, label, method,
     source_subject, target_subject, ok, reason): files are decoded into ``root/frames``, frame
     folders sampled in place; label columns follow each frame."""
-    labels = videos.set_index("video_id")[list(LABEL_COLUMNS)]
     is_folder = [Path(p).is_dir() for p in videos["path"]]
     parts = []
     files = videos.loc[[not f for f in is_folder]]
@@ -127,8 +127,7 @@ def labelled_video_listing(
     listing = pd.concat(parts, ignore_index=True) if parts else None
     if listing is None or listing.empty:
         raise SourceError(f"no videos or frame folders found for {root}")
-    listing = listing.join(labels, on="video_id")
-    listing["label"] = listing["label"].astype("int64")
+    listing = with_video_labels(listing, videos)
     listing["frame_index"] = listing["frame_index"].astype("int64")
     return listing.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
