@@ -218,3 +218,123 @@ def test_video_adapter_reads_labels_methods_and_identities(tmp_path: Path):
     assert not by_video.loc["v3", "ok"] and "method 'real'" in by_video.loc["v3", "reason"]
     cfg = {"adapter": "video", "root": str(folder)}
     assert get_adapter("video").imported_methods("v", cfg) == ["lipsync", "swap"]
+
+
+def dfdc_tree(root: Path, size: int = 32) -> Path:
+    """Two part folders as the DFDC release has them; originals r0..r3, fakes of each."""
+    parts = {
+        "dfdc_train_part_0": {
+            "r0.mp4": {"label": "REAL", "split": "train", "original": None},
+            "r1.mp4": {"label": "REAL", "split": "train", "original": None},
+            "f0.mp4": {"label": "FAKE", "split": "train", "original": "r0.mp4"},
+            "f1.mp4": {"label": "FAKE", "split": "train", "original": "r1.mp4"},
+        },
+        "dfdc_train_part_1": {
+            "r2.mp4": {"label": "REAL", "split": "train", "original": None},
+            "r3.mp4": {"label": "REAL", "split": "train", "original": None},
+            "f2.mp4": {"label": "FAKE", "split": "train", "original": "r2.mp4"},
+            "f3.mp4": {"label": "FAKE", "split": "train", "original": "r3.mp4"},
+        },
+    }
+    for k, (part, meta) in enumerate(parts.items()):
+        for i, name in enumerate(meta):
+            write_video(root / part / name, 10 * k + i, size=size)
+        (root / part / "metadata.json").write_text(json.dumps(meta))
+    return root
+
+
+def test_dfdc_metadata_labels_originals_and_bad_entries(tmp_path: Path):
+    dfdc = dfdc_tree(tmp_path / "dfdc")
+    meta = json.loads((dfdc / "dfdc_train_part_1" / "metadata.json").read_text())
+    meta["gone.mp4"] = {"label": "FAKE", "original": "r2.mp4"}  # listed, not on disk
+    meta["odd.mp4"] = {"label": "MAYBE"}
+    (dfdc / "dfdc_train_part_1" / "metadata.json").write_text(json.dumps(meta))
+    out = tmp_path / "results" / "dfdc" / "video_source"
+    df = build_sources(
+        "dfdc", out, "dfdc", folder=str(dfdc), frames_per_video=2, split={"train": 0.5, "test": 0.5}
+    )
+    by_video = df.drop_duplicates("video_id").set_index("video_id")
+    assert by_video.loc["f2", ["label", "method", "subject_id", "target_subject"]].tolist() == [
+        1,
+        "DFDC",
+        "r2",
+        "r2",
+    ]
+    assert by_video.loc["r1", ["label", "method"]].tolist() == [0, "real"]
+    # A fake and its original share their split.
+    assert by_video.loc["f1", "split"] == by_video.loc["r1", "split"]
+    assert by_video.loc["gone", "reason"] == "video not found"
+    assert "REAL or FAKE" in by_video.loc["odd", "reason"]
+    assert df.loc[df["ok"]].groupby("video_id").size().eq(2).all() and df["ok"].sum() == 16
+    check_subject_disjoint(df[df["ok"]])
+    cfg = {"adapter": "dfdc", "root": str(dfdc), "options": {"frames_per_video": 2}}
+    assert get_adapter("dfdc").count_items("dfdc", cfg) == 10 * 2
+    with pytest.raises(SourceError, match="no DFDC metadata.json"):
+        build_sources("dfdc", out, "dfdc", folder=str(tmp_path / "results"))
+
+
+def deeperforensics_tree(root: Path, ff_targets: Path, size: int = 32) -> Path:
+    """DeeperForensics-1.0's end_to_end fakes of targets 000-003 with actors M004, W101,
+    M005, W102, one actor's source recording, and its reference splits; the target videos
+    are FaceForensics++'s (``ff_targets``)."""
+    swaps = {"000": "M004", "001": "W101", "002": "M005", "003": "W102"}
+    for i, (target, actor) in enumerate(swaps.items()):
+        write_video(ff_targets / f"{target}.mp4", 50 + i, size=size)
+        for v, variant in enumerate(("end_to_end", "end_to_end_level_3")):
+            write_video(
+                root / "manipulated_videos" / variant / f"{target}_{actor}.mp4",
+                60 + 10 * v + i,
+                size=size,
+            )
+    write_video(
+        root / "source_videos/W101/light_uniform/happy/camera_front/W101_light_uniform_happy"
+        "_camera_front.mp4",
+        90,
+        size=size,
+    )
+    (root / "lists" / "splits").mkdir(parents=True)
+    for split, names in {"train": ["000_M004", "001_W101"], "val": ["002_M005"]}.items():
+        (root / "lists" / "splits" / f"{split}.txt").write_text(
+            "".join(f"{n}.mp4\n" for n in names)
+        )
+    (root / "lists" / "splits" / "test.txt").write_text("003_W102.mp4\n")
+    return root
+
+
+def test_deeperforensics_fakes_targets_source_videos_and_splits(tmp_path: Path):
+    targets = tmp_path / "FF" / "original_sequences/youtube/c23/videos"
+    dfr = deeperforensics_tree(tmp_path / "DeeperForensics-1.0", targets)
+    out = tmp_path / "results" / "dfr" / "video_source"
+    df = build_sources(
+        "deeperforensics",
+        out,
+        "dfr",
+        split="official",
+        folder=str(dfr),
+        frames_per_video=2,
+        targets=str(targets),
+        source_videos=True,
+        variants=["end_to_end", "end_to_end_level_3"],
+    )
+    assert df["ok"].all(), df["reason"].unique()
+    by_video = df.drop_duplicates("video_id").set_index("video_id")
+    fake = by_video.loc["end_to_end_level_3_001_W101"]
+    assert (fake["label"], fake["method"], fake["subject_id"], fake["source_subject"]) == (
+        1,
+        "end_to_end_level_3",
+        "001",
+        "W101",
+    )
+    # Gender from the actor's ID letter, for the fake, its target and the actor's recording.
+    assert fake["group"] == "female" and by_video.loc["target_001", "group"] == "female"
+    assert by_video.loc["target_000", "group"] == "male"
+    recording = by_video.loc["source_W101_light_uniform_happy_camera_front"]
+    assert (recording["label"], recording["subject_id"], recording["split"]) == (0, "W101", "train")
+    assert by_video.loc["target_002", "split"] == "val" and fake["split"] == "train"
+    assert by_video.loc["end_to_end_003_W102", "split"] == "test"
+    check_subject_disjoint(df)
+    assert get_adapter("deeperforensics").imported_methods("d", {}) == ["end_to_end"]
+    with pytest.raises(SourceError, match="ships no real videos"):
+        build_sources("deeperforensics", out, "dfr", folder=str(dfr), frames_per_video=1)
+    with pytest.raises(SourceError, match="unknown DeeperForensics-1.0 variant"):
+        build_sources("deeperforensics", out, "dfr", folder=str(dfr), variants=["level_9"])
