@@ -14,7 +14,11 @@ import yaml
 import fairforge.video  # noqa: F401  (registers the video adapters)
 from fairforge.config import validate_config
 from fairforge.sources import SourceError, build_sources, check_subject_disjoint, get_adapter
+from fairforge.sources.synthetic import sample_subject
+from fairforge.video.clips import render_clip
+from fairforge.video.ffmpeg import write_video
 from snakemake_run import snakemake
+from test_labelled_workflow import face_mask
 from test_sources import write_jpeg
 
 IDS = ["000", "001", "002", "003", "004", "005"]
@@ -109,7 +113,7 @@ def test_faceforensics_compression_and_missing_method_are_named(tmp_path: Path):
         )
 
 
-def write_video(path: Path, seed: int, frames: int = 6, size: int = 32) -> None:
+def noise_video(path: Path, seed: int, frames: int = 6, size: int = 32) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10, (size, size))
     rng = np.random.default_rng(seed)
@@ -121,11 +125,11 @@ def write_video(path: Path, seed: int, frames: int = 6, size: int = 32) -> None:
 def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
     cd = tmp_path / "Celeb-DF-v2"
     for i, name in enumerate(["id0_0000", "id1_0000", "id2_0000", "id3_0000"]):
-        write_video(cd / "Celeb-real" / f"{name}.mp4", i)
+        noise_video(cd / "Celeb-real" / f"{name}.mp4", i)
     for i, name in enumerate(["00000", "00001"]):
-        write_video(cd / "YouTube-real" / f"{name}.mp4", 10 + i)
+        noise_video(cd / "YouTube-real" / f"{name}.mp4", 10 + i)
     for i, name in enumerate(["id0_id1_0000", "id2_id3_0000", "id3_id2_0000"]):
-        write_video(cd / "Celeb-synthesis" / f"{name}.mp4", 20 + i)
+        noise_video(cd / "Celeb-synthesis" / f"{name}.mp4", 20 + i)
     (cd / "Celeb-synthesis" / "id9_0001.mp4").write_bytes(b"")  # a misnamed, empty file
     (cd / "List_of_testing_videos.txt").write_text(
         "1 Celeb-real/id2_0000.mp4\n0 Celeb-synthesis/id2_id3_0000.mp4\n1 YouTube-real/00001.mp4\n"
@@ -154,24 +158,138 @@ def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
     assert get_adapter("celebdf").imported_methods("cd", {}) == ["Celeb-synthesis"]
 
 
-def test_faceforensics_dataset_plans_in_the_workflow(repo_root, tmp_path: Path):
-    """FF++ (official split, its own fakes, no generated ones) next to a test-only Celeb-DF
-    plans to the per-method and cross-manipulation tables."""
-    ff = faceforensics_tree(tmp_path / "FF")
-    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
-    config["datasets"] = {
+# ----------------------------------------------------------- the four video datasets, run
+
+# The fixture videos: synthetic faces talking for three frames, 128 px (dlib's HOG detector
+# finds no face at 64 px), two frames sampled per video; crops are 64 px (tiny_config).
+CLIP_SIZE, CLIP_FRAMES, SEED = 128, 3, 5
+# group -> the renderer's tone and presentation; an identity's group is the parity of its
+# number (even light, odd dark), so every split has both groups.
+FACE_GROUPS = {"light": ("tone1", "female"), "dark": ("tone4", "male")}
+
+
+def identity(key: str, number: int):
+    tone, gender = FACE_GROUPS["light" if number % 2 == 0 else "dark"]
+    return sample_subject(SEED, key, tone, gender)
+
+
+def face_video(path: Path, target, clip: str, donor=None) -> None:
+    """A clip of ``target`` talking; with a ``donor``, a fake as a dataset ships it: the
+    donor's face rendered with the same motion, blended into the target's frames."""
+    frames = render_clip(target, SEED, clip, n_frames=CLIP_FRAMES, size=CLIP_SIZE)
+    if donor is not None:
+        mask = face_mask(CLIP_SIZE)
+        other = render_clip(donor, SEED, clip, n_frames=CLIP_FRAMES, size=CLIP_SIZE)
+        frames = np.clip(frames * (1 - mask) + other * mask, 0, 255).astype(np.uint8)
+    write_video(path, frames, fps=10)
+
+
+def attributes_csv(path: Path, ids: dict[str, int]) -> str:
+    groups = ["light" if n % 2 == 0 else "dark" for n in ids.values()]
+    pd.DataFrame({"id": list(ids), "group": groups}).to_csv(path, index=False)
+    return path.name
+
+
+def video_datasets(base: Path) -> dict[str, dict]:
+    """FaceForensics++, Celeb-DF v2, DFDC and DeeperForensics-1.0 fixture trees in their
+    released layouts, and their dataset blocks."""
+    ff, cd, dfdc, dfr = (base / n for n in ("FF", "Celeb-DF-v2", "DFDC", "DFR"))
+    youtube = ff / "original_sequences/youtube/c23/videos"
+    ff_ids = {f"{n:03d}": n for n in range(6)}
+    people = {vid: identity(f"ff{vid}", n) for vid, n in ff_ids.items()}
+    for vid in ff_ids:
+        face_video(youtube / f"{vid}.mp4", people[vid], f"ff{vid}")
+    for pair in (p for v in PAIRS.values() for p in v):
+        for a, b in (pair, pair[::-1]):
+            fake = ff / f"manipulated_sequences/Deepfakes/c23/videos/{a}_{b}.mp4"
+            face_video(fake, people[a], f"ff{a}", donor=people[b])
+    (ff / "splits").mkdir()
+    for split, pairs in PAIRS.items():
+        (ff / "splits" / f"{split}.json").write_text(json.dumps(pairs))
+
+    celeb = {f"id{n}": identity(f"cd{n}", n) for n in range(4)}
+    for key in celeb:
+        face_video(cd / "Celeb-real" / f"{key}_0000.mp4", celeb[key], f"cd{key}")
+    for a, b in (("id0", "id1"), ("id1", "id0"), ("id2", "id3"), ("id3", "id2")):
+        name = f"{a}_{b}_0000"
+        face_video(cd / "Celeb-synthesis" / f"{name}.mp4", celeb[a], f"cd{a}", celeb[b])
+    face_video(cd / "YouTube-real" / "00000.mp4", identity("yt0", 0), "yt0")
+    (cd / "List_of_testing_videos.txt").write_text(
+        "1 Celeb-real/id2_0000.mp4\n1 Celeb-real/id3_0000.mp4\n1 YouTube-real/00000.mp4\n"
+        "0 Celeb-synthesis/id2_id3_0000.mp4\n0 Celeb-synthesis/id3_id2_0000.mp4\n"
+    )
+
+    part = dfdc / "dfdc_train_part_0"
+    actors = {f"r{n}": identity(f"dfdc{n}", n) for n in range(2)}
+    meta = {}
+    for n, (real, person) in enumerate(actors.items()):
+        face_video(part / f"{real}.mp4", person, f"dfdc{real}")
+        face_video(part / f"f{n}.mp4", person, f"dfdc{real}", identity(f"dfdc_donor{n}", n))
+        meta[f"{real}.mp4"] = {"label": "REAL", "split": "train", "original": None}
+        meta[f"f{n}.mp4"] = {"label": "FAKE", "split": "train", "original": f"{real}.mp4"}
+    (part / "metadata.json").write_text(json.dumps(meta))
+
+    # DeeperForensics-1.0's fakes swap an actor's face onto FF++ target videos 004 and 005
+    # (the test pair); targets 000-003 have no fakes here, so their gender is unknown.
+    for target, actor in (("004", "W104"), ("005", "M105")):
+        fake = dfr / "manipulated_videos/end_to_end" / f"{target}_{actor}.mp4"
+        face_video(fake, people[target], f"ff{target}", identity(actor, ff_ids[target]))
+    (dfr / "lists" / "splits").mkdir(parents=True)
+    for split in ("train", "val"):
+        (dfr / "lists" / "splits" / f"{split}.txt").write_text("")
+    (dfr / "lists" / "splits" / "test.txt").write_text("004_W104.mp4\n005_M105.mp4\n")
+
+    frames = {"frames_per_video": 2}
+    return {
         "ffpp": {
             "adapter": "faceforensics",
             "root": str(ff),
-            "group_by": ["race"],
             "split": "official",
-            "forgery": False,
             "options": {
-                "compression": "c23",
-                "frames_per_video": 3,
-                "attributes": "ff_attributes.csv",
+                **frames,
+                "methods": ["Deepfakes"],
+                "attributes": attributes_csv(ff / "groups.csv", ff_ids),
             },
-        }
+        },
+        "celebdf": {
+            "adapter": "celebdf",
+            "root": str(cd),
+            "split": "official",
+            "options": {
+                **frames,
+                "attributes": attributes_csv(
+                    cd / "groups.csv", {**{f"id{n}_0000": n for n in range(4)}, "00000": 0}
+                ),
+            },
+        },
+        "dfdc": {
+            "adapter": "dfdc",
+            "root": str(dfdc),
+            "split": "test_only",
+            "options": {
+                **frames,
+                "attributes": attributes_csv(dfdc / "groups.csv", {"r0": 0, "r1": 1}),
+            },
+        },
+        "dfr": {
+            "adapter": "deeperforensics",
+            "root": str(dfr),
+            "split": "official",
+            "group_by": ["gender"],
+            "options": {**frames, "targets": str(youtube)},
+        },
+    }
+
+
+@pytest.mark.workflow
+def test_four_video_datasets_train_on_ffpp_and_reach_the_fairness_table(repo_root, tmp_path):
+    """One real run: a detector trains on FaceForensics++ (official split, its Deepfakes, no
+    generated fakes) and is tested on it, Celeb-DF v2 (its test list), DFDC (test only) and
+    DeeperForensics-1.0 (its test split), up to the fairness and per-method tables."""
+    datasets = video_datasets(tmp_path / "data")
+    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["datasets"] = {
+        name: {"group_by": ["group"], **block, "forgery": False} for name, block in datasets.items()
     }
     config["forgery"]["methods"] = ["faceswap"]
     config["training"]["train_methods"] = ["Deepfakes"]
@@ -180,10 +298,41 @@ def test_faceforensics_dataset_plans_in_the_workflow(repo_root, tmp_path: Path):
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    plan = snakemake(repo_root, workdir, "-n", "--cores", "1", "results/cross_manipulation.csv")
-    out = plan.stdout + plan.stderr
-    assert "method_tables" in out and "train" in out
-    assert "forgery_shard" not in out and "pairs" not in out
+    targets = ("results/fairness_table.csv", "results/cross_manipulation.csv")
+    plan = snakemake(repo_root, workdir, "-n", "--cores", "1", *targets)
+    assert "forgery_shard" not in plan.stdout and "pairs" not in plan.stdout
+    snakemake(repo_root, workdir, "--cores", "2", *targets)
+
+    results = workdir / "results"
+    methods = {
+        "ffpp": "Deepfakes",
+        "celebdf": "Celeb-synthesis",
+        "dfdc": "DFDC",
+        "dfr": "end_to_end",
+    }
+    for name, method in methods.items():
+        sources = pd.read_parquet(results / name / "sources.parquet")
+        usable = sources[sources["ok"]]
+        assert set(usable["method"]) == {"real", method}, name
+        assert (usable.groupby("video_id").size() == 2).all(), name
+        check_subject_disjoint(usable)
+        assert not (results / name / "forgeries").exists()
+        preds = pd.read_parquet(results / "predictions" / "meso4" / name / "clean.parquet")
+        # Test rows of every dataset are scored (val rows too where a dataset has them).
+        assert "test" in set(preds["split"]) and set(preds["method"]) == {"real", method}
+        assert set(preds["group"]) == {"light", "dark"} or name == "dfr", name
+    dfr = pd.read_parquet(results / "dfr" / "sources.parquet").drop_duplicates("video_id")
+    assert dfr.loc[~dfr["ok"], "reason"].str.startswith("target video without fakes").sum() == 4
+    assert set(dfr.loc[dfr["ok"], "group"]) == {"female", "male"}
+    assert set(pd.read_parquet(results / "dfdc" / "sources.parquet")["split"]) == {"test"}
+
+    table = pd.read_csv(results / "fairness_table.csv")
+    assert set(table["dataset"]) == set(methods) and "DPD" in set(table["metric"])
+    per_method = pd.read_csv(results / "detection_per_method.csv")
+    assert set(zip(per_method["dataset"], per_method["method"])) == set(methods.items())
+    cross = pd.read_csv(results / "cross_manipulation.csv")
+    assert set(cross["trained_on"]) == {"Deepfakes"}
+    assert set(methods.values()) | {"average"} <= set(cross.columns)
 
 
 def test_video_adapter_reads_labels_methods_and_identities(tmp_path: Path):
@@ -192,7 +341,7 @@ def test_video_adapter_reads_labels_methods_and_identities(tmp_path: Path):
     for i, (label, method, source) in enumerate(
         [("0", "real", ""), ("1", "lipsync", "s2"), ("", "swap", "s0"), ("0", "swap", "")]
     ):
-        write_video(folder / f"v{i}.mp4", i)
+        noise_video(folder / f"v{i}.mp4", i)
         rows.append(
             {
                 "path": f"v{i}.mp4",
@@ -238,7 +387,7 @@ def dfdc_tree(root: Path, size: int = 32) -> Path:
     }
     for k, (part, meta) in enumerate(parts.items()):
         for i, name in enumerate(meta):
-            write_video(root / part / name, 10 * k + i, size=size)
+            noise_video(root / part / name, 10 * k + i, size=size)
         (root / part / "metadata.json").write_text(json.dumps(meta))
     return root
 
@@ -279,14 +428,14 @@ def deeperforensics_tree(root: Path, ff_targets: Path, size: int = 32) -> Path:
     are FaceForensics++'s (``ff_targets``)."""
     swaps = {"000": "M004", "001": "W101", "002": "M005", "003": "W102"}
     for i, (target, actor) in enumerate(swaps.items()):
-        write_video(ff_targets / f"{target}.mp4", 50 + i, size=size)
+        noise_video(ff_targets / f"{target}.mp4", 50 + i, size=size)
         for v, variant in enumerate(("end_to_end", "end_to_end_level_3")):
-            write_video(
+            noise_video(
                 root / "manipulated_videos" / variant / f"{target}_{actor}.mp4",
                 60 + 10 * v + i,
                 size=size,
             )
-    write_video(
+    noise_video(
         root / "source_videos/W101/light_uniform/happy/camera_front/W101_light_uniform_happy"
         "_camera_front.mp4",
         90,

@@ -21,9 +21,10 @@ of frames already extracted under the same name (``000/0000.png`` ...; kept wher
   ``metadata.json``, and DeeperForensics-1.0's manipulated videos with the
   FaceForensics++ target videos they were made on (their classes' docstrings).
 
-FaceForensics++ and Celeb-DF ship no demographic labels: ``options.attributes`` names a csv with an ``id``
-column (a video id as the dataset names it: ``000``, ``000_003``, ``id0_0000``) and attribute
-columns; a fake without its own row takes its target's. Without it every video has
+FaceForensics++, Celeb-DF and DFDC ship no demographic labels: ``options.attributes`` names a
+csv with an ``id`` column (a video id as the dataset names it: ``000``, ``000_003``,
+``id0_0000``, or a Celeb-DF identity ``id0``) and attribute columns; a fake without its own
+row takes its target's (for Celeb-DF: the identity's row, else its first listed real video). Without it every video has
 ``group: all``. A listed video that is missing or unreadable stays as a row with ``ok=False``.
 """
 
@@ -191,10 +192,12 @@ class LabelledVideoDataset(VideoSource):
         return labelled_video_listing(videos, Path(root), int(frames_per_video), workers)
 
 
-def attributes_for(annotations: Mapping[str, dict], own: str, target: str) -> dict:
+def attributes_for(annotations: Mapping[str, dict], own: str, *fallbacks: str) -> dict:
+    """The attributes of video ``own``: its row of the attributes csv, else the first of
+    ``fallbacks`` (its target, ...) that has one; ``{group: all}`` without a csv."""
     if not annotations:
         return dict(UNANNOTATED)
-    return dict(annotations.get(own) or annotations.get(target) or {})
+    return dict(next((annotations[k] for k in (own, *fallbacks) if k in annotations), {}))
 
 
 # ------------------------------------------------------------------------- FaceForensics++
@@ -299,6 +302,13 @@ _CELEB_REAL = re.compile(r"^(id\d+)_\d+$")
 _CELEB_FAKE = re.compile(r"^(id\d+)_(id\d+)_\d+$")
 
 
+def identity_videos(annotations: Mapping[str, dict], identity: str) -> list[str]:
+    """The rows of an attributes csv that name a real Celeb-DF video of ``identity``
+    (``id0_0000`` for ``id0``), in order: where a fake or an unlisted video of that
+    identity finds its attributes when the csv lists videos, not identities."""
+    return sorted(k for k in annotations if (m := _CELEB_REAL.match(k)) and m.group(1) == identity)
+
+
 @ADAPTERS.register("celebdf")
 class CelebDF(LabelledVideoDataset):
     """Celeb-DF v2 in its released layout (module docstring); options ``attributes``,
@@ -332,7 +342,7 @@ class CelebDF(LabelledVideoDataset):
                         f"{folder}_{vid}",
                         path,
                         target,
-                        attributes_for(notes, vid, target),
+                        attributes_for(notes, vid, target, *identity_videos(notes, target)),
                         label,
                         method,
                         source,
