@@ -135,7 +135,7 @@ def test_group_by_unknown_attribute_is_named(rfw_root: Path):
 
 def test_unknown_adapter_lists_known():
     assert {"rfw", "utkface", "fairface", "diveface", "csv", "synthetic"} <= set(list_adapters())
-    with pytest.raises(UnknownName, match="valid: celebdf, csv, diveface"):
+    with pytest.raises(UnknownName, match="valid: celebdf, csv, deeperforensics, dfdc, diveface"):
         build_sources("celeba", ".", "x")
 
 

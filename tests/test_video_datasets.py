@@ -96,6 +96,32 @@ def test_faceforensics_layout_labels_methods_and_official_split(tmp_path: Path):
     assert config["datasets"]["ff"]["split"] == "official"
 
 
+def test_faceforensics_frames_per_split(tmp_path: Path):
+    """More frames of a training video than of a val or test one, on the official split."""
+    ff = faceforensics_tree(tmp_path / "FF")
+    df = build_sources(
+        "faceforensics",
+        tmp_path / "out",
+        "ff",
+        split="official",
+        folder=str(ff),
+        frames_per_video={"train": 5, "val": 1, "test": 2},
+    )
+    per_video = df.groupby("video_id").agg(split=("split", "first"), n=("frame_index", "size"))
+    assert per_video.groupby("split")["n"].unique().map(list).to_dict() == {
+        "test": [2],
+        "train": [5],
+        "val": [1],
+    }
+    assert df.loc[df["split"] == "test", "frame_index"].unique().tolist() == [0, 4]
+    cfg = {
+        "adapter": "faceforensics",
+        "root": str(ff),
+        "options": {"frames_per_video": {"train": 5, "test": 2}},
+    }
+    assert get_adapter("faceforensics").count_items("ff", cfg) == 18 * 5
+
+
 def test_faceforensics_compression_and_missing_method_are_named(tmp_path: Path):
     ff = faceforensics_tree(tmp_path / "FF", compression="c40")
     with pytest.raises(SourceError, match="compression 'c50'"):

@@ -48,6 +48,7 @@ from fairforge.sources.base import (
     labelled_row,
     listing_row,
 )
+from fairforge.sources.split import even_positions, most_frames
 from fairforge.video.frames import (
     DEFAULT_FRAMES_PER_VIDEO,
     VideoSource,
@@ -94,13 +95,6 @@ def find_items(folder: Path) -> dict[str, Path]:
     return items
 
 
-def even_indices(n_available: int, n: int) -> list[int]:
-    """``n`` evenly spaced indices of ``range(n_available)``, first and last included."""
-    if n_available <= n:
-        return list(range(n_available))
-    return sorted({int(round(x)) for x in np.linspace(0, n_available - 1, n)})
-
-
 def labelled_video_listing(
     videos: pd.DataFrame, root: Path, frames_per_video: int, workers: int | None = None
 ) -> pd.DataFrame:
@@ -121,7 +115,7 @@ def labelled_video_listing(
             row = listing_row(video_id, rec["path"], subject, rec["attributes"], False, reason)
             rows.append({**row, "video_id": video_id, "frame_index": -1})
             continue
-        for i in even_indices(len(frames), frames_per_video):
+        for i in even_positions(len(frames), frames_per_video):
             row = listing_row(
                 frame_image_id(video_id, i), frames[i].as_posix(), subject, rec["attributes"]
             )
@@ -174,7 +168,7 @@ class LabelledVideoDataset(VideoSource):
 
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         options = self.listing_options(name, dataset_cfg)
-        n = int(options.pop("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
+        n = most_frames(options.pop("frames_per_video", None), DEFAULT_FRAMES_PER_VIDEO)
         options.pop("workers", None)
         return len(self.videos(Path(options.pop("folder")), **options)) * n
 
@@ -429,7 +423,7 @@ class DFDC(LabelledVideoDataset):
 
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         options = self.listing_options(name, dataset_cfg)
-        n = int(options.get("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
+        n = most_frames(options.get("frames_per_video"), DEFAULT_FRAMES_PER_VIDEO)
         parts = dfdc_parts(Path(options["folder"]), options.get("parts"))
         return sum(len(read_dfdc_metadata(p)) for p in parts) * n
 

@@ -44,6 +44,7 @@ from fairforge.sources.base import (
     listing_row,
     require_columns,
 )
+from fairforge.sources.split import most_frames
 from fairforge.sources.synthetic import DEFAULT_GENDERS, DEFAULT_TONES
 from fairforge.video.clips import synthetic_videos
 from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, read_sampled
@@ -209,7 +210,7 @@ class SyntheticVideo(VideoSource):
             * int(o["clips_per_subject"])
         )
         per_clip = max(1, int(round(float(o["seconds"]) * float(o["fps"]))))
-        return clips * min(int(o["frames_per_video"]), per_clip)
+        return clips * min(most_frames(o["frames_per_video"], DEFAULT_FRAMES_PER_VIDEO), per_clip)
 
     def list(
         self, root: Path, *, seed: int = 0, workers: int | None = None, **options
@@ -344,7 +345,7 @@ class LabelledVideos(VideoSource):
         csv = labels_path(options["videos"], options.get("labels", DEFAULT_VIDEO_LABELS))
         if not csv.is_file():
             raise SourceError(f"video labels csv not found: {csv}")
-        n = int(options.get("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
+        n = most_frames(options.get("frames_per_video"), DEFAULT_FRAMES_PER_VIDEO)
         return count_csv_rows(csv) * n
 
     def list(
