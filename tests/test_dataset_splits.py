@@ -23,7 +23,7 @@ from fairforge.sources.split import (
 from fairforge.sources.split import (
     check_subject_disjoint as check_disjoint,
 )
-from fairforge.workflow import dataset_block, dataset_methods, dataset_split
+from fairforge.workflow import dataset_block, dataset_methods, dataset_split, train_input
 from test_labelled_sources import labelled_csv
 from test_sources import SPLIT3, folder_tree
 
@@ -114,6 +114,20 @@ def test_workflow_reads_each_datasets_split_and_methods():
     assert dataset_methods(config, "a") == ["faceswap", "sbi"]
     assert dataset_methods(config, "b") == [] and dataset_methods(config, "c") == ["sbi"]
     assert dataset_block(config, "b") == {"adapter": "csv", "root": "x.csv"}
+    # A dataset with train_compression: detectors trained on it read the compressed copies,
+    # and its listing does not change (the key is not the adapter's).
+    config = validate_config(
+        {
+            "forgery": {"methods": ["sbi"]},
+            "datasets": {"a": {"adapter": "synthetic", "train_compression": "jpeg@60"}},
+            "detectors": {"d": {"arch": "meso4", "train_methods": ["sbi"]}},
+        }
+    )
+    assert train_input(config, "d") == [
+        "results/a/train_copies/crops.parquet",
+        "results/a/train_copies/sbi.parquet",
+    ]
+    assert dataset_block(config, "a") == {"adapter": "synthetic", "options": {}}
 
 
 def test_ratio_split_and_frames_per_split():

@@ -13,8 +13,10 @@ import yaml
 
 import fairforge.video  # noqa: F401  (registers the video adapters)
 from fairforge.config import validate_config
+from fairforge.images import read_image, write_image
 from fairforge.sources import SourceError, build_sources, check_subject_disjoint, get_adapter
 from fairforge.sources.synthetic import sample_subject
+from fairforge.video import compressed_copies
 from fairforge.video.clips import render_clip
 from fairforge.video.ffmpeg import write_video
 from snakemake_run import snakemake
@@ -310,13 +312,15 @@ def video_datasets(base: Path) -> dict[str, dict]:
 @pytest.mark.workflow
 def test_four_video_datasets_train_on_ffpp_and_reach_the_fairness_table(repo_root, tmp_path):
     """One real run: a detector trains on FaceForensics++ (official split, its Deepfakes, no
-    generated fakes) and is tested on it, Celeb-DF v2 (its test list), DFDC (test only) and
+    generated fakes, H.264-compressed training crops) and is tested on it, Celeb-DF v2 (its test list), DFDC (test only) and
     DeeperForensics-1.0 (its test split), up to the fairness and per-method tables."""
     datasets = video_datasets(tmp_path / "data")
     config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
     config["datasets"] = {
         name: {"group_by": ["group"], **block, "forgery": False} for name, block in datasets.items()
     }
+    # The detector trains on H.264-compressed copies of FF++'s training crops.
+    config["datasets"]["ffpp"]["train_compression"] = "vid_h264@40"
     config["forgery"]["methods"] = ["faceswap"]
     config["training"]["train_methods"] = ["Deepfakes"]
     config["variants"] = ["clean"]
@@ -325,8 +329,6 @@ def test_four_video_datasets_train_on_ffpp_and_reach_the_fairness_table(repo_roo
     workdir.mkdir()
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     targets = ("results/fairness_table.csv", "results/cross_manipulation.csv")
-    plan = snakemake(repo_root, workdir, "-n", "--cores", "1", *targets)
-    assert "forgery_shard" not in plan.stdout and "pairs" not in plan.stdout
     snakemake(repo_root, workdir, "--cores", "2", *targets)
 
     results = workdir / "results"
@@ -342,11 +344,17 @@ def test_four_video_datasets_train_on_ffpp_and_reach_the_fairness_table(repo_roo
         assert set(usable["method"]) == {"real", method}, name
         assert (usable.groupby("video_id").size() == 2).all(), name
         check_subject_disjoint(usable)
+        # No forgery or pairing job ran: the datasets bring their fakes.
         assert not (results / name / "forgeries").exists()
+        assert not (results / name / "pairs.parquet").exists()
         preds = pd.read_parquet(results / "predictions" / "meso4" / name / "clean.parquet")
         # Test rows of every dataset are scored (val rows too where a dataset has them).
         assert "test" in set(preds["split"]) and set(preds["method"]) == {"real", method}
         assert set(preds["group"]) == {"light", "dark"} or name == "dfr", name
+    copies = pd.read_parquet(results / "ffpp" / "train_copies" / "crops.parquet")
+    moved = copies["path"].str.startswith("ffpp/train_copies/crops/")
+    assert moved.equals(copies["split"] == "train") and moved.sum() == 4 * 2
+    assert all((results / p).is_file() for p in copies["path"])
     dfr = pd.read_parquet(results / "dfr" / "sources.parquet").drop_duplicates("video_id")
     assert dfr.loc[~dfr["ok"], "reason"].str.startswith("target video without fakes").sum() == 4
     assert set(dfr.loc[dfr["ok"], "group"]) == {"female", "male"}
@@ -513,3 +521,42 @@ def test_deeperforensics_fakes_targets_source_videos_and_splits(tmp_path: Path):
         build_sources("deeperforensics", out, "dfr", folder=str(dfr), frames_per_video=1)
     with pytest.raises(SourceError, match="unknown DeeperForensics-1.0 variant"):
         build_sources("deeperforensics", out, "dfr", folder=str(dfr), variants=["level_9"])
+
+
+def test_training_crops_as_jpeg_and_h264_copies(tmp_path: Path):
+    """train_compression: the train rows point at compressed copies, the others stay."""
+    results = tmp_path / "results"
+    rng = np.random.default_rng(0)
+    rows = []
+    for k, split in enumerate(["train", "train", "train", "test"]):
+        path = f"d/crops/c{k}.png"
+        base = np.linspace(0, 255, 32, dtype=np.float32)[None, :, None] * np.ones((32, 1, 3))
+        crop = np.clip(base + rng.normal(0, 12, (32, 32, 3)), 0, 255).astype(np.uint8)
+        write_image(results / path, crop)
+        rows.append(
+            {
+                "sample_id": f"real__v{k // 2}_f{k % 2:04d}",
+                "split": split,
+                "method": "real",
+                "path": path,
+                "video_id": f"v{k // 2}",
+                "frame_index": k % 2,
+            }
+        )
+    samples = pd.DataFrame(rows)
+    for variant in ("jpeg@30", "vid_h264@40"):
+        out = results / "d" / "train_copies" / variant
+        copies = compressed_copies(
+            samples, variant, results_root=results, out_dir=out, cache_dir=tmp_path / "cache"
+        )
+        assert copies["sample_id"].tolist() == samples["sample_id"].tolist()
+        train = copies["split"] == "train"
+        assert copies.loc[~train, "path"].tolist() == ["d/crops/c3.png"]
+        for new, old in zip(copies.loc[train, "path"], samples.loc[train, "path"]):
+            assert new.startswith(f"d/train_copies/{variant}/")
+            a, b = read_image(results / new), read_image(results / old)
+            assert a.shape == b.shape and 0 < np.abs(a.astype(int) - b).mean() < 20, variant
+        again = compressed_copies(samples, variant, results_root=results, out_dir=out)
+        assert again["path"].tolist() == copies["path"].tolist()
+    with pytest.raises(ValueError):
+        compressed_copies(samples, "jpeg@31", results_root=results, out_dir=out)
