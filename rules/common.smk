@@ -26,6 +26,7 @@ from fairforge.workflow import (
     predict_shard_samples,
     prediction_methods,
     ranking_encoders,
+    train_compression,
     train_dataset,
     train_input,
     trained_encoders,
@@ -226,6 +227,10 @@ def get_predict_shard_samples(wildcards):
     """The samples one prediction job reads: its method's only (video variants: the
     variant's decoded crops)."""
     return predict_shard_samples(wildcards.dataset, wildcards.variant, wildcards.method)
+
+
+def get_train_compression(wildcards):
+    return train_compression(config, wildcards.dataset)
 
 
 def get_video_cache(wildcards):

@@ -29,3 +29,25 @@ rule method_samples:
         "../envs/fairforge.yaml"
     script:
         "../scripts/method_samples.py"
+
+
+rule train_copies:
+    """One share's training crops as compressed copies (datasets.X.train_compression: a
+    JPEG or H.264 variant), what detectors trained on that dataset read instead."""
+    input:
+        result_path("method_samples"),
+    output:
+        samples=result_path("train_copies"),
+        images=directory(result_path("train_copy_images")),
+    log:
+        log_path("samples/{dataset}/train_copies_{method}.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+    params:
+        variant=get_train_compression,
+        results=get_results_root,
+        cache=get_video_cache,
+    script:
+        "../scripts/train_copies.py"

@@ -9,15 +9,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fairforge.config import validate_config
 from fairforge.sources import build_sources, check_subject_disjoint
 from fairforge.sources.split import (
     NOT_IN_SPLIT,
     SplitError,
     drop_overlaps,
     fractions_of,
+    most_frames,
     read_split_files,
+    thin_frames,
 )
-from fairforge.workflow import dataset_block, dataset_methods, dataset_split
+from fairforge.sources.split import (
+    check_subject_disjoint as check_disjoint,
+)
+from fairforge.workflow import dataset_block, dataset_methods, dataset_split, train_input
 from test_labelled_sources import labelled_csv
 from test_sources import SPLIT3, folder_tree
 
@@ -108,3 +114,62 @@ def test_workflow_reads_each_datasets_split_and_methods():
     assert dataset_methods(config, "a") == ["faceswap", "sbi"]
     assert dataset_methods(config, "b") == [] and dataset_methods(config, "c") == ["sbi"]
     assert dataset_block(config, "b") == {"adapter": "csv", "root": "x.csv"}
+    # A dataset with train_compression: detectors trained on it read the compressed copies,
+    # and its listing does not change (the key is not the adapter's).
+    config = validate_config(
+        {
+            "forgery": {"methods": ["sbi"]},
+            "datasets": {"a": {"adapter": "synthetic", "train_compression": "jpeg@60"}},
+            "detectors": {"d": {"arch": "meso4", "train_methods": ["sbi"]}},
+        }
+    )
+    assert train_input(config, "d") == [
+        "results/a/train_copies/crops.parquet",
+        "results/a/train_copies/sbi.parquet",
+    ]
+    assert dataset_block(config, "a") == {"adapter": "synthetic", "options": {}}
+
+
+def test_ratio_split_and_frames_per_split():
+    assert fractions_of("14:1:1") == {"train": 14 / 16, "val": 1 / 16, "test": 1 / 16}
+    assert fractions_of("8:2:0")["test"] == 0.0
+    with pytest.raises(SplitError, match="no positive part"):
+        fractions_of("0:0:0")
+    config = validate_config({"datasets": {"a": {"adapter": "synthetic", "split": "14:1:1"}}})
+    assert config["datasets"]["a"]["split"] == "14:1:1"
+    assert most_frames({"train": 14, "val": 1, "test": 1}, 32) == 14
+    assert most_frames(None, 32) == 32 and most_frames(5, 32) == 5
+    with pytest.raises(SplitError, match="one per split"):
+        most_frames({"training": 3}, 32)
+    # Five frames of a train video keep 3 evenly spaced, of a test video 1; a failed video's
+    # row (frame -1) and a row without a split keep all they have.
+    frames = pd.DataFrame(
+        {
+            "video_id": ["a"] * 5 + ["b"] * 5 + ["c", "d", "d"],
+            "frame_index": [0, 4, 8, 12, 16] * 2 + [-1, 0, 9],
+            "split": ["train"] * 5 + ["test"] * 5 + ["train", "", ""],
+        }
+    )
+    kept = thin_frames(frames, {"train": 3, "test": 1})
+    assert kept.groupby("video_id")["frame_index"].apply(list).to_dict() == {
+        "a": [0, 8, 16],
+        "b": [0],
+        "c": [-1],
+        "d": [0, 9],
+    }
+
+
+def test_identities_in_two_splits_are_named():
+    df = pd.DataFrame(
+        {
+            "subject_id": ["s1", "s1", "s2", "s3"],
+            "source_subject": ["", "", "s3", ""],
+            "split": ["train", "test", "val", "train"],
+        }
+    )
+    with pytest.raises(
+        SplitError,
+        match=r"2 subject\(s\) in more than one split: s1 in "
+        r"\['train', 'test'\], s3 in \['train', 'val'\]",
+    ):
+        check_disjoint(df)

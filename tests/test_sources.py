@@ -135,7 +135,7 @@ def test_group_by_unknown_attribute_is_named(rfw_root: Path):
 
 def test_unknown_adapter_lists_known():
     assert {"rfw", "utkface", "fairface", "diveface", "csv", "synthetic"} <= set(list_adapters())
-    with pytest.raises(UnknownName, match="valid: celebdf, csv, diveface"):
+    with pytest.raises(UnknownName, match="valid: celebdf, csv, deeperforensics, dfdc, diveface"):
         build_sources("celeba", ".", "x")
 
 
@@ -152,6 +152,8 @@ def test_every_adapter_is_registered_with_its_hooks():
     assert set(ADAPTERS.names()) == {
         "celebdf",
         "csv",
+        "deeperforensics",
+        "dfdc",
         "diveface",
         "faceforensics",
         "fairface",
@@ -159,6 +161,7 @@ def test_every_adapter_is_registered_with_its_hooks():
         "synthetic",
         "synthetic_video",
         "utkface",
+        "vggface2",
         "video",
     }
     for name in ADAPTERS:
@@ -308,6 +311,43 @@ def test_diveface_unknown_folder_is_named(tmp_path: Path):
     folder_tree(tmp_path / "dive", ["Group1_Male", "Group1_Female", "extras"])
     with pytest.raises(SourceError, match="extras"):
         build_sources("diveface", tmp_path / "dive", "dive")
+
+
+# ------------------------------------------------------------------------------- vggface2
+
+
+def test_vggface2_identity_folders_labels_and_official_split(tmp_path: Path):
+    root = tmp_path / "vggface2"
+    identities = {"train": ["n000001", "n000002", "n000003"], "test": ["n000009"]}
+    for k, (folder, ids) in enumerate(identities.items()):
+        for i, identity in enumerate(ids):
+            for j in range(2):
+                write_jpeg(root / folder / identity / f"000{j}_01.jpg", seed=10 * k + i + j)
+    (root / "meta").mkdir()
+    # As the release writes it: spaces after the commas, Gender m/f; n000003 is unlabelled.
+    (root / "meta" / "identity_meta.csv").write_text(
+        'Class_ID, Name, Sample_Num, Flag, Gender\nn000001, "A_B", 2, 1, m\n'
+        'n000002, "C_D", 2, 1, f\nn000009, "E_F", 2, 0, f\n'
+    )
+    df = build_sources("vggface2", root, "vgg", split="official").set_index("image_id")
+    assert df.loc["train__n000001__0000_01", ["subject_id", "group", "split"]].tolist() == [
+        "n000001",
+        "male",
+        "train",
+    ]
+    assert df.loc["test__n000009__0001_01", ["group", "split"]].tolist() == ["female", "test"]
+    assert df.loc["train__n000003__0000_01", "reason"] == "identity not in the labels csv"
+    assert df["ok"].sum() == 6
+    # A demographic labels csv of the ranking study's own (race) replaces it.
+    pd.DataFrame(
+        {"id": ["n000001", "n000002", "n000003", "n000009"], "race": ["A", "B", "A", "B"]}
+    ).to_csv(root / "races.csv", index=False)
+    by_race = build_sources(
+        "vggface2", root, "vgg", group_by=["race"], labels="races.csv", split="test_only"
+    )
+    assert by_race["ok"].all() and set(by_race["group"]) == {"A", "B"}
+    with pytest.raises(SourceError, match="VGGFace2 labels csv not found"):
+        build_sources("vggface2", root, "vgg", labels="nope.csv")
 
 
 # ------------------------------------------------------------------------------------ csv

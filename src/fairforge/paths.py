@@ -32,6 +32,9 @@ OUTPUTS = {
     # what training and prediction read
     "method_samples": "{results}/{dataset}/samples/{method}.parquet",
     "failures": "{results}/{dataset}/failures.csv",
+    # ... with its training crops as compressed copies (datasets.X.train_compression)
+    "train_copies": "{results}/{dataset}/train_copies/{method}.parquet",
+    "train_copy_images": "{results}/{dataset}/train_copies/{method}",
     # forgery quality: per-fake measures, then the card over datasets, methods and groups
     "forgery_quality_fakes": "{results}/{dataset}/forgery_quality/{method}.parquet",
     "forgery_quality": "{results}/forgery_quality.csv",

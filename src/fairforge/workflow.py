@@ -38,7 +38,7 @@ def count_source_items(name: str, dataset_cfg: dict) -> int:
 
 # Keys of a dataset block that are not the adapter's business: the listing and shard jobs get
 # the block without them, so choosing methods reruns no listing, and the split its own param.
-DATASET_PLAN_KEYS = ("forgery", "split")
+DATASET_PLAN_KEYS = ("forgery", "split", "train_compression")
 
 
 def dataset_block(config: dict, name: str) -> dict:
@@ -204,7 +204,14 @@ def train_input(config: dict, name: str) -> list[str]:
     dataset = train_dataset(config, name)
     generated = dataset_methods(config, dataset)
     methods = [m for m in detector_settings(config, name)["train_methods"] if m in generated]
-    return [result_path("method_samples", dataset=dataset, method=m) for m in [CROPS, *methods]]
+    # A dataset with train_compression trains on compressed copies of its training crops.
+    share = "train_copies" if train_compression(config, dataset) else "method_samples"
+    return [result_path(share, dataset=dataset, method=m) for m in [CROPS, *methods]]
+
+
+def train_compression(config: dict, dataset: str) -> str | None:
+    """The variant that a dataset's training crops are compressed with, if any."""
+    return config["datasets"][dataset].get("train_compression")
 
 
 def method_samples_inputs(dataset: str, method: str) -> dict[str, str]:

@@ -26,10 +26,13 @@ from fairforge.sources.base import (
 )
 from fairforge.sources.split import (
     OFFICIAL,
+    check_subject_disjoint,
     fractions_of,
     listed_split,
+    most_frames,
     read_split_files,
     split_rows,
+    thin_frames,
 )
 
 DEFAULT_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
@@ -109,7 +112,9 @@ def list_sources(
 
     ``split`` (the dataset's own ``split:``, over ``split_fractions``, the global one) is
     fractions, ``'test_only'``, ``'official'`` (the adapter's) or split files
-    (:func:`~fairforge.sources.split.fractions_of`). Fractions split by subject, keeping the
+    (:func:`~fairforge.sources.split.fractions_of`; also a ratio ``'14:1:1'``). A video
+    adapter's ``frames_per_video`` may be given per split (``{train: 14, val: 1, test: 1}``:
+    :func:`~fairforge.sources.split.thin_frames`). Fractions split by subject, keeping the
     identities of a fake together; a listed split is made subject-disjoint, and a row it
     cannot place keeps ``ok=False`` with the reason. A labelled dataset's
     :data:`LABEL_COLUMNS` are carried; a row whose label and method disagree is ``ok=False``.
@@ -122,6 +127,10 @@ def list_sources(
     if split is None:
         split = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
     fractions = fractions_of(split)
+    # Frames per video per split: the adapter samples the most, the split then thins them.
+    per_split = adapter_options.get("frames_per_video")
+    if isinstance(per_split, Mapping):
+        adapter_options = {**adapter_options, "frames_per_video": most_frames(per_split, 0)}
 
     listing = source.list(root, seed=seed, **adapter_options)
     require_columns(listing, LISTING_COLUMNS, f"adapter {adapter!r} output")
@@ -172,6 +181,10 @@ def list_sources(
     for column in VIDEO_FRAME_COLUMNS:
         if column in listing.columns:
             df[column] = listing[column].to_numpy()
+    # Whatever the split's form, no identity is in two splits (the error names them).
+    check_subject_disjoint(df[df["ok"]])
+    if isinstance(per_split, Mapping) and set(VIDEO_FRAME_COLUMNS) <= set(df.columns):
+        df = thin_frames(df, per_split)
     return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -226,17 +227,35 @@ OFFICIAL = "official"
 NOT_IN_SPLIT = "subject not in the split file(s)"
 
 
+_RATIO = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*:\s*(\d+(?:\.\d*)?)\s*:\s*(\d+(?:\.\d*)?)\s*$")
+
+
+def ratio_fractions(spec: str) -> dict[str, float] | None:
+    """``'14:1:1'`` (train:val:test) as fractions, or None for a string of another form."""
+    m = _RATIO.match(spec)
+    if not m:
+        return None
+    parts = [float(x) for x in m.groups()]
+    if sum(parts) <= 0:
+        raise SplitError(f"split ratio {spec!r} has no positive part")
+    return check_fractions({s: p / sum(parts) for s, p in zip(SPLITS, parts)})
+
+
 def fractions_of(spec) -> dict[str, float] | None:
-    """The fractions a split spec gives (``test_only`` is all test), or None for a spec that
-    lists subjects (``official``, ``file``, ``files``)."""
+    """The fractions a split spec gives (``test_only`` is all test, ``'14:1:1'`` a
+    train:val:test ratio), or None for a spec that lists subjects (``official``, ``file``,
+    ``files``)."""
     if spec == TEST_ONLY:
         return {"train": 0.0, "val": 0.0, "test": 1.0}
+    if isinstance(spec, str) and (ratio := ratio_fractions(spec)) is not None:
+        return ratio
     if isinstance(spec, Mapping) and not ({"file", "files"} & set(spec)):
         return check_fractions(spec)
     if spec == OFFICIAL or (isinstance(spec, Mapping) and {"file", "files"} & set(spec)):
         return None
     raise SplitError(
-        f"split {spec!r}: expected fractions {{train, val, test}}, {TEST_ONLY!r}, "
+        f"split {spec!r}: expected fractions {{train, val, test}}, a ratio 'train:val:test' "
+        f"such as '14:1:1', {TEST_ONLY!r}, "
         f"{OFFICIAL!r}, {{file: subjects.csv}} or {{files: {{train: .., val: .., test: ..}}}}"
     )
 
@@ -299,3 +318,49 @@ def split_rows(df: pd.DataFrame, fractions: Mapping[str, float], seed: int) -> p
     split = split_by_subject(keyed, fractions, seed)
     check_subject_disjoint(df.assign(split=split))
     return split
+
+
+# ------------------------------------------------------------------ frames per split
+
+
+def most_frames(frames_per_video, default: int) -> int:
+    """The frames to sample per video for ``frames_per_video``: a number, or per split
+    ``{train: 14, val: 1, test: 1}`` (then the most, which :func:`thin_frames` cuts down
+    once the split is known); ``default`` when it is None."""
+    if frames_per_video is None:
+        return int(default)
+    if isinstance(frames_per_video, Mapping):
+        unknown = sorted(set(frames_per_video) - set(SPLITS))
+        if unknown or not frames_per_video:
+            raise SplitError(
+                f"frames_per_video {dict(frames_per_video)}: expected a number, or one per "
+                f"split of {list(SPLITS)}"
+            )
+        return max(int(n) for n in frames_per_video.values())
+    return int(frames_per_video)
+
+
+def even_positions(n_available: int, n: int) -> list[int]:
+    """``n`` evenly spaced positions of ``range(n_available)``, first and last included."""
+    if n_available <= n:
+        return list(range(n_available))
+    return sorted({int(round(x)) for x in np.linspace(0, n_available - 1, n)})
+
+
+def thin_frames(df: pd.DataFrame, per_split: Mapping[str, int]) -> pd.DataFrame:
+    """Keep, of each video's sampled frames (``video_id``, ``frame_index`` >= 0), the
+    ``per_split[split]`` evenly spaced ones, first and last included; a video of a split
+    the mapping leaves out, and a row without a split or a frame (a failed video), keep
+    every row. Frame-level ratios such as FaceForensics++'s many training frames per
+    video and few test frames are this, on a subject-disjoint split."""
+    keep = np.ones(len(df), dtype=bool)
+    frames = df["frame_index"].to_numpy() >= 0
+    groups = df[frames].groupby(["video_id", "split"], sort=False).groups
+    for (_, s), rows in groups.items():
+        if s not in per_split:
+            continue
+        positions = df.index.get_indexer(rows)
+        order = positions[np.argsort(df["frame_index"].to_numpy()[positions], kind="stable")]
+        chosen = set(even_positions(len(order), int(per_split[s])))
+        keep[[p for i, p in enumerate(order) if i not in chosen]] = False
+    return df.loc[keep]

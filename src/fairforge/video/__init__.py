@@ -10,9 +10,12 @@ and video variants at inference (docs/perturbations.md sections 3-4).
   ``synthetic_video`` and ``video`` (registered on import).
 - :mod:`.pairs`: ``video_pairs``, one target clip per source clip.
 - :mod:`.variants`: ``video_variant_samples`` and ``predict_samples_path`` for inference.
+- :mod:`.compressed`: ``compressed_copies``, the training crops of a dataset with
+  ``train_compression`` (JPEG or H.264 copies).
 """
 
 from fairforge.video.clips import render_clip, synthetic_videos
+from fairforge.video.compressed import CompressionError, compressed_copies
 
 # Importing the datasets module registers the labelled video adapters (FaceForensics++, ...).
 from fairforge.video.datasets import FF_METHODS
@@ -53,6 +56,7 @@ from fairforge.video.variants import (
 )
 
 __all__ = [
+    "CompressionError",
     "FFmpegNotFound",
     "VIDEO_SUITE",
     "VideoError",
@@ -60,6 +64,7 @@ __all__ = [
     "apply_video_op",
     "cached_video_op",
     "clip_keys",
+    "compressed_copies",
     "degrade_clip",
     "evenly_spaced",
     "FF_METHODS",

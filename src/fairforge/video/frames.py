@@ -14,6 +14,9 @@ Adapters:
   (:func:`fairforge.video.clips.synthetic_videos`), then samples them.
 - ``video``: a folder of videos with a labels csv (``path``, ``subject_id``, optional
   ``video_id``, every other column an attribute such as ``group``, ``race``, ``gender``).
+  A csv of real and fake videos adds ``label`` and/or ``method`` (and optionally
+  ``source_subject``, ``target_subject``), read as the ``csv`` adapter reads them
+  (:func:`fairforge.sources.adapters.csv_label`); every frame carries its video's labels.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import VIDEO_LISTING_COLUMNS
+from fairforge.columns import LABEL_COLUMNS, VIDEO_LISTING_COLUMNS
 from fairforge.images import write_image
+from fairforge.sources.adapters import CSV_LABEL_COLUMNS, csv_label, csv_methods
 from fairforge.sources.base import (
     ADAPTERS,
     SourceAdapter,
@@ -36,9 +40,11 @@ from fairforge.sources.base import (
     configured_root,
     count_csv_rows,
     image_id_from_path,
+    labelled_row,
     listing_row,
     require_columns,
 )
+from fairforge.sources.split import most_frames
 from fairforge.sources.synthetic import DEFAULT_GENDERS, DEFAULT_TONES
 from fairforge.video.clips import synthetic_videos
 from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, read_sampled
@@ -204,7 +210,7 @@ class SyntheticVideo(VideoSource):
             * int(o["clips_per_subject"])
         )
         per_clip = max(1, int(round(float(o["seconds"]) * float(o["fps"]))))
-        return clips * min(int(o["frames_per_video"]), per_clip)
+        return clips * min(most_frames(o["frames_per_video"], DEFAULT_FRAMES_PER_VIDEO), per_clip)
 
     def list(
         self, root: Path, *, seed: int = 0, workers: int | None = None, **options
@@ -246,10 +252,12 @@ VIDEO_LABEL_COLUMNS = ("path", "subject_id")
 
 
 def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.DataFrame:
-    """Read a labels csv into video_id, path (absolute), subject_id, attributes, ok, reason.
+    """Read a labels csv into video_id, path (absolute), subject_id, attributes, ok, reason
+    (+ :data:`~fairforge.columns.LABEL_COLUMNS` when the csv has ``label`` or ``method``).
 
     Relative video paths start at ``videos`` (default: the csv's folder). ``video_id``
-    defaults to the relative path without its suffix, made file-name safe.
+    defaults to the relative path without its suffix, made file-name safe. A row whose label
+    and method disagree is kept with ``ok=False`` and the reason.
     """
     labels = Path(labels)
     if not labels.is_file():
@@ -257,7 +265,10 @@ def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.Data
     base = Path(videos) if videos is not None else labels.parent
     frame = pd.read_csv(labels, dtype=str, keep_default_na=False)
     require_columns(frame, VIDEO_LABEL_COLUMNS, f"video labels {labels}")
-    attribute_cols = [c for c in frame.columns if c not in ("path", "subject_id", "video_id")]
+    labelled = bool({"label", "method"} & set(frame.columns))
+    attribute_cols = [
+        c for c in frame.columns if c not in ("path", "subject_id", "video_id") + CSV_LABEL_COLUMNS
+    ]
     rows = []
     for rec in frame.to_dict("records"):
         raw = Path(rec["path"].strip())
@@ -267,21 +278,41 @@ def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.Data
             Path(rel).with_suffix("")
         )
         empty = [c for c in VIDEO_LABEL_COLUMNS if not rec[c].strip()]
-        rows.append(
-            {
-                "video_id": video_id,
-                "path": str(full),
-                "subject_id": rec["subject_id"].strip() or video_id,
-                "attributes": {c: rec[c] for c in attribute_cols},
-                "ok": not empty,
-                "reason": f"empty value(s) in {empty}" if empty else "",
-            }
-        )
+        row = {
+            "video_id": video_id,
+            "path": str(full),
+            "subject_id": rec["subject_id"].strip() or video_id,
+            "attributes": {c: rec[c] for c in attribute_cols},
+            "ok": not empty,
+            "reason": f"empty value(s) in {empty}" if empty else "",
+        }
+        if labelled:
+            label, method, bad = csv_label(rec.get("label", ""), rec.get("method", ""))
+            if bad and row["ok"]:
+                row.update(ok=False, reason=bad)
+            row = labelled_row(
+                row,
+                label,
+                method,
+                rec.get("source_subject", "").strip(),
+                rec.get("target_subject", "").strip(),
+            )
+        rows.append(row)
     if not rows:
         raise SourceError(f"no videos listed in {labels}")
-    return pd.DataFrame(
-        rows, columns=["video_id", "path", "subject_id", "attributes", "ok", "reason"]
-    )
+    columns = ["video_id", "path", "subject_id", "attributes", "ok", "reason"]
+    return pd.DataFrame(rows, columns=columns + (list(LABEL_COLUMNS) if labelled else []))
+
+
+def with_video_labels(listing: pd.DataFrame, videos: pd.DataFrame) -> pd.DataFrame:
+    """Frame rows of ``listing`` with their video's :data:`~fairforge.columns.LABEL_COLUMNS`
+    (``listing`` unchanged when ``videos`` has none)."""
+    if "label" not in videos.columns:
+        return listing
+    labels = videos.set_index("video_id")[list(LABEL_COLUMNS)]
+    out = listing.join(labels, on="video_id")
+    out["label"] = out["label"].astype("int64")
+    return out
 
 
 DEFAULT_VIDEO_LABELS = "labels.csv"
@@ -294,7 +325,8 @@ def labels_path(video_dir: str | Path, labels: str | Path = DEFAULT_VIDEO_LABELS
 
 @ADAPTERS.register("video")
 class LabelledVideos(VideoSource):
-    """Videos listed in a labels csv, sampled into ``root/frames``.
+    """Videos listed in a labels csv, sampled into ``root/frames``; a csv with ``label`` or
+    ``method`` lists real and fake videos (module docstring).
 
     ``videos`` is the folder of the videos and of the csv (default: ``root`` itself; the
     workflow passes the config's ``root``, since ``root`` is then where frames go); a
@@ -313,7 +345,7 @@ class LabelledVideos(VideoSource):
         csv = labels_path(options["videos"], options.get("labels", DEFAULT_VIDEO_LABELS))
         if not csv.is_file():
             raise SourceError(f"video labels csv not found: {csv}")
-        n = int(options.get("frames_per_video", DEFAULT_FRAMES_PER_VIDEO))
+        n = most_frames(options.get("frames_per_video"), DEFAULT_FRAMES_PER_VIDEO)
         return count_csv_rows(csv) * n
 
     def list(
@@ -329,7 +361,13 @@ class LabelledVideos(VideoSource):
         root = Path(root)
         video_dir = Path(videos) if videos is not None else root
         table = video_table(labels_path(video_dir, labels), video_dir)
-        return frame_listing(table, root, n_frames=frames_per_video, workers=workers)
+        listing = frame_listing(table, root, n_frames=frames_per_video, workers=workers)
+        return with_video_labels(listing, table)
+
+    def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
+        options = self.listing_options(name, dataset_cfg)
+        csv = labels_path(options["videos"], options.get("labels", DEFAULT_VIDEO_LABELS))
+        return csv_methods(csv) if csv.is_file() else None
 
 
 def planned_frame_count(
