@@ -1,0 +1,94 @@
+"""DeepfakeBench checkpoints load onto fairforge's detectors and compute DeepfakeBench's
+function: zero unmatched keys at DeepfakeBench's 256 px shapes, and equal outputs on a state
+dict in DeepfakeBench's names and shapes with random values (tests/deepfakebench_reference.py
+reconstructs DeepfakeBench's models; tests/data/deepfakebench/*.json records their keys)."""
+
+import json
+
+import pytest
+import torch
+
+import deepfakebench_reference as dfb
+from fairforge.detectors import create_detector
+from fairforge.detectors.deepfakebench import (
+    CheckpointMismatch,
+    deepfakebench_target,
+    load_deepfakebench,
+    map_deepfakebench_state,
+)
+
+SMALL = 64
+# DeepfakeBench's MesoNet applies Dropout2d to a flat vector (an identity at evaluation)
+pytestmark = pytest.mark.filterwarnings("ignore:dropout2d")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _recorded(model: str) -> dict:
+    return json.loads((dfb.DATA / f"{model}.json").read_text())
+
+
+@pytest.mark.parametrize("model", dfb.MODELS)
+def test_recorded_keys_map_with_nothing_left_over(model):
+    """At DeepfakeBench's 256 px: the reconstruction gives exactly the recorded keys and
+    shapes, and the importer maps every one of them onto every parameter and buffer of ours
+    (shapes only, on the meta device: nothing is allocated)."""
+    recorded = _recorded(model)
+    with torch.device("meta"):
+        reference, _ = dfb.build(model, recorded["resolution"])
+        ours = create_detector(deepfakebench_target(model), input_size=recorded["resolution"])
+    assert dfb.key_table(reference) == recorded["state_dict"]
+    state = {k: torch.empty(s, device="meta") for k, s in recorded["state_dict"].items()}
+    mapped = map_deepfakebench_state(state, model, ours.state_dict())
+    assert set(mapped) == set(ours.state_dict())
+
+
+@pytest.mark.parametrize("model", dfb.MODELS)
+def test_outputs_equal_deepfakebench(model):
+    reference, score, state = dfb.build_random(model, SMALL, seed=7)
+    ours = load_deepfakebench({"module." + k: v for k, v in state.items()}, model, input_size=SMALL)
+    x = torch.rand(2, 3, SMALL, SMALL, generator=torch.Generator().manual_seed(1)) * 2 - 1
+    with torch.no_grad():
+        expected = score(reference, x)
+        got = torch.sigmoid(ours(x))
+    assert expected.std() > 0 or model == "capsule_net"  # not a constant
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_parameter_counts_are_recorded_and_close():
+    """Parameters here vs DeepfakeBench's (the README's detector table); where they differ by
+    more than 2% the difference is DeepfakeBench's unused or fixed parameters."""
+    with torch.device("meta"):
+        for model in dfb.MODELS:
+            ours = create_detector(deepfakebench_target(model), input_size=dfb.DFB_SIZE)
+            here = sum(p.numel() for p in ours.parameters())
+            theirs = _recorded(model)["parameters"]
+            reference, _ = dfb.build(model)
+            unused = sum(
+                v.numel()
+                for k, v in reference.state_dict().items()
+                if "adjust_channel" in k
+                and "running" not in k
+                and "num_batches" not in k
+                or k.startswith("backbone_srm.last_linear")
+                or k.endswith(("_DCT_all", "_DCT_all_T", ".base", "kernel"))
+            )
+            assert abs(here - (theirs - unused)) / theirs < 0.02, (model, here, theirs, unused)
+
+
+def test_a_wrong_checkpoint_lists_its_keys():
+    _, _, state = dfb.build_random("meso4", SMALL, seed=3)
+    state["backbone.extra.weight"] = torch.zeros(1)
+    del state["backbone.conv1.weight"]
+    with pytest.raises(CheckpointMismatch) as err:
+        load_deepfakebench(state, "meso4", input_size=SMALL)
+    message = str(err.value)
+    assert "meso4_dfb" in message and "extra.weight" in message and "conv1.weight" in message
+    with pytest.raises(KeyError, match="supported"):
+        load_deepfakebench(state, "nope")
