@@ -583,14 +583,49 @@ def _xception_entry_side(size: int) -> int:
     return side
 
 
+# --- FFD and SPSL (training/detectors/ffd_detector.py, spsl_detector.py) ------------------
+
+
+class FFD(_Backboned):
+    """FFD with its regression map (``maptype: reg``): a sigmoid mask after block 7."""
+
+    def __init__(self):
+        super().__init__(Xception())
+        self.map = nn.Module()
+        self.map.c = nn.Module()
+        self.map.c.conv1 = nn.Conv2d(728, 728, 3, 1, 1, groups=728, bias=False)
+        self.map.c.pointwise = nn.Conv2d(728, 1, 1, bias=False)
+
+    def forward(self, x):
+        b = self.backbone
+        x = b.fea_part3(b.fea_part2(b.fea_part1_1(b.fea_part1_0(x))))
+        x = x * torch.sigmoid(self.map.c.pointwise(self.map.c.conv1(x)))
+        return b.classifier(b.fea_part5(b.fea_part4(x)))
+
+
+def _phase_without_amplitude(img):
+    grey = torch.mean(img, dim=1, keepdim=True)
+    phase = torch.angle(torch.fft.fftn(grey, dim=(-1, -2)))
+    return torch.real(torch.fft.ifftn(torch.exp(1j * phase), dim=(-1, -2)))
+
+
+def _spsl_score(m, x):
+    features = torch.cat((x, _phase_without_amplitude(x)), dim=1)
+    return _softmax_fake(m.backbone.classifier(m.backbone.features(features)))
+
+
 # --- the models ---------------------------------------------------------------------------
 
 
 def build(model: str, size: int = DFB_SIZE):
     """``(module, score)`` for DeepfakeBench's ``model`` at ``size`` px."""
-    if model in ("xception", "spsl", "core"):
-        net = _Backboned(Xception(inc=4 if model == "spsl" else 3))
+    if model in ("xception", "core", "fwa"):  # DFB's CORE and FWA are Xceptions
+        net = _Backboned(Xception())
         return net, lambda m, x: _softmax_fake(m.backbone.classifier(m.backbone.features(x)))
+    if model == "spsl":
+        return _Backboned(Xception(inc=4)), _spsl_score
+    if model == "ffd":
+        return FFD(), lambda m, x: _softmax_fake(m(x))
     if model == "meso4":
         return _Backboned(Meso4(size)), lambda m, x: _softmax_fake(m.backbone(x))
     if model == "meso4Inception":
@@ -631,7 +666,19 @@ def build_random(model: str, size: int, seed: int):
     return net.eval(), score, state
 
 
-MODELS = ("xception", "meso4", "meso4Inception", "efficientnetb4", "capsule_net", "f3net", "srm")
+MODELS = (
+    "xception",
+    "core",
+    "fwa",
+    "spsl",
+    "ffd",
+    "meso4",
+    "meso4Inception",
+    "efficientnetb4",
+    "capsule_net",
+    "f3net",
+    "srm",
+)
 CONSTANTS = r"(_DCT_all|_DCT_all_T|filters\.\d+\.base|kernel|blur\.weight)$"
 
 

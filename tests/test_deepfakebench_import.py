@@ -16,6 +16,7 @@ from fairforge.detectors.deepfakebench import (
     load_deepfakebench,
     map_deepfakebench_state,
 )
+from fairforge.training import TrainConfig, import_checkpoint, load_checkpoint
 
 SMALL = 64
 # DeepfakeBench's MesoNet applies Dropout2d to a flat vector (an identity at evaluation)
@@ -92,3 +93,21 @@ def test_a_wrong_checkpoint_lists_its_keys():
     assert "meso4_dfb" in message and "extra.weight" in message and "conv1.weight" in message
     with pytest.raises(KeyError, match="supported"):
         load_deepfakebench(state, "nope")
+
+
+def test_the_workflow_import_keeps_deepfakebench_s_function(tmp_path):
+    """``checkpoint_format: deepfakebench`` with the detector DeepfakeBench's model loads onto
+    (``meso4_dfb``) writes a fairforge checkpoint with DeepfakeBench's outputs; naming
+    fairforge's own ``meso4`` (another network) stops with the detector to use."""
+    reference, score, state = dfb.build_random("meso4", SMALL, seed=5)
+    path = tmp_path / "meso4_best.pth"
+    torch.save({"module." + k: v for k, v in state.items()}, path)
+    out = tmp_path / "model.pt"
+    import_checkpoint(path, out, TrainConfig(arch="meso4_dfb", input_size=SMALL), "deepfakebench")
+    model, meta = load_checkpoint(out)
+    assert meta["arch"] == "meso4_dfb"
+    x = torch.rand(3, 3, SMALL, SMALL, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        torch.testing.assert_close(torch.sigmoid(model(x)), score(reference, x), atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="arch: meso4_dfb"):
+        import_checkpoint(path, out, TrainConfig(arch="meso4", input_size=SMALL), "deepfakebench")

@@ -16,6 +16,7 @@ DeepfakeBench      fairforge detector      notes
 =================  ======================  ============================================
 xception           xception
 core, spsl         core, spsl              SPSL with 4 input channels, as DFB runs it
+fwa                xception                DFB's FWA is an Xception
 ffd                ffd                     the regression map
 meso4              meso4_dfb               DFB's shared BatchNorms, ReLU before BN
 meso4Inception     meso4inception_dfb
@@ -98,6 +99,9 @@ LAYOUTS: dict[str, _Layout] = {
     "xception": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
     "core": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
     "spsl": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
+    # DeepfakeBench's FWA is an Xception trained on face-warping fakes (fairforge's ``fwa`` is
+    # the Benchmark paper's ResNet-50): its checkpoint loads onto ``xception``
+    "fwa": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc", target="xception"),
     "ffd": _Layout(
         (
             (r"^map\.c\.conv1\.weight$", "attention.0.weight"),
@@ -152,11 +156,21 @@ LAYOUTS: dict[str, _Layout] = {
 }
 
 
+def _layout_name(arch: str) -> str:
+    """The layout for ``arch``: a DeepfakeBench ``model_name``, or else the fairforge detector
+    a layout builds (``meso4_dfb`` → ``meso4``), so a config's ``arch`` works too."""
+    if arch in LAYOUTS:
+        return arch
+    for name, layout in LAYOUTS.items():
+        if layout.target == arch:
+            return name
+    raise KeyError(f"no DeepfakeBench layout for {arch!r}; supported: {sorted(LAYOUTS)}")
+
+
 def deepfakebench_target(model: str) -> str:
-    """The fairforge detector that a DeepfakeBench ``model_name`` loads onto."""
-    if model not in LAYOUTS:
-        raise KeyError(f"no DeepfakeBench layout for {model!r}; supported: {sorted(LAYOUTS)}")
-    return LAYOUTS[model].target or model
+    """The fairforge detector that DeepfakeBench's ``model`` (or a detector name) loads onto."""
+    name = _layout_name(model)
+    return LAYOUTS[name].target or name
 
 
 class CheckpointMismatch(ValueError):
@@ -184,7 +198,7 @@ def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     """Rename a DeepfakeBench state dict to ``arch``'s names and check it against ``target``
     (our model's state dict); raises :class:`CheckpointMismatch` listing what does not fit."""
     target_name = deepfakebench_target(arch)
-    layout = LAYOUTS[arch]
+    layout = LAYOUTS[_layout_name(arch)]
     mapped, unmatched = {}, []
     for key, value in _unwrap(state).items():
         if any(re.search(p, key) for p in layout.ignore):
