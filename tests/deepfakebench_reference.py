@@ -614,6 +614,56 @@ def _spsl_score(m, x):
     return _softmax_fake(m.backbone.classifier(m.backbone.features(features)))
 
 
+# --- Face X-ray (training/detectors/facexray_detector.py, networks/cls_hrnet.py) ------------
+# cls_hrnet is the official HRNet-Image-Classification code; timm's ``hrnet_w48`` is its port
+# with the same parameter names, so its modules are borrowed and DFB's ``features`` rewritten.
+
+
+class FaceXray(nn.Module):
+    def __init__(self, size: int = DFB_SIZE):
+        super().__init__()
+        self.backbone = timm.create_model("hrnet_w48", pretrained=False)
+        self.post_process = nn.Sequential(
+            nn.Conv2d(720, 256, 3, 1, 1),
+            nn.BatchNorm2d(256),
+            nn.ReLU(),
+            nn.Conv2d(256, 128, 3, 1, 1),
+            nn.BatchNorm2d(128),
+            nn.ReLU(),
+            nn.Conv2d(128, 1, 1, 1, 0),
+            nn.Upsample(size=(size, size), mode="bilinear", align_corners=True),
+        )
+        self.fc = nn.Sequential(
+            nn.Linear((size // 2) ** 2, 1024),
+            nn.BatchNorm1d(1024),
+            nn.ReLU(),
+            nn.Linear(1024, 128),
+            nn.BatchNorm1d(128),
+            nn.ReLU(),
+            nn.Linear(128, 2),
+        )
+        self.size = size
+
+    def features(self, x):
+        b = self.backbone
+        x = b.act1(b.bn1(b.conv1(x)))
+        x = b.layer1(b.act2(b.bn2(b.conv2(x))))
+        ys = b.stage2([t(x) for t in b.transition1])
+        for transition, stage in ((b.transition2, b.stage3), (b.transition3, b.stage4)):
+            xs = [
+                ys[i] if isinstance(t, nn.Identity) else t(ys[-1]) for i, t in enumerate(transition)
+            ]
+            ys = stage(xs)
+        x0, x1, x2, x3 = ys
+        size = x0.shape[-2:]
+        ups = [F.interpolate(t, size=size, mode="bilinear") for t in (x1, x2, x3)]
+        return torch.cat([x0, *ups], 1)
+
+    def forward(self, x):
+        mask = self.post_process(self.features(x))
+        return self.fc(F.adaptive_avg_pool2d(mask, self.size // 2).flatten(1))
+
+
 # --- the models ---------------------------------------------------------------------------
 
 
@@ -638,6 +688,8 @@ def build(model: str, size: int = DFB_SIZE):
         return F3NetDFB(size), lambda m, x: _softmax_fake(m(x))
     if model == "srm":
         return SRM(size), lambda m, x: _softmax_fake(m(x))
+    if model == "facexray":
+        return FaceXray(size), lambda m, x: _softmax_fake(m(x))
     raise KeyError(model)
 
 
@@ -663,7 +715,30 @@ def build_random(model: str, size: int, seed: int):
         net, score = build(model, size)
     state = random_state(key_table(net), seed, constants(model, size))
     net.load_state_dict(state, assign=True)
-    return net.eval(), score, state
+    calibrate_batchnorm(net, score, size, seed)
+    return net.eval(), score, net.state_dict()
+
+
+def calibration_images(size: int, seed: int, n: int = 4) -> torch.Tensor:
+    """Random images in [-1, 1]; on other images a deep network's BatchNorm statistics from a
+    few images extrapolate poorly (EfficientNet's activations then grow block by block)."""
+    return torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(seed)) * 2 - 1
+
+
+def calibrate_batchnorm(net: nn.Module, score, size: int, seed: int) -> None:
+    """Set every BatchNorm's running statistics to those of one batch of random images, so that
+    random weights give normalised activations and scores that depend on the input (random
+    statistics let deep networks saturate)."""
+    norms = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average: one batch gives its own statistics
+    x = calibration_images(size, seed)
+    net.train()
+    with torch.no_grad():
+        score(net, x)
+    for m in norms:
+        m.momentum = 0.1
 
 
 MODELS = (
@@ -678,6 +753,7 @@ MODELS = (
     "capsule_net",
     "f3net",
     "srm",
+    "facexray",
 )
 CONSTANTS = r"(_DCT_all|_DCT_all_T|filters\.\d+\.base|kernel|blur\.weight)$"
 
@@ -696,6 +772,8 @@ def random_state(keys: dict, seed: int, constants: dict) -> dict:
             out[key] = constants[key].clone()
         elif key.endswith("num_batches_tracked"):
             out[key] = torch.tensor(7)
+        elif key.endswith("route_weights"):  # DFB's torch.randn initialisation
+            out[key] = torch.randn(shape, generator=g)
         elif key.endswith("running_var"):
             out[key] = torch.rand(shape, generator=g) + 0.5
         else:

@@ -24,6 +24,7 @@ efficientnetb4     efficientnet_b4_dfb     efficientnet_pytorch names → timm n
 capsule_net        capsule                 (``capsule`` is accepted too)
 f3net              f3net_dfb               FAD only, one Xception
 srm                srm                     two streams, DFB's module names
+facexray           face_xray_dfb           HRNet-W48 (timm's names are the official ones)
 =================  ======================  ============================================
 
 Keys that DeepfakeBench builds but never uses (``adjust_channel``, SRM's second classifier
@@ -83,6 +84,13 @@ def _effnet_block(match: re.Match) -> str:
     if stage >= len(_B4_REPEATS) or name is None:
         return f"<no counterpart: {match.group(0)}>"
     return f"backbone.blocks.{stage}.{index}.{name}.{rest}"
+
+
+def _facexray_head(match: re.Match) -> str:
+    module, index, rest = match.group(1), int(match.group(2)), match.group(3)
+    if module == "fc" and index == 6:
+        index = 7  # our dropout sits before the last layer
+    return f"{module}.{index}.{rest}"
 
 
 _MESO = _Layout(((r"^backbone\.(.+)$", r"\1"),), head="fc2")
@@ -152,6 +160,15 @@ LAYOUTS: dict[str, _Layout] = {
             r"^blur\.weight$",  # Gaussian smoothing built, never called
         ),
         head="backbone_rgb.fc",
+    ),
+    "facexray": _Layout(
+        (
+            (r"^(backbone)\.(.+)$", r"\1.\2"),
+            (r"^(post_process|fc)\.(\d+)\.(.+)$", _facexray_head),
+        ),
+        (r"^backbone\.(incre_modules|downsamp_modules|final_layer|classifier)\.",),
+        head="fc.7",
+        target="face_xray_dfb",
     ),
 }
 
