@@ -17,6 +17,7 @@ from fairforge.detectors.deepfakebench import (
     load_deepfakebench,
     map_deepfakebench_state,
 )
+from fairforge.detectors.f3net import MixBlock
 from fairforge.training import TrainConfig, import_checkpoint, load_checkpoint
 
 SMALL = 64
@@ -117,3 +118,21 @@ def test_the_workflow_import_keeps_deepfakebench_s_function(tmp_path):
         torch.testing.assert_close(torch.sigmoid(model(x)), score(reference, x), atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="arch: meso4_dfb"):
         import_checkpoint(path, out, TrainConfig(arch="meso4", input_size=SMALL), "deepfakebench")
+
+
+def test_published_capsule_freezes_its_vgg_and_f3net_mixes_its_streams():
+    capsule = create_detector("capsule", input_size=SMALL)
+    assert not any(p.requires_grad for p in capsule.vgg.parameters())
+    assert all(p.requires_grad for p in capsule.capsules.parameters())
+    assert capsule.mean == capsule.std == (0.5, 0.5, 0.5)
+    block = MixBlock(8).eval()
+    fad, lfs = torch.randn(2, 8, 4, 4), torch.randn(2, 8, 4, 4)
+    with torch.no_grad():
+        # γ = 0: 2·sigmoid(0) − 1 = 0, neither stream receives anything from the other
+        torch.testing.assert_close(block(fad, lfs)[0], block(fad, 2 * lfs)[0])
+        torch.testing.assert_close(block(fad, lfs)[1], block(2 * fad, lfs)[1])
+        block.fad_gamma.fill_(2.0)
+        block.lfs_gamma.fill_(2.0)
+        mixed = block(fad, lfs)
+        changed = block(fad, lfs * 2)[0]  # the FAD output now depends on the LFS stream
+    assert not torch.allclose(changed, mixed[0])
