@@ -27,9 +27,12 @@ srm                srm                     two streams, DFB's module names
 facexray           face_xray_dfb           HRNet-W48 (timm's names are the official ones)
 =================  ======================  ============================================
 
-Keys that DeepfakeBench builds but never uses (``adjust_channel``, SRM's second classifier
-and blur kernel, F3Net's transposed DCT copy) are dropped; any other key left over, any
-parameter of ours left unfilled, or a shape mismatch is an error that lists them.
+A fairforge detector name from the middle column selects its layout too (a config's
+``arch``). Keys that DeepfakeBench builds but never uses (``adjust_channel``, SRM's second
+classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head) are dropped;
+any other key left over, any parameter of ours left unfilled, or a shape mismatch is an error
+that lists them. The model is built on the meta device and takes the checkpoint's tensors, so
+nothing is initialised only to be overwritten.
 
     >>> model = load_deepfakebench("xception_best.pth", "xception", input_size=256)
 """
