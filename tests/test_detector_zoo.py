@@ -221,9 +221,15 @@ def test_dct_is_orthonormal_and_bands_partition_the_spectrum():
     x = torch.randn(16, 16)
     torch.testing.assert_close(d.T @ (d @ x @ d.T) @ d, x, atol=1e-4, rtol=0)
     n = 64
-    bands = band_mask(n, 0, n / 2.82) + band_mask(n, n / 2.82, n / 2) + band_mask(n, n / 2, 2 * n)
-    assert torch.equal(bands, torch.ones(n, n))
-    assert band_mask(n, 0, n / 2.82).mean() == pytest.approx(1 / 16, abs=0.01)
+    low, mid = band_mask(n, 0, n // 2.82), band_mask(n, n // 2.82, n // 2)
+    high = band_mask(n, n // 2, 2 * n)
+    # the authors' edges are inclusive: the bands cover the spectrum and neighbours share
+    # exactly their boundary diagonal (i + j = 22 and i + j = 32)
+    assert torch.equal((low + mid + high).clamp(max=1), torch.ones(n, n))
+    overlap = (low + mid + high) - 1
+    s = torch.arange(n)[:, None] + torch.arange(n)[None, :]
+    assert torch.equal(overlap.bool(), (s == n // 2.82) | (s == n // 2))
+    assert low.mean() == pytest.approx(1 / 16, abs=0.01)
 
 
 def test_f3net_rejects_other_sizes():
@@ -387,7 +393,7 @@ def test_deepfakebench_mismatch_lists_the_keys():
     ):
         assert key in message
     with pytest.raises(KeyError, match="supported"):
-        load_deepfakebench(state, "meso4")
+        load_deepfakebench(state, "meso5")
 
 
 # --- external score files --------------------------------------------------------------------

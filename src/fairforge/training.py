@@ -308,6 +308,11 @@ def import_checkpoint(
         if "input_size" in entry.__init__.__code__.co_varnames:
             kwargs.setdefault("input_size", input_size)
         model = load_deepfakebench(source, cfg.arch, **kwargs)
+        if model.name != cfg.arch:  # e.g. DeepfakeBench's meso4 is fairforge's meso4_dfb
+            raise ValueError(
+                f"a DeepfakeBench {cfg.arch!r} checkpoint loads onto the {model.name!r} "
+                f"detector: set arch: {model.name} for {source}"
+            )
         save_checkpoint(out, model, cfg, kwargs, input_size, epoch=0, val_auc=math.nan)
         return
     model, meta = load_checkpoint(source)

@@ -7,10 +7,19 @@ two 4-d output capsules (real, fake). As in the paper, each output dimension vot
 softmax over the two capsules and the image probability is the mean vote; the loss is the
 cross-entropy of every dimension's vote.
 
-Simplifications: VGG starts from random weights (the paper uses ImageNet weights and freezes
-nothing either); the training-time noise on the routing weights and the routing dropout are
-left out. The logit returned is that of the mean fake probability, so sigmoid(logit) is
-exactly the paper's score.
+As published (the authors' code, which DeepfakeBench's ``capsule_net`` reproduces): the VGG-19
+part is a frozen feature extractor (``freeze_vgg``, default on: its parameters get no
+gradient, only the capsules and the routing train); the primary capsules are stacked as
+(B, 8, 10) and squashed over the last axis, i.e. across the ten capsules for each of the 8
+dimensions (that is what the published code does, not a per-capsule squash); inputs are
+normalised with mean = std = 0.5. DeepfakeBench checkpoints load and give its outputs
+(:mod:`fairforge.detectors.deepfakebench`).
+
+Simplifications: VGG starts from random weights unless ImageNet weights are loaded (the paper
+uses ImageNet weights); the training-time noise on the routing weights and the routing
+dropout are left out. The logit returned is that of the mean fake probability, so
+sigmoid(logit) is exactly the paper's score (DeepfakeBench's own ``prob`` is a softmax over
+those mean probabilities, a monotone function of the same score).
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from timm.models.vgg import cfgs as vgg_cfgs
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register
+from fairforge.detectors.base import register
 
 
 def vgg19_head_layers(n_pools: int = 3) -> nn.Sequential:
@@ -94,13 +103,20 @@ class DynamicRouting(nn.Module):
 @register("capsule")
 class CapsuleForensics(AuxiliaryLossDetector):
     default_input_size = 256
-    mean = IMAGENET_MEAN
-    std = IMAGENET_STD
+    mean = (0.5, 0.5, 0.5)
+    std = (0.5, 0.5, 0.5)
 
-    def __init__(self, input_size: int = 256, n_capsules: int = 10, routing_iterations: int = 2):
+    def __init__(
+        self,
+        input_size: int = 256,
+        n_capsules: int = 10,
+        routing_iterations: int = 2,
+        freeze_vgg: bool = True,
+    ):
         super().__init__()
         self.input_size = input_size
         self.vgg = vgg19_head_layers(3)
+        self.vgg.requires_grad_(not freeze_vgg)
         self.capsules = nn.ModuleList(_primary_capsule(256) for _ in range(n_capsules))
         self.routing = DynamicRouting(n_capsules, 2, 8, 4, routing_iterations)
         for m in self.capsules.modules():  # the paper's initialisation
@@ -112,8 +128,8 @@ class CapsuleForensics(AuxiliaryLossDetector):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         feats = self.vgg(x)
-        primary = squash(torch.stack([c(feats) for c in self.capsules], dim=1), dim=-1)
-        out = self.routing(primary)  # (B, 2, 4): (real, fake) × dims
+        primary = squash(torch.stack([c(feats) for c in self.capsules], dim=-1), dim=-1)
+        out = self.routing(primary.transpose(1, 2))  # (B, 2, 4): (real, fake) × dims
         votes = out[:, 1, :] - out[:, 0, :]  # per-dimension fake-vs-real logits
         p_fake = torch.sigmoid(votes).mean(dim=1).clamp(1e-6, 1 - 1e-6)
         return self._keep(torch.logit(p_fake), votes=votes)

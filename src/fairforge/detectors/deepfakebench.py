@@ -8,17 +8,38 @@ head (``last_linear``: real, fake). fairforge detectors have one logit, so the h
 ``w_fake − w_real`` and ``b_fake − b_real``: sigmoid of that logit equals DeepfakeBench's
 softmax probability of "fake".
 
-Supported: ``xception``, ``core`` and ``spsl`` (Xception backbones, SPSL with 4 input
-channels and the full network, as DeepfakeBench runs it), ``ffd`` (the regression map) and
-``capsule``. Keys that DeepfakeBench builds but never uses (``adjust_channel``) are dropped;
+Layouts are named by DeepfakeBench's ``model_name``; each builds the fairforge detector that
+computes the same function (:data:`LAYOUTS`, :func:`deepfakebench_target`):
+
+=================  ======================  ============================================
+DeepfakeBench      fairforge detector      notes
+=================  ======================  ============================================
+xception           xception
+core, spsl         core, spsl              SPSL with 4 input channels, as DFB runs it
+fwa                xception                DFB's FWA is an Xception
+ffd                ffd                     the regression map
+meso4              meso4_dfb               DFB's shared BatchNorms, ReLU before BN
+meso4Inception     meso4inception_dfb
+efficientnetb4     efficientnet_b4_dfb     efficientnet_pytorch names → timm names
+capsule_net        capsule                 (``capsule`` is accepted too)
+f3net              f3net_dfb               FAD only, one Xception
+srm                srm                     two streams, DFB's module names
+facexray           face_xray_dfb           HRNet-W48 (timm's names are the official ones)
+=================  ======================  ============================================
+
+A fairforge detector name from the middle column selects its layout too (a config's
+``arch``). Keys that DeepfakeBench builds but never uses (``adjust_channel``, SRM's second
+classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head) are dropped;
 any other key left over, any parameter of ours left unfilled, or a shape mismatch is an error
-that lists them.
+that lists them. The model is built on the meta device and takes the checkpoint's tensors, so
+nothing is initialised only to be overwritten.
 
     >>> model = load_deepfakebench("xception_best.pth", "xception", input_size=256)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +51,10 @@ from fairforge.detectors.base import Detector, create_detector
 
 @dataclass(frozen=True)
 class _Layout:
-    rules: tuple[tuple[str, str], ...]  # (regex on DeepfakeBench key, replacement)
+    rules: tuple[tuple[str, object], ...]  # (regex on DeepfakeBench key, replacement)
     ignore: tuple[str, ...] = ()  # DeepfakeBench keys with no counterpart
     head: str | None = None  # our single-logit linear layer, if any
+    target: str | None = None  # the fairforge detector built, when its name differs
 
 
 _XCEPTION_RULES = (
@@ -41,10 +63,56 @@ _XCEPTION_RULES = (
 )
 _XCEPTION_IGNORE = (r"^backbone\.adjust_channel\.",)
 
+# efficientnet_pytorch's B4 numbers its 32 blocks 0..31; timm groups them in 7 stages
+_B4_REPEATS = (2, 4, 4, 6, 6, 8, 2)
+_EFFNET_PARTS = {  # efficientnet_pytorch → timm, first stage (no expansion), other stages
+    "_depthwise_conv": ("conv_dw", "conv_dw"),
+    "_expand_conv": (None, "conv_pw"),
+    "_bn0": (None, "bn1"),
+    "_bn1": ("bn1", "bn2"),
+    "_se_reduce": ("se.conv_reduce", "se.conv_reduce"),
+    "_se_expand": ("se.conv_expand", "se.conv_expand"),
+    "_project_conv": ("conv_pw", "conv_pwl"),
+    "_bn2": ("bn2", "bn3"),
+}
+
+
+def _effnet_block(match: re.Match) -> str:
+    index, part, rest = int(match.group(1)), match.group(2), match.group(3)
+    stage = 0
+    while stage < len(_B4_REPEATS) and index >= _B4_REPEATS[stage]:
+        index -= _B4_REPEATS[stage]
+        stage += 1
+    name = _EFFNET_PARTS.get(part, (None, None))[0 if stage == 0 else 1]
+    if stage >= len(_B4_REPEATS) or name is None:
+        return f"<no counterpart: {match.group(0)}>"
+    return f"backbone.blocks.{stage}.{index}.{name}.{rest}"
+
+
+def _facexray_head(match: re.Match) -> str:
+    module, index, rest = match.group(1), int(match.group(2)), match.group(3)
+    if module == "fc" and index == 6:
+        index = 7  # our dropout sits before the last layer
+    return f"{module}.{index}.{rest}"
+
+
+_MESO = _Layout(((r"^backbone\.(.+)$", r"\1"),), head="fc2")
+_CAPSULE = _Layout(
+    (
+        (r"^vgg_ext\.vgg_1\.(.+)$", r"vgg.\1"),
+        (r"^fea_ext\.capsules\.(.+)$", r"capsules.\1"),
+        (r"^routing_stats\.route_weights$", "routing.route_weights"),
+    ),
+    target="capsule",
+)
+
 LAYOUTS: dict[str, _Layout] = {
     "xception": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
     "core": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
     "spsl": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
+    # DeepfakeBench's FWA is an Xception trained on face-warping fakes (fairforge's ``fwa`` is
+    # the Benchmark paper's ResNet-50): its checkpoint loads onto ``xception``
+    "fwa": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc", target="xception"),
     "ffd": _Layout(
         (
             (r"^map\.c\.conv1\.weight$", "attention.0.weight"),
@@ -54,14 +122,75 @@ LAYOUTS: dict[str, _Layout] = {
         _XCEPTION_IGNORE,
         head="backbone.fc",
     ),
-    "capsule": _Layout(
+    "capsule": _CAPSULE,
+    "capsule_net": _CAPSULE,
+    "meso4": dataclasses.replace(_MESO, target="meso4_dfb"),
+    "meso4Inception": dataclasses.replace(_MESO, target="meso4inception_dfb"),
+    "efficientnetb4": _Layout(
         (
-            (r"^vgg_ext\.vgg_1\.(.+)$", r"vgg.\1"),
-            (r"^fea_ext\.capsules\.(.+)$", r"capsules.\1"),
-            (r"^routing_stats\.route_weights$", "routing.route_weights"),
-        )
+            (r"^backbone\.last_layer\.(?:1\.)?(weight|bias)$", r"backbone.classifier.\1"),
+            (r"^backbone\.efficientnet\._conv_stem\.weight$", "backbone.conv_stem.weight"),
+            (r"^backbone\.efficientnet\._bn0\.(.+)$", r"backbone.bn1.\1"),
+            (r"^backbone\.efficientnet\._conv_head\.weight$", "backbone.conv_head.weight"),
+            (r"^backbone\.efficientnet\._bn1\.(.+)$", r"backbone.bn2.\1"),
+            (r"^backbone\.efficientnet\._blocks\.(\d+)\.(\w+)\.(.+)$", _effnet_block),
+        ),
+        (r"^backbone\.adjust_channel\.",),
+        head="backbone.classifier",
+        target="efficientnet_b4_dfb",
+    ),
+    "f3net": _Layout(
+        (
+            (r"^FAD_head\._DCT_all$", "fad.dct"),
+            (r"^FAD_head\.filters\.(\d+)\.(base|learnable)$", r"fad.filters.\1.\2"),
+            *_XCEPTION_RULES,
+        ),
+        (*_XCEPTION_IGNORE, r"^FAD_head\._DCT_all_T$"),
+        head="backbone.fc",
+        target="f3net_dfb",
+    ),
+    "srm": _Layout(
+        (
+            (r"^backbone_rgb\.last_linear\.(?:1\.)?(weight|bias)$", r"backbone_rgb.fc.\1"),
+            (
+                r"^(backbone_(?:rgb|srm)|srm_conv\d|srm_sa|srm_sa_post|dual_cma\d|fusion)\.(.+)$",
+                r"\1.\2",
+            ),
+        ),
+        (
+            r"^backbone_(?:rgb|srm)\.adjust_channel\.",
+            r"^backbone_srm\.last_linear\.",  # built, never used
+            r"^blur\.weight$",  # Gaussian smoothing built, never called
+        ),
+        head="backbone_rgb.fc",
+    ),
+    "facexray": _Layout(
+        (
+            (r"^(backbone)\.(.+)$", r"\1.\2"),
+            (r"^(post_process|fc)\.(\d+)\.(.+)$", _facexray_head),
+        ),
+        (r"^backbone\.(incre_modules|downsamp_modules|final_layer|classifier)\.",),
+        head="fc.7",
+        target="face_xray_dfb",
     ),
 }
+
+
+def _layout_name(arch: str) -> str:
+    """The layout for ``arch``: a DeepfakeBench ``model_name``, or else the fairforge detector
+    a layout builds (``meso4_dfb`` → ``meso4``), so a config's ``arch`` works too."""
+    if arch in LAYOUTS:
+        return arch
+    for name, layout in LAYOUTS.items():
+        if layout.target == arch:
+            return name
+    raise KeyError(f"no DeepfakeBench layout for {arch!r}; supported: {sorted(LAYOUTS)}")
+
+
+def deepfakebench_target(model: str) -> str:
+    """The fairforge detector that DeepfakeBench's ``model`` (or a detector name) loads onto."""
+    name = _layout_name(model)
+    return LAYOUTS[name].target or name
 
 
 class CheckpointMismatch(ValueError):
@@ -88,16 +217,18 @@ def _unwrap(state: dict) -> dict:
 def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     """Rename a DeepfakeBench state dict to ``arch``'s names and check it against ``target``
     (our model's state dict); raises :class:`CheckpointMismatch` listing what does not fit."""
-    if arch not in LAYOUTS:
-        raise KeyError(f"no DeepfakeBench layout for {arch!r}; supported: {sorted(LAYOUTS)}")
-    layout = LAYOUTS[arch]
+    target_name = deepfakebench_target(arch)
+    layout = LAYOUTS[_layout_name(arch)]
     mapped, unmatched = {}, []
     for key, value in _unwrap(state).items():
         if any(re.search(p, key) for p in layout.ignore):
             continue
         for pattern, repl in layout.rules:
             if re.search(pattern, key):
-                mapped[re.sub(pattern, repl, key)] = value
+                new = re.sub(pattern, repl, key)
+                if new in mapped:
+                    raise CheckpointMismatch(f"two checkpoint keys map to {new}")
+                mapped[new] = value
                 break
         else:
             unmatched.append(key)
@@ -117,21 +248,26 @@ def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     if unmatched:
         problems.append(f"checkpoint keys with no rule ({_listing(unmatched)})")
     if unknown:
-        problems.append(f"checkpoint keys mapped to names {arch} lacks ({_listing(unknown)})")
+        problems.append(
+            f"checkpoint keys mapped to names {target_name} lacks ({_listing(unknown)})"
+        )
     if missing:
-        problems.append(f"{arch} parameters the checkpoint does not provide ({_listing(missing)})")
+        problems.append(
+            f"{target_name} parameters the checkpoint does not provide ({_listing(missing)})"
+        )
     if wrong:
         problems.append(f"shape mismatches ({_listing(wrong)})")
     if problems:
         raise CheckpointMismatch(
-            f"DeepfakeBench checkpoint does not fit {arch}: " + "; ".join(problems)
+            f"DeepfakeBench {arch} checkpoint does not fit {target_name}: " + "; ".join(problems)
         )
     return mapped
 
 
 def load_deepfakebench(path_or_state_dict: str | Path | dict, arch: str, **cfg) -> Detector:
-    """Build ``arch`` with ``cfg`` and load a DeepfakeBench checkpoint (a path, read with
-    ``weights_only=True``, or an already loaded state dict) onto it; returns it in eval mode."""
+    """Build the detector for DeepfakeBench's ``arch`` (its ``model_name``) with ``cfg`` and
+    load a DeepfakeBench checkpoint (a path, read with ``weights_only=True``, or an already
+    loaded state dict) onto it; returns it in eval mode."""
     if isinstance(path_or_state_dict, dict):
         state = path_or_state_dict
     else:
@@ -139,9 +275,14 @@ def load_deepfakebench(path_or_state_dict: str | Path | dict, arch: str, **cfg) 
         if not path.is_file():
             raise FileNotFoundError(f"DeepfakeBench checkpoint not found: {path}")
         state = torch.load(path, map_location="cpu", weights_only=True)
-    if arch not in LAYOUTS:
-        raise KeyError(f"no DeepfakeBench layout for {arch!r}; supported: {sorted(LAYOUTS)}")
-    model = create_detector(arch, **cfg)
+    with torch.device("meta"):  # no random initialisation of what the checkpoint replaces
+        model = create_detector(deepfakebench_target(arch), **cfg)
     mapped = map_deepfakebench_state(state, arch, model.state_dict())
-    model.load_state_dict(mapped)
+    model.load_state_dict(
+        {k: v.to(torch.float32) if v.is_floating_point() else v for k, v in mapped.items()},
+        assign=True,
+    )
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:
+        raise CheckpointMismatch(f"{arch}: tensors the checkpoint does not set ({_listing(left)})")
     return model.eval()

@@ -1,19 +1,93 @@
 """EfficientNet-B4 (Tan & Le, ICML 2019), the classifier of Self-Blended Images (Shiohara &
-Yamasaki, CVPR 2022).
+Yamasaki, CVPR 2022) and of DeepfakeBench's ``efficientnetb4`` and ``sbi``.
 
-timm's ``efficientnet_b4`` with one logit. SBI trains it at 380 px on self-blended real images;
-the self-blending is a training-data method, not part of the network, and is not done here
-(train it on whatever ``train_methods`` the config gives). ``backbone`` picks another timm
-EfficientNet (``efficientnet_b0`` for CPU-sized runs). Weights start random; SBI starts from
-ImageNet weights.
+Both SBI and DeepfakeBench build the network with ``efficientnet_pytorch``: TensorFlow's
+"same" padding, fixed when the network is built for the image size it assumes, and BatchNorm
+eps 1e-3. timm's ``tf_efficientnet_b4`` is the same network (same blocks, eps and
+squeeze-excite widths) but pads dynamically; here its strided convolutions get static
+padding computed the way efficientnet_pytorch does (:class:`StaticSamePadConv2d`):
+
+``padding="same"``
+    TF "same" padding for ``input_size`` (what SBI trains with at 380 px);
+``padding="deepfakebench"``
+    DeepfakeBench's network: its stem is replaced by an unpadded 3×3 convolution, and the
+    other paddings stay those efficientnet_pytorch computed for B4's 380 px, whatever the input
+    size (DeepfakeBench runs it at 256 px). Its checkpoints load exactly
+    (:mod:`fairforge.detectors.deepfakebench`).
+
+The self-blending of SBI is a training-data method, not part of the network, and is not done
+here (train it on whatever ``train_methods`` the config gives). ``backbone`` picks another
+``tf_efficientnet_*`` (``tf_efficientnet_b0`` for CPU-sized runs). Weights start random; SBI
+and DeepfakeBench start from ImageNet weights (see the detector table in the README).
 """
 
 from __future__ import annotations
 
+import math
+
 import timm
 import torch
+import torch.nn.functional as F
+from timm.layers import Conv2dSame
+from torch import nn
 
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
+
+PADDINGS = ("same", "deepfakebench")
+EFFICIENTNET_PYTORCH_SIZE = {"tf_efficientnet_b0": 224, "tf_efficientnet_b4": 380}
+
+
+def same_pad(size: int, kernel: int, stride: int) -> tuple[int, int, int, int]:
+    """TF "same" padding of a square input of ``size`` (left, right, top, bottom)."""
+    out = math.ceil(size / stride)
+    pad = max((out - 1) * stride + kernel - size, 0)
+    return (pad // 2, pad - pad // 2, pad // 2, pad - pad // 2)
+
+
+class StaticSamePadConv2d(nn.Conv2d):
+    """A convolution with a fixed zero padding (efficientnet_pytorch's
+    ``Conv2dStaticSamePadding``)."""
+
+    def __init__(self, conv: nn.Conv2d, pad: tuple[int, int, int, int]):
+        super().__init__(
+            conv.in_channels,
+            conv.out_channels,
+            conv.kernel_size,
+            conv.stride,
+            0,
+            conv.dilation,
+            conv.groups,
+            conv.bias is not None,
+        )
+        self.pad = pad
+        with torch.no_grad():
+            self.weight.copy_(conv.weight)
+            if conv.bias is not None:
+                self.bias.copy_(conv.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(F.pad(x, self.pad))
+
+
+def _set(model: nn.Module, name: str, module: nn.Module) -> None:
+    parent, _, leaf = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, leaf, module)
+
+
+def static_padding(model: nn.Module, size: int, unpadded_stem: bool = False) -> nn.Module:
+    """Replace the dynamically padded convolutions of a timm ``tf_efficientnet`` by static
+    ones, computed for ``size`` px in forward order as efficientnet_pytorch does."""
+    for name, conv in list(model.named_modules()):
+        if not isinstance(conv, Conv2dSame):
+            continue
+        stride = conv.stride[0]
+        if name == "conv_stem" and unpadded_stem:
+            pad = (0, 0, 0, 0)
+        else:
+            pad = same_pad(size, conv.kernel_size[0], stride)
+        _set(model, name, StaticSamePadConv2d(conv, pad))
+        size = math.ceil(size / stride)
+    return model
 
 
 @register("efficientnet_b4")
@@ -23,13 +97,44 @@ class EfficientNetB4(Detector):
     std = IMAGENET_STD
 
     def __init__(
-        self, input_size: int = 380, backbone: str = "efficientnet_b4", drop_rate: float = 0.2
+        self,
+        input_size: int = 380,
+        backbone: str = "tf_efficientnet_b4",
+        drop_rate: float = 0.2,
+        padding: str = "same",
     ):
         super().__init__()
+        if padding not in PADDINGS:
+            raise ValueError(f"efficientnet_b4 padding must be one of {PADDINGS}, got {padding!r}")
+        if not backbone.startswith("tf_efficientnet"):
+            raise ValueError(f"efficientnet_b4 needs a tf_efficientnet_* backbone, got {backbone}")
         self.input_size = input_size
-        self.backbone = timm.create_model(
-            backbone, pretrained=False, num_classes=1, drop_rate=drop_rate
-        )
+        self.padding = padding
+        net = timm.create_model(backbone, pretrained=False, num_classes=1, drop_rate=drop_rate)
+        if padding == "deepfakebench":
+            size = EFFICIENTNET_PYTORCH_SIZE.get(backbone, 380)
+            self.backbone = static_padding(net, size, unpadded_stem=True)
+        else:
+            self.backbone = static_padding(net, input_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.backbone(x).squeeze(1)
+
+
+@register("efficientnet_b4_dfb")
+class EfficientNetB4DFB(EfficientNetB4):
+    """DeepfakeBench's ``efficientnetb4``: ``padding="deepfakebench"`` and its normalisation
+    (mean = std = 0.5); its input size is DeepfakeBench's 256 px."""
+
+    default_input_size = 256
+    mean = (0.5, 0.5, 0.5)
+    std = (0.5, 0.5, 0.5)
+
+    def __init__(
+        self,
+        input_size: int = 256,
+        backbone: str = "tf_efficientnet_b4",
+        drop_rate: float = 0.0,
+        padding: str = "deepfakebench",
+    ):
+        super().__init__(input_size, backbone, drop_rate, padding)

@@ -1,20 +1,31 @@
-"""F3-Net: frequency in face forgery network (Qian et al., ECCV 2020).
+"""F3-Net: frequency in face forgery network (Qian et al., ECCV 2020), as published, and
+DeepfakeBench's FAD-only variant.
 
-Two frequency-aware inputs, each classified by an Xception:
+``f3net`` is the paper's two-stream network:
 
 * FAD (frequency-aware decomposition): the 2-D DCT of every colour channel is split by four
-  band filters over the index sum i + j (low: < N/2.82, i.e. the first 1/16 of the spectrum;
-  middle: up to N/2, 1/8; high: the rest; all), each a fixed binary mask plus a learnable
-  offset 2·sigmoid(w) − 1, and transformed back: 4 bands × 3 channels = 12 input channels.
+  band filters over the index sum i + j (low: up to N // 2.82, the first 1/16 of the
+  spectrum; middle: up to N // 2, 1/8; high: the rest; all), each a fixed binary mask plus a
+  learnable offset 2·sigmoid(w) − 1, and transformed back: 4 bands × 3 channels = 12 input
+  channels. Band edges are inclusive, as in the authors' code (neighbouring bands share their
+  boundary diagonal).
 * LFS (local frequency statistics): on the grey image (in 0..255), a 10×10 sliding-window DCT
   (stride 2, padding 4, so the map is N/2 × N/2) whose log-magnitudes are averaged in M = 6
   learnable bands: 6 input channels.
+* Each stream is an Xception; two MixBlocks (cross attention between the streams, after
+  block 7 at 728 channels and after block 12 at 1024 channels) exchange information, and the
+  two pooled 2048-d features are concatenated, dropped out and classified. The LFS Xception's
+  first convolution has stride 1 (its input is half the size), so that both streams reach
+  the MixBlocks with equal maps; at input sizes that are not multiples of 4 the LFS map is
+  resized to the FAD one (nearest) where they differ by a pixel.
 
-The two branches' pooled features are concatenated and classified. The band filters hold
-N×N learnable weights, so a model only takes inputs of its ``input_size``.
+``f3net_dfb`` is DeepfakeBench's ``f3net``: FAD only, one Xception with 12 input channels and
+DeepfakeBench's normalisation; its checkpoints load exactly
+(:mod:`fairforge.detectors.deepfakebench`).
 
-Simplifications: the MixBlock cross-attention fusion between the branches (at the middle and
-the end of Xception) is replaced by late concatenation; random initialisation.
+The band filters hold N×N learnable weights, so a model only takes inputs of its
+``input_size``. Simplification: random initialisation (the paper and DeepfakeBench start the
+Xceptions from ImageNet weights).
 """
 
 from __future__ import annotations
@@ -26,22 +37,31 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.base import Detector, register
-from fairforge.detectors.xception import FEATURE_CHANNELS, xception_features, xception_net
+from fairforge.detectors.xception import (
+    ENTRY,
+    EXIT,
+    FEATURE_CHANNELS,
+    MIDDLE,
+    STEM,
+    run_stages,
+    xception_net,
+)
 
 
 def dct_matrix(n: int) -> torch.Tensor:
     """Orthonormal DCT-II matrix D: the 2-D DCT of X is D X Dᵀ, its inverse Dᵀ Y D."""
-    k = torch.arange(n, dtype=torch.float64)[:, None]
-    i = torch.arange(n, dtype=torch.float64)[None, :]
+    # on the CPU even when a model is built on the meta device: these are constants
+    k = torch.arange(n, dtype=torch.float64, device="cpu")[:, None]
+    i = torch.arange(n, dtype=torch.float64, device="cpu")[None, :]
     d = torch.cos(math.pi * (2 * i + 1) * k / (2 * n)) * math.sqrt(2.0 / n)
     d[0] /= math.sqrt(2.0)
     return d.float()
 
 
 def band_mask(n: int, start: float, end: float) -> torch.Tensor:
-    """1 where start <= i + j < end."""
-    s = torch.arange(n)[:, None] + torch.arange(n)[None, :]
-    return ((s >= start) & (s < end)).float()
+    """1 where start <= i + j <= end (the authors' ``generate_filter``)."""
+    s = torch.arange(n, device="cpu")[:, None] + torch.arange(n, device="cpu")[None, :]
+    return ((s >= start) & (s <= end)).float()
 
 
 class BandFilter(nn.Module):
@@ -65,9 +85,9 @@ class FAD(nn.Module):
         self.register_buffer("dct", dct_matrix(size))
         self.filters = nn.ModuleList(
             [
-                BandFilter(size, 0, size / 2.82),
-                BandFilter(size, size / 2.82, size / 2),
-                BandFilter(size, size / 2, 2 * size),
+                BandFilter(size, 0, size // 2.82),
+                BandFilter(size, size // 2.82, size // 2),
+                BandFilter(size, size // 2, 2 * size),
                 BandFilter(size, 0, 2 * size),
             ]
         )
@@ -106,6 +126,51 @@ class LFS(nn.Module):
         return stats.transpose(1, 2).reshape(b, -1, n_out, m_out)
 
 
+class MixBlock(nn.Module):
+    """The paper's cross attention between the FAD and LFS streams: per channel, a W×W
+    attention from both streams' queries and keys re-weights each stream's map, which is
+    added to the other stream through a depthwise 1×1 convolution and BatchNorm, scaled by
+    a learnable 2·sigmoid(γ) − 1 (0 at start)."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        conv = lambda: nn.Conv2d(channels, channels, 1)  # noqa: E731
+        self.fad_query, self.lfs_query, self.fad_key, self.lfs_key = conv(), conv(), conv(), conv()
+        self.fad_gamma = nn.Parameter(torch.zeros(1))
+        self.lfs_gamma = nn.Parameter(torch.zeros(1))
+        self.fad_conv = nn.Conv2d(channels, channels, 1, groups=channels)
+        self.fad_bn = nn.BatchNorm2d(channels)
+        self.lfs_conv = nn.Conv2d(channels, channels, 1, groups=channels)
+        self.lfs_bn = nn.BatchNorm2d(channels)
+
+    def forward(self, fad: torch.Tensor, lfs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b, c, w, h = fad.shape
+        if lfs.shape != fad.shape or w != h:
+            raise ValueError(f"MixBlock needs equal square maps, got {fad.shape}, {lfs.shape}")
+        query = torch.cat(
+            [self.fad_query(fad).reshape(-1, w, h), self.lfs_query(lfs).reshape(-1, w, h)], dim=2
+        )
+        key = torch.cat(
+            [
+                self.fad_key(fad).reshape(-1, w, h).transpose(1, 2),
+                self.lfs_key(lfs).reshape(-1, w, h).transpose(1, 2),
+            ],
+            dim=1,
+        )
+        attention = F.softmax(torch.bmm(query, key), dim=-1).view(b, c, w, w)
+        to_fad = lfs * attention * (2.0 * torch.sigmoid(self.lfs_gamma) - 1.0)
+        to_lfs = fad * attention * (2.0 * torch.sigmoid(self.fad_gamma) - 1.0)
+        return fad + self.fad_bn(self.fad_conv(to_fad)), lfs + self.lfs_bn(self.lfs_conv(to_lfs))
+
+
+def _check_size(model: Detector, x: torch.Tensor) -> None:
+    if x.shape[-2:] != (model.input_size, model.input_size):
+        raise ValueError(
+            f"{model.name} was built for {model.input_size} px inputs (its DCT band "
+            f"filters are per frequency); got {tuple(x.shape[-2:])}"
+        )
+
+
 @register("f3net")
 class F3Net(Detector):
     default_input_size = 256
@@ -118,15 +183,46 @@ class F3Net(Detector):
         self.lfs = LFS()
         self.fad_net = xception_net(in_chans=12)
         self.lfs_net = xception_net(in_chans=len(self.lfs.filters))
+        # the LFS map is N/2 px: a stride-1 first convolution brings both streams to the
+        # same map size at the MixBlocks, as in the authors' code
+        self.lfs_net.conv1 = nn.Conv2d(len(self.lfs.filters), 32, 3, 1, 0, bias=False)
+        self.mix_block7 = MixBlock(728)
+        self.mix_block12 = MixBlock(1024)
         self.head = nn.Sequential(nn.Dropout(drop_rate), nn.Linear(2 * FEATURE_CHANNELS, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-2:] != (self.input_size, self.input_size):
-            raise ValueError(
-                f"f3net was built for {self.input_size} px inputs (its DCT band "
-                f"filters are per frequency); got {tuple(x.shape[-2:])}"
-            )
-        fad = xception_features(self.fad_net, self.fad(x))
-        lfs = xception_features(self.lfs_net, self.lfs(x))
+        _check_size(self, x)
+        fad, lfs = self.fad(x), self.lfs(x)
+        fad = run_stages(self.fad_net, fad, STEM + ENTRY + MIDDLE[:4])  # to block 7
+        lfs = run_stages(self.lfs_net, lfs, STEM + ENTRY + MIDDLE[:4])
+        if lfs.shape != fad.shape:  # sizes that are not multiples of 4 differ by a pixel
+            lfs = F.interpolate(lfs, size=fad.shape[-2:], mode="nearest")
+        fad, lfs = self.mix_block7(fad, lfs)
+        fad = run_stages(self.fad_net, fad, MIDDLE[4:] + EXIT[:1])  # blocks 8-12
+        lfs = run_stages(self.lfs_net, lfs, MIDDLE[4:] + EXIT[:1])
+        if lfs.shape != fad.shape:
+            lfs = F.interpolate(lfs, size=fad.shape[-2:], mode="nearest")
+        fad, lfs = self.mix_block12(fad, lfs)
+        fad = run_stages(self.fad_net, fad, EXIT[1:])
+        lfs = run_stages(self.lfs_net, lfs, EXIT[1:])
         pooled = torch.cat([F.adaptive_avg_pool2d(fad, 1), F.adaptive_avg_pool2d(lfs, 1)], 1)
         return self.head(pooled.flatten(1)).squeeze(1)
+
+
+@register("f3net_dfb")
+class F3NetDFB(Detector):
+    """DeepfakeBench's ``f3net``: the FAD head and one 12-channel Xception (dropout 0.5 before
+    its head, as DeepfakeBench's config sets)."""
+
+    default_input_size = 256
+    precision = "fp32"  # frequency features (FAD)
+
+    def __init__(self, input_size: int = 256, drop_rate: float = 0.5):
+        super().__init__()
+        self.input_size = input_size
+        self.fad = FAD(input_size)
+        self.backbone = xception_net(in_chans=12, drop_rate=drop_rate)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_size(self, x)
+        return self.backbone(self.fad(x)).squeeze(1)

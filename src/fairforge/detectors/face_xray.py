@@ -127,3 +127,66 @@ class FaceXRay(AuxiliaryLossDetector):
             else:
                 loss = loss + self.map_weight * self.map_loss(out["xray"], mask)
         return loss
+
+
+@register("face_xray_dfb")
+class FaceXRayDFB(FaceXRay):
+    """DeepfakeBench's ``facexray``, so its checkpoints load: the same HRNet-W48 representation
+    (720 channels at 1/4 of the input), then its ``post_process`` (3×3 conv 720→256, BN, ReLU,
+    3×3 conv →128, BN, ReLU, 1×1 conv →1, bilinear upsampling to the input size with aligned
+    corners: the predicted mask, unbounded) and its ``fc`` classifier on that mask average-pooled
+    to half the input size (128² = 16,384 inputs at 256 px, then 1024 and 128 units with
+    BatchNorm1d). Loss as DeepfakeBench: BCE + ``map_weight`` (1000) · MSE between the predicted
+    mask and the target X-ray at the input size. At DeepfakeBench's 256 px the sizes are its
+    fixed ones."""
+
+    def __init__(
+        self,
+        input_size: int = 256,
+        backbone: str = "hrnet_w48",
+        map_weight: float = 1000.0,
+        boundary_sigma: float = 1.0,
+        drop_rate: float = 0.0,
+    ):
+        super().__init__(input_size, backbone, map_weight, boundary_sigma, drop_rate)
+        del self.xray_head, self.head
+        channels = sum(self.backbone.feature_info.channels())
+        side = input_size // 2
+        self.post_process = nn.Sequential(
+            nn.Conv2d(channels, 256, 3, padding=1),
+            nn.BatchNorm2d(256),
+            nn.ReLU(),
+            nn.Conv2d(256, 128, 3, padding=1),
+            nn.BatchNorm2d(128),
+            nn.ReLU(),
+            nn.Conv2d(128, 1, 1),
+            nn.Upsample(size=(input_size, input_size), mode="bilinear", align_corners=True),
+        )
+        self.fc = nn.Sequential(
+            nn.Linear(side * side, 1024),
+            nn.BatchNorm1d(1024),
+            nn.ReLU(),
+            nn.Linear(1024, 128),
+            nn.BatchNorm1d(128),
+            nn.ReLU(),
+            nn.Dropout(drop_rate),
+            nn.Linear(128, 1),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mask = self.post_process(self.representation(x))
+        pooled = F.adaptive_avg_pool2d(mask, self.input_size // 2).flatten(1)
+        return self._keep(self.fc(pooled).squeeze(1), mask=mask)
+
+    @torch.no_grad()
+    def xray(self, x: torch.Tensor) -> torch.Tensor:
+        return self.post_process(self.representation(x))
+
+    def loss(self, logits, labels, batch=None):
+        out = self._outputs_for(logits)
+        loss = F.binary_cross_entropy_with_logits(logits, labels.float())
+        mask = batch_mask(batch)
+        if mask is not None:
+            target = xray_target(mask, out["mask"].shape[-2:], self.boundary_sigma)
+            loss = loss + self.map_weight * F.mse_loss(out["mask"], target)
+        return loss

@@ -8,6 +8,7 @@ because the last pooling is adaptive (the paper's fixed 8×8 map at 256 px equal
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.base import Detector, register
@@ -103,3 +104,87 @@ class MesoInception4(Detector):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x)).squeeze(1)
+
+
+@register("meso4_dfb")
+class Meso4DFB(Detector):
+    """Meso-4 exactly as DeepfakeBench builds it (``training/networks/mesonet.py``), so its
+    checkpoints load: convolutions without bias, each followed by ReLU and then BatchNorm, as
+    in the original Keras model, but with one BatchNorm shared by the first two blocks and
+    one by the last two (DeepfakeBench's layout), and a flattened (input/32)² map. Attribute
+    names are DeepfakeBench's. ``meso4`` keeps the demo's conv-BN-ReLU form with a BatchNorm
+    per block; the parameter counts differ by 48 BN parameters and one head row."""
+
+    default_input_size = 256
+
+    def __init__(self, input_size: int = 256, dropout: float = 0.5):
+        super().__init__()
+        if input_size % 32:
+            raise ValueError(f"meso4_dfb needs an input size divisible by 32, got {input_size}")
+        self.input_size = input_size
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 5, padding=2, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.conv3 = nn.Conv2d(8, 16, 5, padding=2, bias=False)
+        self.conv4 = nn.Conv2d(16, 16, 5, padding=2, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.fc1 = nn.Linear(16 * (input_size // 32) ** 2, 16)
+        self.fc2 = nn.Linear(16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        relu, pool = F.relu, F.max_pool2d
+        x = pool(self.bn1(relu(self.conv1(x))), 2)
+        x = pool(self.bn1(relu(self.conv2(x))), 2)
+        x = pool(self.bn2(relu(self.conv3(x))), 2)
+        x = pool(self.bn2(relu(self.conv4(x))), 4).flatten(1)
+        x = F.leaky_relu(self.fc1(self.dropout(x)), 0.1)
+        return self.fc2(self.dropout(x)).squeeze(1)
+
+
+@register("meso4inception_dfb")
+class MesoInception4DFB(Detector):
+    """MesoInception-4 exactly as DeepfakeBench builds it, so its checkpoints load: inception
+    convolutions without bias or inner ReLU, BatchNorm then max-pooling after each inception
+    layer, and the two 5×5 blocks sharing one BatchNorm (conv, ReLU, BN). Attribute names are
+    DeepfakeBench's (``Incption1_conv2_1`` …)."""
+
+    default_input_size = 256
+
+    def __init__(self, input_size: int = 256, dropout: float = 0.5):
+        super().__init__()
+        if input_size % 32:
+            raise ValueError(
+                f"meso4inception_dfb needs an input size divisible by 32, got {input_size}"
+            )
+        self.input_size = input_size
+        for layer, cin, a in ((1, 3, 1), (2, 11, 2)):
+            p = f"Incption{layer}_"
+            setattr(self, p + "conv1", nn.Conv2d(cin, a, 1, bias=False))
+            setattr(self, p + "conv2_1", nn.Conv2d(cin, 4, 1, bias=False))
+            setattr(self, p + "conv2_2", nn.Conv2d(4, 4, 3, padding=1, bias=False))
+            setattr(self, p + "conv3_1", nn.Conv2d(cin, 4, 1, bias=False))
+            setattr(self, p + "conv3_2", nn.Conv2d(4, 4, 3, padding=2, dilation=2, bias=False))
+            setattr(self, p + "conv4_1", nn.Conv2d(cin, 2, 1, bias=False))
+            setattr(self, p + "conv4_2", nn.Conv2d(2, 2, 3, padding=3, dilation=3, bias=False))
+            setattr(self, p + "bn", nn.BatchNorm2d(a + 10))
+        self.conv1 = nn.Conv2d(12, 16, 5, padding=2, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 16, 5, padding=2, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.fc1 = nn.Linear(16 * (input_size // 32) ** 2, 16)
+        self.fc2 = nn.Linear(16, 1)
+
+    def _inception(self, x: torch.Tensor, layer: int) -> torch.Tensor:
+        p = f"Incption{layer}_"
+        branches = [getattr(self, p + "conv1")(x)]
+        for b in (2, 3, 4):
+            branches.append(getattr(self, f"{p}conv{b}_2")(getattr(self, f"{p}conv{b}_1")(x)))
+        return F.max_pool2d(getattr(self, p + "bn")(torch.cat(branches, 1)), 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self._inception(self._inception(x, 1), 2)
+        x = F.max_pool2d(self.bn1(F.relu(self.conv1(x))), 2)
+        x = F.max_pool2d(self.bn1(F.relu(self.conv2(x))), 4).flatten(1)
+        x = F.leaky_relu(self.fc1(self.dropout(x)), 0.1)
+        return self.fc2(self.dropout(x)).squeeze(1)
