@@ -300,10 +300,8 @@ def decode_image(data: bytes | np.ndarray, limits: ImageLimits = DEFAULT_LIMITS)
     return apply_orientation(rgb, header.orientation if header else 1)
 
 
-def read_file(path: str | Path) -> bytes:
-    """A file's bytes; :class:`ImageError` says why not (missing, a directory or other
-    non-file, a symlink loop, no permission), without the path."""
-    path = Path(path)
+def _stat_regular(path: Path) -> os.stat_result:
+    """``os.stat`` of a regular file; :class:`ImageError` says why not."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -313,8 +311,32 @@ def read_file(path: str | Path) -> bytes:
     if stat.S_ISDIR(info.st_mode):
         raise ImageError("unreadable file (Is a directory)")
     if not stat.S_ISREG(info.st_mode):
-        # A FIFO or device would block or never end.
+        # A FIFO, socket or device would block or never end.
         raise ImageError("unreadable file (not a regular file)")
+    return info
+
+
+def readable_size(path: str | Path) -> int:
+    """The size in bytes of a regular file this process may open for reading, without
+    reading it (for files another program decodes, such as videos); :class:`ImageError`
+    gives :func:`read_file`'s reasons."""
+    path = Path(path)
+    info = _stat_regular(path)
+    try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise ImageError("file not found") from None
+    except OSError as err:
+        raise ImageError(f"unreadable file ({err.strerror or err})") from None
+    return int(info.st_size)
+
+
+def read_file(path: str | Path) -> bytes:
+    """A file's bytes; :class:`ImageError` says why not (missing, a broken symlink, a
+    directory, FIFO or other non-file, a symlink loop, no permission), without the path."""
+    path = Path(path)
+    _stat_regular(path)
     try:
         with open(path, "rb") as fh:
             return fh.read()

@@ -78,20 +78,26 @@ def transform_points(points: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return pts @ matrix[:, :2].T + matrix[:, 2]
 
 
-# How a crop is filled where it reaches past the photo: edge pixels repeated, the photo
-# mirrored (without repeating its edge), or black.
+# How a crop is framed and filled where its margin reaches past the photo: ``shrink`` lowers
+# the margin to what the photo holds (down to none, the tight template box) and repeats the
+# edge pixels over whatever still lies outside; the others keep the margin and fill with the
+# edge pixels repeated, the photo mirrored (without repeating its edge), or black.
 BORDERS = {
+    "shrink": cv2.BORDER_REPLICATE,
     "replicate": cv2.BORDER_REPLICATE,
     "reflect": cv2.BORDER_REFLECT_101,
     "constant": cv2.BORDER_CONSTANT,
 }
+# A tight photo (UTKFace's chips, FairFace's 0.25 padding) gives a crop of face, not padding.
+DEFAULT_BORDER = "shrink"
 
 
 def warp_crop(
-    image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int, border: str = "constant"
+    image_rgb: np.ndarray, matrix: np.ndarray, crop_size: int, border: str = DEFAULT_BORDER
 ) -> np.ndarray:
     """Warp ``image_rgb`` by ``matrix`` into a ``crop_size`` square; where the square reaches
-    past the image it is filled as ``border`` says (:data:`BORDERS`; ``constant`` is black).
+    past the image it is filled as ``border`` says (:data:`BORDERS`; ``constant`` is black,
+    ``shrink`` repeats the edge: its margin is fitted before, by :func:`crop_matrix`).
 
     When the crop shrinks the face by 2x or more, the image is first reduced with area
     averaging so that the bilinear warp does not alias.
@@ -140,3 +146,55 @@ def face_fraction(margin: float) -> float:
 def alignment_matrix(landmarks68: np.ndarray, crop_size: int, margin: float) -> np.ndarray:
     """The 2x3 similarity taking image pixels to crop pixels."""
     return umeyama_similarity(five_points(landmarks68), template_points(crop_size, margin))
+
+
+def crop_inside(matrix: np.ndarray, image_shape: tuple[int, ...], crop_size: int) -> bool:
+    """Whether every pixel centre of the crop falls inside the image (``outside_fraction``
+    0): the crop is a (rotated) square, so its four corner pixels decide."""
+    inverse = cv2.invertAffineTransform(np.asarray(matrix, dtype=np.float64))
+    last = float(crop_size - 1)
+    corners = np.array([[0.0, 0.0], [last, 0.0], [0.0, last], [last, last]])
+    x, y = (corners @ inverse[:, :2].T + inverse[:, 2]).T
+    h, w = image_shape[:2]
+    return bool(((x >= -0.5) & (x <= w - 0.5) & (y >= -0.5) & (y <= h - 0.5)).all())
+
+
+def fitted_margin(
+    landmarks68: np.ndarray,
+    image_shape: tuple[int, ...],
+    crop_size: int,
+    margin: float,
+    steps: int = 16,
+) -> float:
+    """The largest margin in [0, ``margin``] (to ``margin / 2**steps``) whose crop lies inside
+    the photo, or 0 when even the tight template box reaches past it. The crop's footprint on
+    the photo grows with the margin (the template's points stay put), so bisection finds it."""
+
+    def fits(m: float) -> bool:
+        return crop_inside(alignment_matrix(landmarks68, crop_size, m), image_shape, crop_size)
+
+    if fits(margin):
+        return float(margin)
+    lo, hi = 0.0, float(margin)
+    if not fits(lo):
+        return lo
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def crop_matrix(
+    landmarks68: np.ndarray,
+    image_shape: tuple[int, ...],
+    crop_size: int,
+    margin: float,
+    border: str = DEFAULT_BORDER,
+) -> np.ndarray:
+    """The alignment matrix of a crop framed as ``border`` says: ``shrink`` fits the margin to
+    the photo (:func:`fitted_margin`), the other borders keep ``margin``."""
+    if border not in BORDERS:
+        raise ValueError(f"unknown border {border!r}; expected one of {sorted(BORDERS)}")
+    if border == "shrink":
+        margin = fitted_margin(landmarks68, image_shape, crop_size, margin)
+    return alignment_matrix(landmarks68, crop_size, margin)

@@ -18,7 +18,8 @@ import pandas as pd
 
 from fairforge.columns import FACES_COLUMNS
 from fairforge.faces.align import (
-    alignment_matrix,
+    DEFAULT_BORDER,
+    crop_matrix,
     outside_fraction,
     transform_points,
     warp_crop,
@@ -29,7 +30,6 @@ from fairforge.sources.adapters import image_root
 
 DEFAULT_MARGIN = 0.25
 DEFAULT_MIN_IMAGE_SIZE = 48
-DEFAULT_BORDER = "constant"
 
 
 @dataclass
@@ -76,9 +76,10 @@ def detect_and_align(
     models_dir: str | Path | None = None,
     border: str = DEFAULT_BORDER,
 ) -> FaceResult:
-    """Detect faces, keep the largest, and align it to a ``crop_size`` square crop, filled as
-    ``border`` says where the margin reaches past the image
-    (:data:`fairforge.faces.align.BORDERS`)."""
+    """Detect faces, keep the largest, and align it to a ``crop_size`` square crop, framed and
+    filled as ``border`` says where the margin reaches past the image
+    (:data:`fairforge.faces.align.BORDERS`: ``shrink``, the default, fits the margin to the
+    photo)."""
     name = detector_name(detector)
     img = as_rgb(image_rgb)
     h, w = img.shape[:2]
@@ -90,7 +91,7 @@ def detect_and_align(
     face = faces[0]
     points = predict_landmarks(img, face, models_dir)
     try:
-        matrix = alignment_matrix(points, crop_size, margin)
+        matrix = crop_matrix(points, img.shape, crop_size, margin, border)
     except ValueError as err:
         return FaceResult(False, f"alignment failed ({err})", name, n_faces=len(faces))
     crop = warp_crop(img, matrix, crop_size, border)

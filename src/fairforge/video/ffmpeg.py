@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fairforge.images import ImageError, readable_size
+
 DEFAULT_FPS = 25
 DEFAULT_CRF = 23
 LOSSLESS_SUFFIX = ".mkv"
@@ -132,9 +134,14 @@ def run_ffmpeg(
 
 
 def check_video_file(path: Path) -> None:
-    if not path.is_file():
-        raise VideoError(f"video not found: {path}")
-    if path.stat().st_size == 0:
+    """Refuse, with the reason, a video file ffmpeg could not read or would hang on: missing,
+    empty, a directory, FIFO or symlink loop, or one this process may not open."""
+    try:
+        size = readable_size(path)
+    except ImageError as err:
+        reason = "video not found" if str(err) == "file not found" else str(err)
+        raise VideoError(f"{reason}: {path}") from None
+    if size == 0:
         raise VideoError(f"empty video file: {path}")
 
 
