@@ -402,9 +402,9 @@ def basic_interval(
 
 
 # The candidate shrinkage factors λ of :func:`inverted_intervals`: 0 and a geometric grid,
-# 4 per doubling, from 1/32 to 128; between them the quantiles are interpolated linearly.
-LAMBDA_GRID = np.concatenate([[0.0], 2.0 ** np.linspace(-5, 7, 12 * 4 + 1)])
-_LAMBDA_CHUNK = 16
+# 3 per doubling, from 1/16 to 64; between them the quantiles are interpolated linearly.
+LAMBDA_GRID = np.concatenate([[0.0], 2.0 ** np.linspace(-4, 6, 10 * 3 + 1)])
+_LAMBDA_CHUNK = 32
 
 
 def inverted_intervals(
