@@ -318,3 +318,21 @@ def test_inverted_interval_without_noise_is_the_estimate_and_zero_within_noise()
     assert low == 0.0 and high > 0.2
     # every resample dropped: no interval
     assert np.isnan(inverted_intervals(stats, np.full((5, 2, 2), np.nan))["AADEO"][0])
+
+
+def test_reported_interval_is_the_inversion_for_gaps_and_basic_for_accuracy():
+    from fairforge.metrics.uncertainty import bootstrap_noise
+
+    stats = stats_from_frame(subject_predictions(4, 15))
+    table = bootstrap_intervals(stats, n_boot=200, seed=3)
+    reps, noise = bootstrap_noise(stats, 200, 3)
+    inverted = inverted_intervals(stats, noise)
+    for key, (low, high) in inverted.items():
+        assert (table.loc[key, "ci_low"], table.loc[key, "ci_high"]) == pytest.approx((low, high))
+    for key in ("ACC", "MeanAcc"):
+        row = table.loc[key]
+        assert (row["ci_low"], row["ci_high"]) == (row["basic_low"], row["basic_high"])
+    # a small sample's gaps are biased upward: the inversion moves below the percentile
+    # interval, which sits around the replicates
+    gaps = table.loc[list(GAPS)]
+    assert (gaps["ci_low"] < gaps["pct_low"]).all()
