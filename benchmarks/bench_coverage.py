@@ -6,11 +6,15 @@ subject's logit accuracy is shifted by u ~ N(0, sigma), the same shift on all it
 so samples of one subject are correlated as FairFD observed). The population value of each
 cell is E_u[expit(logit p + u)] (Gauss-Hermite quadrature), and the true value of every
 metric is the metric of the population cells. For each setting (gap x subjects per group),
-``--runs`` data sets are drawn; for each, the reported interval (basic bootstrap), the BCa
-interval and the plain percentile interval are computed, and the share of runs whose
+``--runs`` data sets are drawn; for each, the reported interval (test inversion,
+``inverted_intervals``), the basic bootstrap interval floored at 0 and the plain percentile
+interval are computed from one set of subject resamples, and the share of runs whose
 interval holds the true value is printed per metric. Usage::
 
-    python benchmarks/bench_coverage.py [--runs 200] [--boot 1000] [--sizes 30 300 2500]
+    python benchmarks/bench_coverage.py [--runs 400] [--boot 1000] [--sizes 30 300 2500]
+
+Settings can run in separate processes (``--gaps 0 --out a.csv``, ...) and their tables be
+printed together with ``--show a.csv b.csv ...``.
 """
 
 from __future__ import annotations
@@ -24,13 +28,25 @@ import pandas as pd
 from scipy.special import expit, logit
 
 from fairforge.metrics.fairness import metrics_from_cell_counts
-from fairforge.metrics.uncertainty import NOT_GAPS, SubjectStats, bootstrap_intervals
+from fairforge.metrics.uncertainty import (
+    NOT_GAPS,
+    SubjectStats,
+    basic_interval,
+    bootstrap_noise,
+    inverted_intervals,
+    point_estimates,
+)
 from fairforge.seeding import rng_for
 
 GROUPS = ("g0", "g1", "g2", "g3")
 APPROACHES = ("real", "fake1", "fake2")
 BASE = np.array([0.85, 0.75, 0.65])  # per approach, the accuracy of the middle group
 SHAPE = np.array([[-1.5, -0.5, 0.5, 1.5], [1.0, -1.0, 0.5, -0.5], [-0.5, 1.5, -1.5, 0.5]])
+INTERVALS = {
+    "coverage": "the reported 95% interval (test inversion along the gap pattern)",
+    "coverage_basic": "the basic bootstrap interval, floored at 0",
+    "coverage_percentile": "the plain 95% percentile interval",
+}
 
 
 def cell_accuracy(gap: float) -> np.ndarray:
@@ -56,9 +72,43 @@ def simulate(p: np.ndarray, n_per_group: int, per_cell: int, sigma: float, rng) 
     return SubjectStats(ids, group, GROUPS, APPROACHES, 0, correct, total)
 
 
+def intervals(stats: SubjectStats, n_boot: int, seed: int) -> dict[str, dict[str, tuple]]:
+    """Per gap metric, the three intervals of one data set."""
+    estimate = point_estimates(stats)
+    reps, noise = bootstrap_noise(stats, n_boot, seed)
+    inverted = inverted_intervals(stats, noise)
+    out = {}
+    for k, interval in inverted.items():
+        valid = reps[k][np.isfinite(reps[k])]
+        pct = tuple(np.quantile(valid, [0.025, 0.975])) if valid.size else (np.nan, np.nan)
+        out[k] = {
+            "coverage": interval,
+            "coverage_basic": basic_interval(estimate[k], reps[k], floor=0.0),
+            "coverage_percentile": pct,
+        }
+    return out
+
+
+def show(table: pd.DataFrame) -> None:
+    pd.set_option("display.width", 200)
+    for column, title in INTERVALS.items():
+        wide = table.pivot_table(
+            index="metric", columns=["gap", "subjects_per_group"], values=column, sort=False
+        )
+        print(f"coverage of {title} (rows: metric; columns: gap, subjects per group)")
+        print(wide.round(3).to_string())
+    runs = table["runs"]
+    worst = table.loc[table["gap"] > 0, "coverage"]
+    print(
+        f"runs per cell {runs.min()}-{runs.max()}; Monte Carlo standard error at 0.95: "
+        f"{np.sqrt(0.95 * 0.05 / runs.min()):.3f}; reported interval, non-zero gaps: "
+        f"{worst.min():.3f}-{worst.max():.3f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=400)
     ap.add_argument("--boot", type=int, default=1000)
     ap.add_argument("--sizes", type=int, nargs="+", default=[30, 300, 2500])
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.0, 0.05, 0.15])
@@ -66,7 +116,12 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--sigma", type=float, default=0.8, help="sd of the subject logit effect")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="also write the long table (csv) here")
+    ap.add_argument("--show", nargs="+", help="print the tables of these csv files and stop")
     args = ap.parse_args(argv)
+    if args.show:
+        table = pd.concat([pd.read_csv(f) for f in args.show], ignore_index=True)
+        show(table)
+        return table
 
     rows = []
     start = time.perf_counter()
@@ -79,48 +134,29 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
             if k not in NOT_GAPS
         }
         for n in args.sizes:
-            hits = {k: [0, 0, 0, 0] for k in truth}  # reported, BCa, percentile, valid runs
+            hits = {k: dict.fromkeys([*INTERVALS, "runs"], 0) for k in truth}
             for run in range(args.runs):
                 rng = rng_for(args.seed, "bench_coverage", gap, n, run)
                 stats = simulate(p, n, args.per_cell, args.sigma, rng)
-                ci = bootstrap_intervals(stats, args.boot, seed=run)
-                for k, t in truth.items():
-                    row = ci.loc[k]
-                    if not np.isfinite(row["ci_low"]):
+                for k, found in intervals(stats, args.boot, run).items():
+                    if not np.isfinite(found["coverage"][0]):
                         continue
-                    tol = 1e-9
-                    hits[k][0] += row["ci_low"] - tol <= t <= row["ci_high"] + tol
-                    hits[k][1] += row["bca_low"] - tol <= t <= row["bca_high"] + tol
-                    hits[k][2] += row["pct_low"] - tol <= t <= row["pct_high"] + tol
-                    hits[k][3] += 1
-            for k, (basic, bca, pct, valid) in hits.items():
+                    t, tol = truth[k], 1e-9
+                    for name, (low, high) in found.items():
+                        hits[k][name] += low - tol <= t <= high + tol
+                    hits[k]["runs"] += 1
+            for k, h in hits.items():
+                valid = h["runs"]
                 rows.append(
-                    {
-                        "gap": gap,
-                        "subjects_per_group": n,
-                        "metric": k,
-                        "true_value": truth[k],
-                        "coverage": basic / valid if valid else np.nan,
-                        "coverage_bca": bca / valid if valid else np.nan,
-                        "coverage_percentile": pct / valid if valid else np.nan,
-                        "runs": valid,
-                    }
+                    {"gap": gap, "subjects_per_group": n, "metric": k, "true_value": truth[k]}
+                    | {c: h[c] / valid if valid else np.nan for c in INTERVALS}
+                    | {"runs": valid}
                 )
             print(f"gap {gap} n {n}: {time.perf_counter() - start:.0f} s", flush=True)
     table = pd.DataFrame(rows)
     if args.out:
         table.to_csv(args.out, index=False)
-    pd.set_option("display.width", 200)
-    for column, title in (
-        ("coverage", "the reported 95% interval (basic bootstrap, floored at 0)"),
-        ("coverage_bca", "the 95% BCa interval"),
-        ("coverage_percentile", "the plain 95% percentile interval"),
-    ):
-        wide = table.pivot_table(
-            index="metric", columns=["gap", "subjects_per_group"], values=column, sort=False
-        )
-        print(f"coverage of {title} (rows: metric; columns: gap, subjects per group)")
-        print(wide.round(3).to_string())
+    show(table)
     print(
         json.dumps({"runs": args.runs, "boot": args.boot, "seconds": time.perf_counter() - start})
     )

@@ -15,7 +15,12 @@ from fairforge.metrics import (
     subject_resample_indices,
     textbook_metrics,
 )
-from fairforge.metrics.uncertainty import counts_from_indices, point_estimates
+from fairforge.metrics.uncertainty import (
+    SubjectStats,
+    counts_from_indices,
+    inverted_intervals,
+    point_estimates,
+)
 
 METHODS = ("real", "faceswap", "simswap")
 GAPS = (
@@ -258,7 +263,76 @@ def test_intervals_report_bias_corrected_estimate_and_dropped_share():
         row = table.loc[key]
         assert row["estimate_bc"] == pytest.approx(2 * row["estimate"] - reps[key].mean())
         q = np.quantile(reps[key], [0.025, 0.975])
-        assert row["ci_low"] == pytest.approx(max(0.0, 2 * row["estimate"] - q[1]))
-        assert row["ci_high"] == pytest.approx(2 * row["estimate"] - q[0])
+        assert row["basic_low"] == pytest.approx(max(0.0, 2 * row["estimate"] - q[1]))
+        assert row["basic_high"] == pytest.approx(2 * row["estimate"] - q[0])
+        assert 0 <= row["ci_low"] <= row["ci_high"]
         assert row["pct_low"] == pytest.approx(q[0]) and row["bca_low"] <= row["bca_high"]
     assert (table["dropped_share"] == 0).all() and (table["n_valid"] == 300).all()
+
+
+def _two_group_stats(n: int = 100) -> SubjectStats:
+    """real 0.8 in both groups; fake 0.7 in g0 and 0.9 in g1: AADEO = 0.2, AADPD = 0.1."""
+    group = np.repeat([0, 1], n)
+    correct = np.stack([np.full(2 * n, 8.0), np.where(group == 0, 7.0, 9.0)], axis=1)
+    ids = np.array([f"s{i:03d}" for i in range(2 * n)], dtype=object)
+    return SubjectStats(
+        ids, group, ("g0", "g1"), ("real", "fake"), 0, correct, np.full((2 * n, 2), 10.0)
+    )
+
+
+def _two_point_noise(delta: float, n: int = 100, n_boot: int = 400) -> np.ndarray:
+    """Half the resamples move the (fake, g1) cell up by delta, half down (before the
+    √(n/(n−1)) inflation, which this undoes)."""
+    noise = np.zeros((n_boot, 2, 2))
+    noise[:, 1, 1] = np.where(np.arange(n_boot) % 2 == 0, delta, -delta) / np.sqrt(n / (n - 1))
+    return noise
+
+
+@pytest.mark.parametrize(
+    "delta, aadeo",
+    [
+        # range of the fake row under λ: |0.2 λ ± δ|; the estimate 0.2 lies between the
+        # quantiles 0.2 λ − δ and 0.2 λ + δ for λ in [1 − 5 δ, 1 + 5 δ]
+        (0.05, (0.15, 0.25)),
+        # δ = 0.3: accepted where |0.2 λ − 0.3| <= 0.2 <= 0.2 λ + 0.3, λ in [0.5, 2.5]
+        (0.3, (0.1, 0.5)),
+    ],
+)
+def test_inverted_interval_by_hand(delta, aadeo):
+    ci = inverted_intervals(_two_group_stats(), _two_point_noise(delta))
+    assert ci["AADEO"] == pytest.approx(aadeo, abs=1e-9)
+    assert ci["DEO"] == pytest.approx(aadeo, abs=1e-9)  # one forgery row: the same
+    assert ci["AADPD"] == pytest.approx((aadeo[0] / 2, aadeo[1] / 2), abs=1e-9)  # real row: 0
+    assert "ACC" not in ci and "MeanAcc" not in ci
+
+
+def test_inverted_interval_without_noise_is_the_estimate_and_zero_within_noise():
+    stats = _two_group_stats()
+    ci = inverted_intervals(stats, np.zeros((50, 2, 2)))
+    assert ci["AADEO"] == pytest.approx((0.2, 0.2))
+    # noise of ±0.25 and a second noise draw at 0: no gap at all (λ = 0) gives estimates of
+    # 0 to 0.25, which hold the estimate 0.2, so the interval starts at 0
+    noise = _two_point_noise(0.25, n_boot=300)
+    noise[::3] = 0.0
+    low, high = inverted_intervals(stats, noise)["AADEO"]
+    assert low == 0.0 and high > 0.2
+    # every resample dropped: no interval
+    assert np.isnan(inverted_intervals(stats, np.full((5, 2, 2), np.nan))["AADEO"][0])
+
+
+def test_reported_interval_is_the_inversion_for_gaps_and_basic_for_accuracy():
+    from fairforge.metrics.uncertainty import bootstrap_noise
+
+    stats = stats_from_frame(subject_predictions(4, 15))
+    table = bootstrap_intervals(stats, n_boot=200, seed=3)
+    reps, noise = bootstrap_noise(stats, 200, 3)
+    inverted = inverted_intervals(stats, noise)
+    for key, (low, high) in inverted.items():
+        assert (table.loc[key, "ci_low"], table.loc[key, "ci_high"]) == pytest.approx((low, high))
+    for key in ("ACC", "MeanAcc"):
+        row = table.loc[key]
+        assert (row["ci_low"], row["ci_high"]) == (row["basic_low"], row["basic_high"])
+    # a small sample's gaps are biased upward: the inversion moves below the percentile
+    # interval, which sits around the replicates
+    gaps = table.loc[list(GAPS)]
+    assert (gaps["ci_low"] < gaps["pct_low"]).all()

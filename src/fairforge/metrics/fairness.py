@@ -80,18 +80,24 @@ def _range(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def _nan_range(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    if not np.isnan(x).any():  # the common case, several times faster than the nan-functions
+        return _range(x, axis)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
         return np.nanmax(x, axis=axis) - np.nanmin(x, axis=axis)
 
 
 def _nan_mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    if not np.isnan(x).any():
+        return np.mean(x, axis=axis)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(x, axis=axis)
 
 
 def _nan_std(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    if not np.isnan(x).any():
+        return np.std(x, axis=axis)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanstd(x, axis=axis)

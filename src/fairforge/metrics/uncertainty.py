@@ -67,13 +67,21 @@ class SubjectStats:
     def cell_counts(self, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(correct, total)`` per (approach, group): shape (F, S), or (B, F, S) for subject
         multiplicities ``weights`` of shape (B, N)."""
-        shape = (len(self.approaches), len(self.groups))
+        n_f, n_s = len(self.approaches), len(self.groups)
         if weights is None:
             weights = np.ones(self.n_subjects)
         weights = np.asarray(weights, dtype=np.float64)
         lead = weights.shape[:-1]
-        correct = (weights @ self._by_group(self.correct)).reshape(*lead, *shape)
-        total = (weights @ self._by_group(self.total)).reshape(*lead, *shape)
+        correct = np.zeros((*lead, n_f, n_s))
+        total = np.zeros((*lead, n_f, n_s))
+        # one product per group over its own subjects: the F·S-wide product of the spread
+        # counts (_by_group) would multiply mostly zeros
+        for g in range(n_s):
+            members = np.flatnonzero(self.subject_group == g)
+            if members.size:
+                w = weights[..., members]
+                correct[..., g] = w @ self.correct[members]
+                total[..., g] = w @ self.total[members]
         return correct, total
 
     def cell_counts_for_assignment(
@@ -186,6 +194,23 @@ def _index_chunks(stats: SubjectStats, n_boot: int, seed: int) -> Iterator[np.nd
         yield idx[: min(CHUNK, n_boot - start)]
 
 
+def _count_chunks(stats: SubjectStats, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    """The subject multiplicities (b, N) of :func:`_index_chunks`'s resamples, from the same
+    draws, counted per group without building the index matrix."""
+    rng = rng_for("fairforge.metrics.bootstrap", seed)
+    members = [np.flatnonzero(stats.subject_group == g) for g in range(len(stats.groups))]
+    offsets = np.arange(CHUNK)[:, None]
+    for start in range(0, n_boot, CHUNK):
+        counts = np.zeros((CHUNK, stats.n_subjects))
+        for m in members:
+            if m.size:
+                draws = rng.integers(0, m.size, size=(CHUNK, m.size)) + offsets * m.size
+                counts[:, m] = np.bincount(draws.ravel(), minlength=CHUNK * m.size).reshape(
+                    CHUNK, m.size
+                )
+        yield counts[: min(CHUNK, n_boot - start)]
+
+
 def subject_resample_indices(stats: SubjectStats, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
     """(B, N) subject indices of the bootstrap: row b holds, in the positions of each group's
     subjects, as many draws with replacement from that group's subjects."""
@@ -203,6 +228,25 @@ def counts_from_indices(indices: np.ndarray, n_subjects: int) -> np.ndarray:
         .reshape(n_boot, n_subjects)
         .astype(np.float64)
     )
+
+
+def _replicate_cells(
+    stats: SubjectStats, n_boot: int, seed: int, indices: np.ndarray | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per chunk of resamples: cell counts ``(correct, total)`` (b, F, S) and ``dropped`` (b,),
+    True for a resample whose empty cells differ from the data's."""
+    data_empty = stats.cell_counts()[1] == 0
+    chunks = (
+        _count_chunks(stats, n_boot, seed)
+        if indices is None
+        else (
+            counts_from_indices(indices[i : i + CHUNK], stats.n_subjects)
+            for i in range(0, len(indices), CHUNK)
+        )
+    )
+    for counts in chunks:
+        correct, total = stats.cell_counts(counts)
+        yield correct, total, ((total == 0) != data_empty).any(axis=(-2, -1))
 
 
 def bootstrap_replicates(
@@ -225,23 +269,46 @@ def bootstrap_replicates(
     NaN for it, so that all valid replicates measure the same cells as the estimate.
     """
     stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
-    data_empty = stats.cell_counts()[1] == 0
-    chunks = (
-        _index_chunks(stats, n_boot, seed)
-        if indices is None
-        else (indices[i : i + CHUNK] for i in range(0, len(indices), CHUNK))
-    )
+    reps, _ = _replicates_and_noise(stats, n_boot, seed, ur_denominator, indices)
+    return reps
+
+
+def bootstrap_noise(
+    stats: SubjectStats,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The bootstrap's replicates (as :func:`bootstrap_replicates`) and its resampling error of
+    the cell accuracies (B, F, S), the input of :func:`inverted_intervals`."""
+    return _replicates_and_noise(stats, n_boot, seed, ur_denominator)
+
+
+def _replicates_and_noise(
+    stats: SubjectStats,
+    n_boot: int,
+    seed: int,
+    ur_denominator: str | Iterable[str],
+    indices: np.ndarray | None = None,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The metrics of every resample (NaN where dropped) and the resampled cell accuracies
+    minus the data's, (B, F, S) (NaN rows where dropped, 0 in cells the data leave empty)."""
+    correct0, total0 = stats.cell_counts()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc0 = correct0 / total0
     parts: dict[str, list[np.ndarray]] = {}
-    for idx in chunks:
-        correct, total = stats.cell_counts(counts_from_indices(idx, stats.n_subjects))
-        dropped = ((total == 0) != data_empty).any(axis=(-2, -1))
+    noise = []
+    for correct, total, dropped in _replicate_cells(stats, n_boot, seed, indices):
         for key, value in metrics_from_cell_counts(
             correct, total, stats.real_index, ur_denominator
         ).items():
             parts.setdefault(key, []).append(np.where(dropped, np.nan, value))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dev = np.where(total0 > 0, correct / total - acc0, 0.0)
+        noise.append(np.where(dropped[:, None, None], np.nan, dev))
     if not parts:
         raise ValueError("n_boot must be positive")
-    return {k: np.concatenate(v) for k, v in parts.items()}
+    return {k: np.concatenate(v) for k, v in parts.items()}, np.concatenate(noise)
 
 
 def point_estimates(
@@ -334,6 +401,128 @@ def basic_interval(
     return float(low), float(high)
 
 
+# The candidate shrinkage factors λ of :func:`inverted_intervals`: 0 and a geometric grid,
+# 3 per doubling, from 1/16 to 64; between them the quantiles are interpolated linearly.
+LAMBDA_GRID = np.concatenate([[0.0], 2.0 ** np.linspace(-4, 6, 10 * 3 + 1)])
+_LAMBDA_CHUNK = 32
+
+
+def inverted_intervals(
+    stats: SubjectStats,
+    noise: np.ndarray,
+    level: float = 0.95,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+) -> dict[str, tuple[float, float]]:
+    """Confidence intervals of the gap metrics by inverting a test along the data's own
+    pattern of gaps (docs/metrics.md section 4): name -> (low, high).
+
+    A gap (a range or standard deviation across groups) is not a smooth function of the cell
+    accuracies where groups are close, and there every bootstrap interval built around the
+    estimate fails: the estimate's distribution depends on how far apart the true cells are.
+    So the estimate's distribution is simulated under each candidate truth instead. The
+    candidates are the data's cells with their spread across groups scaled by λ ≥ 0,
+    A(λ)[f, s] = Ā_f + λ (Â[f, s] − Ā_f) (Ā_f the row's mean over groups; λ = 1 is the
+    data, λ = 0 no gap at all, and every range and std scales by λ). Under A(λ) an estimate
+    is metric(A(λ) + ε) with ε the sampling error of the cells, drawn as the subject
+    bootstrap's ``noise`` (resampled minus observed cell accuracies, (B, F, S)), each group's
+    inflated by √(n/(n − 1)) for its n subjects (the bootstrap's variance is (n − 1)/n of
+    the unbiased one). λ is in the confidence set when the observed estimate lies between
+    the (1 ∓ level)/2 quantiles of those simulated estimates; the interval is the metric of
+    A(λ) from the smallest to the largest such λ (the quantiles are computed on
+    :data:`LAMBDA_GRID` and interpolated linearly between its points). The lower end is 0
+    when the estimate is within what no gap at all would give. NaN for a metric whose
+    estimate is NaN or does not change with λ (no spread at all), and when every resample
+    was dropped.
+    """
+    correct, total = stats.cell_counts()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = correct / total
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centre = np.nanmean(acc, axis=-1, keepdims=True)
+    spread = acc - centre
+    noise = noise[np.isfinite(noise).all(axis=(-2, -1))]
+    n_group = np.bincount(stats.subject_group, minlength=len(stats.groups)).astype(np.float64)
+    noise = noise * np.sqrt(np.where(n_group > 1, n_group / np.maximum(n_group - 1, 1), 1.0))
+    grid = LAMBDA_GRID
+    truth = _scaled_metrics(centre, spread, total, stats.real_index, ur_denominator, None, grid)
+    names = [k for k in truth if k not in NOT_GAPS]
+    out = {k: (np.nan, np.nan) for k in names}
+    if noise.shape[0] == 0:
+        return out
+    q_lo = {k: [] for k in names}
+    q_hi = {k: [] for k in names}
+    levels = [(1 - level) / 2, (1 + level) / 2]
+    for start in range(0, grid.size, _LAMBDA_CHUNK):
+        sim = _scaled_metrics(
+            centre,
+            spread,
+            total,
+            stats.real_index,
+            ur_denominator,
+            noise,
+            grid[start : start + _LAMBDA_CHUNK],
+        )
+        for k in names:
+            low, high = np.quantile(sim[k], levels, axis=-1)
+            q_lo[k].append(low)
+            q_hi[k].append(high)
+    observed = _scaled_metrics(centre, spread, total, stats.real_index, ur_denominator, None)
+    for k in names:
+        obs, theta = float(observed[k]), truth[k]
+        if not np.isfinite(obs) or np.ptp(theta) <= 1e-12 * max(1.0, abs(obs)):
+            continue
+        out[k] = _accepted_range(
+            grid, theta, np.concatenate(q_lo[k]) - obs, np.concatenate(q_hi[k]) - obs
+        )
+    return out
+
+
+def _accepted_range(
+    grid: np.ndarray, theta: np.ndarray, lo_minus_obs: np.ndarray, hi_minus_obs: np.ndarray
+) -> tuple[float, float]:
+    """The range of ``theta`` (the metric at each grid λ) over the λ whose simulated quantiles
+    hold the estimate, q_lo(λ) ≤ estimate ≤ q_hi(λ), with the set's ends interpolated
+    linearly between grid points; its hull when it has gaps. When no λ holds the estimate
+    (it lies below what even no gap gives, at the lower quantile) the interval runs from 0 to
+    the metric at the λ that comes closest."""
+    slack = np.minimum(hi_minus_obs, -lo_minus_obs)  # >= 0: λ accepted
+    ok = slack >= 0
+    if not ok.any():
+        j = int(np.argmax(slack))
+        return 0.0, float(max(0.0, theta[j]))
+    lams = list(grid[ok])
+    for j in np.flatnonzero(ok[:-1] != ok[1:]):
+        a, b = slack[j], slack[j + 1]
+        lams.append(grid[j] + a / (a - b) * (grid[j + 1] - grid[j]))
+    values = np.interp(np.array(lams), grid, theta)
+    return float(max(0.0, values.min())), float(max(0.0, values.max()))
+
+
+def _scaled_metrics(
+    centre: np.ndarray,
+    spread: np.ndarray,
+    total: np.ndarray,
+    real_index: int,
+    ur_denominator: str | Iterable[str],
+    noise: np.ndarray | None,
+    lams: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """The metrics of the cells ``centre + λ·spread (+ noise)``: (K,) or, with noise (B, F, S),
+    (K, B) arrays for the K values ``lams``; the data's (λ = 1) values when lams is None."""
+    if lams is None:
+        acc = centre + spread
+    else:
+        acc = centre + np.asarray(lams, dtype=np.float64)[:, None, None] * spread
+        if noise is not None:
+            acc = acc[:, None] + noise[None]
+    total = np.broadcast_to(total, acc.shape)
+    # an empty cell (total 0, accuracy NaN) has no correct sample, as in the data's counts
+    return metrics_from_cell_counts(
+        np.where(total > 0, acc * total, 0.0), total, real_index, ur_denominator
+    )
+
+
 def bootstrap_intervals(
     data: SubjectStats | pd.DataFrame,
     n_boot: int = 1000,
@@ -361,8 +550,9 @@ def bootstrap_intervals(
         raise ValueError("level must lie in (0, 1)")
     stats = _as_stats(data, threshold, approaches, groups, threshold_rule)
     estimate = point_estimates(stats, ur_denominator)
-    reps = bootstrap_replicates(stats, n_boot, seed, ur_denominator)
+    reps, noise = bootstrap_noise(stats, n_boot, seed, ur_denominator)
     jack = jackknife_estimates(stats, ur_denominator)
+    inverted = inverted_intervals(stats, noise, level, ur_denominator)
     names = list(reps)
     values = np.vstack([reps[k] for k in names])
     tail = 100 * (1 - level) / 2
@@ -372,14 +562,20 @@ def bootstrap_intervals(
         mean = np.nanmean(values, axis=1)
     bca = [bca_interval(estimate[k], reps[k], jack[k], level) for k in names]
     basic = [basic_interval(estimate[k], reps[k], level, floor=0.0) for k in names]
+    reported = [
+        inverted[k] if np.all(np.isfinite(inverted.get(k, (np.nan,)))) else b
+        for k, b in zip(names, basic)
+    ]
     n_valid = np.isfinite(values).sum(axis=1)
     point = np.array([estimate[k] for k in names])
     return pd.DataFrame(
         {
             "estimate": point,
             "estimate_bc": 2 * point - mean,
-            "ci_low": [b[0] for b in basic],
-            "ci_high": [b[1] for b in basic],
+            "ci_low": [r[0] for r in reported],
+            "ci_high": [r[1] for r in reported],
+            "basic_low": [b[0] for b in basic],
+            "basic_high": [b[1] for b in basic],
             "bca_low": [b[0] for b in bca],
             "bca_high": [b[1] for b in bca],
             "pct_low": pct_low,

@@ -157,10 +157,13 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
             for t in [
                 f"Evaluation on the {m.get('evaluation_split', 'test')} split; the validation "
                 "split only fits the per-group thresholds.",
-                f"A sample is predicted fake when its score > {m.get('threshold', 0.5)}.",
+                f"A sample is predicted fake when its score {m.get('threshold_rule', '>')} "
+                f"{m.get('threshold', 0.5)}.",
                 ur_convention(ur),
-                f"Confidence intervals: 2.5/97.5 percentiles of {m.get('bootstrap', 0)} "
-                "subject-level bootstrap resamples (subjects resampled within their group).",
+                f"Confidence intervals of the gaps: 95%, by test inversion over "
+                f"{m.get('bootstrap', 0)} subject-level bootstrap resamples (subjects "
+                "resampled within their group; docs/metrics.md section 4); a lower end of 0 "
+                "means the data are consistent with no gap.",
                 "p-values: one-sided subject-level permutation test (group labels shuffled "
                 "across subjects): the chance of a gap at least this large if groups did not matter.",
             ]
@@ -194,7 +197,7 @@ def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
         "Fairness on clean test data",
         caption_html("fairness_table"),
         _p(
-            "Cells read: value [95 % basic subject-bootstrap interval, floored at 0] "
+            "Cells read: value [95 % subject-bootstrap interval, by test inversion] "
             "p=permutation p-value (gaps only).",
             "note",
         ),
@@ -210,7 +213,8 @@ def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
         "<h3>Paired comparisons of the detectors</h3>",
         _p(
             "Difference of two detectors' gaps (first − second) from paired subject-level "
-            "resampling (the same subjects and resamples for both), its 95% BCa interval, "
+            "resampling (the same subjects and resamples for both), its 95% basic bootstrap "
+            "interval, "
             "the two-sided p-value and its Holm adjustment over every test of the verdict "
             "metrics.",
             "note",

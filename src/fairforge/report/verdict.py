@@ -1,9 +1,9 @@
 """The statistics behind the verdict: which detector is fairest by each verdict metric, how
-sure that is (BCa bootstrap intervals; paired subject-level comparisons of the detectors'
-gaps and permutation tests against chance, judged on Holm-adjusted p-values), whether the
-ranking holds under every test-time variant, and which group a face ranking exposes most.
-Pure functions from tables to plain sentences; the page escapes and lays them out. No
-sentence rests on whether two intervals overlap."""
+sure that is (subject-bootstrap intervals by test inversion; paired subject-level
+comparisons of the detectors' gaps and permutation tests against chance, judged on
+Holm-adjusted p-values), whether the ranking holds under every test-time variant, and which
+group a face ranking exposes most. Pure functions from tables to plain sentences; the page
+escapes and lays them out. No sentence rests on whether two intervals overlap."""
 
 from __future__ import annotations
 

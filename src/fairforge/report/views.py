@@ -157,7 +157,7 @@ def wide_pvalues(pvalues: pd.DataFrame) -> pd.DataFrame:
 
 def paired_comparisons(pvalues: pd.DataFrame) -> pd.DataFrame:
     """The paired comparisons the verdict judges (Holm family): dataset, metric, the pair,
-    the difference of gaps with its BCa interval, raw and Holm-adjusted p-values."""
+    the difference of gaps with its basic bootstrap interval, raw and Holm-adjusted p-values."""
     if pvalues.empty or "test" not in pvalues.columns:
         return pd.DataFrame()
     paired = pvalues.loc[(pvalues["test"] == "paired") & pvalues["p_holm"].notna()]

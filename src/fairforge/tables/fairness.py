@@ -249,7 +249,8 @@ def pvalue_table(
       permutation test, one-sided); ``value`` is the gap.
     * ``test`` = ``paired``: do ``detector`` and ``detector_b`` differ (paired subject-level
       bootstrap of the difference of their gaps, same subjects and resamples for both,
-      two-sided); ``value`` is gap(detector) − gap(detector_b) with its BCa interval.
+      two-sided); ``value`` is gap(detector) − gap(detector_b) with its basic bootstrap
+      interval.
 
     ``n_perm`` is the number of permutations and of paired resamples.
     """
