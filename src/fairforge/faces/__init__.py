@@ -3,7 +3,7 @@ face-alignment) and similarity-aligned crops. Importing the package registers ev
 """
 
 # Importing the member modules registers them.
-from fairforge.faces import mtcnn  # noqa: F401
+from fairforge.faces import insight, mtcnn  # noqa: F401
 from fairforge.faces.align import (
     TEMPLATE_5,
     alignment_matrix,
@@ -26,6 +26,7 @@ from fairforge.faces.detect import (
 )
 from fairforge.faces.landmarks import (
     LANDMARKERS,
+    MAP_2D106_TO_68,
     find_landmarks,
     five_from_68,
     from_2d106,
@@ -50,6 +51,7 @@ __all__ = [
     "FaceModelError",
     "FaceModels",
     "LANDMARKERS",
+    "MAP_2D106_TO_68",
     "FaceResult",
     "TEMPLATE_5",
     "alignment_matrix",

@@ -87,7 +87,7 @@ class FaceModels:
 
     ``dlib_dir``: dlib's ``.dat`` files (default: see :func:`default_models_dir`);
     ``model_dir``: insightface's model root in its own layout, ``{model_dir}/models/{pack}/
-    *.onnx``; ``fan_model``: face-alignment's TorchScript landmark network; ``device``: where
+    *.onnx`` (``det_size``: the square SCRFD runs at); ``fan_model``: face-alignment's TorchScript landmark network; ``device``: where
     torch backends run (``cpu``, ``cuda``).
     """
 
@@ -97,6 +97,7 @@ class FaceModels:
     fan_model: str | Path | None = None
     fan_type: str = "2D"
     device: str = "cpu"
+    det_size: int = 640
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,7 @@ def process_faces(
     fan_model: str | Path | None = None,
     fan_type: str = "2D",
     device: str = "cpu",
+    det_size: int = 640,
 ) -> pd.DataFrame:
     """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
     (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
@@ -176,11 +177,19 @@ def process_faces(
     Files are decoded by :func:`fairforge.images.load_image` within ``limits``; a crop is
     filled as ``border`` says where it reaches past the photo, and ``outside_fraction``
     records how much of it does. ``landmarks`` names the landmark backend; ``model_dir``,
-    ``model_pack``, ``fan_model``, ``fan_type`` and ``device`` are
+    ``model_pack``, ``fan_model``, ``fan_type``, ``device`` and ``det_size`` are
     :class:`~fairforge.faces.detect.FaceModels`'s (the config's ``faces`` keys).
     """
     name = detector_name(detector)
-    models = FaceModels(models_dir, model_dir, model_pack, fan_model, fan_type, device)
+    models = FaceModels(
+        dlib_dir=models_dir,
+        model_dir=model_dir,
+        model_pack=model_pack,
+        fan_model=fan_model,
+        fan_type=fan_type,
+        device=device,
+        det_size=det_size,
+    )
     base = image_root(root)
     out_dir = Path(out_dir)
     rows = []
