@@ -3,7 +3,7 @@ face-alignment) and similarity-aligned crops. Importing the package registers ev
 """
 
 # Importing the member modules registers them.
-from fairforge.faces import insight, mtcnn  # noqa: F401
+from fairforge.faces import fan, insight, mtcnn  # noqa: F401
 from fairforge.faces.align import (
     TEMPLATE_5,
     alignment_matrix,

@@ -87,8 +87,9 @@ class FaceModels:
 
     ``dlib_dir``: dlib's ``.dat`` files (default: see :func:`default_models_dir`);
     ``model_dir``: insightface's model root in its own layout, ``{model_dir}/models/{pack}/
-    *.onnx`` (``det_size``: the square SCRFD runs at); ``fan_model``: face-alignment's TorchScript landmark network; ``device``: where
-    torch backends run (``cpu``, ``cuda``).
+    *.onnx`` (``det_size``: the square SCRFD runs at); ``fan_model``, ``fan_type`` and
+    ``fan_depth_model``: face-alignment's networks (:mod:`fairforge.faces.fan`);
+    ``device``: where the torch and onnx backends run (``cpu``, ``cuda``).
     """
 
     dlib_dir: str | Path | None = None
@@ -96,6 +97,7 @@ class FaceModels:
     model_pack: str = "buffalo_l"
     fan_model: str | Path | None = None
     fan_type: str = "2D"
+    fan_depth_model: str | Path | None = None
     device: str = "cpu"
     det_size: int = 640
 

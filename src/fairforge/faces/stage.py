@@ -165,6 +165,7 @@ def process_faces(
     model_pack: str = "buffalo_l",
     fan_model: str | Path | None = None,
     fan_type: str = "2D",
+    fan_depth_model: str | Path | None = None,
     device: str = "cpu",
     det_size: int = 640,
 ) -> pd.DataFrame:
@@ -177,7 +178,7 @@ def process_faces(
     Files are decoded by :func:`fairforge.images.load_image` within ``limits``; a crop is
     filled as ``border`` says where it reaches past the photo, and ``outside_fraction``
     records how much of it does. ``landmarks`` names the landmark backend; ``model_dir``,
-    ``model_pack``, ``fan_model``, ``fan_type``, ``device`` and ``det_size`` are
+    ``model_pack``, ``fan_model``, ``fan_type``, ``fan_depth_model``, ``device`` and ``det_size`` are
     :class:`~fairforge.faces.detect.FaceModels`'s (the config's ``faces`` keys).
     """
     name = detector_name(detector)
@@ -187,6 +188,7 @@ def process_faces(
         model_pack=model_pack,
         fan_model=fan_model,
         fan_type=fan_type,
+        fan_depth_model=fan_depth_model,
         device=device,
         det_size=det_size,
     )
