@@ -22,6 +22,9 @@ OUTPUTS = {
     "crops_shard": "{results}/{dataset}/crops/shard_{shard}",
     "faces": "{results}/{dataset}/faces.parquet",
     "face_detection_rate": "{results}/{dataset}/face_detection_rate.csv",
+    # every configured face detector on every source image (faces.compare_backends)
+    "face_backend_outcomes": "{results}/{dataset}/face_backends.parquet",
+    "face_detection_by_backend": "{results}/{dataset}/face_detection_by_backend.csv",
     # pairs, forgery, samples
     "pairs": "{results}/{dataset}/pairs.parquet",
     "forgery_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}.parquet",
@@ -87,6 +90,7 @@ OUTPUTS = {
     "efficiency_figure": "{results}/figures/efficiency.png",
     "exposure_figure": "{results}/figures/exposure.png",
     "forgery_examples": "{results}/figures/{dataset}/forgery_examples.png",
+    "face_backends_figure": "{results}/figures/{dataset}/face_backends.png",
     "forgery_quality_figure": "{results}/figures/forgery_quality/{method}.png",
     "report": "{results}/report.html",
     # run records
