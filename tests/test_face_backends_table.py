@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,9 @@ from fairforge.faces.compare import (
     landmark_problem,
 )
 from fairforge.images import write_image
+from fairforge.paths import report_paths
 from fairforge.report.figures import face_backends_figure
+from fairforge.report.html import _face_backend_parts
 from fairforge.tables.face_backends import FACE_BACKEND_COLUMNS, face_detection_by_backend
 
 
@@ -127,8 +130,17 @@ def test_compare_backends_on_real_and_bad_files(tmp_path):
     table = face_detection_by_backend(out, sources, ["hog", "mtcnn"], n_boot=20)
     assert table.set_index(["backend", "group"]).loc[("mtcnn", "x"), "detection_rate"] == 0.5
     assert table.set_index(["backend", "group"]).loc[("mtcnn", "y"), "n_unreadable"] == 2
-    path = face_backends_figure(table, tmp_path / "fig.png", "tmp")
-    assert path.stat().st_size > 1000
+    # The report shows each dataset's figure and table when the comparison is configured.
+    paths = report_paths(str(tmp_path), ["synthetic"], face_backends=True)
+    table_path = Path(paths["face_backend_tables"][0])
+    table_path.parent.mkdir(parents=True)
+    table.to_csv(table_path, index=False)
+    figure = face_backends_figure(table, paths["face_backend_figures"][0], "synthetic")
+    assert figure.stat().st_size > 1000
+    shown = "".join(_face_backend_parts(paths))
+    assert "Which face detector fails whom" in shown and "data:image/png" in shown
+    assert "landmark_failure_rate" in shown
+    assert _face_backend_parts(report_paths(str(tmp_path), ["synthetic"])) == []
 
 
 def test_backend_outcome_and_options():

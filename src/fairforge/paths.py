@@ -157,9 +157,11 @@ def report_paths(
     datasets: Sequence[str] = (),
     methods: Sequence[str] = (),
     ranking: bool = True,
+    face_backends: bool = False,
 ) -> dict:
     """Every file the report reads, by the report's key; the ranking study's outputs only
-    with ``ranking``."""
+    with ``ranking``, the face-backend comparison only with ``face_backends`` (config
+    ``faces.compare_backends`` not empty)."""
     tables = {**REPORT_TABLES, **(REPORT_EXPOSURE if ranking else {})}
     paths: dict = {key: result_path(name, results) for key, name in tables.items()}
     paths["forgeries"] = [
@@ -174,4 +176,11 @@ def report_paths(
     paths["face_detection_rates"] = [
         result_path("face_detection_rate", results, dataset=d) for d in datasets
     ]
+    if face_backends:
+        paths["face_backend_tables"] = [
+            result_path("face_detection_by_backend", results, dataset=d) for d in datasets
+        ]
+        paths["face_backend_figures"] = [
+            result_path("face_backends_figure", results, dataset=d) for d in datasets
+        ]
     return paths
