@@ -427,8 +427,9 @@ def face_backends_figure(table: pd.DataFrame, path: str | Path, dataset: str = "
         ax.set_xticks(x, backends, fontsize=8)
         ax.set_ylabel(label)
         ax.grid(axis="y", alpha=0.3)
+        top = float(np.nanmax(frame[f"{name}_high"].to_numpy(float), initial=0.0))
+        ax.set_ylim(0, 1.05 if c == 0 else max(0.05, 1.15 * top))
         if c == 0:
-            ax.set_ylim(0, 1.05)
             ax.legend(fontsize=7)
     fig.suptitle(f"face backends per group{f' ({dataset})' if dataset else ''}", fontsize=10)
     return save_png(fig, path)
