@@ -276,7 +276,13 @@ def get_encoder_training(wildcards):
 
 def get_report_inputs(wildcards):
     """Every table and figure the report reads (the ranking study's only when enabled)."""
-    paths = report_paths(RESULTS, DATASETS, METHODS, ranking=RANKING_ENABLED)
+    paths = report_paths(
+        RESULTS,
+        DATASETS,
+        METHODS,
+        ranking=RANKING_ENABLED,
+        face_backends=bool(config["faces"]["compare_backends"]),
+    )
     # Forgeries and their example sheets exist only where methods are generated.
     paths["forgeries"] = [
         result_path("forgery", dataset=d, method=m) for d in DATASETS for m in METHODS_OF[d]

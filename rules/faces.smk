@@ -38,3 +38,31 @@ rule faces:
         "../envs/fairforge.yaml"
     script:
         "../scripts/faces.py"
+
+
+rule face_backends:
+    """Every detector of faces.compare_backends on every source image: detection rate,
+    landmark failures and alignment error per group, with subject-bootstrap intervals."""
+    input:
+        result_path("sources"),
+    output:
+        outcomes=result_path("face_backend_outcomes"),
+        table=result_path("face_detection_by_backend"),
+        figure=result_path("face_backends_figure"),
+    log:
+        log_path("faces/{dataset}/backends.log"),
+    benchmark:
+        benchmark_path("faces/{dataset}/backends.tsv")
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(240),
+    params:
+        faces=config["faces"],
+        images=config["images"],
+        root=get_dataset_root,
+        n_boot=config["metrics"]["bootstrap"],
+        seed=config["seed"],
+    script:
+        "../scripts/face_backends.py"

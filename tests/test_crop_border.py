@@ -30,6 +30,7 @@ from fairforge.faces.align import (
     template_points,
     warp_crop,
 )
+from fairforge.faces.landmarks import five_from_68
 from fairforge.images import load_image, write_image
 from fairforge.tables import crop_outside_cells
 
@@ -170,17 +171,17 @@ def test_shrink_fits_the_margin_to_the_photo():
     landmarks[36:42], landmarks[42:48] = five[0], five[1]
     landmarks[[30, 48, 54]] = five[2:]
     roomy = (400, 400, 3)
-    assert fitted_margin(landmarks + 150, roomy, CROP, 0.25) == 0.25
-    m = fitted_margin(landmarks, (130, 130, 3), CROP, 0.25)
+    assert fitted_margin(five_from_68(landmarks) + 150, roomy, CROP, 0.25) == 0.25
+    m = fitted_margin(five_from_68(landmarks), (130, 130, 3), CROP, 0.25)
     assert m == pytest.approx(0.1, abs=0.01)
     assert crop_inside(alignment_matrix(landmarks, CROP, m), (130, 130, 3), CROP)
     assert not crop_inside(alignment_matrix(landmarks, CROP, m + 0.01), (130, 130, 3), CROP)
     # Nothing fits: the tight template box, the rest filled with the edge.
-    assert fitted_margin(landmarks, (90, 90, 3), CROP, 0.25) == 0.0
-    matrix = crop_matrix(landmarks, (90, 90, 3), CROP, 0.25)
+    assert fitted_margin(five_from_68(landmarks), (90, 90, 3), CROP, 0.25) == 0.0
+    matrix = crop_matrix(five_from_68(landmarks), (90, 90, 3), CROP, 0.25)
     np.testing.assert_array_equal(matrix, alignment_matrix(landmarks, CROP, 0.0))
     assert outside_fraction(matrix, (90, 90, 3), CROP) > 0
-    matrix = crop_matrix(landmarks, (90, 90, 3), CROP, 0.25, "constant")
+    matrix = crop_matrix(five_from_68(landmarks), (90, 90, 3), CROP, 0.25, "constant")
     np.testing.assert_array_equal(matrix, alignment_matrix(landmarks, CROP, 0.25))
     with pytest.raises(ValueError, match="unknown border"):
-        crop_matrix(landmarks, roomy, CROP, 0.25, "wrap")
+        crop_matrix(five_from_68(landmarks), roomy, CROP, 0.25, "wrap")

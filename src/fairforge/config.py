@@ -15,6 +15,7 @@ import yaml
 
 import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
 from fairforge.faces.detect import FACE_DETECTORS
+from fairforge.faces.landmarks import LANDMARKERS
 from fairforge.forgery import FORGERY_METHODS, method_key
 from fairforge.perturb.augment import AUGMENTATIONS
 from fairforge.registry import Registry, UnknownName
@@ -113,6 +114,9 @@ def _check_registered_names(config: dict) -> None:
     for name, det in config["detectors"].items():
         _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
     _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
+    _check_name(LANDMARKERS, config["faces"]["landmarks"], "faces.landmarks")
+    for backend in config["faces"]["compare_backends"]:
+        _check_name(FACE_DETECTORS, backend, "faces.compare_backends")
 
 
 def _check_datasets(config: dict) -> set[str] | None:

@@ -22,6 +22,9 @@ OUTPUTS = {
     "crops_shard": "{results}/{dataset}/crops/shard_{shard}",
     "faces": "{results}/{dataset}/faces.parquet",
     "face_detection_rate": "{results}/{dataset}/face_detection_rate.csv",
+    # every configured face detector on every source image (faces.compare_backends)
+    "face_backend_outcomes": "{results}/{dataset}/face_backends.parquet",
+    "face_detection_by_backend": "{results}/{dataset}/face_detection_by_backend.csv",
     # pairs, forgery, samples
     "pairs": "{results}/{dataset}/pairs.parquet",
     "forgery_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}.parquet",
@@ -90,6 +93,7 @@ OUTPUTS = {
     "efficiency_figure": "{results}/figures/efficiency.png",
     "exposure_figure": "{results}/figures/exposure.png",
     "forgery_examples": "{results}/figures/{dataset}/forgery_examples.png",
+    "face_backends_figure": "{results}/figures/{dataset}/face_backends.png",
     "forgery_quality_figure": "{results}/figures/forgery_quality/{method}.png",
     "report": "{results}/report.html",
     # run records
@@ -156,9 +160,11 @@ def report_paths(
     datasets: Sequence[str] = (),
     methods: Sequence[str] = (),
     ranking: bool = True,
+    face_backends: bool = False,
 ) -> dict:
     """Every file the report reads, by the report's key; the ranking study's outputs only
-    with ``ranking``."""
+    with ``ranking``, the face-backend comparison only with ``face_backends`` (config
+    ``faces.compare_backends`` not empty)."""
     tables = {**REPORT_TABLES, **(REPORT_EXPOSURE if ranking else {})}
     paths: dict = {key: result_path(name, results) for key, name in tables.items()}
     paths["forgeries"] = [
@@ -173,4 +179,11 @@ def report_paths(
     paths["face_detection_rates"] = [
         result_path("face_detection_rate", results, dataset=d) for d in datasets
     ]
+    if face_backends:
+        paths["face_backend_tables"] = [
+            result_path("face_detection_by_backend", results, dataset=d) for d in datasets
+        ]
+        paths["face_backend_figures"] = [
+            result_path("face_backends_figure", results, dataset=d) for d in datasets
+        ]
     return paths

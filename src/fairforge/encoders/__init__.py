@@ -8,13 +8,19 @@ so that cosine similarity is a dot product::
     emb = enc.embed([rgb_uint8, ...])
 
 Registered: ``dlib_resnet`` (the default; dlib's ResNet with its 5-point chip),
-``onnx_arcface`` (an ArcFace-style ONNX model from a configured path) and the trainable
+``onnx_arcface`` (an ArcFace-style ONNX model from a configured path),
+``insightface_arcface`` (an insightface model pack's recognition model, via its model zoo) and the trainable
 encoders on timm backbones (``mobilefacenet``, ``resnet``, ``resnest``, ``repvgg``,
 ``hrnet``), which load a checkpoint written by :func:`fairforge.encoders.trainable.train_encoder`.
 """
 
 # Importing the member modules registers them.
-from fairforge.encoders import dlib_resnet, onnx_arcface, trainable  # noqa: E402,F401
+from fairforge.encoders import (  # noqa: E402,F401
+    dlib_resnet,
+    insightface_arcface,
+    onnx_arcface,
+    trainable,
+)
 from fairforge.encoders.base import (
     DEFAULT_ENCODER,
     ENCODERS,

@@ -1,5 +1,9 @@
-"""Faces: dlib detection (HOG or MMOD), 68 landmarks and similarity-aligned crops."""
+"""Faces: detection (dlib HOG or MMOD, MTCNN, SCRFD), 68 landmarks (dlib, insightface,
+face-alignment) and similarity-aligned crops. Importing the package registers every backend.
+"""
 
+# Importing the member modules registers them.
+from fairforge.faces import fan, insight, mtcnn  # noqa: F401
 from fairforge.faces.align import (
     TEMPLATE_5,
     alignment_matrix,
@@ -11,12 +15,22 @@ from fairforge.faces.align import (
 )
 from fairforge.faces.detect import (
     DETECTOR_NAMES,
+    FACE_DETECTORS,
     Detection,
     FaceModelError,
+    FaceModels,
     default_models_dir,
     detect_faces,
     model_path,
     predict_landmarks,
+)
+from fairforge.faces.landmarks import (
+    LANDMARKERS,
+    MAP_2D106_TO_68,
+    find_landmarks,
+    five_from_68,
+    from_2d106,
+    from_3d68,
 )
 from fairforge.faces.stage import (
     FACES_COLUMNS,
@@ -26,13 +40,18 @@ from fairforge.faces.stage import (
     landmarks_array,
     process_faces,
     reason_kind,
+    stage_options,
 )
 
 __all__ = [
     "DETECTOR_NAMES",
     "Detection",
     "FACES_COLUMNS",
+    "FACE_DETECTORS",
     "FaceModelError",
+    "FaceModels",
+    "LANDMARKERS",
+    "MAP_2D106_TO_68",
     "FaceResult",
     "TEMPLATE_5",
     "alignment_matrix",
@@ -40,12 +59,17 @@ __all__ = [
     "detect_and_align",
     "detect_faces",
     "detection_rate_by_group",
+    "find_landmarks",
+    "five_from_68",
     "five_points",
+    "from_2d106",
+    "from_3d68",
     "landmarks_array",
     "model_path",
     "predict_landmarks",
     "process_faces",
     "reason_kind",
+    "stage_options",
     "template_points",
     "transform_points",
     "umeyama_similarity",

@@ -13,6 +13,8 @@ import math
 import cv2
 import numpy as np
 
+from fairforge.faces.landmarks import five_from_68
+
 TEMPLATE_5 = (
     np.array(
         [
@@ -27,25 +29,8 @@ TEMPLATE_5 = (
     / 112.0
 )
 
-# iBUG 68 indices: eyes 36-41 (image left) and 42-47, nose tip 30, mouth corners 48 and 54.
-_LEFT_EYE, _RIGHT_EYE = slice(36, 42), slice(42, 48)
-_NOSE_TIP, _MOUTH_LEFT, _MOUTH_RIGHT = 30, 48, 54
-
-
-def five_points(landmarks68: np.ndarray) -> np.ndarray:
-    """(5, 2) eye centres, nose tip and mouth corners from (68, 2) landmarks."""
-    pts = np.asarray(landmarks68, dtype=np.float64)
-    if pts.shape != (68, 2):
-        raise ValueError(f"expected (68, 2) landmarks, got {pts.shape}")
-    return np.stack(
-        [
-            pts[_LEFT_EYE].mean(0),
-            pts[_RIGHT_EYE].mean(0),
-            pts[_NOSE_TIP],
-            pts[_MOUTH_LEFT],
-            pts[_MOUTH_RIGHT],
-        ]
-    )
+# The 5 points of 68 iBUG landmarks (the convention lives in fairforge.faces.landmarks).
+five_points = five_from_68
 
 
 def template_points(crop_size: int, margin: float) -> np.ndarray:
@@ -145,7 +130,15 @@ def face_fraction(margin: float) -> float:
 
 def alignment_matrix(landmarks68: np.ndarray, crop_size: int, margin: float) -> np.ndarray:
     """The 2x3 similarity taking image pixels to crop pixels."""
-    return umeyama_similarity(five_points(landmarks68), template_points(crop_size, margin))
+    return alignment_matrix_5(five_from_68(landmarks68), crop_size, margin)
+
+
+def alignment_matrix_5(points5: np.ndarray, crop_size: int, margin: float) -> np.ndarray:
+    """The 2x3 similarity taking the five alignment points onto the template."""
+    points5 = np.asarray(points5, dtype=np.float64)
+    if points5.shape != (5, 2) or not np.isfinite(points5).all():
+        raise ValueError(f"expected 5 finite (x, y) points, got {points5.shape}")
+    return umeyama_similarity(points5, template_points(crop_size, margin))
 
 
 def crop_inside(matrix: np.ndarray, image_shape: tuple[int, ...], crop_size: int) -> bool:
@@ -160,7 +153,7 @@ def crop_inside(matrix: np.ndarray, image_shape: tuple[int, ...], crop_size: int
 
 
 def fitted_margin(
-    landmarks68: np.ndarray,
+    points5: np.ndarray,
     image_shape: tuple[int, ...],
     crop_size: int,
     margin: float,
@@ -171,7 +164,7 @@ def fitted_margin(
     the photo grows with the margin (the template's points stay put), so bisection finds it."""
 
     def fits(m: float) -> bool:
-        return crop_inside(alignment_matrix(landmarks68, crop_size, m), image_shape, crop_size)
+        return crop_inside(alignment_matrix_5(points5, crop_size, m), image_shape, crop_size)
 
     if fits(margin):
         return float(margin)
@@ -185,7 +178,7 @@ def fitted_margin(
 
 
 def crop_matrix(
-    landmarks68: np.ndarray,
+    points5: np.ndarray,
     image_shape: tuple[int, ...],
     crop_size: int,
     margin: float,
@@ -196,5 +189,5 @@ def crop_matrix(
     if border not in BORDERS:
         raise ValueError(f"unknown border {border!r}; expected one of {sorted(BORDERS)}")
     if border == "shrink":
-        margin = fitted_margin(landmarks68, image_shape, crop_size, margin)
-    return alignment_matrix(landmarks68, crop_size, margin)
+        margin = fitted_margin(points5, image_shape, crop_size, margin)
+    return alignment_matrix_5(points5, crop_size, margin)

@@ -1,10 +1,11 @@
 """Face detectors (:data:`FACE_DETECTORS`: dlib's HOG and MMOD CNN) and the 68-point shape
 predictor.
 
-A detector is a function ``(image_rgb, upsample, adjust_threshold, models_dir) ->
+A detector is a function ``(image_rgb, upsample, adjust_threshold, models: FaceModels) ->
 list[Detection]`` registered under its config name (``faces.detector``) with metadata
 ``manifest_name``, the name written to the faces manifest's ``detector`` column; a new
-backend is one registration.
+backend is one registration. Backends that find the five alignment points themselves
+(MTCNN, SCRFD) return them in :attr:`Detection.points5`.
 
 Model files are loaded by path: ``models_dir`` if given, else ``$FAIRFORGE_DLIB_MODELS``, else
 the ``models`` folder of the ``face_recognition_models`` package (found without importing it,
@@ -81,14 +82,38 @@ def _shape_predictor(path: str):
 
 
 @dataclass(frozen=True)
+class FaceModels:
+    """Where every face backend finds its model files, and the device it runs on.
+
+    ``dlib_dir``: dlib's ``.dat`` files (default: see :func:`default_models_dir`);
+    ``model_dir``: insightface's model root in its own layout, ``{model_dir}/models/{pack}/
+    *.onnx`` (``det_size``: the square SCRFD runs at); ``fan_model``, ``fan_type`` and
+    ``fan_depth_model``: face-alignment's networks (:mod:`fairforge.faces.fan`);
+    ``device``: where the torch and onnx backends run (``cpu``, ``cuda``).
+    """
+
+    dlib_dir: str | Path | None = None
+    model_dir: str | Path | None = None
+    model_pack: str = "buffalo_l"
+    fan_model: str | Path | None = None
+    fan_type: str = "2D"
+    fan_depth_model: str | Path | None = None
+    device: str = "cpu"
+    det_size: int = 640
+
+
+@dataclass(frozen=True)
 class Detection:
-    """A face box in image pixels (x1, y1 exclusive; may extend past the image) and score."""
+    """A face box in image pixels (x1, y1 exclusive; may extend past the image) and score;
+    ``points5`` are the detector's own five alignment points (eye centres, nose tip, mouth
+    corners, image pixels) when it finds them, else None."""
 
     x0: int
     y0: int
     x1: int
     y1: int
     score: float
+    points5: tuple[tuple[float, float], ...] | None = None
 
     @property
     def area(self) -> int:
@@ -113,7 +138,7 @@ def detector_name(detector: str) -> str:
 
 @FACE_DETECTORS.register("hog", manifest_name=HOG_NAME)
 def _hog_faces(
-    img: np.ndarray, upsample: int, adjust_threshold: float, models_dir: str | Path | None
+    img: np.ndarray, upsample: int, adjust_threshold: float, models: FaceModels
 ) -> list[Detection]:
     """HOG scores are the SVM margins of ``run(img, upsample, adjust_threshold)``."""
     rects, scores, _ = _hog_detector().run(img, int(upsample), float(adjust_threshold))
@@ -125,10 +150,10 @@ def _hog_faces(
 
 @FACE_DETECTORS.register("cnn", manifest_name=MMOD_NAME)
 def _mmod_faces(
-    img: np.ndarray, upsample: int, adjust_threshold: float, models_dir: str | Path | None
+    img: np.ndarray, upsample: int, adjust_threshold: float, models: FaceModels
 ) -> list[Detection]:
     """MMOD scores are the CNN's confidences, kept from ``adjust_threshold`` up."""
-    cnn = _mmod_detector(str(model_path(MMOD_FILE, models_dir)))
+    cnn = _mmod_detector(str(model_path(MMOD_FILE, models.dlib_dir)))
     return [
         Detection(
             d.rect.left(),
@@ -153,12 +178,15 @@ def detect_faces(
     upsample: int = 1,
     adjust_threshold: float = 0.0,
     models_dir: str | Path | None = None,
+    models: FaceModels | None = None,
 ) -> list[Detection]:
     """All faces in a uint8 RGB image, largest first (ties: higher score, then position),
     found by the detector registered as ``detector`` (both dlib detectors: larger scores
-    are surer, 0 is the default threshold)."""
+    are surer, 0 is the default threshold). ``models`` says where backends find their
+    files; without it, ``models_dir`` is dlib's folder."""
     find = FACE_DETECTORS.get(detector)
-    found = find(np.ascontiguousarray(image_rgb), upsample, adjust_threshold, models_dir)
+    models = models if models is not None else FaceModels(dlib_dir=models_dir)
+    found = find(np.ascontiguousarray(image_rgb), upsample, adjust_threshold, models)
     return sorted(found, key=lambda d: (-d.area, -d.score, d.y0, d.x0))
 
 

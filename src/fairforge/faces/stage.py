@@ -1,4 +1,5 @@
-"""The faces stage: detect, keep the largest face, find 68 landmarks, write an aligned crop.
+"""The faces stage: detect, keep the largest face, find 68 landmarks, align it by its five
+points (the detector's own, or the 68's: :mod:`fairforge.faces.landmarks`), write the crop.
 
 Every source row gives one faces row; a failure (unreadable file, image too small, no face)
 is a row with ``ok=False`` and a reason, never an exception and never a missing row.
@@ -24,12 +25,14 @@ from fairforge.faces.align import (
     transform_points,
     warp_crop,
 )
-from fairforge.faces.detect import detect_faces, detector_name, predict_landmarks
+from fairforge.faces.detect import FaceModels, detect_faces, detector_name
+from fairforge.faces.landmarks import alignment_points, find_landmarks
 from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, load_image, write_image
 from fairforge.sources.adapters import image_root
 
 DEFAULT_MARGIN = 0.25
 DEFAULT_MIN_IMAGE_SIZE = 48
+DEFAULT_LANDMARKS = "dlib68"
 
 
 @dataclass
@@ -47,6 +50,7 @@ class FaceResult:
     crop: np.ndarray | None = None  # (crop_size, crop_size, 3) uint8 RGB
     matrix: np.ndarray | None = None  # 2x3, image pixels -> crop pixels
     outside_fraction: float = math.nan  # share of the crop outside the image
+    points5: np.ndarray | None = None  # (5, 2) alignment points, image pixels
 
 
 def as_rgb(image: np.ndarray) -> np.ndarray:
@@ -75,23 +79,32 @@ def detect_and_align(
     adjust_threshold: float = 0.0,
     models_dir: str | Path | None = None,
     border: str = DEFAULT_BORDER,
+    landmarks: str = DEFAULT_LANDMARKS,
+    models: FaceModels | None = None,
 ) -> FaceResult:
-    """Detect faces, keep the largest, and align it to a ``crop_size`` square crop, framed and
+    """Detect faces, keep the largest, find its 68 landmarks with the backend registered as
+    ``landmarks`` and align it by its five points to a ``crop_size`` square crop, framed and
     filled as ``border`` says where the margin reaches past the image
     (:data:`fairforge.faces.align.BORDERS`: ``shrink``, the default, fits the margin to the
-    photo)."""
+    photo). ``models`` says where the backends find their files (without it, ``models_dir`` is
+    dlib's folder)."""
     name = detector_name(detector)
+    models = models if models is not None else FaceModels(dlib_dir=models_dir)
     img = as_rgb(image_rgb)
     h, w = img.shape[:2]
     if min(h, w) < min_image_size:
         return FaceResult(False, f"image too small ({w}x{h} < {min_image_size} px)", name)
-    faces = detect_faces(img, detector, upsample, adjust_threshold, models_dir)
+    faces = detect_faces(img, detector, upsample, adjust_threshold, models=models)
     if not faces:
         return FaceResult(False, "no face detected", name)
     face = faces[0]
-    points = predict_landmarks(img, face, models_dir)
     try:
-        matrix = crop_matrix(points, img.shape, crop_size, margin, border)
+        points = find_landmarks(img, face, landmarks, models)
+    except ValueError as err:
+        return FaceResult(False, f"landmarks failed ({err})", name, n_faces=len(faces))
+    points5 = alignment_points(points, face)
+    try:
+        matrix = crop_matrix(points5, img.shape, crop_size, margin, border)
     except ValueError as err:
         return FaceResult(False, f"alignment failed ({err})", name, n_faces=len(faces))
     crop = warp_crop(img, matrix, crop_size, border)
@@ -106,7 +119,17 @@ def detect_and_align(
         crop=crop,
         matrix=matrix,
         outside_fraction=outside_fraction(matrix, img.shape, crop_size),
+        points5=points5,
     )
+
+
+# Keys of the config's ``faces`` block that are not :func:`process_faces` arguments.
+COMPARISON_KEYS = ("compare_backends",)
+
+
+def stage_options(faces_config: Mapping) -> dict:
+    """:func:`process_faces`'s keyword arguments from the config's ``faces`` block."""
+    return {k: v for k, v in faces_config.items() if k not in COMPARISON_KEYS}
 
 
 def _failed_row(image_id: str, reason: str, name: str, n_faces: int = 0) -> dict:
@@ -138,6 +161,14 @@ def process_faces(
     models_dir: str | Path | None = None,
     limits: ImageLimits = DEFAULT_LIMITS,
     border: str = DEFAULT_BORDER,
+    landmarks: str = DEFAULT_LANDMARKS,
+    model_dir: str | Path | None = None,
+    model_pack: str = "buffalo_l",
+    fan_model: str | Path | None = None,
+    fan_type: str = "2D",
+    fan_depth_model: str | Path | None = None,
+    device: str = "cpu",
+    det_size: int = 640,
 ) -> pd.DataFrame:
     """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
     (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
@@ -147,9 +178,21 @@ def process_faces(
     136 float32 (x0, y0, x1, y1, ...) in crop pixels, read back by :func:`landmarks_array`.
     Files are decoded by :func:`fairforge.images.load_image` within ``limits``; a crop is
     filled as ``border`` says where it reaches past the photo, and ``outside_fraction``
-    records how much of it does.
+    records how much of it does. ``landmarks`` names the landmark backend; ``model_dir``,
+    ``model_pack``, ``fan_model``, ``fan_type``, ``fan_depth_model``, ``device`` and ``det_size`` are
+    :class:`~fairforge.faces.detect.FaceModels`'s (the config's ``faces`` keys).
     """
     name = detector_name(detector)
+    models = FaceModels(
+        dlib_dir=models_dir,
+        model_dir=model_dir,
+        model_pack=model_pack,
+        fan_model=fan_model,
+        fan_type=fan_type,
+        fan_depth_model=fan_depth_model,
+        device=device,
+        det_size=det_size,
+    )
     base = image_root(root)
     out_dir = Path(out_dir)
     rows = []
@@ -172,8 +215,9 @@ def process_faces(
             upsample=upsample,
             min_image_size=min_image_size,
             adjust_threshold=adjust_threshold,
-            models_dir=models_dir,
             border=border,
+            landmarks=landmarks,
+            models=models,
         )
         if not result.ok:
             rows.append(_failed_row(image_id, result.reason, name, result.n_faces))

@@ -382,3 +382,54 @@ def forgery_quality_figure(card: pd.DataFrame, method: str, path: str | Path) ->
         )
     fig.suptitle(f"{method} — " + "; ".join(verdicts), fontsize=10)
     return save_png(fig, path)
+
+
+# --------------------------------------------------------------------------- face backends
+
+
+def face_backends_figure(table: pd.DataFrame, path: str | Path, dataset: str = "") -> Path:
+    """Detection rate, landmark failure rate and alignment error per face backend and group,
+    with their bootstrap intervals (``face_detection_by_backend.csv``)."""
+    frame = table.loc[table["group"] != "(all)"] if not table.empty else table
+    if frame.empty:
+        return _message(path, "No face backends compared.")
+    backends = list(dict.fromkeys(frame["backend"]))
+    groups = sorted(frame["group"].astype(str).unique())
+    colours = _colours(groups)
+    panels = (
+        ("detection_rate", "detection rate"),
+        ("landmark_failure_rate", "landmark failure rate"),
+        ("alignment_error", "alignment error (IOD)"),
+    )
+    fig, axes = _grid(1, len(panels), max(PANEL[0], 1.1 * len(backends) + 1.5), PANEL[1])
+    width = 0.8 / max(1, len(groups))
+    x = np.arange(len(backends))
+    for c, (name, label) in enumerate(panels):
+        ax = axes[0, c]
+        for k, group in enumerate(groups):
+            cell = (
+                frame.loc[frame["group"].astype(str) == group]
+                .set_index("backend")
+                .reindex(backends)
+            )
+            value = cell[name].to_numpy(float)
+            low = np.clip(value - cell[f"{name}_low"].to_numpy(float), 0, None)
+            high = np.clip(cell[f"{name}_high"].to_numpy(float) - value, 0, None)
+            ax.bar(
+                x + (k - (len(groups) - 1) / 2) * width,
+                value,
+                width,
+                yerr=np.vstack([np.nan_to_num(low), np.nan_to_num(high)]),
+                capsize=2,
+                color=colours[group],
+                label=group,
+            )
+        ax.set_xticks(x, backends, fontsize=8)
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+        top = float(np.nanmax(frame[f"{name}_high"].to_numpy(float), initial=0.0))
+        ax.set_ylim(0, 1.05 if c == 0 else max(0.05, 1.15 * top))
+        if c == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"face backends per group{f' ({dataset})' if dataset else ''}", fontsize=10)
+    return save_png(fig, path)

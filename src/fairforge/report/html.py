@@ -342,7 +342,25 @@ def _failures_section(paths: Mapping, failures: pd.DataFrame) -> str:
         "<h3>Share of the aligned crop outside the photo, per group</h3>",
         caption_html("crop_outside"),
         table_html(crop_outside_cells(rates)),
+        *_face_backend_parts(paths),
     )
+
+
+def _face_backend_parts(paths: Mapping) -> list[str]:
+    """The comparison of face detectors per group (config faces.compare_backends), per
+    dataset: its figure and table."""
+    tables = [Path(p) for p in paths.get("face_backend_tables", []) if Path(p).is_file()]
+    if not tables:
+        return []
+    parts = ["<h3>Which face detector fails whom</h3>", caption_html("face_backends")]
+    figures = {Path(p).parent.name: p for p in paths.get("face_backend_figures", [])}
+    for path in tables:
+        dataset = path.parent.name
+        parts.append(f"<h4>{html.escape(dataset)}</h4>")
+        if dataset in figures:
+            parts.append(figure_html(figures[dataset], f"face backends per group ({dataset})"))
+        parts.append(table_html(pd.read_csv(path).round(3)))
+    return parts
 
 
 def _efficiency_section(paths: Mapping, detection: pd.DataFrame) -> str:

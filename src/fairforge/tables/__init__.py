@@ -16,6 +16,7 @@ evaluated on one split (``test`` by default); the validation split only fits thr
   Table 4), train-on x test-on generalization.
 - :mod:`.efficiency`: each detector's cost next to its clean AUC.
 - :mod:`.forgeries`: forgery and face-detection success per group.
+- :mod:`.face_backends`: every configured face detector per group (which fails whom).
 - :mod:`.exposure`: the ranking-exposure tables as the report shows them.
 
 The names below are the ones the scripts, the CLI, the rules and the report import from
@@ -36,6 +37,7 @@ from fairforge.tables.detectors import (
 )
 from fairforge.tables.efficiency import EFFICIENCY_AXES, clean_metric, efficiency_with_metric
 from fairforge.tables.exposure import exposure_matrix, exposure_summary, most_exposed_groups
+from fairforge.tables.face_backends import face_detection_by_backend
 from fairforge.tables.fairness import (
     fairness_outputs,
     fairness_under_perturbation,
@@ -80,6 +82,7 @@ __all__ = [
     "exposure_matrix",
     "exposure_summary",
     "crop_outside_cells",
+    "face_detection_by_backend",
     "face_detection_rates",
     "fairness_outputs",
     "fairness_under_perturbation",
