@@ -17,6 +17,7 @@ import fairforge.video  # noqa: F401  (the video adapters register when it is im
 from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.forgery import FORGERY_METHODS, method_key
 from fairforge.perturb.augment import AUGMENTATIONS
+from fairforge.recipes import RECIPES
 from fairforge.registry import Registry, UnknownName
 from fairforge.sources import ADAPTERS
 from fairforge.sources.split import SplitError, fractions_of
@@ -110,8 +111,14 @@ def _check_registered_names(config: dict) -> None:
     for method in config["forgery"]["methods"]:
         backend = backends.get(method, "classical")
         _check_name(FORGERY_METHODS, method_key(method, backend), f"forgery.methods: {method}")
+    _check_name(RECIPES, config["training"]["recipe"], "training.recipe")
+    if "augment" in config["training"]:
+        _check_name(AUGMENTATIONS, config["training"]["augment"], "training.augment")
     for name, det in config["detectors"].items():
-        _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
+        if "recipe" in det:
+            _check_name(RECIPES, det["recipe"], f"detectors.{name}.recipe")
+        if "augment" in det:
+            _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
     _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
 
 

@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from fairforge.paths import RESULTS, result_path
 from fairforge.perturb import suite
+from fairforge.recipes import RECIPE_KEYS, recipe_settings
 from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
 from fairforge.video import (  # importing the video package registers its adapters
@@ -66,24 +67,31 @@ def dataset_methods(config: dict, name: str) -> list[str]:
 
 
 def detector_settings(config: dict, name: str) -> dict:
-    """The resolved training settings of one detector: its block over the shared protocol."""
+    """The resolved training settings of one detector: its recipe (``recipe``, else
+    ``training.recipe``), overridden by the recipe keys set in ``training``, then by those
+    set in the detector's block; and its start (``pretrained``, ``init``)."""
     det = config["detectors"][name]
     base = config["training"]
+    arch = det.get("arch", name)
+    overrides = {k: base[k] for k in RECIPE_KEYS if k in base}
+    overrides.update({k: det[k] for k in RECIPE_KEYS if k in det})
+    init = det.get("init", "scratch")
     return {
-        "arch": det.get("arch", name),
+        "arch": arch,
         "model": dict(det.get("model", {})),
-        "input_size": det.get("input_size"),
         "train_methods": list(det.get("train_methods", base["train_methods"])),
-        "augment": det.get("augment", "none"),
         "balanced": bool(det.get("balanced", False)),
-        "epochs": int(det.get("epochs", base["epochs"])),
-        "batch_size": int(det.get("batch_size", base["batch_size"])),
-        "lr": float(det.get("lr", base["lr"])),
-        "weight_decay": float(det.get("weight_decay", base["weight_decay"])),
         "num_workers": int(base["num_workers"]),
         "device": config["device"],
         "seed": int(config["seed"]),
         "precision": det.get("precision"),
+        "pretrained": det.get("pretrained"),
+        "init": init,
+        "init_checkpoint": det.get("checkpoint") if init == "checkpoint" else None,
+        "init_format": det.get("checkpoint_format", "fairforge"),
+        **recipe_settings(
+            det.get("recipe") or base.get("recipe", "deepfakebench"), arch, **overrides
+        ),
     }
 
 
@@ -199,12 +207,16 @@ def train_input(config: dict, name: str) -> list[str]:
     training methods (and nothing else, so that a new forgery method, variant or dataset
     leaves a trained detector as it is)."""
     det = config["detectors"][name]
-    if det.get("checkpoint"):
+    fine_tune = det.get("init", "scratch") == "checkpoint"
+    if det.get("checkpoint") and not fine_tune:
         return [det["checkpoint"]]
     dataset = train_dataset(config, name)
     generated = dataset_methods(config, dataset)
     methods = [m for m in detector_settings(config, name)["train_methods"] if m in generated]
-    return [result_path("method_samples", dataset=dataset, method=m) for m in [CROPS, *methods]]
+    samples = [result_path("method_samples", dataset=dataset, method=m) for m in [CROPS, *methods]]
+    # the start's files: a missing one stops the run before any job, naming its path
+    starts = [det.get("pretrained"), det.get("checkpoint") if fine_tune else None]
+    return samples + [path for path in starts if path]
 
 
 def method_samples_inputs(dataset: str, method: str) -> dict[str, str]:
