@@ -178,3 +178,32 @@ def test_recipe_per_detector_with_overrides():
     assert recipe_settings("assessment", "uia_vit")["lr"] == 3e-5
     with pytest.raises(KeyError, match="not recipe keys"):
         recipe_settings("sbi", epoch=3)
+
+
+def test_geometric_augmentation_moves_the_mask_and_waits_its_warmup(tmp_path):
+    import cv2
+
+    from fairforge.data import FaceDataset
+    from fairforge.perturb.augment import DeepfakeBenchAug
+
+    img = np.zeros((32, 32, 3), np.uint8)
+    img[:, :8] = 255  # a bright left edge
+    cv2.imwrite(str(tmp_path / "a.png"), img)
+    cv2.imwrite(str(tmp_path / "m.png"), img[:, :, 0])  # its mask
+    frame = pd.DataFrame([{"sample_id": "a", "path": "a.png", "mask_path": "m.png", "label": 1}])
+    flip = DeepfakeBenchAug(p_flip=1.0, p_rotate=0, p_blur=0, p_brightness=0, p_jpeg=0)
+    ds = FaceDataset(
+        frame,
+        tmp_path,
+        32,
+        (0, 0, 0),
+        (1, 1, 1),
+        augment=flip,
+        mask_column="mask_path",
+        augment_warmup=2,
+    )
+    for epoch, flipped in ((1, False), (2, False), (3, True)):
+        item = ds[(epoch, 0)]
+        right = item["image"][0, :, -8:].mean() > 0.9
+        assert bool(right) is flipped
+        assert torch.equal(item["mask"][0] > 0.5, item["image"][0] > 0.5)
