@@ -154,3 +154,12 @@ def test_the_train_rule_reads_the_start_files():
         "fairforge",
     )
     assert detector_settings(config, "x")["pretrained"] == "/w/xception-b5690688.pth"
+
+
+def test_a_pretrained_file_for_an_architecture_without_layout_stops_the_config():
+    from fairforge.config import ConfigError, validate_config
+
+    with pytest.raises(
+        ConfigError, match=r"detectors\.m\.pretrained: unknown pretrained layout 'meso4'"
+    ):
+        validate_config({"detectors": {"m": {"arch": "meso4", "pretrained": "/w/x.pth"}}})

@@ -14,6 +14,7 @@ import jsonschema
 import yaml
 
 import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
+from fairforge.detectors.pretrained import PRETRAINED_LAYOUTS
 from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.forgery import FORGERY_METHODS, method_key
 from fairforge.perturb.augment import AUGMENTATIONS
@@ -119,6 +120,8 @@ def _check_registered_names(config: dict) -> None:
             _check_name(RECIPES, det["recipe"], f"detectors.{name}.recipe")
         if "augment" in det:
             _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
+        if "pretrained" in det:
+            _check_name(PRETRAINED_LAYOUTS, det.get("arch", name), f"detectors.{name}.pretrained")
     _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
 
 
