@@ -270,7 +270,7 @@ class DeepfakeBenchAug(Augmentation):
     """DeepfakeBench's training augmentation (FairFD trains with it): horizontal flip,
     rotation, Gaussian blur, brightness/contrast and JPEG, each firing on its own
     (probabilities and ranges of DeepfakeBench's detector configs; the rotation's
-    probability is the configs' most common 0.5, Xception's own config sets 0).
+    probability is 0.5 as in several of those configs; Xception's own sets 0).
 
     Flip and rotation move the face: :meth:`apply_geometry` moves its mask the same way
     (the training dataset calls it for detectors that learn from masks).
