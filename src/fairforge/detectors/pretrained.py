@@ -169,6 +169,10 @@ def read_state_dict(path: str | Path, what: str = "pretrained weights") -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: expected a file at {path}")
     state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise PretrainedMismatch(
+            f"{what} at {path} hold a {type(state).__name__}, not a state dict"
+        )
     for key in ("state_dict", "model", "net"):
         if isinstance(state.get(key), dict):
             state = state[key]
