@@ -1,7 +1,7 @@
 rule train:
     """Train one detector under the shared protocol; keep the best-by-validation-AUC weights."""
     input:
-        samples=get_train_input,
+        unpack(get_train_input),
     output:
         model=result_path("model"),
         log_table=result_path("training_log"),

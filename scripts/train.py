@@ -6,7 +6,7 @@ from fairforge.workflow import logged
 with logged(snakemake.log[0]):
     p = snakemake.params
     cfg = TrainConfig(**p.settings, threads=snakemake.threads)
-    if p.checkpoint:
+    if p.checkpoint and cfg.init != "checkpoint":  # else: fine-tune from it
         import_checkpoint(p.checkpoint, snakemake.output.model, cfg, p.checkpoint_format)
         with open(snakemake.output.log_table, "w") as fh:
             fh.write(f"imported,{p.checkpoint}\n")

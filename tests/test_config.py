@@ -6,9 +6,8 @@ from fairforge.config import ConfigError, load_config, validate_config
 
 def test_defaults_are_filled_in_nested_blocks():
     config = validate_config({"detectors": {"m": {"arch": "meso4"}}})
-    assert config["training"]["lr"] == pytest.approx(2e-4)
-    assert config["training"]["batch_size"] == 32
-    assert config["detectors"]["m"]["augment"] == "none"
+    assert config["training"]["recipe"] == "deepfakebench"
+    assert config["detectors"]["m"]["init"] == "scratch"
     assert config["metrics"]["ur_denominator"] == "one_plus_acc"
 
 
@@ -117,6 +116,10 @@ def test_registered_names_are_checked_against_their_registries():
     with pytest.raises(
         ConfigError,
         match=r"detectors\.m\.augment: unknown augmentation "
-        r"'sdag'; valid: daug, none, sdaug",
+        r"'sdag'; valid: daug, deepfakebench, none, sdaug",
     ):
         validate_config({"detectors": {"m": {"arch": "meso4", "augment": "sdag"}}})
+    with pytest.raises(
+        ConfigError, match=r"detectors\.m\.recipe: unknown recipe 'sb'; valid: .*sbi"
+    ):
+        validate_config({"detectors": {"m": {"arch": "meso4", "recipe": "sb"}}})

@@ -123,7 +123,7 @@ def test_workflow_reads_each_datasets_split_and_methods():
             "detectors": {"d": {"arch": "meso4", "train_methods": ["sbi"]}},
         }
     )
-    assert train_input(config, "d") == [
+    assert train_input(config, "d")["samples"] == [
         "results/a/train_copies/crops.parquet",
         "results/a/train_copies/sbi.parquet",
     ]

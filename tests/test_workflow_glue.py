@@ -205,15 +205,18 @@ def test_training_and_prediction_read_their_own_methods_only():
             },
         }
     )
-    assert train_input(config, "a") == [
-        "results/synthetic/samples/crops.parquet",
-        "results/synthetic/samples/simswap.parquet",
-    ]
-    assert train_input(config, "b") == ["/w/b.pt"]
+    assert train_input(config, "a") == {
+        "weights": [],
+        "samples": [
+            "results/synthetic/samples/crops.parquet",
+            "results/synthetic/samples/simswap.parquet",
+        ],
+    }
+    assert train_input(config, "b") == {"weights": ["/w/b.pt"], "samples": []}
     assert prediction_methods(config, "synthetic") == ["crops", "faceswap", "simswap", "sbi"]
     config["datasets"]["synthetic"]["forgery"] = ["sbi"]
     assert prediction_methods(config, "synthetic") == ["crops", "sbi"]
-    assert train_input(config, "a") == ["results/synthetic/samples/crops.parquet"]
+    assert train_input(config, "a")["samples"] == ["results/synthetic/samples/crops.parquet"]
     assert method_samples_inputs("synthetic", "crops") == {
         "sources": "results/synthetic/sources.parquet",
         "faces": "results/synthetic/faces.parquet",

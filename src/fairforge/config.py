@@ -14,10 +14,12 @@ import jsonschema
 import yaml
 
 import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
+from fairforge.detectors.pretrained import PRETRAINED_LAYOUTS
 from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.faces.landmarks import LANDMARKERS
 from fairforge.forgery import FORGERY_METHODS, method_key
 from fairforge.perturb.augment import AUGMENTATIONS
+from fairforge.recipes import RECIPES
 from fairforge.registry import Registry, UnknownName
 from fairforge.sources import ADAPTERS
 from fairforge.sources.split import SplitError, fractions_of
@@ -111,8 +113,16 @@ def _check_registered_names(config: dict) -> None:
     for method in config["forgery"]["methods"]:
         backend = backends.get(method, "classical")
         _check_name(FORGERY_METHODS, method_key(method, backend), f"forgery.methods: {method}")
+    _check_name(RECIPES, config["training"]["recipe"], "training.recipe")
+    if "augment" in config["training"]:
+        _check_name(AUGMENTATIONS, config["training"]["augment"], "training.augment")
     for name, det in config["detectors"].items():
-        _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
+        if "recipe" in det:
+            _check_name(RECIPES, det["recipe"], f"detectors.{name}.recipe")
+        if "augment" in det:
+            _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
+        if "pretrained" in det:
+            _check_name(PRETRAINED_LAYOUTS, det.get("arch", name), f"detectors.{name}.pretrained")
     _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
     _check_name(LANDMARKERS, config["faces"]["landmarks"], "faces.landmarks")
     for backend in config["faces"]["compare_backends"]:

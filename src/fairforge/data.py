@@ -53,6 +53,8 @@ class FaceDataset(Dataset):
         seed: int = 0,
         mask_column: str | None = None,
         variant_options: dict | None = None,
+        augment_prob: float = 1.0,
+        augment_warmup: int = 0,
     ):
         self.frame = frame.reset_index(drop=True)
         self.root = Path(root)
@@ -61,6 +63,8 @@ class FaceDataset(Dataset):
         self.variant = variant
         self.variant_options = variant_options or {}
         self.augment = augment
+        self.augment_prob = float(augment_prob)
+        self.augment_warmup = int(augment_warmup)
         self.seed = seed
         self.mask_column = mask_column
         self._apply_variant = None
@@ -80,25 +84,38 @@ class FaceDataset(Dataset):
         img = read_image(self.root / row["path"])
         if self._apply_variant is not None:
             img = self._apply_variant(img, self.variant, row["sample_id"], self.variant_options)
-        if self.augment is not None:
-            img = self.augment(img, rng_for(self.seed, "augment", epoch, row["sample_id"]))
+        mask = self._read_mask(row, img.shape[:2]) if self.mask_column else None
+        if self.augment is not None and epoch > self.augment_warmup:
+            rng = rng_for(self.seed, "augment", epoch, row["sample_id"])
+            if self.augment_prob >= 1.0 or rng.random() < self.augment_prob:
+                img, mask = self._augment(img, mask, rng)
         item = {
             "image": to_tensor(img, self.input_size, self.mean, self.std),
             "label": torch.tensor(int(row["label"]), dtype=torch.long),
             "index": index,
         }
-        if self.mask_column:
-            item["mask"] = self._mask(row)
+        if mask is not None:
+            mask = cv2.resize(mask, (self.input_size,) * 2, interpolation=cv2.INTER_AREA)
+            item["mask"] = torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
         return item
 
-    def _mask(self, row) -> torch.Tensor:
+    def _augment(self, img, mask, rng):
+        """The augmentation of one image; a geometric one (flip, rotation: it has
+        ``plan``/``apply``/``apply_geometry``) moves the mask with the face."""
+        if mask is None or not hasattr(self.augment, "apply_geometry"):
+            return self.augment(img, rng), mask
+        plan = self.augment.plan(rng)
+        return self.augment.apply(img, plan), self.augment.apply_geometry(mask, plan)
+
+    def _read_mask(self, row, shape) -> np.ndarray:
+        """The manipulation mask at the image's size (zeros for a real sample)."""
         rel = row.get(self.mask_column)
-        size = self.input_size
         if isinstance(rel, str) and rel:
             mask = read_mask(self.root / rel)
-            mask = cv2.resize(mask, (size, size), interpolation=cv2.INTER_AREA)
-            return torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
-        return torch.zeros(1, size, size)
+            if mask.shape[:2] != tuple(shape):
+                mask = cv2.resize(mask, (shape[1], shape[0]), interpolation=cv2.INTER_AREA)
+            return mask
+        return np.zeros(shape, dtype=np.uint8)
 
 
 class EpochSampler(Sampler):
@@ -121,3 +138,46 @@ class EpochSampler(Sampler):
     def __iter__(self):
         epoch = self.epoch
         return ((epoch, int(i)) for i in self.base)
+
+
+class BalancedBatchSampler(Sampler):
+    """Class-balanced batches of ``(epoch, index)``: each batch holds ``batch_size / 2``
+    real and as many fake samples (Patch-Forensics' 16 + 16).
+
+    Each class is drawn without replacement from a permutation per pass, seeded by
+    ``(seed, epoch, label, pass)``; the smaller class starts a new pass when it runs out
+    (it is oversampled). An epoch has as many batches as the larger class needs, so every
+    sample of it is seen once per epoch. Use it as a loader's ``batch_sampler``.
+    """
+
+    def __init__(self, labels, batch_size: int, seed: int = 0, epoch: int = 0):
+        if batch_size < 2 or batch_size % 2:
+            raise ValueError(f"balanced batches need an even batch_size >= 2, got {batch_size}")
+        labels = np.asarray(labels)
+        self.by_label = [np.flatnonzero(labels == lbl) for lbl in (0, 1)]
+        if any(len(idx) == 0 for idx in self.by_label):
+            raise ValueError("balanced batches need both real (0) and fake (1) samples")
+        self.half = batch_size // 2
+        self.seed = seed
+        self.epoch = epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return -(-max(len(idx) for idx in self.by_label) // self.half)
+
+    def _stream(self, label: int, count: int) -> np.ndarray:
+        idx, out, n = self.by_label[label], [], 0
+        while sum(len(o) for o in out) < count:
+            rng = rng_for(self.seed, "balanced", self.epoch, label, n)
+            out.append(idx[rng.permutation(len(idx))])
+            n += 1
+        return np.concatenate(out)[:count]
+
+    def __iter__(self):
+        epoch, n = self.epoch, len(self) * self.half
+        real, fake = self._stream(0, n), self._stream(1, n)
+        for b in range(len(self)):
+            part = slice(b * self.half, (b + 1) * self.half)
+            yield [(epoch, int(i)) for i in (*real[part], *fake[part])]

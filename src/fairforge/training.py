@@ -22,11 +22,17 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from fairforge.data import EpochSampler, FaceDataset
+from fairforge.data import BalancedBatchSampler, EpochSampler, FaceDataset
 from fairforge.detectors import create_detector, detector_entry
-from fairforge.detectors.deepfakebench import load_deepfakebench
+from fairforge.detectors.deepfakebench import (
+    CheckpointMismatch,
+    load_deepfakebench,
+    map_deepfakebench_state,
+)
+from fairforge.detectors.pretrained import apply_pretrained, read_state_dict
 from fairforge.metrics.detection import auc
 from fairforge.perturb.augment import create_augment
+from fairforge.recipes import SAM, lr_factor, make_optimizer
 from fairforge.samples import REAL
 from fairforge.seeding import derive_seed
 
@@ -57,6 +63,30 @@ class TrainConfig:
     seed: int = 0
     #: inference precision asked for; None: the architecture's own (``Detector.precision``)
     precision: str | None = None
+    # -- the start (fairforge.detectors.pretrained): a backbone file, or a whole checkpoint
+    pretrained: str | None = None
+    #: ``scratch`` (random or ``pretrained``) or ``checkpoint`` (fine-tune ``init_checkpoint``)
+    init: str = "scratch"
+    init_checkpoint: str | None = None
+    init_format: str = "fairforge"
+    # -- the rest of the recipe (fairforge.recipes.Recipe; these defaults change nothing)
+    recipe: str | None = None
+    optimizer: str = "adam"
+    momentum: float = 0.9
+    sam: bool = False
+    sam_rho: float = 0.05
+    schedule: str = "constant"
+    step_size: int = 10
+    milestones: list[int] = field(default_factory=list)
+    gamma: float = 0.1
+    decay_start: float = 0.75
+    warmup_epochs: int = 0
+    patience: int | None = None
+    frames_train: int | None = None
+    frames_test: int | None = None
+    augment_prob: float = 1.0
+    augment_warmup: int = 0
+    balanced_batches: bool = False
 
 
 def pick_device(device: str = "auto") -> torch.device:
@@ -84,10 +114,26 @@ def balance_groups(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
 
 def training_sets(samples: pd.DataFrame, cfg: TrainConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The training frame (group-balanced when ``cfg.balanced``) and the validation frame."""
-    train = training_frame(samples, "train", cfg.train_methods)
+    train = frames_per_video(
+        training_frame(samples, "train", cfg.train_methods), cfg.frames_train, cfg.seed
+    )
     if cfg.balanced:
         train = balance_groups(train, cfg.seed)
-    return train, training_frame(samples, "val", cfg.train_methods)
+    val = frames_per_video(
+        training_frame(samples, "val", cfg.train_methods), cfg.frames_train, cfg.seed
+    )
+    return train, val
+
+
+def frames_per_video(frame: pd.DataFrame, frames: int | None, seed: int) -> pd.DataFrame:
+    """At most ``frames`` rows per (video, method) of a video dataset, drawn by a seed
+    derived from each sample id (image datasets, and ``frames=None``, pass unchanged)."""
+    if not frames or "video_id" not in frame.columns or frame["video_id"].isna().all():
+        return frame
+    keys = frame["sample_id"].map(lambda s: derive_seed(seed, "frames", s))
+    ordered = frame.assign(_key=keys).sort_values("_key")
+    kept = ordered.groupby(["video_id", "method"], dropna=False, sort=False).head(frames)
+    return kept.drop(columns="_key").sort_values("sample_id").reset_index(drop=True)
 
 
 def _collate_device(batch: dict, device: torch.device) -> dict:
@@ -107,11 +153,16 @@ def _loader_kw(cfg: TrainConfig, device: torch.device) -> dict:
 
 def training_loader(
     dataset: FaceDataset, cfg: TrainConfig, device: torch.device
-) -> tuple[DataLoader, EpochSampler]:
+) -> tuple[DataLoader, EpochSampler | BalancedBatchSampler]:
     """The shuffled training loader and its sampler; call ``sampler.set_epoch`` before each
     epoch. The epoch reaches (persistent) workers with each index, not as dataset state, so
     augmentation draws change every epoch and do not depend on ``num_workers``."""
     gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
+    if cfg.balanced_batches:
+        labels = dataset.frame["label"].to_numpy()
+        sampler = BalancedBatchSampler(labels, cfg.batch_size, derive_seed(cfg.seed, cfg.arch))
+        kw = {k: v for k, v in _loader_kw(cfg, device).items() if k != "batch_size"}
+        return DataLoader(dataset, batch_sampler=sampler, generator=gen, **kw), sampler
     sampler = EpochSampler(RandomSampler(dataset, generator=gen))
     # The loader also draws its workers' base seed from ``gen``: the order matches a
     # ``shuffle=True`` loader over the same generator.
@@ -144,20 +195,109 @@ def evaluate(model, loader, device, precision: str = "fp32") -> tuple[np.ndarray
     return scores, float(np.mean(losses)) if losses else math.nan
 
 
-def train_network(
-    samples: pd.DataFrame, root: str | Path, cfg: TrainConfig, checkpoint_path: str | Path
-) -> pd.DataFrame:
-    """Train the network detector ``cfg.arch`` and save the best-by-validation-AUC
-    checkpoint; returns the log, one row per epoch."""
-    torch.set_num_threads(max(1, cfg.threads))
+def build_model(cfg: TrainConfig) -> tuple[torch.nn.Module, dict, int]:
+    """The detector ``cfg`` describes, with its start applied (:func:`initialise`); returns
+    (model, constructor kwargs, input size)."""
     torch.manual_seed(derive_seed(cfg.seed, "init", cfg.arch))
-    device = pick_device(cfg.device)
     entry = detector_entry(cfg.arch)
     input_size = int(cfg.input_size or entry.default_input_size)
     model_kwargs = dict(cfg.model)
     if "input_size" in entry.__init__.__code__.co_varnames:
         model_kwargs.setdefault("input_size", input_size)
-    model = create_detector(cfg.arch, **model_kwargs).to(device)
+    model = create_detector(cfg.arch, **model_kwargs)
+    initialise(model, cfg)
+    return model, model_kwargs, input_size
+
+
+def initialise(model: torch.nn.Module, cfg: TrainConfig) -> None:
+    """The start of training: the ``pretrained`` backbone file (by the architecture's
+    layout), then, with ``init: checkpoint``, the whole detector from ``init_checkpoint``
+    (a fairforge or DeepfakeBench checkpoint) to fine-tune. A missing file names its path;
+    a file that does not fit lists the unmatched keys."""
+    if cfg.init not in ("scratch", "checkpoint"):
+        raise ValueError(f"{cfg.arch}: init must be scratch or checkpoint, got {cfg.init!r}")
+    if cfg.pretrained:
+        apply_pretrained(model, cfg.arch, cfg.pretrained)
+    if cfg.init == "checkpoint":
+        if not cfg.init_checkpoint:
+            raise ValueError(f"{cfg.arch}: init: checkpoint needs a checkpoint path to start from")
+        model.load_state_dict(init_state(model, cfg))
+        log.info("%s: fine-tuning from %s (%s)", cfg.arch, cfg.init_checkpoint, cfg.init_format)
+
+
+def init_state(model: torch.nn.Module, cfg: TrainConfig) -> dict:
+    """The state dict of ``cfg.init_checkpoint`` in ``model``'s names, checked key by key."""
+    path = cfg.init_checkpoint
+    if cfg.init_format == "deepfakebench":
+        state = read_state_dict(path, "DeepfakeBench checkpoint to fine-tune from")
+        return map_deepfakebench_state(state, cfg.arch, model.state_dict())
+    payload = read_checkpoint(path)
+    if payload.get("arch") != cfg.arch:
+        raise ValueError(
+            f"{path} holds a {payload.get('arch')!r} detector, config says {cfg.arch!r}"
+        )
+    state, target = payload["state_dict"], model.state_dict()
+    problems = [f"{k} (not in {cfg.arch})" for k in state if k not in target]
+    problems += [f"{k} (not in the checkpoint)" for k in target if k not in state]
+    problems += [
+        f"{k} {tuple(state[k].shape)}≠{tuple(target[k].shape)}"
+        for k in state
+        if k in target and state[k].shape != target[k].shape
+    ]
+    if problems:
+        shown = ", ".join(sorted(problems)[:12]) + (", ..." if len(problems) > 12 else "")
+        raise CheckpointMismatch(
+            f"checkpoint {path} does not fit {cfg.arch}: {len(problems)}: {shown}"
+        )
+    return state
+
+
+def train_step(model, batch: dict, optimizer) -> float:
+    """One optimisation step; SAM's takes a second forward/backward pass at the perturbed
+    weights (its closure)."""
+
+    def closure():
+        optimizer.zero_grad(set_to_none=True)
+        loss = model.loss(model(batch["image"]), batch["label"], batch)
+        loss.backward()
+        return loss
+
+    loss = closure()
+    if isinstance(optimizer, SAM):
+        optimizer.step(closure)
+    else:
+        optimizer.step()
+    return float(loss.detach())
+
+
+def set_epoch_lr(optimizer, cfg: TrainConfig, epoch: int) -> float:
+    """Set the learning rate of ``epoch`` by the recipe's schedule; returns it."""
+    lr = cfg.lr * lr_factor(
+        epoch,
+        cfg.epochs,
+        cfg.schedule,
+        cfg.warmup_epochs,
+        cfg.step_size,
+        cfg.milestones,
+        cfg.gamma,
+        cfg.decay_start,
+    )
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    return lr
+
+
+def train_network(
+    samples: pd.DataFrame, root: str | Path, cfg: TrainConfig, checkpoint_path: str | Path
+) -> pd.DataFrame:
+    """Train the network detector ``cfg.arch`` by its recipe and save the
+    best-by-validation-AUC checkpoint; returns the log, one row per epoch (training stops
+    early after ``cfg.patience`` epochs without a better validation AUC)."""
+    torch.set_num_threads(max(1, cfg.threads))
+    device = pick_device(cfg.device)
+    entry = detector_entry(cfg.arch)
+    model, model_kwargs, input_size = build_model(cfg)
+    model = model.to(device)
 
     train, val = training_sets(samples, cfg)
     if train["label"].nunique() < 2:
@@ -176,24 +316,21 @@ def train_network(
         augment=augment,
         seed=cfg.seed,
         mask_column=mask_column,
+        augment_prob=cfg.augment_prob,
+        augment_warmup=cfg.augment_warmup,
     )
     val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
     train_loader, sampler = training_loader(train_ds, cfg, device)
     val_loader = DataLoader(val_ds, shuffle=False, **_loader_kw(cfg, device))
 
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    best_auc, rows = -math.inf, []
+    optimizer = make_optimizer(model.parameters(), asdict(cfg))
+    best_auc, best_epoch, rows = -math.inf, 0, []
     for epoch in range(1, cfg.epochs + 1):
         sampler.set_epoch(epoch)
+        lr = set_epoch_lr(optimizer, cfg, epoch)
         model.train()
-        start, losses = time.perf_counter(), []
-        for batch in train_loader:
-            batch = _collate_device(batch, device)
-            optimizer.zero_grad(set_to_none=True)
-            loss = model.loss(model(batch["image"]), batch["label"], batch)
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss.detach()))
+        start = time.perf_counter()
+        losses = [train_step(model, _collate_device(b, device), optimizer) for b in train_loader]
         scores, val_loss = evaluate(model, val_loader, device)
         val_auc = auc(val["label"].to_numpy(), scores)
         rows.append(
@@ -205,13 +342,17 @@ def train_network(
                 "n_train": len(train_ds),
                 "n_val": len(val_ds),
                 "seconds": time.perf_counter() - start,
+                "lr": lr,
             }
         )
         # NaN AUC (a one-class validation set) must still save a checkpoint.
         score = -math.inf if math.isnan(val_auc) else val_auc
         if epoch == 1 or score > best_auc:
-            best_auc = score
+            best_auc, best_epoch = score, epoch
             save_checkpoint(checkpoint_path, model, cfg, model_kwargs, input_size, epoch, val_auc)
+        if cfg.patience is not None and epoch - best_epoch >= cfg.patience:
+            log.info("%s: no better validation AUC for %d epochs: stopped", cfg.arch, cfg.patience)
+            break
     settle_precision(checkpoint_path, val_loader, val["label"].to_numpy(), cfg, device)
     return pd.DataFrame(rows)
 

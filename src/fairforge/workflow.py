@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from fairforge.paths import RESULTS, result_path
 from fairforge.perturb import suite
+from fairforge.recipes import RECIPE_KEYS, recipe_settings
 from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
 from fairforge.video import (  # importing the video package registers its adapters
@@ -66,24 +67,31 @@ def dataset_methods(config: dict, name: str) -> list[str]:
 
 
 def detector_settings(config: dict, name: str) -> dict:
-    """The resolved training settings of one detector: its block over the shared protocol."""
+    """The resolved training settings of one detector: its recipe (``recipe``, else
+    ``training.recipe``), overridden by the recipe keys set in ``training``, then by those
+    set in the detector's block; and its start (``pretrained``, ``init``)."""
     det = config["detectors"][name]
     base = config["training"]
+    arch = det.get("arch", name)
+    overrides = {k: base[k] for k in RECIPE_KEYS if k in base}
+    overrides.update({k: det[k] for k in RECIPE_KEYS if k in det})
+    init = det.get("init", "scratch")
     return {
-        "arch": det.get("arch", name),
+        "arch": arch,
         "model": dict(det.get("model", {})),
-        "input_size": det.get("input_size"),
         "train_methods": list(det.get("train_methods", base["train_methods"])),
-        "augment": det.get("augment", "none"),
         "balanced": bool(det.get("balanced", False)),
-        "epochs": int(det.get("epochs", base["epochs"])),
-        "batch_size": int(det.get("batch_size", base["batch_size"])),
-        "lr": float(det.get("lr", base["lr"])),
-        "weight_decay": float(det.get("weight_decay", base["weight_decay"])),
         "num_workers": int(base["num_workers"]),
         "device": config["device"],
         "seed": int(config["seed"]),
         "precision": det.get("precision"),
+        "pretrained": det.get("pretrained"),
+        "init": init,
+        "init_checkpoint": det.get("checkpoint") if init == "checkpoint" else None,
+        "init_format": det.get("checkpoint_format", "fairforge"),
+        **recipe_settings(
+            det.get("recipe") or base.get("recipe", "deepfakebench"), arch, **overrides
+        ),
     }
 
 
@@ -193,20 +201,25 @@ def model_input(config: dict, name: str) -> str:
     return det["scores"] if "scores" in det else f"{RESULTS}/models/{name}/model.pt"
 
 
-def train_input(config: dict, name: str) -> list[str]:
-    """What the train rule reads: user weights to import, or the samples of the dataset's
-    own crops (real, and the fakes a labelled dataset ships) and of the detector's generated
-    training methods (and nothing else, so that a new forgery method, variant or dataset
-    leaves a trained detector as it is)."""
+def train_input(config: dict, name: str) -> dict[str, list[str]]:
+    """What the train rule reads, by name: ``weights``, the files it starts from (user weights
+    to import as they are, a pretrained start or a checkpoint to fine-tune: a missing one stops
+    the run before any job, naming its path), and ``samples``, the samples of the dataset's own
+    crops (real, and the fakes a labelled dataset ships) and of the detector's generated
+    training methods (and nothing else, so that a new forgery method, variant or dataset leaves
+    a trained detector as it is)."""
     det = config["detectors"][name]
-    if det.get("checkpoint"):
-        return [det["checkpoint"]]
+    fine_tune = det.get("init", "scratch") == "checkpoint"
+    if det.get("checkpoint") and not fine_tune:
+        return {"weights": [det["checkpoint"]], "samples": []}
     dataset = train_dataset(config, name)
     generated = dataset_methods(config, dataset)
     methods = [m for m in detector_settings(config, name)["train_methods"] if m in generated]
     # A dataset with train_compression trains on compressed copies of its training crops.
     share = "train_copies" if train_compression(config, dataset) else "method_samples"
-    return [result_path(share, dataset=dataset, method=m) for m in [CROPS, *methods]]
+    samples = [result_path(share, dataset=dataset, method=m) for m in [CROPS, *methods]]
+    starts = [det.get("pretrained"), det.get("checkpoint") if fine_tune else None]
+    return {"weights": [path for path in starts if path], "samples": samples}
 
 
 def train_compression(config: dict, dataset: str) -> str | None:

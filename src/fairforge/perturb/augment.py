@@ -252,7 +252,105 @@ class DAug(Augmentation):
         )
 
 
+@dataclass(frozen=True)
+class GeometricPlan:
+    """Drawn parameters of one :class:`DeepfakeBenchAug` call; ``None`` marks a step that
+    did not fire."""
+
+    flip: bool = False
+    angle: float | None = None  # degrees, counter-clockwise
+    blur_kernel: int | None = None
+    brightness: float | None = None  # added, as a fraction of 255
+    contrast: float | None = None  # 1 + this, about the mean grey level
+    jpeg_quality: int | None = None
+
+
+@AUGMENTATIONS.register("deepfakebench")
+class DeepfakeBenchAug(Augmentation):
+    """DeepfakeBench's training augmentation (FairFD trains with it): horizontal flip,
+    rotation, Gaussian blur, brightness/contrast and JPEG, each firing on its own
+    (probabilities and ranges of DeepfakeBench's detector configs; the rotation's
+    probability is 0.5 as in several of those configs; Xception's own sets 0).
+
+    Flip and rotation move the face: :meth:`apply_geometry` moves its mask the same way
+    (the training dataset calls it for detectors that learn from masks).
+    """
+
+    name = "deepfakebench"
+
+    def __init__(
+        self,
+        seed: int = 0,
+        p_flip: float = 0.5,
+        p_rotate: float = 0.5,
+        rotate_limit: float = 10.0,
+        p_blur: float = 0.5,
+        blur_limit: tuple[int, int] = (3, 7),
+        p_brightness: float = 0.5,
+        brightness_limit: float = 0.1,
+        contrast_limit: float = 0.1,
+        p_jpeg: float = 0.5,
+        quality_range: tuple[int, int] = (40, 100),
+    ):
+        super().__init__(seed)
+        self.p = (p_flip, p_rotate, p_blur, p_brightness, p_jpeg)
+        self.rotate_limit = rotate_limit
+        self.blur_limit = blur_limit
+        self.brightness_limit, self.contrast_limit = brightness_limit, contrast_limit
+        self.quality_range = quality_range
+
+    def plan(self, rng, noise_fires=None):
+        fires = rng.random(5) < np.asarray(self.p)
+        angle = float(rng.uniform(-self.rotate_limit, self.rotate_limit))
+        lo, hi = self.blur_limit
+        kernel = int(lo + 2 * rng.integers(0, (hi - lo) // 2 + 1))
+        brightness = float(rng.uniform(-self.brightness_limit, self.brightness_limit))
+        contrast = float(rng.uniform(-self.contrast_limit, self.contrast_limit))
+        quality = int(rng.integers(self.quality_range[0], self.quality_range[1] + 1))
+        return GeometricPlan(
+            flip=bool(fires[0]),
+            angle=angle if fires[1] else None,
+            blur_kernel=kernel if fires[2] else None,
+            brightness=brightness if fires[3] else None,
+            contrast=contrast if fires[3] else None,
+            jpeg_quality=quality if fires[4] else None,
+        )
+
+    def apply_geometry(self, image: np.ndarray, plan: GeometricPlan) -> np.ndarray:
+        """The flip and rotation of ``plan`` (image or mask; borders reflected)."""
+        if plan.flip:
+            image = np.ascontiguousarray(image[:, ::-1])
+        if plan.angle is not None:
+            h, w = image.shape[:2]
+            matrix = cv2.getRotationMatrix2D((w / 2, h / 2), plan.angle, 1.0)
+            image = cv2.warpAffine(
+                image, matrix, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
+            )
+        return image
+
+    def apply(self, image: np.ndarray, plan: GeometricPlan) -> np.ndarray:
+        image = self.apply_geometry(image, plan)
+        if plan.blur_kernel is not None:
+            image = smooth(image, "gaussian", plan.blur_kernel)
+        if plan.brightness is not None:
+            mean = gray_mean(image)
+            values = np.arange(256, dtype=np.float32)
+            image = lut(image, (values - mean) * (1 + plan.contrast) + mean + 255 * plan.brightness)
+        if plan.jpeg_quality is not None:
+            image = jpeg_roundtrip(image, plan.jpeg_quality)
+        return image
+
+    def __call__(self, image, rng=None, noise_fires=None):
+        check_image(image, f"{self.name} input")
+        if rng is None:
+            rng = rng_for(self.name, self.seed, self.calls)
+        self.calls += 1
+        plan = self.plan(rng)
+        self.last_applied = plan
+        return self.apply(image, plan)
+
+
 def create_augment(name: str | None, **kwargs) -> Augmentation:
-    """``'none'`` (or ``None``), ``'sdaug'`` or ``'daug'``, as named in a training config
+    """``'none'`` (or ``None``), ``'sdaug'``, ``'daug'`` or ``'deepfakebench'``, as named in a training config
     (any case); an unknown name raises :class:`~fairforge.registry.UnknownName`."""
     return AUGMENTATIONS.create("none" if name is None else str(name).lower(), **kwargs)

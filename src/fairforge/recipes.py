@@ -1,0 +1,258 @@
+"""Training recipes as data: each paper's way of training, selectable per detector.
+
+A :class:`Recipe` is the optimizer (``adam``, ``adamw``, ``sgd``; ``sam: true`` wraps any of
+them in Sharpness-Aware Minimization, :class:`SAM`), the learning-rate schedule
+(:func:`lr_factor`: ``constant``, ``step``, ``multistep``, ``cosine``, ``linear_decay``, each
+after an optional linear warm-up), early stopping (``patience`` epochs without a better
+validation AUC), the number of epochs, batch size, input size, frames per training and test
+video, the augmentation (with the probability it fires and the epochs it waits) and
+class-balanced batches (half real, half fake). Recipes are registered by name on
+:data:`RECIPES`; a config picks one with ``training.recipe`` or ``detectors.X.recipe`` and may
+override any key (:func:`recipe_settings`). The README's Detectors section lists them next to
+their papers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, fields, replace
+
+import torch
+
+from fairforge.registry import Registry
+
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULES = ("constant", "step", "multistep", "cosine", "linear_decay")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    optimizer: str = "adam"
+    lr: float = 2e-4
+    weight_decay: float = 0.0
+    #: SGD's momentum (Adam's betas stay at torch's defaults, as every recipe here uses them)
+    momentum: float = 0.9
+    sam: bool = False
+    sam_rho: float = 0.05
+    schedule: str = "constant"
+    #: ``step``: the lr is multiplied by ``gamma`` every ``step_size`` epochs
+    step_size: int = 10
+    #: ``multistep``: ... at each of these epochs
+    milestones: tuple[int, ...] = ()
+    gamma: float = 0.1
+    #: ``linear_decay``: the lr falls linearly to 0 from this fraction of the epochs on
+    decay_start: float = 0.75
+    #: epochs of linear warm-up from lr/warmup_epochs to lr before the schedule starts
+    warmup_epochs: int = 0
+    #: stop after this many epochs without a better validation AUC (None: never)
+    patience: int | None = None
+    epochs: int = 10
+    batch_size: int = 32
+    #: None: the architecture's own default input size
+    input_size: int | None = None
+    #: frames kept per training (and validation) video, and per test video (None: all)
+    frames_train: int | None = None
+    frames_test: int | None = None
+    augment: str = "none"
+    #: probability that the augmentation is applied to an image at all
+    augment_prob: float = 1.0
+    #: epochs trained on clean images before the augmentation starts
+    augment_warmup: int = 0
+    #: every batch half real, half fake (e.g. 16 + 16)
+    balanced_batches: bool = False
+    #: per-architecture overrides, e.g. ``{"capsule": {"epochs": 25, "lr": 5e-4}}``
+    per_arch: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if not 0.0 <= self.augment_prob <= 1.0:
+            raise ValueError(f"augment_prob must lie in [0, 1], got {self.augment_prob}")
+        if self.balanced_batches and self.batch_size % 2:
+            raise ValueError(f"balanced batches need an even batch_size, got {self.batch_size}")
+
+
+#: The keys a config may override (every field but the per-architecture table).
+RECIPE_KEYS = tuple(f.name for f in fields(Recipe) if f.name != "per_arch")
+
+RECIPES: Registry = Registry("recipe")
+
+RECIPES.register(
+    "deepfakebench",
+    Recipe(
+        lr=2e-4,
+        weight_decay=5e-4,
+        epochs=10,
+        batch_size=32,
+        input_size=256,
+        frames_train=32,
+        frames_test=32,
+        augment="deepfakebench",
+    ),
+    paper="DeepfakeBench's detector configs; FairFD trains this way",
+)
+RECIPES.register(
+    "assessment",
+    Recipe(
+        lr=1e-3,
+        epochs=10,
+        batch_size=32,
+        input_size=300,
+        frames_train=100,
+        frames_test=32,
+        per_arch={
+            "capsule": {"epochs": 25, "lr": 5e-4},
+            "xception": {"epochs": 10, "lr": 1e-3},
+            "uia_vit": {"epochs": 8, "lr": 3e-5},
+        },
+    ),
+    paper="Assessment paper (Adam, 300 px, 100 / 32 frames per training / test video)",
+)
+RECIPES.register(
+    "sbi",
+    Recipe(
+        optimizer="sgd",
+        sam=True,
+        lr=1e-3,
+        momentum=0.9,
+        epochs=100,
+        batch_size=32,
+        input_size=380,
+        schedule="linear_decay",
+        decay_start=0.75,
+        frames_train=8,
+        frames_test=32,
+    ),
+    paper="Self-Blended Images (SAM over SGD, lr 1e-3, batch 32, 100 epochs)",
+)
+RECIPES.register(
+    "patch_forensics",
+    Recipe(lr=1e-3, epochs=50, batch_size=32, balanced_batches=True, patience=10),
+    paper="Patch-Forensics (Adam, batches of 16 real + 16 fake, early stopping)",
+)
+
+
+def recipe_settings(name: str, arch: str | None = None, **overrides) -> dict:
+    """The resolved recipe ``name`` for ``arch``: its values, then its per-architecture
+    values, then ``overrides`` (``None`` values are ignored); a flat dict of
+    :data:`RECIPE_KEYS` plus ``recipe``."""
+    unknown = sorted(set(overrides) - set(RECIPE_KEYS))
+    if unknown:
+        raise KeyError(f"not recipe keys: {unknown}; recipe keys are {list(RECIPE_KEYS)}")
+    recipe = RECIPES.get(name)
+    values = {
+        **recipe.per_arch.get(arch, {}),
+        **{k: v for k, v in overrides.items() if v is not None},
+    }
+    if "milestones" in values:
+        values["milestones"] = tuple(values["milestones"])
+    resolved = asdict(replace(recipe, **values))
+    resolved.pop("per_arch")
+    resolved["milestones"] = list(resolved["milestones"])
+    return {"recipe": name, **resolved}
+
+
+def lr_factor(
+    epoch: int,
+    epochs: int,
+    schedule: str = "constant",
+    warmup_epochs: int = 0,
+    step_size: int = 10,
+    milestones: Iterable[int] = (),
+    gamma: float = 0.1,
+    decay_start: float = 0.75,
+) -> float:
+    """The learning rate of 1-based ``epoch`` as a multiple of the base lr."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if epoch <= warmup_epochs:
+        return epoch / warmup_epochs
+    e = epoch - warmup_epochs - 1  # epochs of schedule done before this one
+    span = max(1, epochs - warmup_epochs)
+    if schedule == "step":
+        return gamma ** (e // max(1, step_size))
+    if schedule == "multistep":
+        return gamma ** sum(epoch >= m for m in milestones)
+    if schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * e / span))
+    if schedule == "linear_decay":
+        start = int(span * decay_start)
+        return 1.0 if e < start else max(0.0, 1.0 - (e - start) / max(1, span - start))
+    return 1.0
+
+
+def build_optimizer(params, optimizer: str, lr: float, weight_decay: float, momentum: float):
+    params = list(params)
+    if optimizer == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    if optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    if optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+
+
+class SAM(torch.optim.Optimizer):
+    """Sharpness-Aware Minimization (Foret et al., ICLR 2021) around a base optimizer.
+
+    :meth:`step` takes a closure that recomputes the loss with gradients: the first
+    gradient (already in ``.grad``) moves the weights to ``w + rho * g / ||g||``, the
+    closure's second forward/backward pass gives the gradient there, the weights go back to
+    ``w`` and the base optimizer steps with that gradient. The lr schedule sets the base's
+    (shared) ``param_groups``.
+    """
+
+    def __init__(self, base: torch.optim.Optimizer, rho: float = 0.05):
+        if rho <= 0:
+            raise ValueError(f"SAM's rho must be positive, got {rho}")
+        self.base = base
+        self.rho = rho
+        self.param_groups = base.param_groups
+        self.state = base.state
+        self.defaults = base.defaults
+
+    @torch.no_grad()
+    def _ascend(self) -> None:
+        grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+        norm = torch.norm(torch.stack([g.norm(2) for g in grads]), 2) if grads else 0.0
+        scale = self.rho / (float(norm) + 1e-12)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                e = p.grad * scale
+                p.add_(e)
+                self.base.state.setdefault(p, {})["sam_e"] = e
+
+    @torch.no_grad()
+    def _descend(self) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                e = self.base.state.get(p, {}).pop("sam_e", None)
+                if e is not None:
+                    p.sub_(e)
+        self.base.step()
+
+    def step(self, closure: Callable[[], torch.Tensor]) -> torch.Tensor:  # type: ignore[override]
+        if closure is None:
+            raise ValueError("SAM needs a closure that recomputes the loss and its gradient")
+        self._ascend()
+        with torch.enable_grad():
+            loss = closure()
+        self._descend()
+        return loss
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.base.zero_grad(set_to_none=set_to_none)
+
+
+def make_optimizer(params, settings: dict | Recipe):
+    """The optimizer a recipe (or resolved settings) asks for, SAM-wrapped if ``sam``."""
+    get = settings.get if isinstance(settings, dict) else lambda k, d=None: getattr(settings, k)
+    base = build_optimizer(
+        params, get("optimizer", "adam"), get("lr"), get("weight_decay", 0.0), get("momentum", 0.9)
+    )
+    return SAM(base, get("sam_rho", 0.05)) if get("sam", False) else base
