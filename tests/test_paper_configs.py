@@ -169,35 +169,47 @@ def job_counts(output: str) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows if len(r) == 2 and r[1].isdigit()}
 
 
-@pytest.mark.parametrize("paper", PAPER_CONFIGS)
-def test_paper_config_plans_on_fixture_trees(repo_root, tmp_path, paper):
-    over = fixture_paths(paper, tmp_path / "data")
-    if paper in ("assessment", "benchmark_paper"):
-        over["variant_suites"] = []
-    paths = tmp_path / "my_paths.yaml"
-    paths.write_text(yaml.safe_dump(over))
-    shipped = yaml.safe_load((repo_root / "configs" / f"{paper}.yaml").read_text())
-    config = validate_config(merged(shipped, over))
-    proc = subprocess.run(
-        [
+@pytest.fixture(scope="module")
+def plans(repo_root, tmp_path_factory) -> dict[str, tuple[dict, int, str]]:
+    """Each paper's merged config, and the exit status and output of its dry run; the four
+    Snakemake processes run side by side."""
+    started = {}
+    for paper in PAPER_CONFIGS:
+        workdir = tmp_path_factory.mktemp(paper)
+        over = fixture_paths(paper, workdir / "data")
+        if paper in ("assessment", "benchmark_paper"):
+            over["variant_suites"] = []
+        paths = workdir / "my_paths.yaml"
+        paths.write_text(yaml.safe_dump(over))
+        shipped = yaml.safe_load((repo_root / "configs" / f"{paper}.yaml").read_text())
+        command = [
             *SNAKEMAKE,
             "--snakefile",
             str(repo_root / "Snakefile"),
             "--directory",
-            str(tmp_path),
+            str(workdir),
             "--configfile",
             str(repo_root / "configs" / f"{paper}.yaml"),
             str(paths),
             "-n",
             "--quiet",
             "rules",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-6000:]
+        ]
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        started[paper] = (validate_config(merged(shipped, over)), proc)
+    out = {}
+    for paper, (config, proc) in started.items():
+        output, _ = proc.communicate(timeout=600)
+        out[paper] = (config, proc.returncode, output)
+    return out
+
+
+@pytest.mark.parametrize("paper", PAPER_CONFIGS)
+def test_paper_config_plans_on_fixture_trees(plans, paper):
+    config, returncode, out = plans[paper]
+    assert returncode == 0, out[-6000:]
     jobs = job_counts(out)
     detectors, datasets = config["detectors"], config["datasets"]
     assert jobs["train"] == len(detectors)
