@@ -336,6 +336,14 @@ def test_generalization_matrix_and_averages():
     assert meso.loc["average", "average"] == pytest.approx((0.75 + 0.825) / 2)
     assert meso.loc["m2", "train_dataset"] == "d2"
     assert set(table.loc[table["family"] == "x", "detector"]) == {"x", "average"}
+    # the average per training set: every detector trained on it, over the families
+    per_train = table.loc[table["family"] == "average"].set_index("train_dataset")
+    assert list(per_train.index) == ["d1", "d2"]
+    assert per_train.loc["d1", "d1"] == pytest.approx((0.9 + 0.8) / 2)
+    assert per_train.loc["d1", "average"] == pytest.approx((0.75 + 0.65) / 2)
+    assert per_train.loc["d2", "d2"] == pytest.approx(0.95)
+    pooled = generalization_table(detection, {**settings, "m2": {**BASE, "train_dataset": "d1+d2"}})
+    assert "d1+d2" in set(pooled.loc[pooled["family"] == "m1", "train_dataset"])
     one = generalization_table(detection.loc[detection["dataset"] == "d1"], settings)
     assert list(one.columns) == ["note"] and "one dataset" in one["note"].iloc[0]
 

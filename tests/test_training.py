@@ -96,3 +96,30 @@ def test_frequency_and_residual_detectors_default_to_fp32():
         assert requested_precision(TrainConfig(arch=arch)) == "fp32"
     assert requested_precision(TrainConfig(arch="xception")) == "bf16"
     assert requested_precision(TrainConfig(arch="f3net", precision="bf16")) == "bf16"
+
+
+def test_pooled_datasets_train_together_in_one_order_whatever_the_input_order():
+    from fairforge.training import training_sets
+
+    def dataset(name):
+        return pd.DataFrame(
+            {
+                "sample_id": ["real__x", "fake__x", "real__y", "fake__y"],
+                "dataset": name,
+                "split": ["train", "train", "val", "val"],
+                "label": [0, 1, 0, 1],
+                "method": ["real", "faceswap", "real", "faceswap"],
+                "group": "g",
+                "path": [f"{name}/{i}.png" for i in range(4)],
+            }
+        )
+
+    cfg = TrainConfig(arch="meso4", train_methods=["faceswap"])
+    ab = training_sets(pd.concat([dataset("a"), dataset("b")]), cfg)
+    ba = training_sets(pd.concat([dataset("b"), dataset("a")]), cfg)
+    for one, two in zip(ab, ba):
+        pd.testing.assert_frame_equal(one, two)
+    train, val = ab
+    # the same ids in both datasets: none is lost
+    assert len(train) == len(val) == 4 and set(train["dataset"]) == {"a", "b"}
+    assert train["path"].tolist() == ["a/1.png", "b/1.png", "a/0.png", "b/0.png"]

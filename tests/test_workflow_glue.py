@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fairforge.config import validate_config
+from fairforge.config import ConfigError, validate_config
 from fairforge.faces.attributes import faces_with_attributes
 from fairforge.paths import OUTPUTS, RESULTS, log_path, report_paths, result_path
 from fairforge.registry import UnknownName
@@ -231,3 +231,33 @@ def test_training_and_prediction_read_their_own_methods_only():
     assert predict_shard_samples("synthetic", "vid_h264@40", "sbi") == (
         "results/synthetic/video_variants/vid_h264@40/samples.parquet"
     )
+
+
+def test_a_detector_trains_on_one_dataset_or_several_and_is_tested_on_all():
+    config = validate_config(
+        {
+            "datasets": {
+                "a": {"adapter": "synthetic"},
+                "b": {"adapter": "synthetic", "train_compression": "jpeg@60", "forgery": []},
+                "c": {"adapter": "synthetic", "split": "test_only"},
+            },
+            "forgery": {"methods": ["faceswap"]},
+            "detectors": {"one": {"train_dataset": "b"}, "both": {"train_dataset": ["a", "b"]}},
+        }
+    )
+    assert train_input(config, "one")["samples"] == ["results/b/train_copies/crops.parquet"]
+    # pooled: each dataset's crops (b's as its compressed copies) and its own generated fakes
+    assert train_input(config, "both")["samples"] == [
+        "results/a/samples/crops.parquet",
+        "results/a/samples/faceswap.parquet",
+        "results/b/train_copies/crops.parquet",
+    ]
+    assert (train_dataset(config, "one"), train_dataset(config, "both")) == ("b", "a+b")
+    for bad, match in ((["a", "nope"], "unknown dataset 'nope'"), ("c", "'c' is test_only")):
+        config_in = {
+            "datasets": {"a": {"adapter": "synthetic"}, "c": {"adapter": "synthetic"}},
+            "detectors": {"m": {"train_dataset": bad}},
+        }
+        config_in["datasets"]["c"]["split"] = "test_only"
+        with pytest.raises(ConfigError, match=match):
+            validate_config(config_in)

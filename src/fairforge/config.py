@@ -167,11 +167,17 @@ def _check_references(config: dict) -> None:
                 f"forgery.methods or the datasets' own fakes {sorted(methods)}"
             )
         train_ds = det.get("train_dataset")
-        if train_ds is not None and train_ds not in datasets:
-            raise ConfigError(
-                f"config: detectors.{name}.train_dataset: unknown dataset "
-                f"{train_ds!r} (configured: {datasets})"
-            )
+        for one in [train_ds] if isinstance(train_ds, str) else train_ds or []:
+            if one not in datasets:
+                raise ConfigError(
+                    f"config: detectors.{name}.train_dataset: unknown dataset "
+                    f"{one!r} (configured: {datasets})"
+                )
+            if config["datasets"][one].get("split") == "test_only" and "checkpoint" not in det:
+                raise ConfigError(
+                    f"config: detectors.{name}.train_dataset: {one!r} is test_only "
+                    "(split: test_only), it has nothing to train on"
+                )
     for variant in config["variants"]:
         _check_variant(variant)
     ranking_ds = config["ranking"].get("dataset")

@@ -98,8 +98,12 @@ def pick_device(device: str = "auto") -> torch.device:
 
 
 def training_frame(samples: pd.DataFrame, split: str, methods: list[str]) -> pd.DataFrame:
+    """One split's real samples and fakes of ``methods``, in a fixed order. Sample ids are
+    unique within a dataset only: a detector trained on several datasets (pooled) may see
+    one id twice, so the dataset breaks the tie, whatever order the inputs came in."""
     keep = (samples["split"] == split) & samples["method"].isin([REAL, *methods])
-    return samples.loc[keep].sort_values("sample_id").reset_index(drop=True)
+    keys = [c for c in ("sample_id", "dataset") if c in samples.columns]
+    return samples.loc[keep].sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 def balance_groups(frame: pd.DataFrame, seed: int) -> pd.DataFrame:

@@ -212,12 +212,13 @@ def train_input(config: dict, name: str) -> dict[str, list[str]]:
     fine_tune = det.get("init", "scratch") == "checkpoint"
     if det.get("checkpoint") and not fine_tune:
         return {"weights": [det["checkpoint"]], "samples": []}
-    dataset = train_dataset(config, name)
-    generated = dataset_methods(config, dataset)
-    methods = [m for m in detector_settings(config, name)["train_methods"] if m in generated]
-    # A dataset with train_compression trains on compressed copies of its training crops.
-    share = "train_copies" if train_compression(config, dataset) else "method_samples"
-    samples = [result_path(share, dataset=dataset, method=m) for m in [CROPS, *methods]]
+    wanted = detector_settings(config, name)["train_methods"]
+    samples = []
+    for dataset in train_datasets(config, name):
+        methods = [m for m in wanted if m in dataset_methods(config, dataset)]
+        # A dataset with train_compression trains on compressed copies of its training crops.
+        share = "train_copies" if train_compression(config, dataset) else "method_samples"
+        samples += [result_path(share, dataset=dataset, method=m) for m in [CROPS, *methods]]
     starts = [det.get("pretrained"), det.get("checkpoint") if fine_tune else None]
     return {"weights": [path for path in starts if path], "samples": samples}
 
@@ -253,8 +254,16 @@ def prediction_methods(config: dict, dataset: str) -> list[str]:
     return [CROPS, *dataset_methods(config, dataset)]
 
 
+def train_datasets(config: dict, name: str) -> list[str]:
+    """The datasets a detector trains on (``detectors.X.train_dataset``: one name or a list;
+    default the first configured dataset), in the order given."""
+    chosen = config["detectors"][name].get("train_dataset") or next(iter(config["datasets"]))
+    return [chosen] if isinstance(chosen, str) else list(chosen)
+
+
 def train_dataset(config: dict, name: str) -> str:
-    return config["detectors"][name].get("train_dataset") or next(iter(config["datasets"]))
+    """A detector's training datasets as one label ('a' or 'a+b'), as the tables show it."""
+    return "+".join(train_datasets(config, name))
 
 
 def trained_encoders(config: dict) -> list[str]:

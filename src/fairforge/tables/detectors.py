@@ -15,6 +15,8 @@ from fairforge.perturb import CLEAN
 
 # Settings that say where and how fast a model was trained, not what was trained.
 RUNTIME_SETTINGS = ("threads", "device", "num_workers")
+#: The generalization table's mean rows and column.
+AVERAGE = "average"
 #: A detector whose best validation AUC stays under this is not trained enough to judge.
 TRAINED_ENOUGH_AUC = 0.7
 
@@ -187,10 +189,12 @@ def generalization_table(
     """Train-on x test-on ``metric`` (Benchmark paper Table 5), one block per detector family.
 
     A family is a set of detectors whose settings differ only in ``train_dataset``; it is
-    named after its first member. Rows: one per detector (its training dataset), then an
-    ``average`` row (mean over training datasets); columns: each test dataset, then
-    ``average`` (mean over test datasets, in-domain included). With a single dataset the
-    table holds one ``note``.
+    named after its first member. Rows: one per detector (its training dataset, ``a+b`` when
+    pooled), then an ``average`` row (mean over the family's training datasets); after the
+    families, one row per training dataset with family and detector ``average``: the mean
+    over every detector trained on it (the average per training set). Columns: each test
+    dataset, then ``average`` (mean over test datasets, in-domain included). With a single
+    dataset the table holds one ``note``.
     """
     frame = detection.loc[
         (detection["variant"] == variant) & (detection.get("unit", "frame") == "frame")
@@ -223,7 +227,14 @@ def generalization_table(
         block.loc["average"] = pd.Series({"family": members[0], "train_dataset": "average", **avg})
         blocks.append(block.rename_axis("detector").reset_index())
     table = pd.concat(blocks, ignore_index=True)
-    return table[["family", "detector", "train_dataset", *datasets, "average"]]
+    members = table.loc[table["detector"] != AVERAGE]
+    per_train = (
+        members.groupby("train_dataset", sort=True)[[*datasets, AVERAGE]].mean().reset_index()
+    )
+    per_train.insert(0, "detector", AVERAGE)
+    per_train.insert(0, "family", AVERAGE)
+    table = pd.concat([table, per_train], ignore_index=True)
+    return table[["family", "detector", "train_dataset", *datasets, AVERAGE]]
 
 
 def detector_studies(
