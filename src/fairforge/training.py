@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from fairforge.data import EpochSampler, FaceDataset
 from fairforge.detectors import create_detector, detector_entry
+from fairforge.detectors.base import weighted_loss
 from fairforge.detectors.deepfakebench import load_deepfakebench
 from fairforge.metrics.detection import auc
 from fairforge.perturb.augment import create_augment
@@ -139,9 +140,16 @@ def evaluate(model, loader, device, precision: str = "fp32") -> tuple[np.ndarray
         for batch in loader:
             batch = _collate_device(batch, device)
             logits = model(batch["image"])
-            losses.append(float(model.loss(logits, batch["label"], batch)))
+            losses.append(float(weighted_loss(model, logits, batch["label"], batch)[0]))
             scores[batch["index"].cpu().numpy()] = torch.sigmoid(logits.float()).cpu().numpy()
     return scores, float(np.mean(losses)) if losses else math.nan
+
+
+def method_label_tensor(frame: pd.DataFrame, methods: list[str]) -> torch.Tensor:
+    """Per row of ``frame``: 0 for real samples, ``i`` for the i-th of ``methods`` (1-based),
+    the method-specific classes of detectors such as UCF."""
+    index = {REAL: 0, **{m: i for i, m in enumerate(methods, start=1)}}
+    return torch.tensor([index[m] for m in frame["method"]], dtype=torch.long)
 
 
 def train_network(
@@ -157,9 +165,12 @@ def train_network(
     model_kwargs = dict(cfg.model)
     if "input_size" in entry.__init__.__code__.co_varnames:
         model_kwargs.setdefault("input_size", input_size)
+    if entry.needs_method_labels:  # real + one class per training method
+        model_kwargs.setdefault("num_methods", len(cfg.train_methods) + 1)
     model = create_detector(cfg.arch, **model_kwargs).to(device)
 
     train, val = training_sets(samples, cfg)
+    method_labels = method_label_tensor(train, cfg.train_methods)
     if train["label"].nunique() < 2:
         raise ValueError(
             f"training set for {cfg.arch} needs real and fake samples; "
@@ -186,14 +197,19 @@ def train_network(
     for epoch in range(1, cfg.epochs + 1):
         sampler.set_epoch(epoch)
         model.train()
-        start, losses = time.perf_counter(), []
+        start, losses, terms = time.perf_counter(), [], {}
         for batch in train_loader:
             batch = _collate_device(batch, device)
+            if entry.needs_method_labels:
+                batch["method_label"] = method_labels[batch["index"].cpu()].to(device)
             optimizer.zero_grad(set_to_none=True)
-            loss = model.loss(model(batch["image"]), batch["label"], batch)
+            loss, parts = weighted_loss(model, model(batch["image"]), batch["label"], batch)
             loss.backward()
             optimizer.step()
             losses.append(float(loss.detach()))
+            if len(parts) > 1:  # auxiliary losses are logged unweighted, one column each
+                for name, part in parts.items():
+                    terms.setdefault(f"train_loss_{name}", []).append(float(part.detach()))
         scores, val_loss = evaluate(model, val_loader, device)
         val_auc = auc(val["label"].to_numpy(), scores)
         rows.append(
@@ -205,6 +221,7 @@ def train_network(
                 "n_train": len(train_ds),
                 "n_val": len(val_ds),
                 "seconds": time.perf_counter() - start,
+                **{name: float(np.mean(values)) for name, values in terms.items()},
             }
         )
         # NaN AUC (a one-class validation set) must still save a checkpoint.
