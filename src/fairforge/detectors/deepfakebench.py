@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from fairforge.detectors import recce, ucf
 from fairforge.detectors.base import Detector, create_detector
 
 
@@ -62,6 +63,11 @@ LAYOUTS: dict[str, _Layout] = {
         )
     ),
 }
+
+LAYOUTS["ucf"] = _Layout(ucf.DEEPFAKEBENCH_RULES)  # two-class head kept (fake − real in forward)
+LAYOUTS["recce"] = _Layout(
+    recce.DEEPFAKEBENCH_RULES, recce.DEEPFAKEBENCH_IGNORE, head=recce.DEEPFAKEBENCH_HEAD
+)
 
 
 class CheckpointMismatch(ValueError):
