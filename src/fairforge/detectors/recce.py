@@ -40,7 +40,7 @@ from timm.models.xception import Block, SeparableConv2d
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import register
+from fairforge.detectors.base import register, weighted_loss
 from fairforge.detectors.xception import STEM, run_stages, xception_net
 
 #: DeepfakeBench ``RecceDetector`` state-dict names → ours (regex, replacement). Its
@@ -246,5 +246,5 @@ class RECCE(AuxiliaryLossDetector):
         }
 
     def loss(self, logits, labels, batch=None):
-        terms = self.losses(logits, labels, batch)
-        return sum(self.loss_weights.get(name, 1.0) * term for name, term in terms.items())
+        """The weighted sum of :meth:`losses` (what the training loop minimises)."""
+        return weighted_loss(self, logits, labels, batch)[0]

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import register
+from fairforge.detectors.base import register, weighted_loss
 from fairforge.detectors.xception import ENTRY, MIDDLE, STEM, run_stages, xception_net
 
 #: Xception's exit flow up to ``bn4``: DeepfakeBench's ``features`` skips the last ReLU when
@@ -283,5 +283,5 @@ class UCF(AuxiliaryLossDetector):
         }
 
     def loss(self, logits, labels, batch=None):
-        terms = self.losses(logits, labels, batch)
-        return sum(self.loss_weights.get(name, 1.0) * term for name, term in terms.items())
+        """The weighted sum of :meth:`losses` (what the training loop minimises)."""
+        return weighted_loss(self, logits, labels, batch)[0]
