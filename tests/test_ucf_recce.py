@@ -105,7 +105,7 @@ def test_ucf_terms_are_summed_with_the_configured_weights():
     assert set(terms) == set(weights)
     assert all(torch.isfinite(t) and float(t.detach()) > 0 for t in terms.values())
     expected = sum(weights[k] * float(t.detach()) for k, t in terms.items())
-    assert float(total) == pytest.approx(expected, rel=1e-6)
+    assert float(total.detach()) == pytest.approx(expected, rel=1e-6)
     total.backward()  # every branch learns: both encoders, both heads, the decoder
     for part in ("encoder_f", "encoder_c", "head_spe", "head_sha", "con_gan"):
         grads = [p.grad for p in getattr(model, part).parameters() if p.grad is not None]
