@@ -121,46 +121,6 @@ def test_ffd_map_loss_follows_the_mask():
     assert float(weak) == pytest.approx(float(bce + expected), abs=1e-5)
 
 
-@torch.no_grad()
-def test_recce_reconstruction_loss_uses_real_images_only():
-    model = create_detector("recce", input_size=TINY, recon_weight=0.5).eval()
-    x = _images(3, TINY)
-    fake = torch.ones(3, dtype=torch.long)
-    logits = model(x)
-    recon = model._outputs["recon"]
-    assert recon.shape == x.shape
-    assert float(model.loss(logits, fake)) == pytest.approx(
-        float(F.binary_cross_entropy_with_logits(logits, fake.float())), abs=1e-6
-    )
-    real = torch.tensor([0, 1, 1])
-    logits = model(x)
-    expected = (
-        F.binary_cross_entropy_with_logits(logits, real.float())
-        + 0.5 * (recon[0] - x[0]).abs().mean()
-    )
-    assert float(model.loss(logits, real)) == pytest.approx(float(expected), abs=1e-5)
-
-
-def test_ucf_trains_the_content_encoder_through_reconstruction():
-    model = create_detector("ucf", input_size=TINY).train()
-    x, labels = _images(2, TINY), torch.tensor([0, 1])
-    logits = model(x)
-    loss = model.loss(logits, labels)
-    bce = F.binary_cross_entropy_with_logits(logits, labels.float())
-    assert float(loss.detach()) > float(bce.detach())
-    loss.backward()
-    content_grad = sum(
-        float(p.grad.abs().sum()) for p in model.encoder_c.parameters() if p.grad is not None
-    )
-    assert content_grad > 0
-    model.eval()
-    with torch.no_grad():
-        logits = model(x)
-        assert float(model.loss(logits, labels)) == pytest.approx(
-            float(F.binary_cross_entropy_with_logits(logits, labels.float())), abs=1e-6
-        )
-
-
 def test_core_adds_a_seeded_consistency_term_in_training():
     x, labels = _images(2, TINY), torch.tensor([0, 1])
     torch.manual_seed(1)

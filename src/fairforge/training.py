@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from fairforge.data import BalancedBatchSampler, EpochSampler, FaceDataset
 from fairforge.detectors import create_detector, detector_entry
+from fairforge.detectors.base import weighted_loss
 from fairforge.detectors.deepfakebench import (
     CheckpointMismatch,
     load_deepfakebench,
@@ -194,7 +195,7 @@ def evaluate(model, loader, device, precision: str = "fp32") -> tuple[np.ndarray
         for batch in loader:
             batch = _collate_device(batch, device)
             logits = model(batch["image"])
-            losses.append(float(model.loss(logits, batch["label"], batch)))
+            losses.append(float(weighted_loss(model, logits, batch["label"], batch)[0]))
             scores[batch["index"].cpu().numpy()] = torch.sigmoid(logits.float()).cpu().numpy()
     return scores, float(np.mean(losses)) if losses else math.nan
 
@@ -208,6 +209,8 @@ def build_model(cfg: TrainConfig) -> tuple[torch.nn.Module, dict, int]:
     model_kwargs = dict(cfg.model)
     if "input_size" in entry.__init__.__code__.co_varnames:
         model_kwargs.setdefault("input_size", input_size)
+    if entry.needs_method_labels:  # real + one class per training method
+        model_kwargs.setdefault("num_methods", len(cfg.train_methods) + 1)
     model = create_detector(cfg.arch, **model_kwargs)
     initialise(model, cfg)
     return model, model_kwargs, input_size
@@ -256,14 +259,25 @@ def init_state(model: torch.nn.Module, cfg: TrainConfig) -> dict:
     return state
 
 
-def train_step(model, batch: dict, optimizer) -> float:
-    """One optimisation step; SAM's takes a second forward/backward pass at the perturbed
-    weights (its closure)."""
+def method_label_tensor(frame: pd.DataFrame, methods: list[str]) -> torch.Tensor:
+    """Per row of ``frame``: 0 for real samples, ``i`` for the i-th of ``methods`` (1-based),
+    the method-specific classes of detectors such as UCF."""
+    index = {REAL: 0, **{m: i for i, m in enumerate(methods, start=1)}}
+    return torch.tensor([index[m] for m in frame["method"]], dtype=torch.long)
+
+
+def train_step(model, batch: dict, optimizer) -> tuple[float, dict[str, float]]:
+    """One optimisation step on the detector's weighted losses (:func:`weighted_loss`);
+    SAM's takes a second forward/backward pass at the perturbed weights (its closure).
+    Returns the total loss and each term, unweighted, at the first pass."""
+    parts = {}
 
     def closure():
+        nonlocal parts
         optimizer.zero_grad(set_to_none=True)
-        loss = model.loss(model(batch["image"]), batch["label"], batch)
+        loss, terms = weighted_loss(model, model(batch["image"]), batch["label"], batch)
         loss.backward()
+        parts = parts or {name: float(term.detach()) for name, term in terms.items()}
         return loss
 
     loss = closure()
@@ -271,7 +285,7 @@ def train_step(model, batch: dict, optimizer) -> float:
         optimizer.step(closure)
     else:
         optimizer.step()
-    return float(loss.detach())
+    return float(loss.detach()), parts
 
 
 def set_epoch_lr(optimizer, cfg: TrainConfig, epoch: int) -> float:
@@ -304,6 +318,7 @@ def train_network(
     model = model.to(device)
 
     train, val = training_sets(samples, cfg)
+    method_labels = method_label_tensor(train, cfg.train_methods)
     if train["label"].nunique() < 2:
         raise ValueError(
             f"training set for {cfg.arch} needs real and fake samples; "
@@ -333,8 +348,16 @@ def train_network(
         sampler.set_epoch(epoch)
         lr = set_epoch_lr(optimizer, cfg, epoch)
         model.train()
-        start = time.perf_counter()
-        losses = [train_step(model, _collate_device(b, device), optimizer) for b in train_loader]
+        start, losses, terms = time.perf_counter(), [], {}
+        for batch in train_loader:
+            batch = _collate_device(batch, device)
+            if entry.needs_method_labels:
+                batch["method_label"] = method_labels[batch["index"].cpu()].to(device)
+            loss, parts = train_step(model, batch, optimizer)
+            losses.append(loss)
+            if len(parts) > 1:  # auxiliary losses are logged unweighted, one column each
+                for name, part in parts.items():
+                    terms.setdefault(f"train_loss_{name}", []).append(part)
         scores, val_loss = evaluate(model, val_loader, device)
         val_auc = auc(val["label"].to_numpy(), scores)
         rows.append(
@@ -347,6 +370,7 @@ def train_network(
                 "n_val": len(val_ds),
                 "seconds": time.perf_counter() - start,
                 "lr": lr,
+                **{name: float(np.mean(values)) for name, values in terms.items()},
             }
         )
         # NaN AUC (a one-class validation set) must still save a checkpoint.

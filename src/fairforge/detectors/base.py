@@ -52,10 +52,42 @@ class Detector(nn.Module):
     #: it changes the validation AUC by less than ``fairforge.training.BF16_AUC_TOLERANCE``.
     precision: str = "bf16"
 
+    #: Weights of the named terms of :meth:`losses` (a term not named here weighs 1).
+    loss_weights: dict[str, float] = {}
+    #: True when :meth:`losses` wants ``batch["method_label"]``: 0 for real samples, ``i`` for
+    #: the i-th training method (1-based, in the order of ``train_methods``).
+    needs_method_labels: bool = False
+
     def loss(
         self, logits: torch.Tensor, labels: torch.Tensor, batch: dict | None = None
     ) -> torch.Tensor:
         return F.binary_cross_entropy_with_logits(logits, labels.float())
+
+    def losses(
+        self, logits: torch.Tensor, labels: torch.Tensor, batch: dict | None = None
+    ) -> dict[str, torch.Tensor]:
+        """The named loss terms of one step; the training loop sums them with
+        :attr:`loss_weights` (:func:`weighted_loss`). A plain detector has one term, its
+        :meth:`loss`; detectors with auxiliary objectives return one term per objective."""
+        return {"loss": self.loss(logits, labels, batch)}
+
+
+def weighted_loss(
+    model: Detector, logits: torch.Tensor, labels: torch.Tensor, batch: dict | None = None
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The loss to minimise (the weighted sum of ``model.losses``) and its unweighted terms.
+
+    A single term is returned as is (no multiplication), so plain detectors train exactly as
+    with ``model.loss``.
+    """
+    terms = model.losses(logits, labels, batch)
+    if not terms:
+        raise ValueError(f"{type(model).__name__}.losses returned no loss term")
+    if len(terms) == 1:
+        return next(iter(terms.values())), terms
+    weights = model.loss_weights
+    total = sum(float(weights.get(name, 1.0)) * term for name, term in terms.items())
+    return total, terms
 
 
 def register(name: str, kind: str = "network") -> Callable[[type], type]:

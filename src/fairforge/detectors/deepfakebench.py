@@ -46,6 +46,7 @@ from pathlib import Path
 
 import torch
 
+from fairforge.detectors import recce, ucf
 from fairforge.detectors.base import Detector, create_detector
 
 
@@ -174,6 +175,11 @@ LAYOUTS: dict[str, _Layout] = {
         target="face_xray_dfb",
     ),
 }
+
+LAYOUTS["ucf"] = _Layout(ucf.DEEPFAKEBENCH_RULES)  # two-class head kept (fake − real in forward)
+LAYOUTS["recce"] = _Layout(
+    recce.DEEPFAKEBENCH_RULES, recce.DEEPFAKEBENCH_IGNORE, head=recce.DEEPFAKEBENCH_HEAD
+)
 
 
 def _layout_name(arch: str) -> str:
