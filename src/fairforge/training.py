@@ -22,10 +22,12 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from fairforge.data import EpochSampler, FaceDataset
+from fairforge.data import EpochSampler, FaceDataset, OnlineForgeryDataset
 from fairforge.detectors import create_detector, detector_entry
 from fairforge.detectors.deepfakebench import load_deepfakebench
+from fairforge.manifest import read_manifest
 from fairforge.metrics.detection import auc
+from fairforge.paths import result_path
 from fairforge.perturb.augment import create_augment
 from fairforge.samples import REAL
 from fairforge.seeding import derive_seed
@@ -57,6 +59,9 @@ class TrainConfig:
     seed: int = 0
     #: inference precision asked for; None: the architecture's own (``Detector.precision``)
     precision: str | None = None
+    #: fakes made on the fly from the real faces (sbi, xray, fwa) or "none"; None: the
+    #: architecture's own ``online_forgery`` (FWA's warps, Face X-ray's blends), else none
+    online_forgery: str | None = None
 
 
 def pick_device(device: str = "auto") -> torch.device:
@@ -88,6 +93,68 @@ def training_sets(samples: pd.DataFrame, cfg: TrainConfig) -> tuple[pd.DataFrame
     if cfg.balanced:
         train = balance_groups(train, cfg.seed)
     return train, training_frame(samples, "val", cfg.train_methods)
+
+
+def online_method(cfg: TrainConfig) -> str | None:
+    """The online forgery ``cfg`` trains on: its own, else its architecture's, else None."""
+    method = cfg.online_forgery or getattr(detector_entry(cfg.arch), "online_forgery", None)
+    return None if method in (None, "none") else method
+
+
+def with_landmarks(frame: pd.DataFrame, root: str | Path) -> pd.DataFrame:
+    """The rows of ``frame`` with their crop's 68 landmarks (column ``landmarks``), read from
+    each dataset's faces manifest under ``root`` unless the frame has them; rows without
+    landmarks are dropped, and counted in the log."""
+    if "landmarks" not in frame.columns:
+        lms = {}
+        for dataset in frame["dataset"].unique():
+            faces = read_manifest(
+                result_path("faces", results=root, dataset=dataset),
+                contract="faces",
+                columns=["image_id", "ok", "landmarks"],
+            )
+            faces = faces[faces["ok"].astype(bool)]
+            lms.update({(dataset, i): v for i, v in zip(faces["image_id"], faces["landmarks"])})
+        keys = zip(frame["dataset"], frame["image_id"])
+        frame = frame.assign(landmarks=[lms.get(k) for k in keys])
+    missing = frame["landmarks"].isna()
+    if missing.any():
+        log.warning("%d of %d real faces have no landmarks: left out", missing.sum(), len(frame))
+    return frame.loc[~missing].reset_index(drop=True)
+
+
+def online_datasets(
+    train: pd.DataFrame,
+    val: pd.DataFrame,
+    root: str | Path,
+    method: str,
+    cfg: TrainConfig,
+    input_size: int,
+    augment=None,
+) -> tuple[OnlineForgeryDataset, OnlineForgeryDataset]:
+    """Training and validation sets of the real faces of ``train`` and ``val`` and their
+    fakes made by ``method`` on the fly: fresh each training epoch, the validation fakes
+    fixed (epoch 0). The frames' offline fakes are not used."""
+    entry = detector_entry(cfg.arch)
+    out = []
+    for frame, aug in ((train, augment), (val, None)):
+        real = with_landmarks(frame[frame["label"] == 0], root)
+        if real.empty:
+            raise ValueError(f"online {method} training of {cfg.arch} needs real faces")
+        out.append(
+            OnlineForgeryDataset(
+                real,
+                real["landmarks"],
+                root,
+                method,
+                input_size,
+                entry.mean,
+                entry.std,
+                augment=aug,
+                seed=cfg.seed,
+            )
+        )
+    return out[0], out[1]
 
 
 def _collate_device(batch: dict, device: torch.device) -> dict:
@@ -160,24 +227,30 @@ def train_network(
     model = create_detector(cfg.arch, **model_kwargs).to(device)
 
     train, val = training_sets(samples, cfg)
-    if train["label"].nunique() < 2:
+    if train["label"].nunique() < 2 and not online_method(cfg):
         raise ValueError(
             f"training set for {cfg.arch} needs real and fake samples; "
             f"methods {cfg.train_methods} gave labels {sorted(train['label'].unique())}"
         )
     augment = None if cfg.augment == "none" else create_augment(cfg.augment)
-    mask_column = "mask_path" if entry.needs_masks else None
-    train_ds = FaceDataset(
-        train,
-        root,
-        input_size,
-        entry.mean,
-        entry.std,
-        augment=augment,
-        seed=cfg.seed,
-        mask_column=mask_column,
-    )
-    val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
+    online = online_method(cfg)
+    if online:
+        train_ds, val_ds = online_datasets(train, val, root, online, cfg, input_size, augment)
+        val_labels = val_ds.labels
+    else:
+        mask_column = "mask_path" if entry.needs_masks else None
+        train_ds = FaceDataset(
+            train,
+            root,
+            input_size,
+            entry.mean,
+            entry.std,
+            augment=augment,
+            seed=cfg.seed,
+            mask_column=mask_column,
+        )
+        val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
+        val_labels = val["label"].to_numpy()
     train_loader, sampler = training_loader(train_ds, cfg, device)
     val_loader = DataLoader(val_ds, shuffle=False, **_loader_kw(cfg, device))
 
@@ -195,7 +268,7 @@ def train_network(
             optimizer.step()
             losses.append(float(loss.detach()))
         scores, val_loss = evaluate(model, val_loader, device)
-        val_auc = auc(val["label"].to_numpy(), scores)
+        val_auc = auc(val_labels, scores)
         rows.append(
             {
                 "epoch": epoch,
@@ -212,7 +285,7 @@ def train_network(
         if epoch == 1 or score > best_auc:
             best_auc = score
             save_checkpoint(checkpoint_path, model, cfg, model_kwargs, input_size, epoch, val_auc)
-    settle_precision(checkpoint_path, val_loader, val["label"].to_numpy(), cfg, device)
+    settle_precision(checkpoint_path, val_loader, val_labels, cfg, device)
     return pd.DataFrame(rows)
 
 

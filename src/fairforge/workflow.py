@@ -84,6 +84,7 @@ def detector_settings(config: dict, name: str) -> dict:
         "device": config["device"],
         "seed": int(config["seed"]),
         "precision": det.get("precision"),
+        "online_forgery": det.get("online_forgery"),
     }
 
 
