@@ -8,10 +8,12 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, SequentialSampler
 
-from fairforge.data import EpochSampler, OnlineForgeryDataset
+from fairforge.data import EpochSampler, OnlineForgeryDataset, sequence_groups
+from fairforge.detector_kinds import predict
 from fairforge.detectors import create_detector
 from fairforge.forgery.template import template_face
 from fairforge.images import write_image
+from fairforge.inference import one_row_per_video, video_scores
 from fairforge.training import TrainConfig, online_method, train_network, with_landmarks
 
 SIZE = 64
@@ -160,3 +162,88 @@ def test_train_network_on_online_self_blends(reals, tmp_path):
     assert (
         torch.load(tmp_path / "m.pt", weights_only=True)["train_config"]["online_forgery"] == "sbi"
     )
+
+
+# --- Conv-LSTM: frame sequences of a video, scored per video ----------------------------------
+
+
+def _video_frame(lengths, methods=None):
+    rows = []
+    for v, n in enumerate(lengths):
+        method = (methods or ["real"] * len(lengths))[v]
+        for f in reversed(range(n)):  # rows out of frame order on purpose
+            rows.append(
+                {
+                    "sample_id": f"{method}_v{v}_f{f}",
+                    "video_id": f"v{v}",
+                    "frame_index": f,
+                    "method": method,
+                    "label": int(method != "real"),
+                    "subject_id": f"s{v}",
+                    "group": "g",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_sequence_groups_chunk_each_video_in_frame_order():
+    frame = _video_frame([5, 1, 3], ["real", "real", "faceswap"])
+    groups = sequence_groups(frame, 2)
+    seqs = [list(frame["frame_index"].to_numpy()[g]) for g in groups]
+    vids = [set(frame["video_id"].to_numpy()[g]) for g in groups]
+    assert seqs == [[0, 1], [2, 3], [4, 4], [0, 0], [0, 1], [2, 2]]  # short ones padded
+    assert vids == [{"v0"}] * 3 + [{"v1"}] + [{"v2"}] * 2
+    assert sorted(set(np.concatenate(groups))) == list(range(len(frame)))  # every row used
+    # a generated fake of a video keeps the real frame's video_id: method splits them
+    both = pd.concat([_video_frame([2]), _video_frame([2], ["faceswap"])], ignore_index=True)
+    assert len(sequence_groups(both, 2)) == 2
+    # an image dataset: every sample is a video of one frame
+    images = frame.drop(columns=["video_id", "frame_index"])
+    assert len(sequence_groups(images, 3)) == len(frame)
+    with pytest.raises(ValueError, match="at least 1"):
+        sequence_groups(frame, 0)
+
+
+def test_video_scores_and_one_row_per_video():
+    frame = _video_frame([3, 2])
+    groups = sequence_groups(frame, 2)  # v0: two sequences, v1: one
+    scores = video_scores(frame, groups, np.array([0.2, 0.4, 0.9], np.float32))
+    np.testing.assert_allclose(scores, [0.3, 0.3, 0.3, 0.9, 0.9])
+    preds = frame.assign(score=scores, detector="d", variant="clean")
+    per_video = one_row_per_video(preds)
+    assert list(per_video["video_id"]) == ["v0", "v1"] and "frame_index" not in per_video
+    np.testing.assert_allclose(per_video["score"], [0.3, 0.9])
+    assert list(per_video["subject_id"]) == ["s0", "s1"]
+
+
+def test_conv_lstm_trains_on_sequences_and_scores_per_video(tmp_path):
+    """Two real and two fake videos of three 32 px frames each, per split; sequences of 2."""
+    rows = []
+    for split in ("train", "val"):
+        frame = _video_frame([3, 3, 3, 3], ["real", "real", "faceswap", "faceswap"])
+        frame["sample_id"] = split + "_" + frame["sample_id"]
+        frame["video_id"] = split + "_" + frame["video_id"]
+        rows.append(frame.assign(split=split, dataset="d"))
+    samples = pd.concat(rows, ignore_index=True)
+    rng = np.random.default_rng(0)
+    samples["path"] = samples["sample_id"] + ".png"
+    for sid, label in zip(samples["sample_id"], samples["label"]):
+        img = rng.integers(0, 256 if label else 64, (32, 32, 3)).astype(np.uint8)
+        write_image(tmp_path / f"{sid}.png", img)
+    cfg = TrainConfig(
+        arch="conv_lstm",
+        model={"hidden": 8},
+        input_size=32,
+        frames_per_sequence=2,
+        epochs=1,
+        batch_size=8,
+        train_methods=["faceswap"],
+        precision="fp32",
+    )
+    ckpt = tmp_path / "m.pt"
+    log = train_network(samples, tmp_path, cfg, ckpt)
+    assert list(log["n_train"]) == [8] and list(log["n_val"]) == [8]  # 4 videos x 2 sequences
+    preds = predict(ckpt, samples, tmp_path, "conv_lstm", splits=("val",))
+    assert len(preds) == 4 and preds["video_id"].is_unique  # one score per video
+    assert set(preds["sample_id"]) <= set(samples["sample_id"])
+    assert preds["score"].between(0, 1).all() and list(preds["label"]) == [1, 1, 0, 0]

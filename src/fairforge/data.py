@@ -253,3 +253,68 @@ class OnlineForgeryDataset(Dataset):
             "index": index,
             "xray": torch.from_numpy(xray).float().div_(255.0).unsqueeze(0),
         }
+
+
+def video_keys(frame: pd.DataFrame) -> pd.Series:
+    """The video each sample belongs to: its ``video_id`` and ``method`` (a generated fake of
+    a video frame keeps the real frame's ``video_id``), or the sample itself where the
+    dataset has no videos (an image is a video of one frame)."""
+    if "video_id" not in frame.columns:
+        return frame["sample_id"].astype(str)
+    video = frame["video_id"].astype(object)
+    has_video = video.notna() & (video.astype(str) != "")
+    method = frame["method"].astype(str) if "method" in frame.columns else ""
+    key = "video:" + video.astype(str) + "/" + method
+    return key.where(has_video, "sample:" + frame["sample_id"].astype(str))
+
+
+def sequence_groups(frame: pd.DataFrame, length: int) -> list[np.ndarray]:
+    """Row positions of ``frame`` grouped into sequences of ``length`` consecutive frames of
+    one video (:func:`video_keys`, in ``frame_index`` order), videos in order of their first
+    row; a video's last, short sequence (or a video shorter than ``length``) is padded by
+    repeating its last frame. Every row is in exactly one sequence."""
+    if length < 1:
+        raise ValueError(f"frames_per_sequence must be at least 1, got {length}")
+    keys = video_keys(frame).to_numpy()
+    order = (
+        frame["frame_index"].fillna(0).to_numpy()
+        if "frame_index" in frame.columns
+        else np.zeros(len(frame))
+    )
+    position = np.arange(len(frame))
+    groups = []
+    for _, rows in pd.Series(position).groupby(keys, sort=False):
+        rows = rows.to_numpy()
+        rows = rows[np.lexsort((rows, order[rows]))]
+        for start in range(0, len(rows), length):
+            chunk = rows[start : start + length]
+            groups.append(np.r_[chunk, np.repeat(chunk[-1], length - len(chunk))])
+    return groups
+
+
+class SequenceDataset(Dataset):
+    """Frame sequences of ``frames`` (a :class:`FaceDataset`), for a video detector: item ``i``
+    is ``groups[i]`` (:func:`sequence_groups`) as ``image`` (T, 3, H, W), the label of its
+    video and ``index`` ``i``. Each frame is decoded, perturbed and augmented as in
+    ``frames`` (augmentation draws are per frame, not shared by the sequence)."""
+
+    def __init__(self, frames: FaceDataset, groups: list[np.ndarray]):
+        self.frames = frames
+        self.groups = groups
+        labels = frames.frame["label"].to_numpy()
+        self.labels = np.array([int(labels[g[0]]) for g in groups], dtype=np.int64)
+        mixed = [i for i, g in enumerate(groups) if len(set(labels[g])) > 1]
+        if mixed:
+            raise ValueError(f"sequence {mixed[0]} mixes real and fake frames")
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __getitem__(self, key: int | tuple[int, int]) -> dict:
+        epoch, index = key if isinstance(key, tuple) else (0, key)
+        images = [self.frames[(epoch, int(i))]["image"] for i in self.groups[index]]
+        return {
+            "image": torch.stack(images),
+            "label": torch.tensor(int(self.labels[index]), dtype=torch.long),
+            "index": index,
+        }

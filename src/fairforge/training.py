@@ -22,7 +22,13 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from fairforge.data import EpochSampler, FaceDataset, OnlineForgeryDataset
+from fairforge.data import (
+    EpochSampler,
+    FaceDataset,
+    OnlineForgeryDataset,
+    SequenceDataset,
+    sequence_groups,
+)
 from fairforge.detectors import create_detector, detector_entry
 from fairforge.detectors.deepfakebench import load_deepfakebench
 from fairforge.manifest import read_manifest
@@ -62,6 +68,9 @@ class TrainConfig:
     #: fakes made on the fly from the real faces (sbi, xray, fwa) or "none"; None: the
     #: architecture's own ``online_forgery`` (FWA's warps, Face X-ray's blends), else none
     online_forgery: str | None = None
+    #: frames per training sequence of a video detector (``sequence_input``); None: the
+    #: model's ``frames``
+    frames_per_sequence: int | None = None
 
 
 def pick_device(device: str = "auto") -> torch.device:
@@ -155,6 +164,11 @@ def online_datasets(
             )
         )
     return out[0], out[1]
+
+
+def sequence_length(cfg: TrainConfig, model) -> int:
+    """Frames per sequence of a video detector: the config's, else the model's ``frames``."""
+    return int(cfg.frames_per_sequence or getattr(model, "frames", 1))
 
 
 def _collate_device(batch: dict, device: torch.device) -> dict:
@@ -251,6 +265,12 @@ def train_network(
         )
         val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
         val_labels = val["label"].to_numpy()
+        if getattr(entry, "sequence_input", False):
+            length = sequence_length(cfg, model)
+            train_ds, val_ds = (
+                SequenceDataset(ds, sequence_groups(ds.frame, length)) for ds in (train_ds, val_ds)
+            )
+            val_labels = val_ds.labels
     train_loader, sampler = training_loader(train_ds, cfg, device)
     val_loader = DataLoader(val_ds, shuffle=False, **_loader_kw(cfg, device))
 

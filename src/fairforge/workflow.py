@@ -85,6 +85,7 @@ def detector_settings(config: dict, name: str) -> dict:
         "seed": int(config["seed"]),
         "precision": det.get("precision"),
         "online_forgery": det.get("online_forgery"),
+        "frames_per_sequence": det.get("frames_per_sequence"),
     }
 
 
