@@ -185,7 +185,8 @@ class OnlineForgeryDataset(Dataset):
     (:func:`online_fake`), so two epochs give different fakes, the same seed the same ones,
     whatever the worker count. Every item carries ``xray``, the (1, H, W) X-ray map in [0, 1]
     (zero for reals): the pixel target of Face X-ray's map. An SBI real is the background
-    copy of its epoch's pair, as in the paper.
+    copy of its epoch's pair, as in the paper. ``augment`` is applied after the forgery and
+    does not move the map: a geometric augmentation leaves ``xray`` unaligned.
     """
 
     def __init__(
