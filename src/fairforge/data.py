@@ -18,8 +18,15 @@ import pandas as pd
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from fairforge.forgery import as_landmarks, online_blend
+from fairforge.forgery.blend import xray_map
+from fairforge.forgery.fwa import fwa_blend
+from fairforge.forgery.shard import NEIGHBOURS
 from fairforge.images import read_image, read_mask
 from fairforge.seeding import rng_for
+
+#: The fakes a training set can make on the fly from its real faces (``online_forgery``).
+ONLINE_FORGERIES = ("sbi", "xray", "fwa")
 
 
 def to_tensor(img: np.ndarray, size: int, mean, std) -> torch.Tensor:
@@ -181,3 +188,194 @@ class BalancedBatchSampler(Sampler):
         for b in range(len(self)):
             part = slice(b * self.half, (b + 1) * self.half)
             yield [(epoch, int(i)) for i in (*real[part], *fake[part])]
+
+
+def online_fake(
+    method: str,
+    img: np.ndarray,
+    lm: np.ndarray,
+    seed: int,
+    key: str,
+    epoch: int,
+    partner: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(real, fake, X-ray map) of one real face for one epoch, made by ``method``.
+
+    ``sbi`` and ``xray`` are :func:`fairforge.forgery.online_blend` (the real of an SBI pair
+    is its possibly augmented background copy); ``fwa`` is
+    :func:`fairforge.forgery.fwa.fwa_blend` seeded the same way, its map the X-ray of
+    its feathered region. The map is uint8 (255 = 1), zero outside the blending boundary.
+    """
+    if method == "fwa":
+        fake, weight, _ = fwa_blend(img, lm, rng_for(seed, "online", method, key, epoch))
+        return np.asarray(img), fake, xray_map(weight)
+    if method in ("sbi", "xray"):
+        return online_blend(method, img, lm, seed, key, epoch, partner=partner)
+    raise ValueError(f"online_forgery must be one of {ONLINE_FORGERIES}, got {method!r}")
+
+
+def partner_pools(frame: pd.DataFrame, landmarks: np.ndarray, neighbours: int = NEIGHBOURS):
+    """For each row, the indices of up to ``neighbours`` faces of other subjects nearest in
+    landmarks (mean point distance; the crops are aligned), from the same group when it
+    has another subject, else from all; Face X-ray blends one of them in, drawn per epoch."""
+    subject = frame["subject_id"].astype(str).to_numpy()
+    group = frame["group"].astype(str).to_numpy() if "group" in frame else np.zeros(len(frame))
+    pools = []
+    for k in range(len(frame)):
+        cand = np.flatnonzero((group == group[k]) & (subject != subject[k]))
+        if len(cand) == 0:
+            cand = np.flatnonzero(subject != subject[k])
+        if len(cand) == 0:
+            raise ValueError(
+                "online xray blending needs faces of at least two subjects; "
+                f"the training set has only {subject[k]!r}"
+            )
+        dist = np.linalg.norm(landmarks[cand] - landmarks[k], axis=2).mean(1)
+        pools.append(cand[np.lexsort((cand, dist))][:neighbours])
+    return pools
+
+
+class OnlineForgeryDataset(Dataset):
+    """Real faces and fakes made from them on the fly, fresh each epoch (SBI, Face X-ray, FWA).
+
+    ``frame`` holds the real samples (``sample_id``, ``path``, ``subject_id``, ``group``) and
+    ``landmarks`` their 68 points in crop pixels. Items ``0 .. N-1`` are the reals, items
+    ``N .. 2N-1`` the fake of each real for the epoch that travels with the index
+    (:class:`EpochSampler`; a bare index is epoch 0): drawn from ``(seed, sample_id, epoch)``
+    (:func:`online_fake`), so two epochs give different fakes, the same seed the same ones,
+    whatever the worker count. Every item carries ``xray``, the (1, H, W) X-ray map in [0, 1]
+    (zero for reals): the pixel target of Face X-ray's map. An SBI real is the background
+    copy of its epoch's pair, as in the paper. ``augment`` is applied after the forgery and
+    does not move the map: a geometric augmentation leaves ``xray`` unaligned.
+    """
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        landmarks,
+        root: str | Path,
+        method: str,
+        input_size: int,
+        mean,
+        std,
+        augment: Callable | None = None,
+        seed: int = 0,
+    ):
+        if method not in ONLINE_FORGERIES:
+            raise ValueError(f"online_forgery must be one of {ONLINE_FORGERIES}, got {method!r}")
+        self.frame = frame.reset_index(drop=True)
+        self.landmarks = np.stack([as_landmarks(v) for v in landmarks]) if len(frame) else None
+        if len(self.frame) != (0 if self.landmarks is None else len(self.landmarks)):
+            raise ValueError("one set of landmarks per real face is needed")
+        self.root = Path(root)
+        self.method = method
+        self.input_size = int(input_size)
+        self.mean, self.std = tuple(mean), tuple(std)
+        self.augment = augment
+        self.seed = seed
+        self.pools = partner_pools(self.frame, self.landmarks) if method == "xray" else None
+
+    @property
+    def labels(self) -> np.ndarray:
+        n = len(self.frame)
+        return np.r_[np.zeros(n, np.int64), np.ones(n, np.int64)]
+
+    def __len__(self) -> int:
+        return 2 * len(self.frame)
+
+    def _partner(self, k: int, key: str, epoch: int):
+        if self.pools is None:
+            return None
+        pool = self.pools[k]
+        j = int(pool[rng_for(self.seed, "online", "partner", key, epoch).integers(len(pool))])
+        return read_image(self.root / self.frame.iloc[j]["path"]), self.landmarks[j]
+
+    def __getitem__(self, key: int | tuple[int, int]) -> dict:
+        epoch, index = key if isinstance(key, tuple) else (0, key)
+        n = len(self.frame)
+        k, label = index % n, int(index >= n)
+        row = self.frame.iloc[k]
+        sid = str(row["sample_id"])
+        img = read_image(self.root / row["path"])
+        xray = np.zeros(img.shape[:2], np.uint8)
+        if label or self.method == "sbi":
+            partner = self._partner(k, sid, epoch)
+            real, fake, fake_xray = online_fake(
+                self.method, img, self.landmarks[k], self.seed, sid, epoch, partner
+            )
+            img, xray = (fake, fake_xray) if label else (real, xray)
+        if self.augment is not None:
+            img = self.augment(img, rng_for(self.seed, "augment", epoch, sid, label))
+        size = self.input_size
+        xray = cv2.resize(xray, (size, size), interpolation=cv2.INTER_AREA)
+        return {
+            "image": to_tensor(img, size, self.mean, self.std),
+            "label": torch.tensor(label, dtype=torch.long),
+            "index": index,
+            "xray": torch.from_numpy(xray).float().div_(255.0).unsqueeze(0),
+        }
+
+
+def video_keys(frame: pd.DataFrame) -> pd.Series:
+    """The video each sample belongs to: its ``video_id`` and ``method`` (a generated fake of
+    a video frame keeps the real frame's ``video_id``), or the sample itself where the
+    dataset has no videos (an image is a video of one frame)."""
+    if "video_id" not in frame.columns:
+        return frame["sample_id"].astype(str)
+    video = frame["video_id"].astype(object)
+    has_video = video.notna() & (video.astype(str) != "")
+    method = frame["method"].astype(str) if "method" in frame.columns else ""
+    key = "video:" + video.astype(str) + "/" + method
+    return key.where(has_video, "sample:" + frame["sample_id"].astype(str))
+
+
+def sequence_groups(frame: pd.DataFrame, length: int) -> list[np.ndarray]:
+    """Row positions of ``frame`` grouped into sequences of ``length`` consecutive frames of
+    one video (:func:`video_keys`, in ``frame_index`` order), videos in order of their first
+    row; a video's last, short sequence (or a video shorter than ``length``) is padded by
+    repeating its last frame. Every row is in exactly one sequence."""
+    if length < 1:
+        raise ValueError(f"frames_per_sequence must be at least 1, got {length}")
+    keys = video_keys(frame).to_numpy()
+    order = (
+        frame["frame_index"].fillna(0).to_numpy()
+        if "frame_index" in frame.columns
+        else np.zeros(len(frame))
+    )
+    position = np.arange(len(frame))
+    groups = []
+    for _, rows in pd.Series(position).groupby(keys, sort=False):
+        rows = rows.to_numpy()
+        rows = rows[np.lexsort((rows, order[rows]))]
+        for start in range(0, len(rows), length):
+            chunk = rows[start : start + length]
+            groups.append(np.r_[chunk, np.repeat(chunk[-1], length - len(chunk))])
+    return groups
+
+
+class SequenceDataset(Dataset):
+    """Frame sequences of ``frames`` (a :class:`FaceDataset`), for a video detector: item ``i``
+    is ``groups[i]`` (:func:`sequence_groups`) as ``image`` (T, 3, H, W), the label of its
+    video and ``index`` ``i``. Each frame is decoded, perturbed and augmented as in
+    ``frames`` (augmentation draws are per frame, not shared by the sequence)."""
+
+    def __init__(self, frames: FaceDataset, groups: list[np.ndarray]):
+        self.frames = frames
+        self.groups = groups
+        labels = frames.frame["label"].to_numpy()
+        self.labels = np.array([int(labels[g[0]]) for g in groups], dtype=np.int64)
+        mixed = [i for i, g in enumerate(groups) if len(set(labels[g])) > 1]
+        if mixed:
+            raise ValueError(f"sequence {mixed[0]} mixes real and fake frames")
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __getitem__(self, key: int | tuple[int, int]) -> dict:
+        epoch, index = key if isinstance(key, tuple) else (0, key)
+        images = [self.frames[(epoch, int(i))]["image"] for i in self.groups[index]]
+        return {
+            "image": torch.stack(images),
+            "label": torch.tensor(int(self.labels[index]), dtype=torch.long),
+            "index": index,
+        }

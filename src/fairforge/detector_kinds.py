@@ -32,7 +32,12 @@ import torch
 from fairforge.detectors import DETECTORS, detector_kind
 from fairforge.detectors.headpose import sample_landmarks
 from fairforge.efficiency import checkpoint_efficiency
-from fairforge.inference import network_scores, prediction_frame, scored_frame
+from fairforge.inference import (
+    network_scores,
+    one_row_per_video,
+    prediction_frame,
+    scored_frame,
+)
 from fairforge.metrics.detection import auc
 from fairforge.registry import Registry
 from fairforge.training import TrainConfig, checkpoint_arch, train_network, training_sets
@@ -118,7 +123,10 @@ class NetworkKind(DetectorKind):
             variant_options,
             memory_mb,
         )
-        return prediction_frame(frame, detector, variant, scores)
+        predictions = prediction_frame(frame, detector, variant, scores)
+        if getattr(DETECTORS.get(arch), "sequence_input", False):  # scored per video
+            return one_row_per_video(predictions)
+        return predictions
 
     def cost(self, model, detector, device, batch_sizes, repeats):
         return checkpoint_efficiency(model, detector, device, batch_sizes, repeats)

@@ -1,7 +1,7 @@
 """Detector cost: parameters, FLOPs per image, latency per image and peak memory.
 
-FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one image at the test
-resolution (multiply-adds count as 2 FLOPs; convolutions, matrix products and attention are
+FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one image (a video
+detector: one sequence of its ``frames`` frames) at the test resolution (multiply-adds count as 2 FLOPs; convolutions, matrix products and attention are
 counted, element-wise ops, normalisation and pooling are not). Latency is timed the way
 inference runs the model (:func:`fairforge.inference.prepare_model`: eval mode, on CUDA
 channels_last inputs and the checkpoint's precision): per image, the median over ``repeats``
@@ -41,10 +41,16 @@ def _sync(device: torch.device) -> None:
 
 
 def flops_per_image(model: nn.Module, input_size: int, device="cpu", in_chans: int = 3) -> int:
-    """FLOPs of one forward pass on a single ``input_size``² image."""
+    """FLOPs of one forward pass on a single ``input_size``² image; for a video detector
+    (``sequence_input``: Conv-LSTM) on one sequence of its ``frames`` frames, the unit it
+    classifies (the Benchmark paper's Conv LSTM figure is per 20-frame clip). ``device``
+    ``meta`` counts without computing."""
     device = torch.device(device)
     model = model.to(device).eval()
-    x = torch.randn(1, in_chans, input_size, input_size, device=device)
+    shape = (1, in_chans, input_size, input_size)
+    if getattr(model, "sequence_input", False):
+        shape = (1, int(model.frames), *shape[1:])
+    x = torch.randn(*shape, device=device)
     counter = FlopCounterMode(display=False)
     with torch.inference_mode(), counter:
         model(x)

@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from fairforge.columns import PREDICTION_COLUMNS
-from fairforge.data import FaceDataset
+from fairforge.data import FaceDataset, SequenceDataset, sequence_groups, video_keys
 from fairforge.perturb.variants import unavailable_reason
 from fairforge.training import autocast, load_checkpoint, pick_device
 from fairforge.video import loading_variant
@@ -98,6 +98,12 @@ def score_frame(
         variant=variant,
         variant_options=variant_options,
     )
+    groups = None
+    if getattr(model, "sequence_input", False):  # a video detector: score frame sequences
+        length = int((meta.get("train_config") or {}).get("frames_per_sequence") or model.frames)
+        groups = sequence_groups(dataset.frame, length)
+        dataset = SequenceDataset(dataset, groups)
+        batch_size = max(1, batch_size // length)
     loader = DataLoader(
         dataset,
         batch_size=batch_size,
@@ -121,7 +127,26 @@ def score_frame(
                 images = images.contiguous(memory_format=torch.channels_last)
             logits = model(images)
             scores[batch["index"].numpy()] = torch.sigmoid(logits.float()).cpu().numpy()
+    if groups is not None:
+        scores = video_scores(frame, groups, scores)
     return scores
+
+
+def video_scores(frame: pd.DataFrame, groups: list[np.ndarray], scores: np.ndarray) -> np.ndarray:
+    """Per-row scores from per-sequence ``scores``: each row gets the mean score of the
+    sequences of its video (:func:`fairforge.data.video_keys`)."""
+    keys = video_keys(frame.reset_index(drop=True)).to_numpy()
+    per_video = pd.Series(scores, index=[keys[g[0]] for g in groups]).groupby(level=0).mean()
+    return per_video.reindex(keys).to_numpy(np.float32)
+
+
+def one_row_per_video(predictions: pd.DataFrame) -> pd.DataFrame:
+    """Predictions of a video detector, one row per video: the row of its first sample (its
+    ``sample_id``, ``video_id``, subject and group kept for the fairness tables) with the
+    video's score; ``frame_index`` is dropped."""
+    keys = video_keys(predictions)
+    out = predictions.loc[~keys.duplicated()].drop(columns="frame_index", errors="ignore")
+    return out.reset_index(drop=True)
 
 
 def prepare_model(model: torch.nn.Module, meta: dict, device: torch.device):

@@ -22,7 +22,14 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from fairforge.data import BalancedBatchSampler, EpochSampler, FaceDataset
+from fairforge.data import (
+    BalancedBatchSampler,
+    EpochSampler,
+    FaceDataset,
+    OnlineForgeryDataset,
+    SequenceDataset,
+    sequence_groups,
+)
 from fairforge.detectors import create_detector, detector_entry
 from fairforge.detectors.base import weighted_loss
 from fairforge.detectors.deepfakebench import (
@@ -31,7 +38,9 @@ from fairforge.detectors.deepfakebench import (
     map_deepfakebench_state,
 )
 from fairforge.detectors.pretrained import apply_pretrained, read_state_dict
+from fairforge.manifest import read_manifest
 from fairforge.metrics.detection import auc
+from fairforge.paths import result_path
 from fairforge.perturb.augment import create_augment
 from fairforge.recipes import SAM, lr_factor, make_optimizer
 from fairforge.samples import REAL
@@ -64,6 +73,12 @@ class TrainConfig:
     seed: int = 0
     #: inference precision asked for; None: the architecture's own (``Detector.precision``)
     precision: str | None = None
+    #: fakes made on the fly from the real faces (sbi, xray, fwa) or "none"; None: the
+    #: architecture's own ``online_forgery`` (FWA's warps, Face X-ray's blends), else none
+    online_forgery: str | None = None
+    #: frames per training sequence of a video detector (``sequence_input``); None: the
+    #: model's ``frames``
+    frames_per_sequence: int | None = None
     # -- the start (fairforge.detectors.pretrained): a backbone file, or a whole checkpoint
     pretrained: str | None = None
     #: ``scratch`` (random or ``pretrained``) or ``checkpoint`` (fine-tune ``init_checkpoint``)
@@ -141,6 +156,73 @@ def frames_per_video(frame: pd.DataFrame, frames: int | None, seed: int) -> pd.D
     return kept.drop(columns="_key").sort_values("sample_id").reset_index(drop=True)
 
 
+def online_method(cfg: TrainConfig) -> str | None:
+    """The online forgery ``cfg`` trains on: its own, else its architecture's, else None."""
+    method = cfg.online_forgery or getattr(detector_entry(cfg.arch), "online_forgery", None)
+    return None if method in (None, "none") else method
+
+
+def with_landmarks(frame: pd.DataFrame, root: str | Path) -> pd.DataFrame:
+    """The rows of ``frame`` with their crop's 68 landmarks (column ``landmarks``), read from
+    each dataset's faces manifest under ``root`` unless the frame has them; rows without
+    landmarks are dropped, and counted in the log."""
+    if "landmarks" not in frame.columns:
+        lms = {}
+        for dataset in frame["dataset"].unique():
+            faces = read_manifest(
+                result_path("faces", results=root, dataset=dataset),
+                contract="faces",
+                columns=["image_id", "ok", "landmarks"],
+            )
+            faces = faces[faces["ok"].astype(bool)]
+            lms.update({(dataset, i): v for i, v in zip(faces["image_id"], faces["landmarks"])})
+        keys = zip(frame["dataset"], frame["image_id"])
+        frame = frame.assign(landmarks=[lms.get(k) for k in keys])
+    missing = frame["landmarks"].isna()
+    if missing.any():
+        log.warning("%d of %d real faces have no landmarks: left out", missing.sum(), len(frame))
+    return frame.loc[~missing].reset_index(drop=True)
+
+
+def online_datasets(
+    train: pd.DataFrame,
+    val: pd.DataFrame,
+    root: str | Path,
+    method: str,
+    cfg: TrainConfig,
+    input_size: int,
+    augment=None,
+) -> tuple[OnlineForgeryDataset, OnlineForgeryDataset]:
+    """Training and validation sets of the real faces of ``train`` and ``val`` and their
+    fakes made by ``method`` on the fly: fresh each training epoch, the validation fakes
+    fixed (epoch 0). The frames' offline fakes are not used."""
+    entry = detector_entry(cfg.arch)
+    out = []
+    for frame, aug in ((train, augment), (val, None)):
+        real = with_landmarks(frame[frame["label"] == 0], root)
+        if real.empty:
+            raise ValueError(f"online {method} training of {cfg.arch} needs real faces")
+        out.append(
+            OnlineForgeryDataset(
+                real,
+                real["landmarks"],
+                root,
+                method,
+                input_size,
+                entry.mean,
+                entry.std,
+                augment=aug,
+                seed=cfg.seed,
+            )
+        )
+    return out[0], out[1]
+
+
+def sequence_length(cfg: TrainConfig, model) -> int:
+    """Frames per sequence of a video detector: the config's, else the model's ``frames``."""
+    return int(cfg.frames_per_sequence or getattr(model, "frames", 1))
+
+
 def _collate_device(batch: dict, device: torch.device) -> dict:
     return {
         k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()
@@ -157,14 +239,18 @@ def _loader_kw(cfg: TrainConfig, device: torch.device) -> dict:
 
 
 def training_loader(
-    dataset: FaceDataset, cfg: TrainConfig, device: torch.device
+    dataset: FaceDataset | OnlineForgeryDataset | SequenceDataset,
+    cfg: TrainConfig,
+    device: torch.device,
 ) -> tuple[DataLoader, EpochSampler | BalancedBatchSampler]:
     """The shuffled training loader and its sampler; call ``sampler.set_epoch`` before each
     epoch. The epoch reaches (persistent) workers with each index, not as dataset state, so
     augmentation draws change every epoch and do not depend on ``num_workers``."""
     gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
     if cfg.balanced_batches:
-        labels = dataset.frame["label"].to_numpy()
+        # online and sequence datasets label their own items (fakes made per real, videos)
+        labels = getattr(dataset, "labels", None)
+        labels = dataset.frame["label"].to_numpy() if labels is None else labels
         sampler = BalancedBatchSampler(labels, cfg.batch_size, derive_seed(cfg.seed, cfg.arch))
         kw = {k: v for k, v in _loader_kw(cfg, device).items() if k != "batch_size"}
         return DataLoader(dataset, batch_sampler=sampler, generator=gen, **kw), sampler
@@ -319,26 +405,38 @@ def train_network(
 
     train, val = training_sets(samples, cfg)
     method_labels = method_label_tensor(train, cfg.train_methods)
-    if train["label"].nunique() < 2:
+    if train["label"].nunique() < 2 and not online_method(cfg):
         raise ValueError(
             f"training set for {cfg.arch} needs real and fake samples; "
             f"methods {cfg.train_methods} gave labels {sorted(train['label'].unique())}"
         )
     augment = None if cfg.augment == "none" else create_augment(cfg.augment)
-    mask_column = "mask_path" if entry.needs_masks else None
-    train_ds = FaceDataset(
-        train,
-        root,
-        input_size,
-        entry.mean,
-        entry.std,
-        augment=augment,
-        seed=cfg.seed,
-        mask_column=mask_column,
-        augment_prob=cfg.augment_prob,
-        augment_warmup=cfg.augment_warmup,
-    )
-    val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
+    online = online_method(cfg)
+    if online:
+        train_ds, val_ds = online_datasets(train, val, root, online, cfg, input_size, augment)
+        val_labels = val_ds.labels
+    else:
+        mask_column = "mask_path" if entry.needs_masks else None
+        train_ds = FaceDataset(
+            train,
+            root,
+            input_size,
+            entry.mean,
+            entry.std,
+            augment=augment,
+            seed=cfg.seed,
+            mask_column=mask_column,
+            augment_prob=cfg.augment_prob,
+            augment_warmup=cfg.augment_warmup,
+        )
+        val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
+        val_labels = val["label"].to_numpy()
+        if getattr(entry, "sequence_input", False):
+            length = sequence_length(cfg, model)
+            train_ds, val_ds = (
+                SequenceDataset(ds, sequence_groups(ds.frame, length)) for ds in (train_ds, val_ds)
+            )
+            val_labels = val_ds.labels
     train_loader, sampler = training_loader(train_ds, cfg, device)
     val_loader = DataLoader(val_ds, shuffle=False, **_loader_kw(cfg, device))
 
@@ -359,7 +457,7 @@ def train_network(
                 for name, part in parts.items():
                     terms.setdefault(f"train_loss_{name}", []).append(part)
         scores, val_loss = evaluate(model, val_loader, device)
-        val_auc = auc(val["label"].to_numpy(), scores)
+        val_auc = auc(val_labels, scores)
         rows.append(
             {
                 "epoch": epoch,
@@ -381,7 +479,7 @@ def train_network(
         if cfg.patience is not None and epoch - best_epoch >= cfg.patience:
             log.info("%s: no better validation AUC for %d epochs: stopped", cfg.arch, cfg.patience)
             break
-    settle_precision(checkpoint_path, val_loader, val["label"].to_numpy(), cfg, device)
+    settle_precision(checkpoint_path, val_loader, val_labels, cfg, device)
     return pd.DataFrame(rows)
 
 

@@ -85,6 +85,8 @@ def detector_settings(config: dict, name: str) -> dict:
         "device": config["device"],
         "seed": int(config["seed"]),
         "precision": det.get("precision"),
+        "online_forgery": det.get("online_forgery"),
+        "frames_per_sequence": det.get("frames_per_sequence"),
         "pretrained": det.get("pretrained"),
         "init": init,
         "init_checkpoint": det.get("checkpoint") if init == "checkpoint" else None,

@@ -11,11 +11,15 @@ paper's count, at 299 px). A frame batch ``(B, 3, H, W)`` is read as clips of on
 the detector also runs wherever single images are fed (the score is then a per-frame one).
 InceptionV3 needs frames of at least 75 px: smaller ones are upsampled bilinearly.
 
-How a training loop and inference must feed it (``sequence_input = True``): group the frames
-of a video (``video_id``, ordered by ``frame_index``) into clips of ``frames`` consecutive
-frames, pad a short video by repeating its last frame, stack them to ``(B, T, 3, H, W)`` and
-give the clip the video's label; at test time score each clip and average the clip scores of
-a video (or score one clip per video) to get the per-video score.
+How training and inference feed it (``sequence_input = True``): the frames of a video
+(``video_id`` and ``method``, ordered by ``frame_index``) are grouped into sequences of
+``frames_per_sequence`` consecutive frames (config; default ``frames``), a short video padded
+by repeating its last frame (:func:`fairforge.data.sequence_groups`), stacked to
+``(B, T, 3, H, W)`` with the video's label; at test time a video's score is the mean of its
+sequences' scores, and the predictions hold one row per video (its first frame's row, with
+``video_id``, subject and group). Samples of an image dataset are videos of one frame. The
+prediction jobs shard the sources by rows: a video whose frames straddle a shard boundary is
+scored once per shard (two rows), on the frames each shard holds.
 
 The LSTM is written with two linear gate projections (the same parameters as ``nn.LSTM``:
 input and recurrent weights with a bias each), so the FLOP counter sees its multiply-adds;

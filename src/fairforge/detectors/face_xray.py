@@ -14,12 +14,13 @@ Loss = BCE(label) + ``map_weight`` · BCE(X-ray logits, target X-ray), the paper
 area-resized to the map, is blurred by a Gaussian of ``boundary_sigma`` map pixels into a soft
 blend weight M and turned into 4 M (1 - M); a real image's zero mask gives a zero X-ray.
 
-The X-ray training data, real faces blended with a deformed, colour-corrected copy of
-themselves, is the ``xray`` forgery method (``train_methods: [xray]``, one blend per real face;
-``online_forgery`` names it for a training loop that blends on the fly, as the paper does).
-Simplifications: the target is rebuilt from the hard mask rather than read from the forgery
-stage's exact ``xray`` map (the samples table carries ``mask_path`` only), so the boundary
-width is ``boundary_sigma`` rather than the blend's own blur; weights start random
+The X-ray training data, real faces blended with another identity's face nearest in
+landmarks, is made on the fly as in the paper (``online_forgery = "xray"``: the training set
+is :class:`fairforge.data.OnlineForgeryDataset`, a fresh blend of each real face every
+epoch), and the batch then carries each blend's own X-ray map (``xray``), the pixel target.
+Trained on offline fakes instead (``online_forgery: none``, ``train_methods: [xray]``), the
+target is rebuilt from the hard mask (the samples table carries ``mask_path`` only), so the
+boundary width is ``boundary_sigma`` rather than the blend's own blur. Weights start random
 (``pretrained=False``), the paper starts from ImageNet weights. ``backbone`` picks another
 timm HRNet (``hrnet_w18_small`` for CPU-sized runs).
 """
@@ -118,7 +119,11 @@ class FaceXRay(AuxiliaryLossDetector):
         out = self._outputs_for(logits)
         loss = F.binary_cross_entropy_with_logits(logits, labels.float())
         mask = batch_mask(batch)
-        if "xray" in out:
+        given = batch.get("xray") if batch else None
+        if "xray" in out and torch.is_tensor(given):  # the blend's own X-ray (online data)
+            target = F.adaptive_avg_pool2d(given.float(), out["xray"].shape[-2:])
+            loss = loss + self.map_weight * F.binary_cross_entropy_with_logits(out["xray"], target)
+        elif "xray" in out:
             if mask is None:  # no masks: real images have a zero X-ray, fakes are unknown
                 real = labels == 0
                 if real.any():

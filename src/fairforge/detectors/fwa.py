@@ -7,10 +7,11 @@ faces with a face-warping artefact: the face shrunk, blurred and warped back
 is the point of the paper: a detector of the resolution mismatch every affine-warped
 synthetic face carries.
 
-``online_forgery = "fwa"`` names the forgery method whose fakes this detector trains on. The
-paper makes them on the fly from the real training faces, a new artefact each epoch; until the
-training loop reads this attribute, train it on the offline ``fwa`` fakes of the forgery stage
-(``train_methods: [fwa]``), one artefact per real face. Weights start random
+``online_forgery = "fwa"``: as in the paper, the training loop makes the fakes on the fly from
+the real training faces and their landmarks, a new artefact each epoch
+(:class:`fairforge.data.OnlineForgeryDataset`); ``online_forgery: none`` with
+``train_methods: [fwa]`` trains on the forgery stage's offline fakes instead, one artefact
+per real face. Weights start random
 (``pretrained=False``); the paper starts from ImageNet weights. The paper's 224 px input is the
 default.
 """

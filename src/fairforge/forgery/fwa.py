@@ -25,6 +25,7 @@ from .base import (
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
+    clean_alpha,
     composite,
     feather,
     interocular,
@@ -71,6 +72,20 @@ def warp_artefact(
     regions: tuple[str, ...] = REGIONS,
 ) -> ForgeryResult:
     """One FWA fake of the real face ``img`` (uint8 RGB) with 68 ``lm``; seeded by ``rng``."""
+    image, weight, extra = fwa_blend(img, lm, rng, scale_range, kernels, regions)
+    return ForgeryResult(image, (weight > 0).astype(np.uint8) * 255, extra)
+
+
+def fwa_blend(
+    img: np.ndarray,
+    lm: np.ndarray,
+    rng: np.random.Generator,
+    scale_range: tuple[float, float] = (0.25, 0.6),
+    kernels: tuple[int, ...] = BLUR_KERNELS,
+    regions: tuple[str, ...] = REGIONS,
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """:func:`warp_artefact` as (fake, soft blend weight M in [0, 1], parameters), for a
+    training loop that wants the blending boundary too."""
     lo, hi = scale_range
     if not 0 < lo <= hi < 1:
         raise ValueError(f"FWA scale_range must lie in (0, 1), got {scale_range}")
@@ -82,11 +97,12 @@ def warp_artefact(
         raise ForgeryError("FWA face region is empty")
     warped = shrink_blur_restore(img, np.asarray(lm, np.float64).mean(0), scale, kernel)
     radius = max(int(round(0.08 * interocular(lm))), 1)
-    image, mask = composite(warped, img, feather(region, radius))
+    weight = clean_alpha(feather(region, radius))
+    image, mask = composite(warped, img, weight)
     if not mask.any():
         raise ForgeryError("FWA region vanished after feathering")
     extra = {"scale": round(scale, 4), "blur_kernel": kernel, "region": kind}
-    return ForgeryResult(image, mask, extra)
+    return image, weight, extra
 
 
 @register_method("fwa")
