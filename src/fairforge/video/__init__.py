@@ -10,6 +10,8 @@ and video variants at inference (docs/perturbations.md sections 3-4).
   ``synthetic_video`` and ``video`` (registered on import).
 - :mod:`.pairs`: ``video_pairs``, one target clip per source clip.
 - :mod:`.variants`: ``video_variant_samples`` and ``predict_samples_path`` for inference.
+- :mod:`.frame_variants`: ``frame_variant_samples``: frame-mode variants (``jpeg@30~frame``)
+  degrade the whole frame and rerun face detection; ``detection_under_perturbation``.
 """
 
 from fairforge.video.clips import render_clip, synthetic_videos
@@ -26,6 +28,12 @@ from fairforge.video.ffmpeg import (
     read_sampled,
     read_video,
     write_video,
+)
+from fairforge.video.frame_variants import (
+    detection_under_perturbation,
+    detection_under_perturbation_figure,
+    frame_variant_samples,
+    paste_back,
 )
 from fairforge.video.frames import (
     extract_frames,
@@ -61,15 +69,19 @@ __all__ = [
     "cached_video_op",
     "clip_keys",
     "degrade_clip",
+    "detection_under_perturbation",
+    "detection_under_perturbation_figure",
     "evenly_spaced",
     "FF_METHODS",
     "extract_frames",
     "ffmpeg_exe",
     "frame_image_id",
     "frame_listing",
+    "frame_variant_samples",
     "has_videos",
     "is_video_variant",
     "loading_variant",
+    "paste_back",
     "planned_frame_count",
     "predict_samples_path",
     "probe_video",
