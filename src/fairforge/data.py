@@ -72,16 +72,26 @@ class FaceDataset(Dataset):
     def __len__(self) -> int:
         return len(self.frame)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> dict:
-        """Item ``key``: an index, or ``(epoch, index)`` from :class:`EpochSampler` (the
-        augmentation of a sample depends on the epoch; a bare index is epoch 0)."""
-        epoch, index = key if isinstance(key, tuple) else (0, key)
+    def __getitem__(self, key: int | tuple[int, int] | tuple[int, int, int]) -> dict:
+        """Item ``key``: an index, ``(epoch, index)`` or ``(epoch, index, batch)`` from
+        :class:`EpochSampler` (the augmentation of a sample depends on the epoch; a bare
+        index is epoch 0). With the batch, an augmentation that decides per batch (SDAug's
+        noise step) takes the batch's decision, drawn from ``(seed, epoch, batch)``, so every
+        image of a batch shares it whatever the worker that loads it."""
+        key = key if isinstance(key, tuple) else (0, key)
+        epoch, index = key[0], key[1]
         row = self.frame.iloc[index]
         img = read_image(self.root / row["path"])
         if self._apply_variant is not None:
             img = self._apply_variant(img, self.variant, row["sample_id"], self.variant_options)
         if self.augment is not None:
-            img = self.augment(img, rng_for(self.seed, "augment", epoch, row["sample_id"]))
+            rng = rng_for(self.seed, "augment", epoch, row["sample_id"])
+            decide = getattr(self.augment, "batch_noise_fires", None)
+            if len(key) == 3 and decide is not None:
+                batch_rng = rng_for(self.seed, "augment_batch", epoch, key[2])
+                img = self.augment(img, rng, decide(batch_rng))
+            else:
+                img = self.augment(img, rng)
         item = {
             "image": to_tensor(img, self.input_size, self.mean, self.std),
             "label": torch.tensor(int(row["label"]), dtype=torch.long),
@@ -102,15 +112,17 @@ class FaceDataset(Dataset):
 
 
 class EpochSampler(Sampler):
-    """The indices of ``base`` (e.g. a ``RandomSampler``) as ``(epoch, index)`` pairs.
+    """The indices of ``base`` (e.g. a ``RandomSampler``) as ``(epoch, index)`` pairs, or,
+    given the loader's ``batch_size``, ``(epoch, index, batch)`` triples.
 
     The sampler runs in the main process, so :meth:`set_epoch` reaches every item even when
     the loader's workers are persistent: each worker receives the epoch with the index.
     """
 
-    def __init__(self, base: Sampler, epoch: int = 0):
+    def __init__(self, base: Sampler, epoch: int = 0, batch_size: int | None = None):
         self.base = base
         self.epoch = epoch
+        self.batch_size = batch_size
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -119,5 +131,8 @@ class EpochSampler(Sampler):
         return len(self.base)
 
     def __iter__(self):
-        epoch = self.epoch
-        return ((epoch, int(i)) for i in self.base)
+        epoch, size = self.epoch, self.batch_size
+        if size is None:
+            return ((epoch, int(i)) for i in self.base)
+        # the loader's batches are consecutive runs of ``batch_size`` keys: position // size
+        return ((epoch, int(i), k // size) for k, i in enumerate(self.base))

@@ -112,7 +112,8 @@ def training_loader(
     epoch. The epoch reaches (persistent) workers with each index, not as dataset state, so
     augmentation draws change every epoch and do not depend on ``num_workers``."""
     gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
-    sampler = EpochSampler(RandomSampler(dataset, generator=gen))
+    # with the batch of each key: SDAug draws its noise decision per batch
+    sampler = EpochSampler(RandomSampler(dataset, generator=gen), batch_size=cfg.batch_size)
     # The loader also draws its workers' base seed from ``gen``: the order matches a
     # ``shuffle=True`` loader over the same generator.
     loader = DataLoader(
