@@ -318,4 +318,12 @@ def get_report_inputs(wildcards):
     paths["forgery_examples"] = [
         result_path("forgery_examples", dataset=d) for d in DATASETS if METHODS_OF[d]
     ]
+    # face detection on degraded frames, where frame-mode variants are configured
+    frame_datasets = DATASETS if FRAME_VARIANTS else []
+    paths["face_detection_under_perturbation"] = [
+        result_path("face_detection_under_perturbation", dataset=d) for d in frame_datasets
+    ]
+    paths["face_detection_under_perturbation_figures"] = [
+        result_path("face_detection_under_perturbation_figure", dataset=d) for d in frame_datasets
+    ]
     return paths

@@ -45,7 +45,15 @@ def test_registry_lists_every_encoder_and_rejects_unknown_names():
     assert set(list_encoders()) >= {"dlib_resnet", "onnx_arcface", *trainable_encoders()}
     with pytest.raises(UnknownName, match="dlib_resnet"):
         create_encoder("no_such_encoder")
-    assert trainable_encoders() == ["hrnet", "mobilefacenet", "repvgg", "resnest", "resnet"]
+    assert trainable_encoders() == [
+        "attentionnet",
+        "hrnet",
+        "mobilefacenet",
+        "repvgg",
+        "resnest",
+        "resnet",
+        "resnet152",
+    ]
     with pytest.raises(DuplicateName, match="twice"):
         register_encoder("dlib_resnet")(type("Again", (FaceEncoder,), {}))
 

@@ -76,6 +76,7 @@ def test_frame_variant_reruns_face_detection(tiny_run):
         )
         assert set(preds["sample_id"]) == set(crops.loc[crops["ok"], "sample_id"])
         assert (preds["variant"] == "gaussian_blur@7~frame").all()
+    assert "Face detection on degraded frames" in (results / "report.html").read_text()
 
 
 def test_nothing_left_to_do(repo_root, tiny_run):

@@ -112,12 +112,14 @@ def training_loader(
     epoch. The epoch reaches (persistent) workers with each index, not as dataset state, so
     augmentation draws change every epoch and do not depend on ``num_workers``."""
     gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
-    # with the batch of each key: SDAug draws its noise decision per batch
+    # With the batch of each key: SDAug draws its noise decision per batch, so batches must
+    # not depend on the worker layout. The loader draws its workers' base seed from its own
+    # generator (persistent workers draw it once, serial loading every epoch): sharing the
+    # shuffle's generator made the order from the second epoch on depend on num_workers.
     sampler = EpochSampler(RandomSampler(dataset, generator=gen), batch_size=cfg.batch_size)
-    # The loader also draws its workers' base seed from ``gen``: the order matches a
-    # ``shuffle=True`` loader over the same generator.
+    worker_gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "workers", cfg.arch))
     loader = DataLoader(
-        dataset, sampler=sampler, generator=gen, drop_last=False, **_loader_kw(cfg, device)
+        dataset, sampler=sampler, generator=worker_gen, drop_last=False, **_loader_kw(cfg, device)
     )
     return loader, sampler
 

@@ -38,7 +38,15 @@ def report_inputs(
 
 #: Report inputs that are lists of files (one per dataset, method or figure); the others are
 #: single files.
-LIST_INPUTS = ("forgeries", "forgery_examples", "forgery_quality_figures", "face_detection_rates")
+LIST_INPUTS = (
+    "forgeries",
+    "forgery_examples",
+    "forgery_quality_figures",
+    "face_detection_rates",
+    # frame-mode variants (op@level~frame): face detection on degraded frames, per dataset
+    "face_detection_under_perturbation",
+    "face_detection_under_perturbation_figures",
+)
 
 
 def paths_from_rule_inputs(inputs: Iterable[tuple[str, object]]) -> dict:
