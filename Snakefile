@@ -28,6 +28,7 @@ include: "rules/samples.smk"
 include: "rules/train.smk"
 include: "rules/infer.smk"
 include: "rules/video.smk"
+include: "rules/perturb.smk"
 include: "rules/degradation.smk"
 include: "rules/metrics.smk"
 include: "rules/ranking.smk"
@@ -44,8 +45,13 @@ rule all:
         result_path("versions"),
         result_path("efficiency"),
         expand(result_path("face_detection_rate"), dataset=DATASETS),
+        expand(
+            result_path("face_detection_under_perturbation"),
+            dataset=DATASETS if FRAME_VARIANTS else [],
+        ),
         expand(result_path("forgery_examples"), dataset=DATASETS),
         result_path("exposure_table") if RANKING_ENABLED else [],
+        result_path("random_intensity_table") if RANDOM_VARIANTS else [],
         REPORT_PREDICTIONS,
 
 

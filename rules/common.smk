@@ -4,6 +4,7 @@
 import re
 
 from fairforge.paths import RESULTS, benchmark_path, log_path, report_paths, result_path
+from fairforge.perturb.variants import is_frame_variant, is_random_variant
 from fairforge.report import caption_path
 from fairforge.sharding import shard_ids
 from fairforge.tables import split_variants
@@ -25,6 +26,8 @@ from fairforge.workflow import (
     model_input,
     predict_shard_samples,
     prediction_methods,
+    ranking_degradation,
+    ranking_degradation_inputs,
     ranking_encoders,
     train_compression,
     train_dataset,
@@ -64,6 +67,10 @@ REPORT_PREDICTIONS = expand(
     dataset=DATASETS,
     variant=REPORT_VARIANTS,
 )
+# Frame-mode variants (op@level~frame) that can run: each reruns face detection per dataset.
+FRAME_VARIANTS = [v for v in REPORT_VARIANTS if is_frame_variant(v)]
+# The Benchmark protocol's variants (op@random): they add the random-intensity table.
+RANDOM_VARIANTS = [v for v in REPORT_VARIANTS if is_random_variant(v)]
 CLEAN_PREDICTIONS = expand(
     result_path("predictions"), detector=DETECTORS, dataset=DATASETS, variant="clean"
 )
@@ -89,6 +96,9 @@ localrules:
     samples,
     predictions,
     video_variant,
+    frame_variant,
+    face_detection_under_perturbation,
+    random_intensity_table,
     failures_per_group,
     efficiency_table,
     detector_studies,
@@ -142,6 +152,16 @@ def get_prediction_shards(wildcards):
 
 def get_video_variant_shards(wildcards):
     return _shards("video_variant_shard", SHARDS[wildcards.dataset], wildcards)
+
+
+def get_frame_variant_shards(wildcards):
+    return _shards("frame_variant_shard", SHARDS[wildcards.dataset], wildcards)
+
+
+def get_frame_variant_samples(wildcards):
+    return expand(
+        result_path("frame_variant_samples", dataset=wildcards.dataset), variant=FRAME_VARIANTS
+    )
 
 
 def get_embedding_shards(wildcards):
@@ -207,6 +227,17 @@ def get_detector_settings(wildcards):
     return detector_settings(config, wildcards.detector)
 
 
+def get_detector_training_datasets(wildcards):
+    """Detector -> its arch and training dataset (the random-intensity table's mean)."""
+    return {
+        d: {
+            "arch": config["detectors"][d].get("arch", d),
+            "train_dataset": train_dataset(config, d),
+        }
+        for d in DETECTORS
+    }
+
+
 def get_checkpoint(wildcards):
     return config["detectors"][wildcards.detector].get("checkpoint")
 
@@ -267,6 +298,14 @@ def get_encoder(wildcards):
     return ranking_encoders(config)[wildcards.encoder]
 
 
+def get_ranking_degradation(wildcards):
+    return ranking_degradation(config)
+
+
+def get_ranking_degradation_inputs(wildcards):
+    return ranking_degradation_inputs(config)
+
+
 def get_encoder_training(wildcards):
     return encoder_training(config, wildcards.encoder)
 
@@ -289,5 +328,13 @@ def get_report_inputs(wildcards):
     ]
     paths["forgery_examples"] = [
         result_path("forgery_examples", dataset=d) for d in DATASETS if METHODS_OF[d]
+    ]
+    # face detection on degraded frames, where frame-mode variants are configured
+    frame_datasets = DATASETS if FRAME_VARIANTS else []
+    paths["face_detection_under_perturbation"] = [
+        result_path("face_detection_under_perturbation", dataset=d) for d in frame_datasets
+    ]
+    paths["face_detection_under_perturbation_figures"] = [
+        result_path("face_detection_under_perturbation_figure", dataset=d) for d in frame_datasets
     ]
     return paths

@@ -63,6 +63,7 @@ rule embed_shard:
         study=result_path("ranking_study"),
         calibration=result_path("ranking_calibration"),
         checkpoint=get_encoder_checkpoint,
+        generator=get_ranking_degradation_inputs,
     output:
         result_path("embedding_shard"),
     log:
@@ -78,6 +79,7 @@ rule embed_shard:
     params:
         encoder=get_encoder,
         ranking=config["ranking"],
+        degradation=get_ranking_degradation,
         margin=config["faces"]["margin"],
         seed=config["seed"],
         shard_size=SHARD_SIZE,

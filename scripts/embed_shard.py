@@ -18,6 +18,7 @@ with logged(snakemake.log[0]):
         p.seed,
         face_fraction(p.margin),
         calibration=read_manifest(snakemake.input.calibration),
+        **p.degradation,
     )
     write_manifest(embeddings, snakemake.output[0])
     print(f"{len(rows)} study images, {len(embeddings)} embeddings")

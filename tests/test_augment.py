@@ -192,3 +192,38 @@ def test_usable_in_a_torch_dataset():
     assert torch.equal(batches[0], batches[1])
     other_epoch = next(iter(torch.utils.data.DataLoader(_FaceDataset(aug, epoch=1), batch_size=6)))
     assert not torch.equal(batches[0], other_epoch)
+
+
+def test_training_batches_share_one_noise_decision(tmp_path):
+    """The training loader's keys carry their batch, and SDAug's noise step fires for every
+    image of a batch or for none (the paper), whatever the per-image draws."""
+    import pandas as pd
+
+    from fairforge.data import EpochSampler, FaceDataset
+    from fairforge.images import write_image
+
+    rng = np.random.default_rng(0)
+    for i in range(24):
+        write_image(tmp_path / f"{i}.png", rng.integers(0, 256, (16, 16, 3), dtype=np.uint8))
+    frame = pd.DataFrame(
+        {"sample_id": [f"s{i}" for i in range(24)], "path": [f"{i}.png" for i in range(24)],
+         "label": 0}
+    )  # fmt: skip
+    seen = []
+
+    class Spy(SDAug):
+        def __call__(self, image, rng=None, noise_fires=None):
+            out = super().__call__(image, rng, noise_fires)
+            seen.append(self.last_applied.noise_sigma is not None)
+            return out
+
+    data = FaceDataset(frame, tmp_path, 16, (0, 0, 0), (1, 1, 1), augment=Spy(seed=1), seed=4)
+    sampler = EpochSampler(torch.utils.data.SequentialSampler(data), epoch=2, batch_size=4)
+    keys = list(sampler)
+    assert keys[5] == (2, 5, 1)
+    for key in keys:
+        data[key]
+    per_batch = [set(seen[k : k + 4]) for k in range(0, 24, 4)]
+    assert all(len(s) == 1 for s in per_batch)  # one decision per batch
+    assert {b for s in per_batch for b in s} == {True, False}  # p = 0.3 over six batches
+    assert list(EpochSampler(torch.utils.data.SequentialSampler(data)))[1] == (0, 1)

@@ -81,7 +81,12 @@ def test_trained_encoders_are_checked_and_resolved():
     }
     settings = encoder_training(config, "far_mfn")
     assert settings["arch"] == "mobilefacenet" and settings["distance"] == 4
-    assert settings["far"] is True and settings["epochs"] == 2 and settings["head"] == "arcface"
+    assert settings["far"] is True and settings["epochs"] == 2 and settings["head"] == "npcface"
+    # the Exposure paper's recipe is the default train block
+    recipe = {k: settings[k] for k in ("optimizer", "lr", "momentum", "weight_decay")}
+    assert recipe == {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-8}
+    assert settings["milestones"] == [5, 25, 68] and settings["batch_size"] == 64
+    assert settings["patience"] == 5
 
     with pytest.raises(ConfigError, match=r"ranking\.encoders\.r\.train: unknown key 'epoch'"):
         validate_config(ranking({"r": {"encoder": "resnet", "train": {"epoch": 2}}}))

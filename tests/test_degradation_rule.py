@@ -25,6 +25,8 @@ from fairforge.workflow import (
     degradation_images,
     degradation_inputs,
     degradation_settings,
+    ranking_degradation,
+    ranking_degradation_inputs,
     trains_degradation,
     variant_options,
 )
@@ -101,6 +103,27 @@ def test_configured_folders_train_the_generator_far_learned_reads(repo_root):
         "seed": 3,
         "device": "auto",
     }
+
+
+def test_the_ranking_study_reads_the_learned_degradation_it_is_given(repo_root):
+    """ranking.degradation: learned waits for the generator the workflow trains, or reads a
+    ready checkpoint; the classical chain needs none; learned without either is an error."""
+    config = tiny_config(repo_root, {"high_dir": "faces/high", "low_dir": "faces/low"})
+    assert ranking_degradation(config) == {"degradation": "classical", "generator": None}
+    assert ranking_degradation_inputs(config) == []
+    config["ranking"]["degradation"] = "learned"
+    assert ranking_degradation(config)["generator"] == DEGRADATION_CHECKPOINT
+    assert ranking_degradation_inputs(config) == [DEGRADATION_CHECKPOINT]
+    ready = tiny_config(repo_root, {"checkpoint": "g.pt"})
+    ready["ranking"]["degradation"] = "learned"
+    assert ranking_degradation(ready)["generator"] == "g.pt"
+    assert ranking_degradation_inputs(ready) == []
+    # far@d on detectors is defined on the face width too: the face spans 1/(1 + 2 margin)
+    assert variant_options(config, "far@3") == {"far": {"face_fraction": pytest.approx(2 / 3)}}
+    bare = tiny_config(repo_root)
+    bare["ranking"]["degradation"] = "learned"
+    with pytest.raises(ValueError, match="learned needs"):
+        ranking_degradation(bare)
 
 
 def test_a_ready_checkpoint_is_used_without_training(repo_root, tmp_path, face_folders):

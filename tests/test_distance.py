@@ -6,9 +6,11 @@ import math
 
 import cv2
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+from fairforge.encoders.crops import face_images, far_view
 from fairforge.images import read_image, write_image
 from fairforge.perturb import (
     InvalidLevel,
@@ -23,6 +25,8 @@ from fairforge.perturb.learned_degradation import (
     HighToLowConfig,
     apply_generator,
     load_generator,
+    load_restorer,
+    restore,
     train_high_to_low,
 )
 from fairforge.seeding import rng_for
@@ -209,3 +213,42 @@ def test_learned_op_and_missing_checkpoint(trained, tmp_path):
     out = apply_variant(FACE, "far_learned@1", "sample", options)
     assert out.shape == FACE.shape
     np.testing.assert_array_equal(out, apply_variant(FACE, "far_learned@1", "sample", options))
+
+
+def test_restorer_is_trained_jointly_with_the_generator(trained):
+    """The Exposure paper's pair: near-to-far G and far-to-near R, R's critic comparing the
+    restored faces with the original close-range ones."""
+    root, result = trained
+    payload = torch.load(result.checkpoint, weights_only=True)
+    assert {"generator", "restorer", "discriminator", "high_discriminator"} <= set(payload)
+    history = result.history
+    for key in ("d_loss", "g_gan", "mse", "r_gan", "restoration", "far_cycle"):
+        assert len(history[key]) == 24 and np.isfinite(history[key]).all(), key
+    # the restoration loss |R(G(x)) - x| falls as the pair trains
+    rest = history["restoration"]
+    assert np.mean(rest[-4:]) < np.mean(rest[:4]), np.round(rest, 3)
+    res = load_restorer(result.checkpoint)
+    near = restore(res, apply_generator(load_generator(result.checkpoint), FACE, rng_for("a")))
+    assert near.shape == (64, 64, 3) and near.dtype == np.uint8
+    # restored from 16 px, the face is closer to the original than a blank mean-grey face
+    small = cv2.resize(FACE, (64, 64), interpolation=cv2.INTER_AREA)
+    assert psnr(near, small) > psnr(np.full_like(small, int(small.mean())), small)
+    alone = train_high_to_low(
+        root / "high", root / "low", root / "alone.pt", steps=1, batch_size=2, device="cpu",
+        config=HighToLowConfig(channels=8, restorer=False),
+    )  # fmt: skip
+    assert "restorer" not in torch.load(alone.checkpoint, weights_only=True)
+    with pytest.raises(ValueError, match="restorer"):
+        load_restorer(alone.checkpoint)
+
+
+def test_the_ranking_crops_can_be_seen_through_the_learned_degradation(trained, tmp_path):
+    root, result = trained
+    gen = load_generator(result.checkpoint)
+    write_image(tmp_path / "a.png", FACE)
+    rows = {"image_id": ["a"], "crop_path": ["a.png"]}
+    learned = next(face_images(pd.DataFrame(rows), tmp_path, True, 3, 0, 112, 0.6, gen))
+    classical = next(face_images(pd.DataFrame(rows), tmp_path, True, 3, 0, 112, 0.6))
+    assert learned.shape == classical.shape == (112, 112, 3)
+    assert not np.array_equal(learned, classical)
+    np.testing.assert_array_equal(learned, far_view(FACE, "a", 3, 0, 112, generator=gen))

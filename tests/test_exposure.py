@@ -461,3 +461,41 @@ def test_exposure_study_rejects_too_few_identities(synthetic_faces, tmp_path):
         exposure_study(
             faces, root, _tiny_onnx_encoder(tmp_path), l=4, k=7, group_column="tone", write=False
         )
+
+
+def test_exposure_study_with_the_learned_degradation(synthetic_faces, tmp_path):
+    """ranking.degradation: learned - probes seen far away through the near-to-far generator
+    trained (jointly with its restorer, a few steps) on unpaired close and far folders."""
+    import cv2
+
+    from fairforge.images import read_image, write_image
+    from fairforge.perturb.learned_degradation import HighToLowConfig, train_high_to_low
+    from fairforge.ranking import embed_study, exposure_study, split_probe_gallery
+
+    root, faces = synthetic_faces
+    ok = faces[faces["ok"]]
+    for i, rel in enumerate(ok["crop_path"].iloc[:6]):
+        crop = read_image(root / rel)
+        write_image(tmp_path / "near" / f"{i}.png", crop)
+        far = cv2.resize(crop, (16, 16), interpolation=cv2.INTER_AREA)
+        write_image(tmp_path / "far" / f"{i}.png", far)
+    gen = train_high_to_low(
+        tmp_path / "near", tmp_path / "far", tmp_path / "g.pt", steps=2, batch_size=2,
+        device="cpu", config=HighToLowConfig(channels=8),
+    ).checkpoint  # fmt: skip
+    encoder = _tiny_onnx_encoder(tmp_path)
+    kwargs = dict(distance=4, l=4, k=3, seed=3, group_column="tone_gender", write=False)
+    learned = exposure_study(
+        faces, root, {"tiny": encoder}, degradation="learned", generator=gen, **kwargs
+    )[0]
+    classical = exposure_study(faces, root, {"tiny": encoder}, **kwargs)[0]
+    assert len(learned) == len(classical) == 4 and learned["hit_ratio@1"].between(0, 1).all()
+    study = split_probe_gallery(faces, 4, 3, "tone_gender")
+    far = [
+        embed_study(study, root, encoder, ["reidentification"], 4, 3, **d)
+        for d in ({"degradation": "learned", "generator": gen}, {})
+    ]
+    probes = [f.loc[f["far"], "embedding"].tolist() for f in far]
+    assert not np.allclose(np.stack(probes[0]), np.stack(probes[1]))
+    with pytest.raises(ValueError, match="learned needs"):
+        exposure_study(faces, root, {"tiny": encoder}, degradation="learned", **kwargs)

@@ -57,6 +57,28 @@ def test_exposure_study_ranks_with_a_trained_encoder(tiny_run):
     assert table.loc[table["encoder"] == "mobilefacenet_far", "fallback_share_probes"].isna().all()
 
 
+def test_frame_variant_reruns_face_detection(tiny_run):
+    """gaussian_blur@7~frame blurs whole frames; faces are detected again and counted."""
+    results = tiny_run / "results"
+    for dataset in ("synthetic", "clips"):
+        table = pd.read_csv(results / dataset / "face_detection_under_perturbation.csv")
+        assert set(table["variant"]) == {"gaussian_blur@7~frame"}
+        assert {"tone1", "(all)"} <= set(table["group"]) and table["rate"].between(0, 1).all()
+        assert (results / dataset / "face_detection_under_perturbation.png").stat().st_size > 0
+        crops = pd.read_parquet(
+            results / dataset / "frame_variants/gaussian_blur@7~frame/samples.parquet"
+        )
+        assert set(crops["split"]) <= {"val", "test"} and crops["ok"].any()
+        everything = table.set_index("group").loc["(all)"]
+        assert everything["n"] == len(crops) and everything["n_detected"] == crops["ok"].sum()
+        preds = pd.read_parquet(
+            results / f"predictions/meso4/{dataset}/gaussian_blur@7~frame.parquet"
+        )
+        assert set(preds["sample_id"]) == set(crops.loc[crops["ok"], "sample_id"])
+        assert (preds["variant"] == "gaussian_blur@7~frame").all()
+    assert "Face detection on degraded frames" in (results / "report.html").read_text()
+
+
 def test_nothing_left_to_do(repo_root, tiny_run):
     proc = snakemake(repo_root, tiny_run, "-n", "--cores", "1", "all")
     assert "Nothing to be done" in proc.stdout + proc.stderr
@@ -187,6 +209,9 @@ def test_adding_a_detector_plans_only_its_jobs(repo_root, tiny_run):
         "train_encoder",
         "video_variant_shard",
         "video_variant",
+        "frame_variant_shard",
+        "frame_variant",
+        "face_detection_under_perturbation",
     }
     assert not per_image & set(jobs), jobs
 

@@ -83,10 +83,14 @@ class FaceDataset(Dataset):
     def __len__(self) -> int:
         return len(self.frame)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> dict:
-        """Item ``key``: an index, or ``(epoch, index)`` from :class:`EpochSampler` (the
-        augmentation of a sample depends on the epoch; a bare index is epoch 0)."""
-        epoch, index = key if isinstance(key, tuple) else (0, key)
+    def __getitem__(self, key: int | tuple[int, int] | tuple[int, int, int]) -> dict:
+        """Item ``key``: an index, ``(epoch, index)`` or ``(epoch, index, batch)`` from
+        :class:`EpochSampler` (the augmentation of a sample depends on the epoch; a bare
+        index is epoch 0). With the batch, an augmentation that decides per batch (SDAug's
+        noise step) takes the batch's decision, drawn from ``(seed, epoch, batch)``, so every
+        image of a batch shares it whatever the worker that loads it."""
+        key = key if isinstance(key, tuple) else (0, key)
+        epoch, index = key[0], key[1]
         row = self.frame.iloc[index]
         img = read_image(self.root / row["path"])
         if self._apply_variant is not None:
@@ -95,7 +99,7 @@ class FaceDataset(Dataset):
         if self.augment is not None and epoch > self.augment_warmup:
             rng = rng_for(self.seed, "augment", epoch, row["sample_id"])
             if self.augment_prob >= 1.0 or rng.random() < self.augment_prob:
-                img, mask = self._augment(img, mask, rng)
+                img, mask = self._augment(img, mask, rng, key)
         item = {
             "image": to_tensor(img, self.input_size, self.mean, self.std),
             "label": torch.tensor(int(row["label"]), dtype=torch.long),
@@ -106,9 +110,14 @@ class FaceDataset(Dataset):
             item["mask"] = torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
         return item
 
-    def _augment(self, img, mask, rng):
+    def _augment(self, img, mask, rng, key: tuple):
         """The augmentation of one image; a geometric one (flip, rotation: it has
-        ``plan``/``apply``/``apply_geometry``) moves the mask with the face."""
+        ``plan``/``apply``/``apply_geometry``) moves the mask with the face, and one that
+        decides per batch (SDAug's noise step) takes the decision of ``key``'s batch."""
+        decide = getattr(self.augment, "batch_noise_fires", None)
+        if len(key) == 3 and decide is not None:
+            fires = decide(rng_for(self.seed, "augment_batch", key[0], key[2]))
+            return self.augment(img, rng, fires), mask
         if mask is None or not hasattr(self.augment, "apply_geometry"):
             return self.augment(img, rng), mask
         plan = self.augment.plan(rng)
@@ -126,15 +135,17 @@ class FaceDataset(Dataset):
 
 
 class EpochSampler(Sampler):
-    """The indices of ``base`` (e.g. a ``RandomSampler``) as ``(epoch, index)`` pairs.
+    """The indices of ``base`` (e.g. a ``RandomSampler``) as ``(epoch, index)`` pairs, or,
+    given the loader's ``batch_size``, ``(epoch, index, batch)`` triples.
 
     The sampler runs in the main process, so :meth:`set_epoch` reaches every item even when
     the loader's workers are persistent: each worker receives the epoch with the index.
     """
 
-    def __init__(self, base: Sampler, epoch: int = 0):
+    def __init__(self, base: Sampler, epoch: int = 0, batch_size: int | None = None):
         self.base = base
         self.epoch = epoch
+        self.batch_size = batch_size
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -143,8 +154,11 @@ class EpochSampler(Sampler):
         return len(self.base)
 
     def __iter__(self):
-        epoch = self.epoch
-        return ((epoch, int(i)) for i in self.base)
+        epoch, size = self.epoch, self.batch_size
+        if size is None:
+            return ((epoch, int(i)) for i in self.base)
+        # the loader's batches are consecutive runs of ``batch_size`` keys: position // size
+        return ((epoch, int(i), k // size) for k, i in enumerate(self.base))
 
 
 class BalancedBatchSampler(Sampler):
@@ -290,8 +304,8 @@ class OnlineForgeryDataset(Dataset):
         j = int(pool[rng_for(self.seed, "online", "partner", key, epoch).integers(len(pool))])
         return read_image(self.root / self.frame.iloc[j]["path"]), self.landmarks[j]
 
-    def __getitem__(self, key: int | tuple[int, int]) -> dict:
-        epoch, index = key if isinstance(key, tuple) else (0, key)
+    def __getitem__(self, key: int | tuple[int, ...]) -> dict:
+        epoch, index = key[:2] if isinstance(key, tuple) else (0, key)
         n = len(self.frame)
         k, label = index % n, int(index >= n)
         row = self.frame.iloc[k]
@@ -371,8 +385,8 @@ class SequenceDataset(Dataset):
     def __len__(self) -> int:
         return len(self.groups)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> dict:
-        epoch, index = key if isinstance(key, tuple) else (0, key)
+    def __getitem__(self, key: int | tuple[int, ...]) -> dict:
+        epoch, index = key[:2] if isinstance(key, tuple) else (0, key)
         images = [self.frames[(epoch, int(i))]["image"] for i in self.groups[index]]
         return {
             "image": torch.stack(images),

@@ -54,6 +54,17 @@ OUTPUTS = {
     "video_variant_frames": "{results}/{dataset}/video_variants/{variant}/frames/shard_{shard}",
     "video_variant_samples": "{results}/{dataset}/video_variants/{variant}/samples.parquet",
     "video_cache": "{results}/{dataset}/video_cache",
+    # frame variants (op@level~frame): crops aligned again on degraded frames, and how often
+    # the face detector fails on them, per group
+    "frame_variant_shard": "{results}/{dataset}/frame_variants/{variant}/shard_{shard}.parquet",
+    "frame_variant_crops": "{results}/{dataset}/frame_variants/{variant}/crops/shard_{shard}",
+    "frame_variant_samples": "{results}/{dataset}/frame_variants/{variant}/samples.parquet",
+    "face_detection_under_perturbation": (
+        "{results}/{dataset}/face_detection_under_perturbation.csv"
+    ),
+    "face_detection_under_perturbation_figure": (
+        "{results}/{dataset}/face_detection_under_perturbation.png"
+    ),
     # the learned high-to-low degradation
     "degradation_generator": "{results}/degradation/high_to_low.pt",
     "degradation_samples": "{results}/degradation/samples.png",
@@ -67,6 +78,8 @@ OUTPUTS = {
     "thresholds_table": "{results}/thresholds_table.csv",
     "detection_table": "{results}/detection_table.csv",
     "robustness_table": "{results}/robustness_table.csv",
+    # the Benchmark protocol: AUC per perturbation type at random intensity (op@random)
+    "random_intensity_table": "{results}/random_intensity_table.csv",
     "detection_per_method": "{results}/detection_per_method.csv",
     "cross_manipulation": "{results}/cross_manipulation.csv",
     "detectors": "{results}/detectors.csv",

@@ -4,7 +4,10 @@
    (``rng_for(seed, "exposure_sample", subject_id)``), 30% become probes and 70% gallery.
 2. Probes are seen far away: :func:`fairforge.perturb.distance.far_degrade` at ``distance``
    (1..5), seeded by ``(seed, "far", image_id, distance)`` so the same probe is degraded the
-   same way in every setting and for every encoder, then upsampled to the encoder's input.
+   same way in every setting and for every encoder, then upsampled to the encoder's input;
+   with ``degradation="learned"`` the Exposure paper's own degradation instead: the
+   near-to-far generator trained jointly with a far-to-near restorer
+   (:mod:`fairforge.perturb.learned_degradation`).
 3. Settings: ``reidentification`` (probe and gallery both far) and ``identification`` (far
    probe against a close-range gallery, the crops as they are).
 4. Each gallery identity is one template, the mean of its gallery embeddings re-normalised;
@@ -35,9 +38,10 @@ import numpy as np
 import pandas as pd
 
 from fairforge.encoders import FaceEncoder, create_encoder, embed_in_batches, l2_normalise
-from fairforge.encoders.crops import face_images
+from fairforge.encoders.crops import DEGRADATIONS, face_images
 from fairforge.metrics import exposure as xm
 from fairforge.metrics.multiplicity import holm_adjust
+from fairforge.perturb.learned_degradation import HighToLowGenerator, cached_generator
 from fairforge.plotting import save_png
 from fairforge.seeding import rng_for
 
@@ -243,6 +247,21 @@ def check_study(study: pd.DataFrame, k: int, l: int) -> None:
         )
 
 
+def far_generator(degradation: str, generator: str | Path | None) -> HighToLowGenerator | None:
+    """The near-to-far generator of ``ranking.degradation: learned`` (None for the classical
+    chain); a learned degradation without a checkpoint is an error that names the path."""
+    if degradation not in DEGRADATIONS:
+        raise ValueError(f"degradation {degradation!r} is not one of {DEGRADATIONS}")
+    if degradation == "classical":
+        return None
+    if not generator:
+        raise ValueError(
+            "ranking.degradation: learned needs a near-to-far generator: set "
+            "degradation.checkpoint, or degradation.high_dir and low_dir to train one"
+        )
+    return cached_generator(generator)
+
+
 def embed_study(
     study: pd.DataFrame,
     results_dir: str | Path,
@@ -253,6 +272,8 @@ def embed_study(
     face_fraction: float = 1.0,
     batch_size: int = 64,
     calibration: pd.DataFrame | None = None,
+    degradation: str = "classical",
+    generator: str | Path | None = None,
 ) -> pd.DataFrame:
     """The embeddings that ``settings`` compare of ``study`` rows (all of them, or one
     shard's): one row per image and view with ``image_id``, ``role``, ``far``,
@@ -262,8 +283,13 @@ def embed_study(
     ``calibration``: close-range crops (:func:`calibration_rows`) on which an encoder with
     ``calibrate_fallback`` (dlib_resnet) first fits its fallback box; crops share one
     geometry, so where the face is found on near crops is where it is on far ones.
+
+    ``degradation``: how far views are made (``ranking.degradation``): ``classical`` (the
+    far chain at ``distance``) or ``learned`` (the near-to-far generator trained jointly
+    with its restorer, checkpoint ``generator``; it has a single distance).
     """
     views = study_views(settings)
+    gen = far_generator(degradation, generator)
     results_dir = Path(results_dir)
     if calibration is not None and len(study) and hasattr(encoder, "calibrate_fallback"):
         encoder.calibrate_fallback(
@@ -277,7 +303,9 @@ def embed_study(
         start = None if encoder.fallbacks is None else len(encoder.fallbacks)
         emb = embed_in_batches(
             encoder,
-            face_images(rows, results_dir, far, distance, seed, encoder.input_size, face_fraction),
+            face_images(
+                rows, results_dir, far, distance, seed, encoder.input_size, face_fraction, gen
+            ),
             batch_size,
         )
         fell_back = (
@@ -471,6 +499,8 @@ def exposure_study(
     calibrate: bool = True,
     out_dir: str | Path | None = None,
     write: bool = True,
+    degradation: str = "classical",
+    generator: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The whole protocol in one process: :func:`split_probe_gallery`, :func:`embed_study`
     for every encoder, :func:`rank_study`. Returns (exposure_table, per_probe_group,
@@ -486,7 +516,8 @@ def exposure_study(
     up to 64 close-range gallery crops. The table's ``fallback_share_probes`` and
     ``fallback_share_gallery`` are the shares of images such an encoder embedded without
     finding the face (aligned on its fallback box; NaN for encoders that detect nothing), and
-    ``fallback_probes_<group>`` that share among each group's probes.
+    ``fallback_probes_<group>`` that share among each group's probes. ``degradation`` and
+    ``generator``: as :func:`embed_study`.
     """
     study_views(settings)
     study = split_probe_gallery(faces_df, l, seed, group_column, probe_fraction)
@@ -503,6 +534,8 @@ def exposure_study(
             face_fraction,
             batch_size,
             calibration,
+            degradation,
+            generator,
         )
         for label, enc in resolve_encoders(encoder).items()
     }

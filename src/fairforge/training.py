@@ -247,18 +247,22 @@ def training_loader(
     epoch. The epoch reaches (persistent) workers with each index, not as dataset state, so
     augmentation draws change every epoch and do not depend on ``num_workers``."""
     gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "shuffle", cfg.arch))
+    # The loader draws its workers' base seed from its own generator (persistent workers
+    # draw it once, serial loading every epoch): sharing the shuffle's generator made the
+    # order from the second epoch on depend on num_workers.
+    worker_gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "workers", cfg.arch))
     if cfg.balanced_batches:
         # online and sequence datasets label their own items (fakes made per real, videos)
         labels = getattr(dataset, "labels", None)
         labels = dataset.frame["label"].to_numpy() if labels is None else labels
         sampler = BalancedBatchSampler(labels, cfg.batch_size, derive_seed(cfg.seed, cfg.arch))
         kw = {k: v for k, v in _loader_kw(cfg, device).items() if k != "batch_size"}
-        return DataLoader(dataset, batch_sampler=sampler, generator=gen, **kw), sampler
-    sampler = EpochSampler(RandomSampler(dataset, generator=gen))
-    # The loader also draws its workers' base seed from ``gen``: the order matches a
-    # ``shuffle=True`` loader over the same generator.
+        return DataLoader(dataset, batch_sampler=sampler, generator=worker_gen, **kw), sampler
+    # With the batch of each key: SDAug draws its noise decision per batch, so batches must
+    # not depend on the worker layout.
+    sampler = EpochSampler(RandomSampler(dataset, generator=gen), batch_size=cfg.batch_size)
     loader = DataLoader(
-        dataset, sampler=sampler, generator=gen, drop_last=False, **_loader_kw(cfg, device)
+        dataset, sampler=sampler, generator=worker_gen, drop_last=False, **_loader_kw(cfg, device)
     )
     return loader, sampler
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from fairforge.faces.align import face_fraction
 from fairforge.paths import RESULTS, result_path
-from fairforge.perturb import suite
+from fairforge.perturb import apply_at, at_crop, at_frame, is_frame_variant, suite
 from fairforge.recipes import RECIPE_KEYS, recipe_settings
 from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
@@ -98,10 +99,13 @@ def detector_settings(config: dict, name: str) -> dict:
 
 
 def all_variants(config: dict) -> list[str]:
-    """``variants`` plus the members of ``variant_suites``, in order, without repeats."""
+    """``variants`` plus the members of ``variant_suites``, in order, without repeats; a
+    suite named with ``~frame`` (``deeperforensics~frame``) gives its members' frame mode."""
     names = list(config["variants"])
     for name in config["variant_suites"]:
-        names += VIDEO_SUITE if name == "video" else suite(name, with_clean=False)
+        base = at_crop(name)
+        members = VIDEO_SUITE if base == "video" else suite(base, with_clean=False)
+        names += [at_frame(v) for v in members] if apply_at(name) == "frame" else members
     return list(dict.fromkeys(names))
 
 
@@ -110,10 +114,16 @@ def variant_options(config: dict, variant: str) -> dict:
     so that editing one operation's options reruns only its own jobs.
 
     ``far_learned`` gets the generator of the ``degradation`` block as its ``weights``;
-    keys set under ``variant_options.far_learned`` override it.
+    keys set under ``variant_options.far_learned`` override it. ``far`` (on crops) gets
+    the share of the crop the face spans at ``faces.margin`` as its ``face_fraction``, so
+    that ``far@d`` is defined on the face width, as the ranking study's chain is.
     """
     ops = variant.split("@")[0].split("+")
     options = {op: opts for op, opts in config["variant_options"].items() if op in ops}
+    if FAR_OP in ops and apply_at(variant) == "crop":
+        # far@d shrinks the face, not the aligned crop with its margin, to the nominal width
+        margin = config["faces"]["margin"]
+        options[FAR_OP] = {"face_fraction": face_fraction(margin), **options.get(FAR_OP, {})}
     weights = degradation_checkpoint(config) if LEARNED_DEGRADATION_OP in ops else None
     if weights:
         options[LEARNED_DEGRADATION_OP] = {
@@ -124,6 +134,7 @@ def variant_options(config: dict, variant: str) -> dict:
 
 
 LEARNED_DEGRADATION_OP = "far_learned"
+FAR_OP = "far"
 DEGRADATION_CHECKPOINT = result_path("degradation_generator")
 DEGRADATION_SAMPLE_SHEET = result_path("degradation_samples")
 
@@ -177,6 +188,27 @@ def degradation_images(config: dict, key: str) -> list[str]:
     return sorted(
         str(p) for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
     )
+
+
+def ranking_degradation(config: dict) -> dict:
+    """How the ranking study sees faces far away: ``{"degradation": ..., "generator": path
+    or None}`` (the keyword arguments of :func:`fairforge.ranking.embed_study`)."""
+    kind = config["ranking"].get("degradation", "classical")
+    if kind == "classical":
+        return {"degradation": kind, "generator": None}
+    weights = degradation_checkpoint(config)
+    if not weights:
+        raise ValueError(
+            "config: ranking.degradation: learned needs the near-to-far generator - set "
+            "degradation.high_dir and low_dir (the workflow trains it) or degradation.checkpoint"
+        )
+    return {"degradation": kind, "generator": weights}
+
+
+def ranking_degradation_inputs(config: dict) -> list[str]:
+    """The generator the ranking study reads, when the workflow trains it."""
+    weights = ranking_degradation(config)["generator"]
+    return [weights] if weights == DEGRADATION_CHECKPOINT else []
 
 
 def degradation_settings(config: dict) -> dict:
@@ -243,9 +275,9 @@ def method_samples_inputs(dataset: str, method: str) -> dict[str, str]:
 
 
 def predict_shard_samples(dataset: str, variant: str, method: str) -> str:
-    """The samples one prediction job reads: its method's samples, or, for a video variant,
-    the variant's decoded crops (every method; the job keeps its own)."""
-    if is_video_variant(variant):
+    """The samples one prediction job reads: its method's samples, or, for a video or a
+    frame variant, the variant's own crops (every method; the job keeps its own)."""
+    if is_video_variant(variant) or is_frame_variant(variant):
         return predict_samples_path(dataset, variant)
     return result_path("method_samples", dataset=dataset, method=method)
 

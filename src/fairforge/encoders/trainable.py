@@ -6,13 +6,19 @@ timm has no MobileFaceNet) and timm backbones built with ``pretrained=False``, t
 variant of each family in timm 1.0: ``resnet`` → resnet10t, ``resnest`` → resnest14d,
 ``repvgg`` → repvgg_a0, ``hrnet`` → hrnet_w18_small (HRNet fuses branches at strides 4..32, so
 its input is 128 px, a multiple of 32; the others take 112 px). ``backbone=`` picks any
-other timm model for a family.
+other timm model for a family. The Exposure paper's six encoders are all here:
+MobileFaceNet, ``resnet152`` (timm resnet152), ``attentionnet`` (the Residual Attention
+Network, Attention-56, written out below: timm has none; backbones ``attention92`` and
+``attention56_small``), ResNeSt, RepVGG and HRNet.
 
 Training (:func:`train_encoder`) classifies the train-split identities through a margin head
-on the normalised embedding: ``arcface`` (additive angular margin, s=64, m=0.5) or ``npcface``
-(NPCFace: hard negatives, those with cos θ_j > cos(θ_y + m), are emphasised to t·cos θ_j + a,
-and the positive margin grows with how hard they are, m_i = m0 + m1 · mean hard-negative
-cosine; m0=0.4, m1=0.2, t=1.1, a=0.2 as in the paper). The checkpoint holds the embedding
+on the normalised embedding: ``npcface`` (the paper's; NPCFace: hard negatives, those with
+cos θ_j > cos(θ_y + m), are emphasised to t·cos θ_j + a, and the positive margin grows with
+how hard they are, m_i = m0 + m1 · mean hard-negative cosine, applied where cos θ_y > 0;
+m0=0.4, m1=0.2, t=1.1, a=0.2, as in the NPCFace authors' code) or ``arcface`` (additive
+angular margin, s=64, m=0.5), with the paper's recipe (:data:`PAPER_RECIPE`: SGD, momentum
+0.9, weight decay 1e-8, lr 0.1 decayed at epochs 5, 25 and 68, batch 64, early stopping
+with patience 5 on held-out images). The checkpoint holds the embedding
 network and a config of plain values, so ``torch.load(..., weights_only=True)`` rebuilds it;
 the classifier weights are not kept (they only matter for training).
 
@@ -118,6 +124,132 @@ class MobileFaceNet(nn.Module):
         return self.project(self.gdc(self.features(x))).flatten(1)
 
 
+# --------------------------------------------------------------------------- AttentionNet
+
+
+class _PreActUnit(nn.Module):
+    """Pre-activation bottleneck residual unit (BN-ReLU-conv ×3), the Residual Attention
+    Network's building block; a 1×1 projection where the shape changes."""
+
+    def __init__(self, cin: int, cout: int, stride: int = 1):
+        super().__init__()
+        mid = max(1, cout // 4)
+        self.body = nn.Sequential(
+            nn.BatchNorm2d(cin),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(cin, mid, 1, bias=False),
+            nn.BatchNorm2d(mid),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(mid, mid, 3, stride, 1, bias=False),
+            nn.BatchNorm2d(mid),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(mid, cout, 1, bias=False),
+        )
+        self.shortcut = (
+            nn.Identity()
+            if stride == 1 and cin == cout
+            else nn.Conv2d(cin, cout, 1, stride, bias=False)
+        )
+
+    def forward(self, x):
+        return self.shortcut(x) + self.body(x)
+
+
+class _SoftMask(nn.Module):
+    """The mask branch's bottom-up top-down hourglass: ``depth`` max-pool halvings, each
+    followed by a residual unit, a skip unit at each scale, then bilinear upsampling back."""
+
+    def __init__(self, channels: int, depth: int):
+        super().__init__()
+        self.depth = depth
+        self.down = nn.ModuleList(_PreActUnit(channels, channels) for _ in range(depth))
+        self.skip = nn.ModuleList(_PreActUnit(channels, channels) for _ in range(depth - 1))
+        self.up = nn.ModuleList(_PreActUnit(channels, channels) for _ in range(depth - 1))
+
+    def forward(self, x):
+        sizes, skips = [], []
+        for k in range(self.depth):
+            sizes.append(x.shape[-2:])
+            x = self.down[k](F.max_pool2d(x, 3, 2, 1))
+            if k < self.depth - 1:
+                skips.append(self.skip[k](x))
+        for k in reversed(range(self.depth - 1)):
+            x = F.interpolate(x, size=skips[k].shape[-2:], mode="bilinear", align_corners=False)
+            x = self.up[k](x + skips[k])
+        return F.interpolate(x, size=sizes[0], mode="bilinear", align_corners=False)
+
+
+class _AttentionModule(nn.Module):
+    """Trunk branch T (two residual units) and soft mask M in [0, 1]; attention residual
+    learning: out = (1 + M(x)) · T(x), so the mask can only enhance the trunk's features."""
+
+    def __init__(self, channels: int, depth: int):
+        super().__init__()
+        self.pre = _PreActUnit(channels, channels)
+        self.trunk = nn.Sequential(_PreActUnit(channels, channels), _PreActUnit(channels, channels))
+        self.mask = nn.Sequential(
+            _SoftMask(channels, depth),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 1, bias=False),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 1, bias=False),
+            nn.Sigmoid(),
+        )
+        self.post = _PreActUnit(channels, channels)
+
+    def forward(self, x):
+        x = self.pre(x)
+        return self.post((1.0 + self.mask(x)) * self.trunk(x))
+
+
+class AttentionNet(nn.Module):
+    """Residual Attention Network (Wang et al. 2017) for faces, Attention-56 by default
+    (one attention module per stage; ``modules=(1, 2, 3)`` is Attention-92): a 3×3 stem at
+    the 112 px input, three stages of a residual unit and attention modules whose masks
+    pool 3, 2 and 1 times, three residual units at 1/16, then the face-recognition output
+    layer (BN – dropout – flatten – linear – BN) that keeps where the features are.
+    ``width`` scales the channels (64 · width … 2048 · width)."""
+
+    def __init__(
+        self,
+        embedding_dim: int = 512,
+        input_size: int = 112,
+        modules: tuple[int, int, int] = (1, 1, 1),
+        width: float = 1.0,
+        dropout: float = 0.4,
+    ):
+        super().__init__()
+        if input_size % 16:
+            raise ValueError(f"AttentionNet needs an input size divisible by 16, got {input_size}")
+        c = [max(4, int(round(ch * width))) for ch in (64, 256, 512, 1024, 2048)]
+        layers: list[nn.Module] = [
+            nn.Conv2d(3, c[0], 3, 1, 1, bias=False),
+            nn.BatchNorm2d(c[0]),
+            nn.ReLU(inplace=True),
+        ]
+        cin = c[0]
+        for stage, (n, depth) in enumerate(zip(modules, (3, 2, 1))):
+            layers.append(_PreActUnit(cin, c[stage + 1], stride=2))
+            cin = c[stage + 1]
+            layers += [_AttentionModule(cin, depth) for _ in range(int(n))]
+        layers += [_PreActUnit(cin, c[4], 2), _PreActUnit(c[4], c[4]), _PreActUnit(c[4], c[4])]
+        self.features = nn.Sequential(*layers)
+        side = input_size // 16
+        self.output = nn.Sequential(
+            nn.BatchNorm2d(c[4]),
+            nn.Dropout(dropout),
+            nn.Flatten(),
+            nn.Linear(c[4] * side * side, embedding_dim),
+            nn.BatchNorm1d(embedding_dim),
+        )
+        self.num_features = embedding_dim
+
+    def forward(self, x):
+        return self.output(self.features(x))
+
+
 class TimmEmbeddingNet(nn.Module):
     """A timm backbone (no classifier) then BN – dropout – linear – BN to the embedding."""
 
@@ -136,6 +268,15 @@ class TimmEmbeddingNet(nn.Module):
 
     def forward(self, x):
         return self.neck(self.backbone(x))
+
+
+# Native Residual Attention Networks: backbone name -> (attention modules per stage, width).
+# ``attention56_small`` is the same network at a quarter of the channels (tests, CPUs).
+ATTENTION_NETS = {
+    "attention56": ((1, 1, 1), 1.0),
+    "attention92": ((1, 2, 3), 1.0),
+    "attention56_small": ((1, 1, 1), 0.25),
+}
 
 
 def trainable_encoders() -> list[str]:
@@ -166,6 +307,9 @@ def build_embedding_net(
     }
     if config["backbone"] == "mobilefacenet":
         net: nn.Module = MobileFaceNet(config["embedding_dim"], config["input_size"])
+    elif config["backbone"] in ATTENTION_NETS:
+        modules, width = ATTENTION_NETS[config["backbone"]]
+        net = AttentionNet(config["embedding_dim"], config["input_size"], modules, width)
     else:
         net = TimmEmbeddingNet(config["backbone"], config["embedding_dim"])
     return net, config
@@ -224,17 +368,27 @@ class NPCFaceHead(ArcFaceHead):
         super().__init__(embedding_dim, n_classes, scale, margin)
         self.m0, self.m1, self.t, self.a = float(m0), float(m1), float(t), float(a)
 
+    @staticmethod
+    def _plain_margin(cos_y: torch.Tensor, margin: torch.Tensor | float) -> torch.Tensor:
+        margin = torch.as_tensor(margin, dtype=cos_y.dtype, device=cos_y.device)
+        sin_y = torch.sqrt((1.0 - cos_y * cos_y).clamp_min(1e-7))
+        return cos_y * torch.cos(margin) - sin_y * torch.sin(margin)
+
     def forward(self, emb: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        # As the NPCFace authors' code (FaceX-Zoo): a negative is hard when cos θ_j exceeds
+        # cos(θ_y + m); the positive gets cos(θ_y + m_i) only where cos θ_y > 0, and keeps
+        # cos θ_y elsewhere.
         cos = self.cosines(emb)
         target = cos.gather(1, labels[:, None])
         is_target = torch.zeros_like(cos, dtype=torch.bool).scatter(1, labels[:, None], True)
-        hard = (cos > self._add_margin(target, self.margin)) & ~is_target
+        hard = (cos > self._plain_margin(target, self.margin)) & ~is_target
         with torch.no_grad():
             n_hard = hard.sum(1, keepdim=True)
             mean_hard = (cos * hard).sum(1, keepdim=True) / n_hard.clamp_min(1)
             margin_i = self.m0 + self.m1 * mean_hard
+        positive = torch.where(target > 0, self._plain_margin(target, margin_i), target)
         negatives = torch.where(hard, self.t * cos + self.a, cos)
-        logits = negatives.scatter(1, labels[:, None], self._add_margin(target, margin_i))
+        logits = negatives.scatter(1, labels[:, None], positive)
         return logits * self.scale
 
 
@@ -277,22 +431,57 @@ class TrainedEncoder:
         )
 
 
+#: The Exposure paper's recipe: SGD, momentum 0.9, weight decay 1e-8, lr 0.1 divided by 10
+#: at epochs 5, 25 and 68, batch 64, early stopping with patience 5.
+PAPER_RECIPE = {
+    "optimizer": "sgd",
+    "lr": 0.1,
+    "momentum": 0.9,
+    "weight_decay": 1e-8,
+    "milestones": (5, 25, 68),
+    "lr_decay": 0.1,
+    "batch_size": 64,
+    "patience": 5,
+}
+OPTIMIZERS = ("sgd", "adam")
+
+
+def _held_out(labels: torch.Tensor, fraction: float, gen: torch.Generator) -> torch.Tensor:
+    """A boolean mask of the images held out for early stopping: ``floor(fraction · n)`` of
+    each identity's n images (none of an identity with fewer than 1/fraction)."""
+    held = torch.zeros(len(labels), dtype=torch.bool)
+    if fraction <= 0:
+        return held
+    for c in torch.unique(labels):
+        idx = torch.nonzero(labels == c).flatten()
+        n = int(math.floor(fraction * len(idx)))
+        if n and len(idx) - n >= 1:
+            held[idx[torch.randperm(len(idx), generator=gen)[:n]]] = True
+    return held
+
+
 def train_encoder(
     images: Sequence[np.ndarray],
     identity_labels: Sequence,
     arch: str = "mobilefacenet",
-    epochs: int = 10,
+    epochs: int = 100,
     out_path: str | Path | None = None,
     *,
-    head: str = "arcface",
+    head: str = "npcface",
     scale: float = 64.0,
     margin: float = 0.5,
     embedding_dim: int | None = None,
     backbone: str | None = None,
     input_size: int | None = None,
-    batch_size: int = 64,
-    lr: float = 1e-3,
-    weight_decay: float = 5e-4,
+    batch_size: int = PAPER_RECIPE["batch_size"],
+    optimizer: str = PAPER_RECIPE["optimizer"],
+    lr: float = PAPER_RECIPE["lr"],
+    momentum: float = PAPER_RECIPE["momentum"],
+    weight_decay: float = PAPER_RECIPE["weight_decay"],
+    milestones: Sequence[int] = PAPER_RECIPE["milestones"],
+    lr_decay: float = PAPER_RECIPE["lr_decay"],
+    patience: int | None = PAPER_RECIPE["patience"],
+    val_fraction: float = 0.1,
     hflip: bool = True,
     max_steps: int | None = None,
     seed: int = 0,
@@ -300,13 +489,24 @@ def train_encoder(
 ) -> TrainedEncoder:
     """Train an embedding network to tell ``identity_labels`` apart through a margin head.
 
-    Adam (lr 1e-3, weight decay 5e-4), shuffled batches, random horizontal flips.
-    ``max_steps`` stops early (tests). With ``out_path`` the checkpoint is written there.
+    By default the Exposure paper's recipe (:data:`PAPER_RECIPE`) with its NPCFace head:
+    SGD (momentum 0.9, weight decay 1e-8), lr 0.1 multiplied by ``lr_decay`` at each epoch
+    of ``milestones``; ``optimizer="adam"`` uses Adam (no momentum, no schedule unless
+    milestones are given). Shuffled batches, random horizontal flips.
+
+    Early stopping: ``val_fraction`` of each identity's images (seeded) are held out and
+    their margin-head loss is measured after every epoch; training stops when it has not
+    improved for ``patience`` epochs and the best epoch's weights are kept (with no image
+    held out, the epoch's mean training loss is watched instead; ``patience=None`` never
+    stops early). ``max_steps`` stops after that many steps (tests). With ``out_path`` the
+    checkpoint is written there.
     """
     if len(images) != len(identity_labels):
         raise ValueError(f"{len(images)} images but {len(identity_labels)} labels")
     if head not in MARGIN_HEADS:
         raise EncoderError(f"unknown margin head {head!r}; known: {sorted(MARGIN_HEADS)}")
+    if optimizer not in OPTIMIZERS:
+        raise EncoderError(f"unknown optimizer {optimizer!r}; known: {list(OPTIMIZERS)}")
     classes = sorted({str(x) for x in identity_labels})
     if len(classes) < 2:
         raise ValueError("training an identity classifier needs at least two identities")
@@ -325,19 +525,28 @@ def train_encoder(
         epochs=int(epochs),
         seed=int(seed),
         n_classes=len(classes),
+        optimizer=optimizer,
+        lr=float(lr),
     )
     data = to_input_tensor(images, config["input_size"])
+    held = _held_out(labels, val_fraction, torch.Generator().manual_seed(derive_seed(seed, "val")))
+    train_idx, val_idx = torch.nonzero(~held).flatten(), torch.nonzero(held).flatten()
     net.to(device).train()
     margin_head.to(device).train()
     params = list(net.parameters()) + list(margin_head.parameters())
-    opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    else:
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    schedule = torch.optim.lr_scheduler.MultiStepLR(opt, list(milestones), gamma=lr_decay)
     gen = torch.Generator().manual_seed(derive_seed(seed, "encoder_shuffle", arch))
     # BatchNorm cannot train on a batch of one; drop a last batch of one.
     losses: list[float] = []
-    step = 0
-    for _ in range(int(epochs)):
-        order = torch.randperm(len(data), generator=gen)
+    step, best, best_epoch, best_state = 0, math.inf, -1, None
+    for epoch in range(int(epochs)):
+        order = train_idx[torch.randperm(len(train_idx), generator=gen)]
         flips = torch.rand(len(data), generator=gen) < 0.5
+        epoch_losses = []
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             if len(idx) < 2:
@@ -351,16 +560,47 @@ def train_encoder(
             loss.backward()
             opt.step()
             losses.append(float(loss.detach()))
+            epoch_losses.append(losses[-1])
             step += 1
             if max_steps is not None and step >= max_steps:
                 break
+        schedule.step()
         if max_steps is not None and step >= max_steps:
             break
+        if patience is None:
+            continue
+        watched = (
+            _held_out_loss(net, margin_head, data[val_idx], labels[val_idx], device)
+            if len(val_idx)
+            else float(np.mean(epoch_losses))
+            if epoch_losses
+            else math.inf
+        )
+        if watched < best:
+            best, best_epoch = watched, epoch
+            best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+        elif epoch - best_epoch >= patience:
+            break
+    if best_state is not None:
+        net.load_state_dict(best_state)
+    config.update(best_epoch=int(best_epoch + 1), epochs_run=int(epoch + 1) if epochs else 0)
     net.eval()
     result = TrainedEncoder(net.cpu(), config, classes, losses)
     if out_path is not None:
         save_encoder_checkpoint(result, out_path)
     return result
+
+
+@torch.no_grad()
+def _held_out_loss(net, margin_head, data, labels, device, batch_size: int = 256) -> float:
+    net.eval()
+    total = 0.0
+    for start in range(0, len(data), batch_size):
+        x = normalise_input(data[start : start + batch_size]).to(device)
+        y = labels[start : start + batch_size].to(device)
+        total += float(F.cross_entropy(margin_head(net(x), y), y, reduction="sum"))
+    net.train()
+    return total / max(1, len(data))
 
 
 def train_encoder_on_faces(
@@ -483,6 +723,20 @@ class ResNetEncoder(TrainableEncoder):
     """Trained timm resnet10t."""
 
     spec = ArchSpec("resnet10t", 112, 512)
+
+
+@register_encoder("resnet152", trainable=True)
+class ResNet152Encoder(TrainableEncoder):
+    """Trained timm resnet152 (the Exposure paper's ResNet152)."""
+
+    spec = ArchSpec("resnet152", 112, 512)
+
+
+@register_encoder("attentionnet", trainable=True)
+class AttentionNetEncoder(TrainableEncoder):
+    """Trained Residual Attention Network, Attention-56 (written out above: timm has none)."""
+
+    spec = ArchSpec("attention56", 112, 512)
 
 
 @register_encoder("resnest", trainable=True)

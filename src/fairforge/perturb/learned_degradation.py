@@ -1,10 +1,21 @@
-"""Learned near-to-far degradation: a high-to-low generator (Bulat et al. 2018 style).
+"""Learned near-to-far degradation: the Exposure paper's near-to-far generator, trained
+jointly with a far-to-near restorer (Bulat et al. 2018 style).
 
-The generator maps a 64x64 face and a noise vector to a 16x16 face through residual
-blocks. It is trained against unpaired real low-resolution faces with a hinge GAN loss,
-plus an MSE term to the 4x average-pooled input that keeps content and colour in place
-(docs/perturbations.md section 5). ``train_high_to_low`` writes a checkpoint (state dicts and the
-config, loadable with ``torch.load(..., weights_only=True)``) and a PNG sample sheet.
+The generator G maps a 64x64 close-range face and a noise vector to a 16x16 far face
+through residual blocks; the restorer R maps a 16x16 face back to 64x64. They are trained
+together on two unpaired folders (close-range faces X, far faces Y):
+
+- G against a critic on 16x16 faces that compares G(x) with real far faces y (hinge GAN
+  loss), plus an MSE term to the 4x average-pooled input that keeps content and colour;
+- R against a critic on 64x64 faces that compares the restored R(G(x)) with the original
+  close-range x (hinge GAN loss), plus the restoration loss |R(G(x)) - x| (L1), which also
+  trains G to keep what R needs;
+- a cycle on the far side, |G(R(y)) - y| (L1), for real far faces.
+
+``restorer=False`` in :class:`HighToLowConfig` trains G alone (the former behaviour).
+``train_high_to_low`` writes a checkpoint (state dicts and the config, loadable with
+``torch.load(..., weights_only=True)``) and a PNG sample sheet (docs/perturbations.md
+section 5).
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ class HighToLowConfig:
     betas: tuple[float, float] = (0.0, 0.9)
     gan_weight: float = 0.05
     mse_weight: float = 1.0
+    restorer: bool = True  # train the far-to-near restorer jointly
+    cycle_weight: float = 1.0  # restoration |R(G(x)) - x| and far cycle |G(R(y)) - y|
 
 
 class ResidualBlock(nn.Module):
@@ -95,6 +108,47 @@ class LowResDiscriminator(nn.Module):
             spectral_norm(nn.Conv2d(2 * c, 4 * c, 4, stride=2, padding=1)),
             nn.LeakyReLU(0.2),
         )
+        self.score = spectral_norm(nn.Linear(4 * c * 4 * 4, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.score(self.features(x).flatten(1)).squeeze(1)
+
+
+class LowToHighRestorer(nn.Module):
+    """The far-to-near restorer: (N,3,16,16) in [-1, 1] -> (N,3,64,64) in [-1, 1], residual
+    blocks at 16 px, then two x2 stages (bilinear upsampling and convolution)."""
+
+    def __init__(self, channels: int = 32, blocks_per_stage: int = 1):
+        super().__init__()
+        self.head = nn.Conv2d(3, channels, 3, padding=1)
+        self.stage16 = _stage(channels, 2 * blocks_per_stage)
+        self.stage32 = _stage(channels, blocks_per_stage)
+        self.stage64 = _stage(channels, blocks_per_stage)
+        self.tail = nn.Conv2d(channels, 3, 3, padding=1)
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        h = self.stage16(self.head(y))
+        h = self.stage32(F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False))
+        h = self.stage64(F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False))
+        # the bilinear upsampling of the input carries colour; the network adds detail
+        base = F.interpolate(y, size=HIGH_SIZE, mode="bilinear", align_corners=False)
+        return torch.tanh(base + self.tail(F.leaky_relu(h, 0.2)))
+
+
+class HighResDiscriminator(nn.Module):
+    """Spectral-normalised critic on 64x64 faces: restored against original close-range."""
+
+    def __init__(self, channels: int = 32):
+        super().__init__()
+        c = channels
+        layers: list[nn.Module] = [spectral_norm(nn.Conv2d(3, c, 3, padding=1)), nn.LeakyReLU(0.2)]
+        for k in range(4):  # 64 -> 4
+            cin, cout = c * min(2**k, 4), c * min(2 ** (k + 1), 4)
+            layers += [
+                spectral_norm(nn.Conv2d(cin, cout, 4, stride=2, padding=1)),
+                nn.LeakyReLU(0.2),
+            ]
+        self.features = nn.Sequential(*layers)
         self.score = spectral_norm(nn.Linear(4 * c * 4 * 4, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -187,11 +241,21 @@ def train_high_to_low(
         torch.manual_seed(derive_seed("high_to_low", seed, "init"))
         gen = HighToLowGenerator(config.channels, config.noise_dim, config.blocks_per_stage)
         disc = LowResDiscriminator(config.channels)
+        if config.restorer:
+            torch.manual_seed(derive_seed("low_to_high", seed, "init"))
+            res = LowToHighRestorer(config.channels, config.blocks_per_stage).to(dev)
+            disc_high = HighResDiscriminator(config.channels).to(dev)
     gen, disc = gen.to(dev), disc.to(dev)
-    opt_g = torch.optim.Adam(gen.parameters(), lr=config.lr, betas=config.betas)
-    opt_d = torch.optim.Adam(disc.parameters(), lr=config.lr, betas=config.betas)
+    g_params, d_params = list(gen.parameters()), list(disc.parameters())
+    if config.restorer:
+        g_params += list(res.parameters())
+        d_params += list(disc_high.parameters())
+    opt_g = torch.optim.Adam(g_params, lr=config.lr, betas=config.betas)
+    opt_d = torch.optim.Adam(d_params, lr=config.lr, betas=config.betas)
 
     history: dict[str, list[float]] = {"d_loss": [], "g_gan": [], "mse": []}
+    if config.restorer:
+        history.update({"r_gan": [], "restoration": [], "far_cycle": []})
     for step in range(steps):
         rng = rng_for("high_to_low", seed, "step", step)
         x = _to_tensor(_batch(high, rng, batch_size), dev)
@@ -201,7 +265,14 @@ def train_high_to_low(
         ).to(dev)
 
         fake = gen(x, z)
+        restored = res(fake) if config.restorer else None
         d_loss = F.relu(1.0 - disc(real)).mean() + F.relu(1.0 + disc(fake.detach())).mean()
+        if config.restorer:
+            # the restorer's critic: original close-range faces against restored ones
+            d_loss = d_loss + (
+                F.relu(1.0 - disc_high(x)).mean()
+                + F.relu(1.0 + disc_high(restored.detach())).mean()
+            )
         opt_d.zero_grad(set_to_none=True)
         d_loss.backward()
         opt_d.step()
@@ -209,6 +280,12 @@ def train_high_to_low(
         g_gan = -disc(fake).mean()
         mse = F.mse_loss(fake, F.avg_pool2d(x, 4))
         g_loss = config.gan_weight * g_gan + config.mse_weight * mse
+        if config.restorer:
+            r_gan = -disc_high(restored).mean()
+            restoration = F.l1_loss(restored, x)
+            far_cycle = F.l1_loss(gen(res(real), z), real)
+            g_loss = g_loss + config.gan_weight * r_gan
+            g_loss = g_loss + config.cycle_weight * (restoration + far_cycle)
         opt_g.zero_grad(set_to_none=True)
         g_loss.backward()
         opt_g.step()
@@ -216,6 +293,10 @@ def train_high_to_low(
         history["d_loss"].append(d_loss.item())
         history["g_gan"].append(g_gan.item())
         history["mse"].append(mse.item())
+        if config.restorer:
+            history["r_gan"].append(r_gan.item())
+            history["restoration"].append(restoration.item())
+            history["far_cycle"].append(far_cycle.item())
 
     out_ckpt = Path(out_ckpt)
     out_ckpt.parent.mkdir(parents=True, exist_ok=True)
@@ -236,6 +317,9 @@ def train_high_to_low(
         },
         "history": history,
     }
+    if config.restorer:
+        payload["restorer"] = {k: v.cpu() for k, v in res.state_dict().items()}
+        payload["high_discriminator"] = {k: v.cpu() for k, v in disc_high.state_dict().items()}
     tmp = out_ckpt.with_name(out_ckpt.name + ".tmp")
     torch.save(payload, tmp)
     tmp.replace(out_ckpt)
@@ -289,6 +373,29 @@ def load_generator(path: str | Path, device: str | None = "cpu") -> HighToLowGen
     gen = HighToLowGenerator(cfg["channels"], cfg["noise_dim"], cfg["blocks_per_stage"])
     gen.load_state_dict(payload["generator"])
     return gen.to(_resolve_device(device)).eval()
+
+
+def load_restorer(path: str | Path, device: str | None = "cpu") -> LowToHighRestorer:
+    """The far-to-near restorer of a checkpoint trained with ``restorer=True``."""
+    path = Path(path)
+    if not path.is_file():
+        raise OperationUnavailable(f"near-to-far checkpoint not found at {path}", path)
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(payload, dict) or "restorer" not in payload:
+        raise ValueError(f"{path} holds no far-to-near restorer (trained with restorer=False?)")
+    cfg = payload["config"]
+    res = LowToHighRestorer(cfg["channels"], cfg["blocks_per_stage"])
+    res.load_state_dict(payload["restorer"])
+    return res.to(_resolve_device(device)).eval()
+
+
+@torch.no_grad()
+def restore(res: LowToHighRestorer, image: np.ndarray) -> np.ndarray:
+    """A far face (any size, resized to 16x16) restored to 64x64 by the restorer."""
+    check_image(image, "restore input")
+    dev = next(res.parameters()).device
+    low = cv2.resize(image, (LOW_SIZE, LOW_SIZE), interpolation=cv2.INTER_AREA)
+    return _to_images(res(_to_tensor(low[None], dev)))[0]
 
 
 @torch.no_grad()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairforge.perturb.variants import CLEAN, variants_of
+from fairforge.perturb.variants import CLEAN, RANDOM, apply_at, at_crop, at_frame, variants_of
 
 ASSESSMENT_OPS = (
     "gaussian_noise",
@@ -44,8 +44,12 @@ DF_SUITE: list[str] = [v for op in DF_IMAGE_OPS for v in variants_of(op)]
 DISTANCE_SUITE: list[str] = variants_of("far")
 VIDEO_SUITE: list[str] = [v for op in VIDEO_OPS for v in variants_of(op)]
 
+# The Benchmark paper's protocol: each image operation once, at a random level per sample.
+RANDOM_SUITE: list[str] = [f"{op}@{RANDOM}" for op in ASSESSMENT_OPS + DF_IMAGE_OPS]
+
 SUITES: dict[str, list[str]] = {
     "default": DEFAULT_SUITE,
+    "random": RANDOM_SUITE,
     "deeperforensics": DF_SUITE,
     "distance": DISTANCE_SUITE,
     "video": VIDEO_SUITE,
@@ -53,9 +57,12 @@ SUITES: dict[str, list[str]] = {
 
 
 def suite(name: str, with_clean: bool = True) -> list[str]:
-    """A named suite's variants, ``clean`` first unless ``with_clean`` is False."""
+    """A named suite's variants, ``clean`` first unless ``with_clean`` is False. A name with
+    the frame suffix (``deeperforensics~frame``) gives every member in frame mode."""
     try:
-        variants = SUITES[name]
+        variants = SUITES[at_crop(name)]
     except KeyError:
         raise KeyError(f"unknown suite {name!r}; known: {sorted(SUITES)}") from None
+    if apply_at(name) == "frame":
+        variants = [at_frame(v) for v in variants]
     return ([CLEAN] if with_clean else []) + list(variants)

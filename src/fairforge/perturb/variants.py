@@ -7,7 +7,14 @@ A variant names what is done to every sample of a test set:
   ``far@3``); combinations are operations too, named by their parts
   (``blur+jpeg@3``: each part at its own third level);
 - video operations use the same form (``vid_h264@40``, ``df_video_compression@35``) and run
-  on whole clips in :mod:`fairforge.video`, not on single images.
+  on whole clips in :mod:`fairforge.video`, not on single images;
+- ``{op}@random``: the Benchmark paper's protocol, each sample at an intensity drawn at
+  random among the operation's levels, seeded by the sample (:class:`RandomIntensity`);
+- ``{op}@{level}~frame``: where the operation applies. Without a suffix (``crop``) it acts on
+  the aligned face crop a detector reads; with ``~frame`` on the whole source image or video
+  frame, before face detection, which then runs again on the degraded frame
+  (:func:`apply_at`, :func:`at_crop`); a suite name takes the suffix too
+  (``deeperforensics~frame``).
 
 Every question about a variant string goes through this module: its parts
 (:func:`parse_variant`), its operation (:func:`op_for_variant`), whether it is a video
@@ -37,24 +44,71 @@ from fairforge.perturb.base import (
 from fairforge.seeding import rng_for
 
 CLEAN = "clean"
+#: Where an operation applies: on the aligned face crop (the default) or on the whole frame.
+APPLY_AT = ("crop", "frame")
+#: The suffix of a frame-mode variant or suite: ``jpeg@60~frame``.
+FRAME_SUFFIX = "~frame"
+#: The level of a random-intensity variant (``jpeg@random``, the Benchmark protocol).
+RANDOM = "random"
 
-_VARIANT = re.compile(r"^([a-z][a-z0-9_+]*)@(-?\d+)$")
+_VARIANT = re.compile(r"^([a-z][a-z0-9_+]*)@(-?\d+|random)(~frame)?$")
 
 Options = Mapping[str, Mapping[str, Any]]
 
 
-def variant_name(op: str, level: int) -> str:
-    return f"{op}@{level}"
+def variant_name(op: str, level: int, apply_at: str = "crop") -> str:
+    if apply_at not in APPLY_AT:
+        raise PerturbationError(f"apply_at {apply_at!r} is not one of {APPLY_AT}")
+    return f"{op}@{level}" + (FRAME_SUFFIX if apply_at == "frame" else "")
 
 
-def parse_variant(variant: str) -> tuple[str, int]:
-    """``"jpeg@60"`` -> ``("jpeg", 60)``. ``clean`` is not an op variant and is refused here."""
+def parse_variant(variant: str) -> tuple[str, int | str]:
+    """``"jpeg@60"`` -> ``("jpeg", 60)`` (``"jpeg@60~frame"`` too: where it applies is
+    :func:`apply_at`'s answer); ``"jpeg@random"`` -> ``("jpeg", RANDOM)``. ``clean`` is not
+    an op variant and is refused here."""
     match = _VARIANT.match(variant.strip()) if isinstance(variant, str) else None
     if match is None:
         raise PerturbationError(
-            f"variant {variant!r} is not of the form '{{op}}@{{level}}' (e.g. 'jpeg@60')"
+            f"variant {variant!r} is not of the form '{{op}}@{{level}}', '{{op}}@random' or "
+            f"'{{op}}@{{level}}~frame' (e.g. 'jpeg@60')"
         )
-    return match.group(1), int(match.group(2))
+    level = match.group(2)
+    return match.group(1), RANDOM if level == RANDOM else int(level)
+
+
+def is_random_variant(variant: str) -> bool:
+    """True for the Benchmark protocol's random-intensity variants (``jpeg@random``)."""
+    if not isinstance(variant, str) or variant == CLEAN:
+        return False
+    try:
+        return parse_variant(variant)[1] == RANDOM
+    except PerturbationError:
+        return False
+
+
+def apply_at(variant: str) -> str:
+    """``"frame"`` for a variant applied to the whole frame before face detection
+    (``jpeg@60~frame``), else ``"crop"`` (``clean`` included)."""
+    return "frame" if isinstance(variant, str) and variant.endswith(FRAME_SUFFIX) else "crop"
+
+
+def is_frame_variant(variant: str) -> bool:
+    if apply_at(variant) != "frame":
+        return False
+    parse_variant(variant)  # a malformed name raises
+    return True
+
+
+def at_crop(variant: str) -> str:
+    """The same operation and level applied to the crop: ``jpeg@60~frame`` -> ``jpeg@60``."""
+    return variant.removesuffix(FRAME_SUFFIX)
+
+
+def at_frame(variant: str) -> str:
+    """The same operation and level applied to the frame: ``jpeg@60`` -> ``jpeg@60~frame``."""
+    if variant == CLEAN:
+        raise PerturbationError("clean has no frame mode: nothing is applied")
+    return at_crop(variant) + FRAME_SUFFIX
 
 
 def variants_of(name: str) -> list[str]:
@@ -62,8 +116,8 @@ def variants_of(name: str) -> list[str]:
     return [variant_name(name, level) for level in get_op_class(name).levels]
 
 
-def is_video_variant(variant: str) -> bool:
-    """True for ``{op}@{level}`` variants of a video operation (any level)."""
+def is_video_op(variant: str) -> bool:
+    """True when the variant's operation is a video operation (crop or frame mode)."""
     if not isinstance(variant, str) or variant == CLEAN:
         return False
     try:
@@ -73,16 +127,56 @@ def is_video_variant(variant: str) -> bool:
     return name in OPERATIONS and OPERATIONS.metadata(name)["kind"] == "video"
 
 
+def is_video_variant(variant: str) -> bool:
+    """True for crop-mode variants of a video operation (any level): clips of face crops
+    through ffmpeg. A frame-mode one (``vid_h264@40~frame``) is a frame variant."""
+    return is_video_op(variant) and apply_at(variant) == "crop"
+
+
 def video_variant_pattern() -> str:
-    """A regex matching the names of video variants (a Snakemake wildcard constraint)."""
+    """A regex matching the names of crop-mode video variants (a Snakemake wildcard
+    constraint)."""
     return "(?:" + "|".join(OPERATIONS.names(kind="video")) + r")@-?\d+"
+
+
+def frame_variant_pattern() -> str:
+    """A regex matching the names of frame-mode variants (a Snakemake wildcard constraint)."""
+    return r"[a-z][a-z0-9_+]*@(?:-?\d+|random)" + re.escape(FRAME_SUFFIX)
 
 
 def _options_for(name: str, options: Options | None) -> dict:
     return dict((options or {}).get(name, {}))
 
 
-def op_for_variant(variant: str, options: Options | None = None) -> Operation | None:
+class RandomIntensity:
+    """The Benchmark paper's protocol: every sample is distorted by the operation at an
+    intensity drawn at random within its allowed range, here uniformly among its levels
+    (mildest to harshest; the levels are the parameters the references tabulate). The draw
+    comes from the call's ``rng``, which :func:`apply_variant` seeds by ``(sample_id,
+    variant)``: the same sample gets the same intensity in every run. ``last_level`` is the
+    level of the latest call. Image operations only (a video operation needs one setting
+    per clip)."""
+
+    def __init__(self, name: str, **options: Any):
+        cls = get_op_class(name)
+        if cls.kind != "image":
+            raise PerturbationError(f"{name}@{RANDOM}: random intensity is for image operations")
+        self.name, self.level = name, RANDOM
+        self.ops = [create_op(name, level, **options) for level in cls.levels]
+        self.last_level: int | None = None
+
+    def __call__(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        op = self.ops[int(rng.integers(len(self.ops)))]
+        self.last_level = op.level
+        return op(image, rng)
+
+    def __repr__(self) -> str:
+        return f"RandomIntensity({self.name!r}, levels={[op.level for op in self.ops]})"
+
+
+def op_for_variant(
+    variant: str, options: Options | None = None
+) -> Operation | RandomIntensity | None:
     """The op of a variant (``None`` for ``clean``). ``options`` maps op name -> kwargs.
 
     Raises for a malformed variant, an unknown op or level, and
@@ -91,6 +185,8 @@ def op_for_variant(variant: str, options: Options | None = None) -> Operation | 
     if variant == CLEAN:
         return None
     name, level = parse_variant(variant)
+    if level == RANDOM:
+        return RandomIntensity(name, **_options_for(name, options))
     return create_op(name, level, **_options_for(name, options))
 
 

@@ -343,6 +343,7 @@ def _failures_section(paths: Mapping, failures: pd.DataFrame) -> str:
         caption_html("crop_outside"),
         table_html(crop_outside_cells(rates)),
         *_face_backend_parts(paths),
+        *_detection_under_perturbation(paths),
     )
 
 
@@ -361,6 +362,27 @@ def _face_backend_parts(paths: Mapping) -> list[str]:
             parts.append(figure_html(figures[dataset], f"face backends per group ({dataset})"))
         parts.append(table_html(pd.read_csv(path).round(3)))
     return parts
+
+
+def _detection_under_perturbation(paths: Mapping) -> list[str]:
+    """Face detection on frames degraded by the frame-mode variants, when there are any."""
+    tables = paths.get("face_detection_under_perturbation", [])
+    if not tables:
+        return []
+    frame = pd.concat(
+        [pd.read_csv(p).assign(dataset=Path(p).parent.name) for p in tables], ignore_index=True
+    )
+    shown = frame[["dataset", *[c for c in frame.columns if c != "dataset"]]]
+    figures = paths.get("face_detection_under_perturbation_figures", [])
+    return [
+        "<h3>Face detection on degraded frames (frame-mode variants), per group</h3>",
+        _p(
+            "Share of the samples whose face, found on the clean frame, is found again "
+            "after the operation degraded the whole frame; the rest are not scored."
+        ),
+        table_html(shown),
+        *[figure_html(f, "face detection on degraded frames") for f in figures],
+    ]
 
 
 def _efficiency_section(paths: Mapping, detection: pd.DataFrame) -> str:

@@ -45,6 +45,9 @@ LIST_INPUTS = (
     "face_detection_rates",
     "face_backend_tables",
     "face_backend_figures",
+    # frame-mode variants (op@level~frame): face detection on degraded frames, per dataset
+    "face_detection_under_perturbation",
+    "face_detection_under_perturbation_figures",
 )
 
 

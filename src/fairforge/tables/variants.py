@@ -13,13 +13,18 @@ import pandas as pd
 
 from fairforge.perturb import (
     CLEAN,
+    FRAME_SUFFIX,
     OPERATIONS,
+    RANDOM,
     PerturbationError,
+    apply_at,
     parse_variant,
     unavailable_reason,
 )
 from fairforge.registry import UnknownName
 
+# The category of the Benchmark protocol's variants (op@random): its mean is their summary.
+RANDOM_CATEGORY = "random intensity"
 # The variant FairFD Table 6 compares with ``clean``.
 GRAYSCALE = "grayscale@1"
 
@@ -45,22 +50,27 @@ def describe_variant(variant: str) -> dict:
             "category": CLEAN,
         }
     name, level = parse_variant(variant)
+    if level == RANDOM:  # the Benchmark protocol: one AUC per operation, no level
+        level = np.nan
+    # jpeg@30~frame is another curve than jpeg@30: the operation applied to the whole frame
+    operation = name + (FRAME_SUFFIX if apply_at(variant) == "frame" else "")
     if name not in OPERATIONS:
         return {
             "variant": variant,
-            "operation": name,
+            "operation": operation,
             "level": level,
             "severity": np.nan,
             "category": "video" if has_video_pipeline() else "other",
         }
     meta = OPERATIONS.metadata(name)
     severity = meta["levels"].index(level) + 1 if level in meta["levels"] else np.nan
+    category = "video" if meta["kind"] == "video" else meta["category"]
     return {
         "variant": variant,
-        "operation": name,
+        "operation": operation,
         "level": level,
         "severity": severity,
-        "category": "video" if meta["kind"] == "video" else meta["category"],
+        "category": RANDOM_CATEGORY if np.isnan(level) else category,
     }
 
 
@@ -72,8 +82,8 @@ def variant_sort_key(variant: str) -> tuple:
         info = describe_variant(variant)
     except PerturbationError:
         return (2, variant, 0.0)
-    rank = info["severity"] if np.isfinite(info["severity"]) else info["level"]
-    return (1, info["operation"], float(rank))
+    rank = float(info["severity"] if np.isfinite(info["severity"]) else info["level"])
+    return (1, info["operation"], np.inf if np.isnan(rank) else rank)  # op@random: last
 
 
 def sorted_variants(variants: Iterable[str]) -> list[str]:

@@ -12,6 +12,8 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 - :mod:`.variants`: ``video_variant_samples`` and ``predict_samples_path`` for inference.
 - :mod:`.compressed`: ``compressed_copies``, the training crops of a dataset with
   ``train_compression`` (JPEG or H.264 copies).
+- :mod:`.frame_variants`: ``frame_variant_samples``: frame-mode variants (``jpeg@30~frame``)
+  degrade the whole frame and rerun face detection; ``detection_under_perturbation``.
 """
 
 from fairforge.video.clips import render_clip, synthetic_videos
@@ -29,6 +31,12 @@ from fairforge.video.ffmpeg import (
     read_sampled,
     read_video,
     write_video,
+)
+from fairforge.video.frame_variants import (
+    detection_under_perturbation,
+    detection_under_perturbation_figure,
+    frame_variant_samples,
+    paste_back,
 )
 from fairforge.video.frames import (
     extract_frames,
@@ -66,15 +74,19 @@ __all__ = [
     "clip_keys",
     "compressed_copies",
     "degrade_clip",
+    "detection_under_perturbation",
+    "detection_under_perturbation_figure",
     "evenly_spaced",
     "FF_METHODS",
     "extract_frames",
     "ffmpeg_exe",
     "frame_image_id",
     "frame_listing",
+    "frame_variant_samples",
     "has_videos",
     "is_video_variant",
     "loading_variant",
+    "paste_back",
     "planned_frame_count",
     "predict_samples_path",
     "probe_video",

@@ -30,7 +30,7 @@ import pandas as pd
 from fairforge.images import ImageError, read_image, write_image
 from fairforge.manifest import columns_in, read_ids
 from fairforge.paths import RESULTS, result_path
-from fairforge.perturb.variants import CLEAN, is_video_variant
+from fairforge.perturb.variants import CLEAN, is_frame_variant, is_video_variant
 from fairforge.video.ffmpeg import DEFAULT_FPS, LOSSLESS_SUFFIX, VideoError, read_video, write_video
 from fairforge.video.ops import cached_video_op, video_op_for
 
@@ -43,16 +43,21 @@ def predict_samples_path(dataset: str, variant: str, results: str = RESULTS) -> 
     """The samples manifest that prediction under ``variant`` reads.
 
     Video variants read their own decoded crops (``video_variants/{variant}/samples.parquet``,
-    to be scored as ``clean``); every other variant reads the dataset's samples.
+    to be scored as ``clean``), frame variants the crops aligned again on their degraded
+    frames (``frame_variants/{variant}/samples.parquet``); every other variant reads the
+    dataset's samples.
     """
     if is_video_variant(variant):
         return result_path("video_variant_samples", results, dataset=dataset, variant=variant)
+    if is_frame_variant(variant):
+        return result_path("frame_variant_samples", results, dataset=dataset, variant=variant)
     return result_path("samples", results, dataset=dataset)
 
 
 def loading_variant(variant: str) -> str:
-    """The variant a data loader applies: ``clean`` for video variants (already applied)."""
-    return CLEAN if is_video_variant(variant) else variant
+    """The variant a data loader applies: ``clean`` for video and frame variants (already
+    applied, to the clip or to the frame before detection)."""
+    return CLEAN if is_video_variant(variant) or is_frame_variant(variant) else variant
 
 
 def clip_keys(samples: pd.DataFrame) -> pd.Series:

@@ -1,0 +1,10 @@
+import pandas as pd
+
+from fairforge.tables import random_intensity_table
+from fairforge.workflow import logged
+
+with logged(snakemake.log[0]):
+    robustness = pd.read_csv(snakemake.input[0])
+    table = random_intensity_table(robustness, snakemake.params.detectors)
+    table.to_csv(snakemake.output[0], index=False, float_format="%.6g")
+    print(table.to_string(index=False))
