@@ -9,7 +9,11 @@ metric is the metric of the population cells. For each setting (gap x subjects p
 ``--runs`` data sets are drawn; for each, the reported interval (test inversion,
 ``inverted_intervals``), the basic bootstrap interval floored at 0 and the plain percentile
 interval are computed from one set of subject resamples, and the share of runs whose
-interval holds the true value is printed per metric. Usage::
+interval holds the true value is printed per metric, with a control row (``ACC``, a plain
+mean, whose interval should cover about 95%: all metrics share the data sets, so it shows
+the Monte Carlo error they share) and the share of runs whose reported interval lies above
+the truth. ``--pattern spaced`` replaces the default gap pattern, whose truth has near-ties
+at the extremes of some ranges, by one without. Usage::
 
     python benchmarks/bench_coverage.py [--runs 400] [--boot 1000] [--sizes 30 300 2500]
 
@@ -41,7 +45,21 @@ from fairforge.seeding import rng_for
 GROUPS = ("g0", "g1", "g2", "g3")
 APPROACHES = ("real", "fake1", "fake2")
 BASE = np.array([0.85, 0.75, 0.65])  # per approach, the accuracy of the middle group
-SHAPE = np.array([[-1.5, -0.5, 0.5, 1.5], [1.0, -1.0, 0.5, -0.5], [-0.5, 1.5, -1.5, 0.5]])
+# Per (approach, group), the spread of the accuracies in units of gap / 3.
+PATTERNS = {
+    # the default: its truth has near-ties at the extremes that ranges take (the fake-mean
+    # accuracy of g0 and g1 within 0.002 at gap 0.15, the pooled positive rate of g2 and g3
+    # within 0.005), so several ranges stay non-smooth however many subjects there are
+    "mixed": np.array([[-1.5, -0.5, 0.5, 1.5], [1.0, -1.0, 0.5, -0.5], [-0.5, 1.5, -1.5, 0.5]]),
+    # every per-group vector a metric takes a range of (each approach, the mean over all and
+    # over the forgery approaches, the pooled positive rate) has its two highest and two
+    # lowest groups at least a third of its range apart
+    "spaced": np.array([[-1.5, -0.5, 0.5, 1.5], [1.5, -0.5, 0.5, -1.5], [1.5, 0.5, -0.5, -1.5]]),
+}
+# A control: the overall accuracy is a plain mean over independent subjects, so its bootstrap
+# intervals should cover about 95% at every setting; its row shows how far the same simulated
+# data sets' Monte Carlo error moves every row of a column (all metrics share the data sets).
+CONTROL = "ACC"
 INTERVALS = {
     "coverage": "the reported 95% interval (test inversion along the gap pattern)",
     "coverage_basic": "the basic bootstrap interval, floored at 0",
@@ -49,9 +67,9 @@ INTERVALS = {
 }
 
 
-def cell_accuracy(gap: float) -> np.ndarray:
-    """(F, S) accuracies: each approach spreads its groups over ``gap`` (its range)."""
-    return BASE[:, None] + gap * SHAPE / 3.0
+def cell_accuracy(gap: float, pattern: str = "mixed") -> np.ndarray:
+    """(F, S) accuracies: each approach spreads its groups over at most ``gap`` (its range)."""
+    return BASE[:, None] + gap * PATTERNS[pattern] / 3.0
 
 
 def population_cells(p: np.ndarray, sigma: float) -> np.ndarray:
@@ -77,6 +95,8 @@ def intervals(stats: SubjectStats, n_boot: int, seed: int) -> dict[str, dict[str
     estimate = point_estimates(stats)
     reps, noise = bootstrap_noise(stats, n_boot, seed)
     inverted = inverted_intervals(stats, noise)
+    # the reported interval of a metric without inversion is the basic one (bootstrap_intervals)
+    inverted[CONTROL] = basic_interval(estimate[CONTROL], reps[CONTROL], floor=0.0)
     out = {}
     for k, interval in inverted.items():
         valid = reps[k][np.isfinite(reps[k])]
@@ -97,8 +117,21 @@ def show(table: pd.DataFrame) -> None:
         )
         print(f"coverage of {title} (rows: metric; columns: gap, subjects per group)")
         print(wide.round(3).to_string())
+    if "below" in table:
+        wide = table.pivot_table(
+            index="metric", columns=["gap", "subjects_per_group"], values="below", sort=False
+        )
+        print("share of runs whose reported interval lies above the truth (a miss from above)")
+        print(wide.round(3).to_string())
     runs = table["runs"]
-    worst = table.loc[table["gap"] > 0, "coverage"]
+    gaps = table["metric"] != CONTROL
+    worst = table.loc[gaps & (table["gap"] > 0), "coverage"]
+    control = table.loc[~gaps, "coverage"]
+    if control.size:
+        print(
+            f"control ({CONTROL}, a plain mean; its reported interval is the basic one): "
+            f"{control.min():.3f}-{control.max():.3f}"
+        )
     print(
         f"runs per cell {runs.min()}-{runs.max()}; Monte Carlo standard error at 0.95: "
         f"{np.sqrt(0.95 * 0.05 / runs.min()):.3f}; reported interval, non-zero gaps: "
@@ -115,6 +148,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--per-cell", type=int, default=4, help="samples per subject and approach")
     ap.add_argument("--sigma", type=float, default=0.8, help="sd of the subject logit effect")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--pattern", choices=sorted(PATTERNS), default="mixed", help="the gaps' pattern"
+    )
     ap.add_argument("--out", help="also write the long table (csv) here")
     ap.add_argument("--show", nargs="+", help="print the tables of these csv files and stop")
     args = ap.parse_args(argv)
@@ -126,15 +162,15 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     rows = []
     start = time.perf_counter()
     for gap in args.gaps:
-        p = cell_accuracy(gap)
+        p = cell_accuracy(gap, args.pattern)
         pop = population_cells(p, args.sigma)
         truth = {
             k: float(v)
             for k, v in metrics_from_cell_counts(pop, np.ones_like(pop), 0).items()
-            if k not in NOT_GAPS
+            if k not in NOT_GAPS or k == CONTROL
         }
         for n in args.sizes:
-            hits = {k: dict.fromkeys([*INTERVALS, "runs"], 0) for k in truth}
+            hits = {k: dict.fromkeys([*INTERVALS, "below", "runs"], 0) for k in truth}
             for run in range(args.runs):
                 rng = rng_for(args.seed, "bench_coverage", gap, n, run)
                 stats = simulate(p, n, args.per_cell, args.sigma, rng)
@@ -144,12 +180,13 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                     t, tol = truth[k], 1e-9
                     for name, (low, high) in found.items():
                         hits[k][name] += low - tol <= t <= high + tol
+                    hits[k]["below"] += t < found["coverage"][0] - tol
                     hits[k]["runs"] += 1
             for k, h in hits.items():
                 valid = h["runs"]
                 rows.append(
                     {"gap": gap, "subjects_per_group": n, "metric": k, "true_value": truth[k]}
-                    | {c: h[c] / valid if valid else np.nan for c in INTERVALS}
+                    | {c: h[c] / valid if valid else np.nan for c in [*INTERVALS, "below"]}
                     | {"runs": valid}
                 )
             print(f"gap {gap} n {n}: {time.perf_counter() - start:.0f} s", flush=True)
