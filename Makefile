@@ -18,8 +18,9 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) all
 
+# One worker per core; a test file stays on one worker, so its shared runs are made once.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile
 
 # Import layers (pyproject's [tool.importlinter]), Python lint and format, Snakemake format and lint.
 lint: $(STAMP)
