@@ -8,7 +8,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
 def snakemake(
-    repo: Path, workdir: Path, *args: str, check: bool = True, timeout: int = 1500
+    repo: Path, workdir: Path, *args: str, check: bool = True, timeout: int = 3600
 ) -> subprocess.CompletedProcess:
     """``snakemake ARGS`` on ``repo``'s Snakefile in ``workdir`` with its config.yaml."""
     cmd = [
