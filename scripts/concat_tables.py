@@ -1,7 +1,7 @@
 # Shared by rules failures_per_group and efficiency_table: one csv from many, rows in input order.
 import pandas as pd
 
-from fairforge.workflow import logged
+from fairforge.joblog import logged
 
 with logged(snakemake.log[0]):
     frames = [pd.read_csv(path) for path in snakemake.input]

@@ -1,7 +1,7 @@
 import pandas as pd
 
+from fairforge.joblog import logged
 from fairforge.tables import detector_studies
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     i, o, p = snakemake.input, snakemake.output, snakemake.params

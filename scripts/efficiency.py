@@ -2,7 +2,7 @@ import pandas as pd
 import torch
 
 from fairforge.detector_kinds import detector_cost
-from fairforge.workflow import logged
+from fairforge.joblog import logged
 
 with logged(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)  # every core of the job, as declared

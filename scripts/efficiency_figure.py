@@ -1,7 +1,7 @@
 import pandas as pd
 
+from fairforge.joblog import logged
 from fairforge.report.figures import efficiency_figure
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     efficiency = pd.read_csv(snakemake.input.efficiency)

@@ -1,8 +1,8 @@
 from fairforge.faces.align import face_fraction
+from fairforge.joblog import logged
 from fairforge.manifest import read_ids, read_manifest, write_manifest
 from fairforge.ranking import embed_study, resolve_encoders
 from fairforge.sharding import shard_image_ids
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p, wc = snakemake.params, snakemake.wildcards

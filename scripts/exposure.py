@@ -1,8 +1,8 @@
 from pathlib import Path
 
+from fairforge.joblog import logged
 from fairforge.manifest import concat_manifests, read_manifest
 from fairforge.ranking import plot_exposure_outputs, rank_study, write_exposure_outputs
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     r = snakemake.params.ranking

@@ -1,7 +1,7 @@
 from fairforge.detector_kinds import predict
 from fairforge.inference import empty_predictions, variant_unavailable
+from fairforge.joblog import logged
 from fairforge.manifest import read_manifest, write_manifest
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p, wc = snakemake.params, snakemake.wildcards

@@ -1,9 +1,9 @@
 from fairforge.faces.compare import compare_backends, compare_options
 from fairforge.images import ImageLimits
+from fairforge.joblog import logged
 from fairforge.manifest import read_manifest
 from fairforge.report.figures import face_backends_figure
 from fairforge.tables import face_detection_by_backend
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p, out = snakemake.params, snakemake.output

@@ -1,7 +1,7 @@
+from fairforge.joblog import logged
 from fairforge.manifest import read_manifest
 from fairforge.plotting import save_png
 from fairforge.video import detection_under_perturbation, detection_under_perturbation_figure
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     variants = snakemake.params.variants

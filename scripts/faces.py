@@ -1,6 +1,6 @@
 from fairforge.faces import detection_rate_by_group
+from fairforge.joblog import logged
 from fairforge.manifest import concat_manifests, read_manifest, write_manifest
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     sources = read_manifest(snakemake.input.sources, contract="sources")

@@ -2,9 +2,9 @@ from pathlib import Path
 
 from fairforge.faces import process_faces, stage_options
 from fairforge.images import ImageLimits
+from fairforge.joblog import logged
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.sharding import read_shard
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p = snakemake.params

@@ -1,6 +1,6 @@
+from fairforge.joblog import logged
 from fairforge.manifest import concat_manifests
 from fairforge.tables import pvalue_table
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     m = snakemake.params.metrics

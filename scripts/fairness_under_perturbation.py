@@ -1,5 +1,5 @@
+from fairforge.joblog import logged
 from fairforge.tables import fairness_under_perturbation, grayscale_table, table_from_files
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     m = snakemake.params.metrics

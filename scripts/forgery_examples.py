@@ -1,7 +1,7 @@
 from fairforge.faces.attributes import faces_with_attributes
 from fairforge.forgery.examples import example_sheet
+from fairforge.joblog import logged
 from fairforge.manifest import read_manifest
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     faces = faces_with_attributes(

@@ -1,6 +1,6 @@
+from fairforge.joblog import logged
 from fairforge.report.figures import forgery_quality_figure
 from fairforge.tables.forgery_quality import card_from_files
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     o, p = snakemake.output, snakemake.params

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from fairforge.forgery import forge_shard
 from fairforge.forgery.shard import read_forgery_shard
+from fairforge.joblog import logged
 from fairforge.manifest import write_manifest
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     i, p, wc = snakemake.input, snakemake.params, snakemake.wildcards

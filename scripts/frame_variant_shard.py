@@ -1,8 +1,8 @@
 from fairforge.images import ImageLimits
+from fairforge.joblog import logged
 from fairforge.manifest import read_ids, write_manifest
 from fairforge.sharding import shard_image_ids
 from fairforge.video import frame_variant_samples, shard_clip_samples
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     i, p, wc = snakemake.input, snakemake.params, snakemake.wildcards

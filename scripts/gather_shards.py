@@ -1,7 +1,7 @@
 # Shared by the gather rules (sources, forgery, predictions, video_variant): shard manifests
 # into one, sorted by sample (or image) id.
+from fairforge.joblog import logged
 from fairforge.manifest import concat_manifests, write_manifest
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     frame = concat_manifests(snakemake.input)

@@ -1,3 +1,4 @@
+from fairforge.joblog import logged
 from fairforge.manifest import columns_in, read_manifest, write_manifest
 from fairforge.samples import (
     FACE_INPUTS,
@@ -6,7 +7,6 @@ from fairforge.samples import (
     SOURCE_OPTIONAL_INPUTS,
     method_samples,
 )
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     path, wc = snakemake.input.sources, snakemake.wildcards

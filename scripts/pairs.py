@@ -1,10 +1,10 @@
 from fairforge.columns import VIDEO_FRAME_COLUMNS
 from fairforge.faces.attributes import SOURCE_META, faces_with_attributes
+from fairforge.joblog import logged
 from fairforge.manifest import columns_in, read_manifest, write_manifest
 from fairforge.pairs import make_pairs
 from fairforge.sources import real_only
 from fairforge.video import has_videos, video_pairs
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     # Pairing uses subjects, groups, splits and clips, never the attributes.

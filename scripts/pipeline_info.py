@@ -1,7 +1,7 @@
 from pathlib import Path
 
+from fairforge.joblog import logged
 from fairforge.records import write_run_records
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     out_dir = Path(snakemake.output.versions).parent

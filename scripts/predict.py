@@ -1,9 +1,9 @@
 from fairforge.detector_kinds import predict
 from fairforge.inference import empty_predictions, variant_unavailable
+from fairforge.joblog import logged
 from fairforge.manifest import read_ids, write_manifest
 from fairforge.samples import share_of
 from fairforge.sharding import shard_image_ids
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     i, p, wc = snakemake.input, snakemake.params, snakemake.wildcards

@@ -1,7 +1,7 @@
 import pandas as pd
 
+from fairforge.joblog import logged
 from fairforge.tables import random_intensity_table
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     robustness = pd.read_csv(snakemake.input[0])

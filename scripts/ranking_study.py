@@ -1,7 +1,7 @@
 from fairforge.faces.attributes import faces_with_attributes
+from fairforge.joblog import logged
 from fairforge.manifest import read_manifest, write_manifest
 from fairforge.ranking import calibration_rows, check_study, split_probe_gallery
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     r = snakemake.params.ranking

@@ -1,9 +1,9 @@
 import pandas as pd
 
+from fairforge.joblog import logged
 from fairforge.manifest import concat_manifests
 from fairforge.report import figures
 from fairforge.tables import twins_from_frame
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     i, o, m = snakemake.input, snakemake.output, snakemake.params.metrics

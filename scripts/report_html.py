@@ -1,5 +1,5 @@
+from fairforge.joblog import logged
 from fairforge.report import paths_from_rule_inputs, write_report
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p = snakemake.params

@@ -1,3 +1,4 @@
+from fairforge.joblog import logged
 from fairforge.manifest import columns_in, read_manifest, write_manifest
 from fairforge.samples import (
     FACE_INPUTS,
@@ -7,7 +8,6 @@ from fairforge.samples import (
     build_samples,
     failure_counts,
 )
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     path = snakemake.input.sources

@@ -1,6 +1,6 @@
+from fairforge.joblog import logged
 from fairforge.manifest import write_manifest
 from fairforge.sources import list_dataset
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p = snakemake.params

@@ -1,8 +1,8 @@
 from fairforge.images import ImageLimits
+from fairforge.joblog import logged
 from fairforge.manifest import write_manifest
 from fairforge.sharding import read_shard
 from fairforge.sources import get_adapter, inspect_sources
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p = snakemake.params

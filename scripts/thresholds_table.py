@@ -1,5 +1,5 @@
+from fairforge.joblog import logged
 from fairforge.tables import thresholds_from_files
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     table = thresholds_from_files(

@@ -1,8 +1,8 @@
 from pathlib import Path
 
+from fairforge.joblog import logged
 from fairforge.manifest import read_manifest, write_manifest
 from fairforge.video import compressed_copies
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p, out = snakemake.params, snakemake.output

@@ -1,9 +1,9 @@
 from pathlib import Path
 
+from fairforge.joblog import logged
 from fairforge.manifest import write_manifest
 from fairforge.sharding import shard_image_ids
 from fairforge.video import shard_clip_samples, video_variant_samples
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     p, wc = snakemake.params, snakemake.wildcards

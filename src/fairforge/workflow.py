@@ -1,5 +1,5 @@
 """Glue between the Snakemake rules and the package: what each rule reads and its settings,
-resolved from the config, and the log every script writes to.
+resolved from the config (each script's log is :mod:`fairforge.joblog`).
 
 Kept here (not in the .smk files) so it is importable and unit-tested. Paths come from
 :mod:`fairforge.paths`, shard plans from :mod:`fairforge.sharding`.
@@ -7,12 +7,7 @@ Kept here (not in the .smk files) so it is importable and unit-tested. Paths com
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import traceback
 from pathlib import Path
-
-from threadpoolctl import threadpool_limits
 
 from fairforge.faces.align import face_fraction
 from fairforge.paths import RESULTS, result_path
@@ -331,29 +326,3 @@ def encoder_training(config: dict, label: str) -> dict:
         "distance": config["ranking"]["distance"],
         **opts["train"],
     }
-
-
-@contextlib.contextmanager
-def logged(log_path: str | None):
-    """Send logging, stdout and stderr of a script to its rule's log file."""
-    if not log_path:
-        yield
-        return
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
-        handler = logging.StreamHandler(fh)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-        root = logging.getLogger()
-        root.addHandler(handler)
-        root.setLevel(logging.INFO)
-        # Per-image work solves many tiny linear systems; multi-threaded BLAS is far slower on
-        # those than one thread, and Snakemake already runs jobs in parallel.
-        try:
-            with threadpool_limits(limits=1, user_api="blas"):
-                yield
-        except BaseException:
-            traceback.print_exc(file=fh)
-            raise
-        finally:
-            root.removeHandler(handler)
-            fh.flush()
