@@ -1,3 +1,4 @@
+import fairforge.video  # noqa: F401  (the video datasets' adapters register on import)
 from fairforge.joblog import logged
 from fairforge.manifest import write_manifest
 from fairforge.sources import list_dataset
