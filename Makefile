@@ -20,7 +20,7 @@ demo: $(STAMP)
 
 # One worker per core; a test file stays on one worker, so its shared runs are made once.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile --durations=25
 
 # Import layers (pyproject's [tool.importlinter]), Python lint and format, Snakemake format and lint.
 lint: $(STAMP)
