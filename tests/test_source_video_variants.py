@@ -179,3 +179,50 @@ def test_the_shard_job_chooses_the_original_video_when_the_sources_name_it(world
     flipped_crop = read_image(world["results"] / on_crops["path"].iloc[0])
     assert flipped_crop.shape == read_image(world["results"] / real["path"].iloc[0]).shape
     assert crop.shape[:2] != flipped_crop.shape[:2]
+
+
+def test_a_folder_of_frames_is_the_video(tmp_path):
+    """Datasets shipped as frame folders (FaceForensics++ ``images/``): the folder's frames,
+    in name order, are the video the operation encodes."""
+    clip = _clip()
+    folder = tmp_path / "data/images/v"
+    for k, frame in enumerate(clip):
+        write_image(folder / f"{k:04d}.png", frame)
+    ids = ["v_f0000", "v_f0005"]
+    sources = pd.DataFrame(
+        {
+            "image_id": ids,
+            "path": [(folder / "0000.png").as_posix(), (folder / "0005.png").as_posix()],
+            "video_path": folder.as_posix(),
+        }
+    )
+    samples = pd.DataFrame(
+        {
+            "sample_id": [f"real__{i}" for i in ids],
+            "image_id": ids,
+            "split": "test",
+            "label": 0,
+            "method": "real",
+            "group": "g",
+            "path": "",
+            "mask_path": None,
+            "origin": "imported",
+            "video_id": "v",
+            "frame_index": [0, 5],
+        }
+    )
+    table = frame_variant_samples(
+        samples,
+        sources,
+        "vid_h264@23~frame",
+        root=tmp_path / "data",
+        results_root=tmp_path / "results",
+        out_dir=tmp_path / "results/out",
+        faces=FACES,
+        cache_dir=tmp_path / "cache",
+    )
+    assert table["ok"].all(), table["reason"].tolist()
+    write_video(tmp_path / "all.mkv", clip, codec="lossless")
+    degraded = read_video(apply_video_op(tmp_path / "all.mkv", tmp_path / "d.mp4", "vid_h264@23"))
+    expected = detect_and_align(degraded[5], **FACES).crop
+    assert np.array_equal(read_image(tmp_path / "results" / table["path"].iloc[1]), expected)
