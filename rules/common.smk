@@ -98,6 +98,7 @@ localrules:
     video_variant,
     frame_variant,
     face_detection_under_perturbation,
+    random_intensity_draws,
     random_intensity_table,
     failures_per_group,
     efficiency_table,

@@ -71,11 +71,32 @@ rule face_detection_under_perturbation:
         "../scripts/face_detection_under_perturbation.py"
 
 
+rule random_intensity_draws:
+    """The intensity each scored sample gets under each op@random variant (seeded by the
+    sample: the draws the loaders and the frame variants make)."""
+    input:
+        result_path("samples"),
+    output:
+        result_path("random_intensity_draws"),
+    log:
+        log_path("perturb/{dataset}/random_intensity_draws.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    params:
+        variants=RANDOM_VARIANTS,
+        options={v: variant_options(config, v) for v in RANDOM_VARIANTS},
+        splits=config["inference"]["splits"],
+    script:
+        "../scripts/random_intensity_draws.py"
+
+
 rule random_intensity_table:
     """The Benchmark protocol (op@random variants): AUC per perturbation type, each sample
-    at a random intensity, and its mean over training datasets per architecture."""
+    at a random intensity, and its mean over training datasets per architecture, with the
+    intensities drawn."""
     input:
-        result_path("robustness_table"),
+        robustness=result_path("robustness_table"),
+        draws=expand(result_path("random_intensity_draws"), dataset=DATASETS),
     output:
         result_path("random_intensity_table"),
     log:
@@ -84,5 +105,7 @@ rule random_intensity_table:
         "../envs/fairforge.yaml"
     params:
         detectors=get_detector_training_datasets,
+        datasets=DATASETS,
+        options={v: variant_options(config, v) for v in RANDOM_VARIANTS},
     script:
         "../scripts/random_intensity_table.py"

@@ -1,12 +1,13 @@
-# Video variants (docs/perturbations.md section 4): each clip of face crops is degraded by one
-# ffmpeg operation and decoded back; prediction under a video variant reads the decoded crops
-# (get_predict_samples) and scores them as 'clean'.
+# Video variants (docs/perturbations.md section 4). On a dataset of videos the operation
+# encodes each original video, the clean frames' indices are decoded from it and faces are
+# found again on them; on images each clip of face crops is degraded and decoded back.
+# Prediction under a video variant reads the new crops (get_predict_samples) as 'clean'.
 from fairforge.video import video_variant_pattern
 
 
 rule video_variant_shard:
-    """Decoded crops of the (video, method) clips that start in one shard, after one video
-    operation, and their manifest."""
+    """Crops of the (video, method) clips that start in one shard after one video operation
+    (on the original videos of a video dataset, faces found again), and their manifest."""
     input:
         sources=result_path("sources"),
         samples=result_path("samples"),
@@ -26,6 +27,9 @@ rule video_variant_shard:
         mem_mb=per_attempt(2000),
         runtime=per_attempt(60),
     params:
+        faces=config["faces"],
+        images=config["images"],
+        root=get_dataset_root,
         splits=config["inference"]["splits"],
         # Clean and degraded clips, keyed by content; written atomically, shared by variants.
         cache=get_video_cache,

@@ -1,13 +1,13 @@
 from fairforge.images import ImageLimits
 from fairforge.joblog import logged
-from fairforge.manifest import read_ids, write_manifest
+from fairforge.manifest import write_manifest
 from fairforge.sharding import shard_image_ids
-from fairforge.video import frame_variant_samples, shard_clip_samples
+from fairforge.video import frame_sources, frame_variant_samples, shard_clip_samples
 
 with logged(snakemake.log[0]):
     i, p, wc = snakemake.input, snakemake.params, snakemake.wildcards
     samples = shard_clip_samples(i.samples, shard_image_ids(i.sources, wc.shard, p.shard_size))
-    sources = read_ids(i.sources, samples["image_id"].unique(), ["image_id", "path"])
+    sources = frame_sources(i.sources, samples["image_id"].unique())
     table = frame_variant_samples(
         samples, sources, wc.variant, root=p.root, results_root=p.results,
         out_dir=snakemake.output.crops, faces=p.faces, limits=ImageLimits(**p.images),

@@ -1,10 +1,18 @@
 import pandas as pd
 
 from fairforge.joblog import logged
-from fairforge.tables import random_intensity_table
+from fairforge.tables import random_draw_summary, random_intensity_table
 
 with logged(snakemake.log[0]):
-    robustness = pd.read_csv(snakemake.input[0])
-    table = random_intensity_table(robustness, snakemake.params.detectors)
+    i, p = snakemake.input, snakemake.params
+    robustness = pd.read_csv(i.robustness)
+    draws = pd.concat(
+        [
+            random_draw_summary(pd.read_csv(path, keep_default_na=False), dataset, p.options)
+            for dataset, path in zip(p.datasets, i.draws)
+        ],
+        ignore_index=True,
+    )
+    table = random_intensity_table(robustness, p.detectors, draws=draws)
     table.to_csv(snakemake.output[0], index=False, float_format="%.6g")
     print(table.to_string(index=False))

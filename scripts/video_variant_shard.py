@@ -1,24 +1,21 @@
 from pathlib import Path
 
+from fairforge.images import ImageLimits
 from fairforge.joblog import logged
 from fairforge.manifest import write_manifest
 from fairforge.sharding import shard_image_ids
-from fairforge.video import shard_clip_samples, video_variant_samples
+from fairforge.video import frame_sources, shard_clip_samples, video_variant_rows
 
 with logged(snakemake.log[0]):
-    p, wc = snakemake.params, snakemake.wildcards
-    ids = shard_image_ids(snakemake.input.sources, wc.shard, p.shard_size)
-    samples = shard_clip_samples(snakemake.input.samples, ids)
-    frames = video_variant_samples(
-        samples,
-        wc.variant,
-        results_root=p.results,
-        out_dir=snakemake.output.frames,
-        cache_dir=p.cache,
-        splits=p.splits,
+    i, p, wc, out = snakemake.input, snakemake.params, snakemake.wildcards, snakemake.output
+    samples = shard_clip_samples(i.samples, shard_image_ids(i.sources, wc.shard, p.shard_size))
+    frames = video_variant_rows(
+        samples, frame_sources(i.sources, samples["image_id"].unique()), wc.variant,
+        root=p.root, results_root=p.results, out_dir=out.frames, faces=p.faces,
+        limits=ImageLimits(**p.images), splits=p.splits, cache_dir=p.cache,
         workers=snakemake.threads,
-    )
-    Path(snakemake.output.frames).mkdir(parents=True, exist_ok=True)
-    write_manifest(frames, snakemake.output.manifest, contract="samples")
+    )  # fmt: skip
+    Path(out.frames).mkdir(parents=True, exist_ok=True)
+    write_manifest(frames, out.manifest, contract="samples")
     failed = int((~frames["ok"]).sum())
-    print(f"{wc.variant} shard {wc.shard}: {len(frames)} samples, {failed} in failed clips")
+    print(f"{wc.variant} shard {wc.shard}: {len(frames)} samples, {failed} not ok")

@@ -36,6 +36,11 @@ LISTING_COLUMNS = ("image_id", "path", "subject_id", "attributes", "ok", "reason
 # The frame a row was decoded from, carried by sources and samples of video datasets (absent
 # for image datasets).
 VIDEO_FRAME_COLUMNS = ("video_id", "frame_index")
+# The file the frames were decoded from (relative to the dataset root, or absolute; a folder
+# of frames for a dataset shipped as frames), carried by the listing and sources of video
+# datasets, not by samples: video operations re-encode it (fairforge.video.frame_variants).
+VIDEO_FILE_COLUMN = "video_path"
+VIDEO_SOURCE_COLUMNS = (*VIDEO_FRAME_COLUMNS, VIDEO_FILE_COLUMN)
 # Labelled datasets (FaceForensics++, Celeb-DF, a csv with label and method columns): what an
 # adapter adds to its listing, and sources carry, when the dataset holds fakes of its own.
 # label 0 real / 1 fake; method 'real' for real images, the manipulation (an approach of the
@@ -43,7 +48,7 @@ VIDEO_FRAME_COLUMNS = ("video_id", "frame_index")
 # made from, where the dataset names them ('' otherwise). Absent when every image is real.
 LABEL_COLUMNS = ("label", "method", "source_subject", "target_subject")
 # What the video adapter returns: a listing whose rows are decoded frames.
-VIDEO_LISTING_COLUMNS = (*LISTING_COLUMNS, *VIDEO_FRAME_COLUMNS)
+VIDEO_LISTING_COLUMNS = (*LISTING_COLUMNS, *VIDEO_SOURCE_COLUMNS)
 # The synthetic clip table: one row per rendered video (fairforge.video.clips).
 CLIP_COLUMNS = ["video_id", "subject_id", "path", "tone", "gender", "n_frames", "fps"]
 

@@ -80,6 +80,8 @@ OUTPUTS = {
     "robustness_table": "{results}/robustness_table.csv",
     # the Benchmark protocol: AUC per perturbation type at random intensity (op@random)
     "random_intensity_table": "{results}/random_intensity_table.csv",
+    # the intensity each sample got under each op@random variant, per dataset
+    "random_intensity_draws": "{results}/{dataset}/random_intensity_draws.csv",
     "detection_per_method": "{results}/detection_per_method.csv",
     "cross_manipulation": "{results}/cross_manipulation.csv",
     "detectors": "{results}/detectors.csv",

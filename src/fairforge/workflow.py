@@ -11,7 +11,15 @@ from pathlib import Path
 
 from fairforge.faces.align import face_fraction
 from fairforge.paths import RESULTS, result_path
-from fairforge.perturb import apply_at, at_crop, at_frame, is_frame_variant, suite
+from fairforge.perturb import (
+    RANDOM,
+    apply_at,
+    at_crop,
+    at_frame,
+    is_frame_variant,
+    is_random_variant,
+    suite,
+)
 from fairforge.recipes import RECIPE_KEYS, recipe_settings
 from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
@@ -111,9 +119,12 @@ def variant_options(config: dict, variant: str) -> dict:
     ``far_learned`` gets the generator of the ``degradation`` block as its ``weights``;
     keys set under ``variant_options.far_learned`` override it. ``far`` (on crops) gets
     the share of the crop the face spans at ``faces.margin`` as its ``face_fraction``, so
-    that ``far@d`` is defined on the face width, as the ranking study's chain is.
+    that ``far@d`` is defined on the face width, as the ranking study's chain is. An
+    ``op@random`` variant also gets the ``random`` entry (how it draws its intensity).
     """
     ops = variant.split("@")[0].split("+")
+    if is_random_variant(variant):
+        ops.append(RANDOM)
     options = {op: opts for op, opts in config["variant_options"].items() if op in ops}
     if FAR_OP in ops and apply_at(variant) == "crop":
         # far@d shrinks the face, not the aligned crop with its margin, to the nominal width

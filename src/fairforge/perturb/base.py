@@ -15,6 +15,8 @@ here are the business of :mod:`fairforge.perturb.variants`.
 
 from __future__ import annotations
 
+import copy
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -77,6 +79,10 @@ class Operation:
     category: ClassVar[str] = ""
     levels: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5)
     params: ClassVar[tuple[Any, ...]] = ()
+    #: How a parameter between the tabulated ones is rounded (:meth:`at_fraction`):
+    #: ``"float"`` (kept), ``"int"`` (nearest integer), ``"odd"`` (nearest odd integer: a
+    #: kernel size), or ``None``: the operation has only its tabulated levels.
+    continuous: ClassVar[str | None] = None
 
     def __init__(self, level: int):
         if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
@@ -88,6 +94,38 @@ class Operation:
 
     def check_available(self) -> None:
         """Raise :class:`OperationUnavailable` when the op cannot run (missing weights)."""
+
+    def param_rounding(self) -> str | None:
+        """How :meth:`at_fraction` rounds a parameter (:attr:`continuous`; an instance may
+        answer by its options, e.g. a kernel read as σ is not rounded)."""
+        return self.continuous
+
+    @classmethod
+    def tabulated_range(cls) -> tuple[Any, Any]:
+        """The parameters of the mildest and the harshest level (first and last of
+        ``levels``; the level itself where there are no ``params``)."""
+        table = cls.params or cls.levels
+        return table[0], table[-1]
+
+    def at_fraction(self, t: float) -> Operation:
+        """A copy of this op whose parameter lies a fraction ``t`` (in [0, 1]) of the way
+        from the mildest level's parameter to the harshest's, rounded as :meth:`param_rounding`
+        says (a pair of parameters moves together, each on its own range). ``level`` of
+        the copy is ``None``: it is not a tabulated level. Raises for an operation with
+        only its tabulated levels."""
+        kind = self.param_rounding()
+        if kind is None:
+            raise PerturbationError(f"{self.name} has no parameter range between its levels")
+        if not 0.0 <= float(t) <= 1.0:
+            raise PerturbationError(f"{self.name}: fraction {t} is not in [0, 1]")
+        low, high = self.tabulated_range()
+        if isinstance(low, tuple):
+            value = tuple(_between(a, b, t, kind) for a, b in zip(low, high))
+        else:
+            value = _between(low, high, t, kind)
+        op = copy.copy(self)
+        op.level, op.param = None, value
+        return op
 
     def __call__(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         check_image(image, f"{self.name}@{self.level} input")
@@ -101,6 +139,20 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(level={self.level}, param={self.param!r})"
+
+
+ROUNDINGS = ("float", "int", "odd")
+
+
+def _between(low: float, high: float, t: float, kind: str) -> float | int:
+    value = float(low) + float(t) * (float(high) - float(low))
+    if kind == "int":
+        return int(math.floor(value + 0.5))
+    if kind == "odd":
+        return 2 * int(math.floor((value - 1.0) / 2.0 + 0.5)) + 1
+    if kind != "float":
+        raise PerturbationError(f"rounding {kind!r} is not one of {ROUNDINGS}")
+    return value
 
 
 # An ffmpeg filter: (filter name, positional args, keyword args).
@@ -141,6 +193,8 @@ def register(cls: type[Operation]) -> type[Operation]:
         raise TypeError(f"{cls.name}: kind {cls.kind!r} is not one of {KINDS}")
     if cls.params and len(cls.params) != len(cls.levels):
         raise TypeError(f"{cls.name}: params and levels differ in length")
+    if cls.continuous is not None and cls.continuous not in ROUNDINGS:
+        raise TypeError(f"{cls.name}: continuous {cls.continuous!r} is not one of {ROUNDINGS}")
     return OPERATIONS.register(
         cls.name, cls, kind=cls.kind, category=cls.category, levels=tuple(cls.levels)
     )

@@ -73,6 +73,7 @@ class DfSaturation(_Rounded):
     name = "df_saturation"
     category = "deeperforensics"
     params = (0.4, 0.3, 0.2, 0.1, 0.0)  # chroma scale around its centre
+    continuous = "float"
 
     def apply(self, image, rng):
         ycrcb = _to_ycrcb(image)
@@ -85,6 +86,7 @@ class DfContrast(_Rounded):
     name = "df_contrast"
     category = "deeperforensics"
     params = (0.85, 0.725, 0.6, 0.475, 0.35)  # pixel values multiplied by this
+    continuous = "float"
 
     def apply(self, image, rng):
         # A per-value table: the same float32 product as on the pixels, 256 times not H*W*3.
@@ -102,6 +104,7 @@ class DfBlock(Operation):
     name = "df_block"
     category = "deeperforensics"
     params = (16, 32, 48, 64, 80)  # grey blocks per 256 px of the shorter side
+    continuous = "int"
     block_sizes: ClassVar[tuple[str, ...]] = ("fixed", "scaled")
 
     def __init__(self, level: int, block_size: str = "fixed"):
@@ -142,6 +145,7 @@ class DfNoise(_Rounded):
     name = "df_noise"
     category = "deeperforensics"
     params = (0.001, 0.002, 0.005, 0.01, 0.05)  # variance on normalised YCbCr
+    continuous = "float"
     scalings: ClassVar[tuple[str, ...]] = ("reference", "unit")
 
     def __init__(self, level: int, rounding: str = "truncate", ycbcr_scaling: str = "reference"):
@@ -171,6 +175,7 @@ class DfBlur(Operation):
     name = "df_blur"
     category = "deeperforensics"
     params = (7, 9, 13, 17, 21)  # Gaussian kernel, sigma = k / 6
+    continuous = "odd"
 
     def apply(self, image, rng):
         return gaussian_blur(image, self.param, self.param / 6.0)
@@ -183,6 +188,7 @@ class DfPixelate(Operation):
     name = "df_pixelate"
     category = "deeperforensics"
     params = (2, 3, 4, 5, 6)
+    continuous = "int"
     interpolations: ClassVar[tuple[str, ...]] = ("linear", "area-nearest")
 
     def __init__(self, level: int, interpolation: str = "linear"):

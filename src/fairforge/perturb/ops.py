@@ -126,6 +126,7 @@ class GaussianNoise(Operation):
     name = "gaussian_noise"
     category = "noise"
     params = (5.0, 10.0, 20.0, 35.0, 50.0)  # sigma in grey levels
+    continuous = "float"
 
     def apply(self, image, rng):
         return add_gaussian_noise(image, self.param, rng)
@@ -143,6 +144,7 @@ class PoissonGaussianNoise(Operation):
     name = "poisson_gaussian_noise"
     category = "noise"
     params = ((0.002, 0.01), (0.005, 0.02), (0.015, 0.04), (0.04, 0.06), (0.09, 0.09))
+    continuous = "float"
 
     def apply(self, image, rng):
         a, b = self.param
@@ -164,6 +166,7 @@ class Resize(Operation):
     name = "resize"
     category = "resizing"
     params = (0.75, 0.5, 0.35, 0.25, 0.15)  # scale of the intermediate image
+    continuous = "float"
 
     def __init__(self, level: int, down: str = "linear", up: str = "linear"):
         super().__init__(level)
@@ -179,9 +182,10 @@ class Jpeg(Operation):
     name = "jpeg"
     category = "compression"
     levels = (95, 80, 60, 45, 30)  # the level is the quality
+    continuous = "int"
 
     def apply(self, image, rng):
-        return jpeg_roundtrip(image, self.level)
+        return jpeg_roundtrip(image, self.param)
 
 
 @register
@@ -239,6 +243,7 @@ class GaussianBlur(Operation):
     category = "blur"
     levels = (3, 5, 7, 9, 11)  # the level is the kernel size (or sigma, see level_is)
     readings: ClassVar[tuple[str, ...]] = ("kernel", "sigma")
+    continuous = "odd"
 
     def __init__(self, level: int, level_is: str = "kernel"):
         super().__init__(level)
@@ -248,10 +253,13 @@ class GaussianBlur(Operation):
             )
         self.level_is = level_is
 
+    def param_rounding(self) -> str:
+        return "float" if self.level_is == "sigma" else "odd"
+
     def apply(self, image, rng):
         if self.level_is == "sigma":
-            return gaussian_blur(image, 0, float(self.level))
-        return gaussian_blur(image, self.level)
+            return gaussian_blur(image, 0, float(self.param))
+        return gaussian_blur(image, self.param)
 
 
 @register
@@ -266,6 +274,7 @@ class Denoise(Operation):
     category = "denoising"
     params = (3.0, 6.0, 9.0, 13.0, 18.0)  # NLM h (luma and chroma)
     modes: ClassVar[tuple[str, ...]] = ("nlm", "dncnn")
+    continuous = "float"
 
     def __init__(
         self,
@@ -280,6 +289,9 @@ class Denoise(Operation):
             raise PerturbationError(f"denoise: mode {self.mode!r} is not one of {list(self.modes)}")
         self.weights = Path(weights) if weights else default_weights_path("dncnn")
         self.device = device
+
+    def param_rounding(self) -> str | None:
+        return "float" if self.mode == "nlm" else None  # DnCNN: a whole number of passes
 
     def check_available(self) -> None:
         if self.mode == "dncnn" and not self.weights.is_file():
@@ -310,6 +322,7 @@ class Brightness(Operation):
     name = "brightness"
     category = "enhancement"
     params = (-60, -30, 30, 60, 90)  # grey-level offset; levels order the table, not severity
+    continuous = "int"
 
     def apply(self, image, rng):
         return lut(image, np.arange(256, dtype=np.float32) + self.param)
@@ -320,6 +333,7 @@ class Contrast(Operation):
     name = "contrast"
     category = "enhancement"
     params = (0.5, 0.7, 1.3, 1.6, 2.0)  # gain about the image's mean grey level
+    continuous = "float"
 
     def apply(self, image, rng):
         mean = gray_mean(image)
@@ -331,6 +345,7 @@ class Gamma(Operation):
     name = "gamma"
     category = "enhancement"
     params = (0.5, 0.7, 1.5, 2.0, 2.5)  # out = 255 * (in / 255) ** gamma
+    continuous = "float"
 
     def apply(self, image, rng):
         return lut(image, 255.0 * (np.arange(256, dtype=np.float32) / 255.0) ** self.param)
@@ -363,6 +378,7 @@ class Combination(Operation):
     category = "combination"
     parts: ClassVar[tuple[type[Operation], ...]] = ()
     orders: ClassVar[tuple[str, ...]] = ("compression_last", "as_named")
+    continuous = "float"  # each part on its own range, at the same fraction
 
     def __init__(self, level: int, order: str = "compression_last"):
         super().__init__(level)
@@ -373,6 +389,16 @@ class Combination(Operation):
         if order == "compression_last":  # a stable sort: other parts keep their order
             parts.sort(key=lambda cls: cls.category == "compression")
         self.steps = [cls(cls.levels[self.level - 1]) for cls in parts]
+        self.param = tuple(step.param for step in self.steps)
+
+    def at_fraction(self, t: float) -> Operation:
+        """Every part at the same fraction ``t`` of its own range (see the base class)."""
+        op = super().at_fraction(0.0)  # checks t's kind; the parts carry the parameters
+        if not 0.0 <= float(t) <= 1.0:
+            raise PerturbationError(f"{self.name}: fraction {t} is not in [0, 1]")
+        op.steps = [step.at_fraction(t) for step in self.steps]
+        op.param = tuple(step.param for step in op.steps)
+        return op
 
     def apply(self, image, rng):
         for step in self.steps:

@@ -9,7 +9,8 @@ A variant names what is done to every sample of a test set:
 - video operations use the same form (``vid_h264@40``, ``df_video_compression@35``) and run
   on whole clips in :mod:`fairforge.video`, not on single images;
 - ``{op}@random``: the Benchmark paper's protocol, each sample at an intensity drawn at
-  random among the operation's levels, seeded by the sample (:class:`RandomIntensity`);
+  random within the operation's range (from its mildest to its harshest tabulated level),
+  seeded by the sample (:class:`RandomIntensity`);
 - ``{op}@{level}~frame``: where the operation applies. Without a suffix (``crop``) it acts on
   the aligned face crop a detector reads; with ``~frame`` on the whole source image or video
   frame, before face detection, which then runs again on the degraded frame
@@ -148,36 +149,76 @@ def _options_for(name: str, options: Options | None) -> dict:
     return dict((options or {}).get(name, {}))
 
 
+#: How ``op@random`` draws an intensity (``variant_options: {random: {draw: ...}}``).
+RANDOM_DRAWS = ("continuous", "levels")
+
+
 class RandomIntensity:
     """The Benchmark paper's protocol: every sample is distorted by the operation at an
-    intensity drawn at random within its allowed range, here uniformly among its levels
-    (mildest to harshest; the levels are the parameters the references tabulate). The draw
-    comes from the call's ``rng``, which :func:`apply_variant` seeds by ``(sample_id,
-    variant)``: the same sample gets the same intensity in every run. ``last_level`` is the
-    level of the latest call. Image operations only (a video operation needs one setting
-    per clip)."""
+    intensity drawn at random within its allowed range.
 
-    def __init__(self, name: str, **options: Any):
+    ``draw="continuous"`` (default): the range runs from the parameter of the mildest
+    tabulated level to that of the harshest; a fraction t is drawn uniformly in [0, 1) and
+    the parameter is the point t of the way along (a parameter pair moves together, a
+    combination's parts each along their own range), rounded where the parameter is an
+    integer (a JPEG quality, a block count) or an odd kernel size
+    (:meth:`~fairforge.perturb.base.Operation.at_fraction`). An operation with no range
+    between its levels (one level, ``far``'s table of steps, weights per quality, DnCNN
+    passes) draws one of its levels. ``draw="levels"``: a level uniformly among the
+    tabulated ones, as the DeeperForensics-1.0 random-level generator draws (level 1..5).
+
+    The draw comes from the call's ``rng``, which :func:`apply_variant` seeds by
+    ``(sample_id, variant)``: the same sample gets the same intensity in every run; the
+    same ``rng`` then drives the operation's own randomness. ``last_level`` and
+    ``last_param`` describe the latest call (``last_level`` is ``None`` for a parameter
+    between levels). Image operations only (a video operation needs one setting per clip).
+    """
+
+    def __init__(self, name: str, draw: str = "continuous", **options: Any):
         cls = get_op_class(name)
         if cls.kind != "image":
             raise PerturbationError(f"{name}@{RANDOM}: random intensity is for image operations")
+        if draw not in RANDOM_DRAWS:
+            raise PerturbationError(f"{name}@{RANDOM}: draw {draw!r} is not one of {RANDOM_DRAWS}")
         self.name, self.level = name, RANDOM
         self.ops = [create_op(name, level, **options) for level in cls.levels]
+        self.draw = draw if self.ops[0].param_rounding() is not None else "levels"
         self.last_level: int | None = None
+        self.last_param: Any = None
+
+    def choose(self, rng: np.random.Generator) -> Operation:
+        """The operation at the intensity drawn from ``rng`` (the first draw of ``rng``)."""
+        if self.draw == "levels":
+            return self.ops[int(rng.integers(len(self.ops)))]
+        return self.ops[0].at_fraction(float(rng.random()))
 
     def __call__(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        op = self.ops[int(rng.integers(len(self.ops)))]
-        self.last_level = op.level
+        op = self.choose(rng)
+        self.last_level, self.last_param = op.level, op.param
         return op(image, rng)
 
     def __repr__(self) -> str:
-        return f"RandomIntensity({self.name!r}, levels={[op.level for op in self.ops]})"
+        low, high = self.ops[0].param, self.ops[-1].param
+        return f"RandomIntensity({self.name!r}, draw={self.draw!r}, range=({low!r}, {high!r}))"
+
+
+def random_draws(
+    sample_ids, variant: str, options: Options | None = None
+) -> list[tuple[int | None, Any]]:
+    """(level, parameter) that ``variant`` (``op@random``, crop or frame mode) gives each
+    sample, without an image: the draws :func:`apply_variant` makes."""
+    op = op_for_variant(variant, options)
+    if not isinstance(op, RandomIntensity):
+        raise PerturbationError(f"{variant!r} is not a random-intensity variant")
+    chosen = [op.choose(rng_for(str(s), variant)) for s in sample_ids]
+    return [(c.level, c.param) for c in chosen]
 
 
 def op_for_variant(
     variant: str, options: Options | None = None
 ) -> Operation | RandomIntensity | None:
-    """The op of a variant (``None`` for ``clean``). ``options`` maps op name -> kwargs.
+    """The op of a variant (``None`` for ``clean``). ``options`` maps op name -> kwargs;
+    its entry ``random`` (``{draw: continuous | levels}``) tells ``op@random`` how to draw.
 
     Raises for a malformed variant, an unknown op or level, and
     :class:`~fairforge.perturb.base.OperationUnavailable` for missing weights.
@@ -186,7 +227,8 @@ def op_for_variant(
         return None
     name, level = parse_variant(variant)
     if level == RANDOM:
-        return RandomIntensity(name, **_options_for(name, options))
+        draw = dict((options or {}).get(RANDOM, {})).get("draw", RANDOM_DRAWS[0])
+        return RandomIntensity(name, draw, **_options_for(name, options))
     return create_op(name, level, **_options_for(name, options))
 
 

@@ -15,7 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import LABEL_COLUMNS, LISTING_COLUMNS, SOURCE_COLUMNS, VIDEO_FRAME_COLUMNS
+from fairforge.columns import (
+    LABEL_COLUMNS,
+    LISTING_COLUMNS,
+    SOURCE_COLUMNS,
+    VIDEO_FRAME_COLUMNS,
+    VIDEO_SOURCE_COLUMNS,
+)
 from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, decode_image, read_file
 from fairforge.sources.base import (
     REAL_METHOD,
@@ -178,7 +184,7 @@ def list_sources(
     df["split"] = rows
     df["ok"] = labelled
     df["reason"] = reasons
-    for column in VIDEO_FRAME_COLUMNS:
+    for column in VIDEO_SOURCE_COLUMNS:
         if column in listing.columns:
             df[column] = listing[column].to_numpy()
     # Whatever the split's form, no identity is in two splits (the error names them).
@@ -236,7 +242,7 @@ def inspect_sources(
     df["reason"] = [
         lr if not lok else fr for lok, lr, fr in zip(labelled, listing["reason"], file_reason)
     ]
-    video = [c for c in VIDEO_FRAME_COLUMNS if c in listing.columns]
+    video = [c for c in VIDEO_SOURCE_COLUMNS if c in listing.columns]
     labels = [c for c in LABEL_COLUMNS if c in listing.columns]
     return df.reset_index(drop=True)[list(SOURCE_COLUMNS) + video + labels]
 

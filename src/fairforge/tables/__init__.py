@@ -54,7 +54,12 @@ from fairforge.tables.forgeries import (
 )
 from fairforge.tables.methods import cross_manipulation_table, per_method_table
 from fairforge.tables.predictions import evaluation_rows, table_from_files
-from fairforge.tables.robustness import random_intensity_table, robustness_table
+from fairforge.tables.robustness import (
+    random_draw_summary,
+    random_intensity_draws,
+    random_intensity_table,
+    robustness_table,
+)
 from fairforge.tables.variants import (
     GRAYSCALE,
     describe_variant,
@@ -95,6 +100,8 @@ __all__ = [
     "per_method_table",
     "pvalue_table",
     "rate_cells",
+    "random_draw_summary",
+    "random_intensity_draws",
     "random_intensity_table",
     "robustness_table",
     "sdaug_twins",

@@ -3,13 +3,19 @@ variants (the overall robustness score) and per operation category."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from fairforge.perturb import CLEAN
-from fairforge.tables.variants import RANDOM_CATEGORY, order_rows, with_variant_info
+from fairforge.perturb import CLEAN, op_for_variant, random_draws
+from fairforge.tables.variants import (
+    RANDOM_CATEGORY,
+    describe_variant,
+    order_rows,
+    with_variant_info,
+)
 
 
 def robustness_table(detection: pd.DataFrame, metric: str = "AUC") -> pd.DataFrame:
@@ -88,15 +94,108 @@ def robustness_table(detection: pd.DataFrame, metric: str = "AUC") -> pd.DataFra
     return table[columns]
 
 
+DRAW_COLUMNS = ["sample_id", "variant", "operation", "draw", "level", "param"]
+DRAW_SUMMARY_COLUMNS = [
+    "dataset",
+    "operation",
+    "draw",
+    "param_mildest",
+    "param_harshest",
+    "n_drawn",
+    "drawn_min",
+    "drawn_mean",
+    "drawn_max",
+]
+
+
+def _text(value) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_text(v) for v in value) + ")"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def random_intensity_draws(
+    sample_ids, variants, options: Mapping[str, Mapping] | None = None
+) -> pd.DataFrame:
+    """The intensity every sample gets under each ``op@random`` variant: sample_id, variant,
+    operation (as the tables name it), draw (``continuous`` or ``levels``), level (the
+    tabulated level drawn, empty for a parameter between levels) and param (the
+    operation's parameter; a pair or a combination's parts written as a tuple).
+
+    ``options`` maps a variant to its variant options (:func:`fairforge.workflow.
+    variant_options`). The draws are the ones :func:`fairforge.perturb.apply_variant` makes,
+    seeded by (sample_id, variant).
+    """
+    ids = [str(s) for s in sample_ids]
+    parts = []
+    for variant in variants:
+        opts = (options or {}).get(variant)
+        drawn = random_draws(ids, variant, opts)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "sample_id": ids,
+                    "variant": variant,
+                    "operation": describe_variant(variant)["operation"],
+                    "draw": op_for_variant(variant, opts).draw,
+                    "level": pd.array([lv for lv, _ in drawn], dtype="Int64"),
+                    "param": [_text(p) for _, p in drawn],
+                    "_value": [p for _, p in drawn],
+                }
+            )
+        )
+    if not parts:
+        return pd.DataFrame(columns=DRAW_COLUMNS)
+    return pd.concat(parts, ignore_index=True)
+
+
+def random_draw_summary(
+    draws: pd.DataFrame, dataset: str, options: Mapping[str, Mapping] | None = None
+) -> pd.DataFrame:
+    """Per ``op@random`` variant of ``draws`` (:func:`random_intensity_draws`): the
+    parameters of the mildest and the harshest level (the range drawn from), the number of
+    samples and the smallest, mean and largest parameter drawn (per component for a pair or
+    a combination). ``draws`` may be read back from its csv (``param`` as text)."""
+    rows = []
+    for variant, part in draws.groupby("variant", sort=True):
+        op = op_for_variant(variant, (options or {}).get(variant))
+        if "_value" in part:
+            values = list(part["_value"])
+        else:
+            values = [ast.literal_eval(str(p)) for p in part["param"]]
+        arr = np.asarray(values, dtype=np.float64)
+        stats = [arr.min(axis=0), arr.mean(axis=0), arr.max(axis=0)]
+        stats = [tuple(s.tolist()) if np.ndim(s) else float(s) for s in stats]
+        rows.append(
+            {
+                "dataset": dataset,
+                "operation": part["operation"].iloc[0],
+                "draw": part["draw"].iloc[0],
+                "param_mildest": _text(op.ops[0].param),
+                "param_harshest": _text(op.ops[-1].param),
+                "n_drawn": len(part),
+                "drawn_min": _text(stats[0]),
+                "drawn_mean": _text(stats[1]),
+                "drawn_max": _text(stats[2]),
+            }
+        )
+    return pd.DataFrame(rows, columns=DRAW_SUMMARY_COLUMNS)
+
+
 def random_intensity_table(
-    robustness: pd.DataFrame, detectors: Mapping[str, Mapping], metric: str = "AUC"
+    robustness: pd.DataFrame,
+    detectors: Mapping[str, Mapping],
+    metric: str = "AUC",
+    draws: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The Benchmark paper's protocol: ``metric`` per perturbation type, each sample at a
     random intensity (the ``op@random`` variants of :func:`robustness_table`), beside
     ``clean``; then, per architecture, the mean over the detectors trained on different
     datasets (``train_dataset = "(mean)"``, ``n_train_datasets``) when there are several.
 
-    ``detectors`` maps a detector to its ``arch`` and ``train_dataset``.
+    ``detectors`` maps a detector to its ``arch`` and ``train_dataset``. ``draws``
+    (:func:`random_draw_summary` rows of every dataset) adds the intensities drawn: the
+    range and the smallest, mean and largest parameter the samples got.
     """
     rows = robustness.loc[
         (robustness["scope"] == "variant") & (robustness["category"] == RANDOM_CATEGORY)
@@ -128,4 +227,8 @@ def random_intensity_table(
         table = pd.concat([table, mean], ignore_index=True)
     columns = ["dataset", "arch", "detector", "train_dataset", "n_train_datasets", "operation"]
     columns += [metric, f"clean_{metric}"]
-    return table[columns].sort_values(columns[:4], kind="stable").reset_index(drop=True)
+    table = table[columns].sort_values(columns[:4], kind="stable").reset_index(drop=True)
+    if draws is None:
+        return table
+    drawn = draws[[c for c in DRAW_SUMMARY_COLUMNS if c in draws.columns]]
+    return table.merge(drawn, on=["dataset", "operation"], how="left")

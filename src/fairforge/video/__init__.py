@@ -13,7 +13,8 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 - :mod:`.compressed`: ``compressed_copies``, the training crops of a dataset with
   ``train_compression`` (JPEG or H.264 copies).
 - :mod:`.frame_variants`: ``frame_variant_samples``: frame-mode variants (``jpeg@30~frame``)
-  degrade the whole frame and rerun face detection; ``detection_under_perturbation``.
+  degrade the whole frame and rerun face detection; video operations on a dataset of videos
+  encode the original video (``degrade_source_video``); ``detection_under_perturbation``.
 """
 
 from fairforge.video.clips import render_clip, synthetic_videos
@@ -33,10 +34,15 @@ from fairforge.video.ffmpeg import (
     write_video,
 )
 from fairforge.video.frame_variants import (
+    degrade_source_video,
     detection_under_perturbation,
     detection_under_perturbation_figure,
+    frame_sources,
     frame_variant_samples,
+    has_source_videos,
     paste_back,
+    source_video_frames,
+    video_variant_rows,
 )
 from fairforge.video.frames import (
     extract_frames,
@@ -57,6 +63,7 @@ from fairforge.video.pairs import has_videos, video_pairs
 from fairforge.video.variants import (
     clip_keys,
     degrade_clip,
+    degraded_clip_file,
     loading_variant,
     predict_samples_path,
     shard_clip_samples,
@@ -74,6 +81,8 @@ __all__ = [
     "clip_keys",
     "compressed_copies",
     "degrade_clip",
+    "degrade_source_video",
+    "degraded_clip_file",
     "detection_under_perturbation",
     "detection_under_perturbation_figure",
     "evenly_spaced",
@@ -82,7 +91,9 @@ __all__ = [
     "ffmpeg_exe",
     "frame_image_id",
     "frame_listing",
+    "frame_sources",
     "frame_variant_samples",
+    "has_source_videos",
     "has_videos",
     "is_video_variant",
     "loading_variant",
@@ -94,10 +105,12 @@ __all__ = [
     "read_video",
     "render_clip",
     "shard_clip_samples",
+    "source_video_frames",
     "synthetic_videos",
     "video_op_for",
     "video_pairs",
     "video_variant_pattern",
+    "video_variant_rows",
     "video_variant_samples",
     "with_video_columns",
     "write_video",

@@ -113,13 +113,14 @@ def labelled_video_listing(
         if not frames or not rec["ok"]:
             reason = rec["reason"] or f"no frames in {rec['path']}"
             row = listing_row(video_id, rec["path"], subject, rec["attributes"], False, reason)
-            rows.append({**row, "video_id": video_id, "frame_index": -1})
+            rows.append({**row, "video_id": video_id, "frame_index": -1, "video_path": rec["path"]})
             continue
         for i in even_positions(len(frames), frames_per_video):
             row = listing_row(
                 frame_image_id(video_id, i), frames[i].as_posix(), subject, rec["attributes"]
             )
-            rows.append({**row, "video_id": video_id, "frame_index": i})
+            # the folder is the video: its frames in order, frame_index counting them
+            rows.append({**row, "video_id": video_id, "frame_index": i, "video_path": rec["path"]})
     if rows:
         parts.append(pd.DataFrame(rows, columns=list(VIDEO_LISTING_COLUMNS)))
     listing = pd.concat(parts, ignore_index=True) if parts else None

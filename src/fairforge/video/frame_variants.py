@@ -10,10 +10,23 @@ a deployed detector's pipeline would see it:
   the clean frame's alignment is found again (the faces stage's detector and settings, so
   the same matrix), the fake crop is warped back by its inverse, and blended through the
   forgery's mask (the whole crop square where a method writes no mask);
-- an image operation runs on that frame, seeded by ``rng_for(sample_id, variant)``; a video
-  operation runs on the clip of the (video, method)'s frames in frame order (a one-frame clip
-  for a still image), through ffmpeg and back (:func:`fairforge.video.variants.degrade_clip`).
-  The clip is made of the sampled source frames, not of every frame of the original video.
+- an image operation runs on that frame, seeded by ``rng_for(sample_id, variant)``;
+- a video operation runs on the original video, before frame extraction, as a real pipeline
+  compresses or rescales a clip: every frame of the sample's source video (the file its
+  frames were decoded from, or the folder of frames a dataset ships; sources' ``video_path``)
+  is decoded, the fakes generated on crops are pasted into their frames, the whole clip is
+  kept losslessly at the video's frame rate and encoded by the operation
+  (:func:`fairforge.video.variants.degraded_clip_file`); the frames at the clean frames'
+  indices are then decoded from the result. A frame the codec lost (the degraded video is
+  shorter) is a row with ``ok=False`` and the reason. Real and fake clips take the same
+  path, so the operation is the only difference between a clean and a degraded frame.
+  A still image, or a video dataset whose sources lack ``video_path`` (built before it
+  existed), is degraded as the clip of its sampled frames in frame order (one frame for a
+  still image; :func:`fairforge.video.variants.degrade_clip`).
+
+For a dataset of videos, crop-mode video variants (``vid_h264@40``) run here as well: the
+operation acts on the original video and detection and alignment run on the degraded
+frames, which is the same pipeline as ``vid_h264@40~frame``.
 
 Then the faces stage's :func:`~fairforge.faces.detect_and_align` runs on the degraded frame.
 A sample whose face is no longer found keeps its row with ``ok=False`` and the reason
@@ -34,6 +47,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from fairforge.columns import VIDEO_FILE_COLUMN
 from fairforge.faces import detect_and_align, detection_rate_by_group
 from fairforge.images import (
     DEFAULT_LIMITS,
@@ -44,17 +58,26 @@ from fairforge.images import (
     read_mask,
     write_image,
 )
+from fairforge.manifest import columns_in, read_ids
 from fairforge.perturb.base import PerturbationError
 from fairforge.perturb.variants import (
     apply_variant,
     at_crop,
     is_frame_variant,
     is_video_op,
+    is_video_variant,
     op_for_variant,
 )
 from fairforge.sources.adapters import image_root
-from fairforge.video.ffmpeg import VideoError
-from fairforge.video.variants import clip_keys, degrade_clip
+from fairforge.sources.base import iter_images
+from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, probe_video, read_video
+from fairforge.video.ops import video_op_for
+from fairforge.video.variants import (
+    clip_keys,
+    degrade_clip,
+    degraded_clip_file,
+    video_variant_samples,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +116,11 @@ class _Frames:
     """Source frames and their clean alignments, each computed once per job."""
 
     def __init__(self, sources: pd.DataFrame, root, limits: ImageLimits, faces: Mapping):
-        self.paths = sources.set_index("image_id")["path"].astype(str).to_dict()
+        indexed = sources.set_index("image_id")
+        self.paths = indexed["path"].astype(str).to_dict()
+        self.videos = (
+            indexed[VIDEO_FILE_COLUMN].to_dict() if VIDEO_FILE_COLUMN in indexed.columns else {}
+        )
         self.base = image_root(root)
         self.limits = limits
         self.faces = faces
@@ -106,6 +133,14 @@ class _Frames:
                 raise FrameError(f"source image {image_id!r} is not in the sources")
             self._images[image_id] = load_image(self.base / self.paths[image_id], self.limits)
         return self._images[image_id]
+
+    def video(self, image_id: str) -> Path | None:
+        """The source video (a file, or a folder of frames) of a frame; None if unknown."""
+        raw = self.videos.get(image_id)
+        if not isinstance(raw, str) or raw == "":
+            return None
+        path = Path(raw)
+        return path if path.is_absolute() else self.base / path
 
     def matrix(self, image_id: str) -> np.ndarray:
         if image_id not in self._matrices:
@@ -131,6 +166,69 @@ def _present(value) -> bool:
     return isinstance(value, str) and value != ""
 
 
+def source_video_frames(
+    path: Path, limits: ImageLimits = DEFAULT_LIMITS
+) -> tuple[np.ndarray, float]:
+    """Every frame of a source video (a file, or a folder of frames in name order) and its
+    frame rate (the default rate for a folder, or where the file states none)."""
+    if path.is_dir():
+        images = [load_image(p, limits) for p in iter_images(path)]
+        if not images:
+            raise VideoError(f"no frames in {path}")
+        shapes = {im.shape for im in images}
+        if len(shapes) != 1:
+            raise ImageError(f"frames of {path.name} differ in size: {sorted(shapes)[:3]}")
+        return np.stack(images), float(DEFAULT_FPS)
+    fps = probe_video(path, decode=False).fps
+    return read_video(path), (fps if fps > 0 else float(DEFAULT_FPS))
+
+
+def read_frames_at(path: Path, indices: list[int]) -> tuple[dict[int, np.ndarray], int | None]:
+    """Frames ``indices`` of ``path`` (index -> frame) and, when some are past its end, the
+    number of frames it has."""
+    wanted = sorted(set(indices))
+    try:
+        return dict(zip(wanted, read_video(path, wanted))), None
+    except VideoError:
+        n = probe_video(path, decode=True).n_frames
+        kept = [i for i in wanted if i < n]
+        return (dict(zip(kept, read_video(path, kept))) if kept else {}), n
+
+
+def degrade_source_video(
+    recs: list[Mapping], store: _Frames, results_root: Path, variant: str, cache: Path
+) -> list[np.ndarray | str]:
+    """The frames of one clip's samples after the video operation of ``variant`` acted on
+    their source video (module docstring): per sample its degraded frame, or the reason it
+    has none (a frame the codec lost)."""
+    videos = {store.video(str(r["image_id"])) for r in recs}
+    if len(videos) != 1 or None in videos:
+        raise FrameError(f"the frames of one clip come from {len(videos)} source videos")
+    video = videos.pop()
+    indices = [int(r["frame_index"]) for r in recs]
+    frames, fps = source_video_frames(video, store.limits)
+    inside = [0 <= i < len(frames) for i in indices]
+    for rec, index, ok in zip(recs, indices, inside):
+        if ok and rec.get("origin") == "generated":
+            frames[index] = store.of(rec, results_root)
+    op_variant = at_crop(variant)
+    wanted = [i for i, ok in zip(indices, inside) if ok]
+    clip = degraded_clip_file(frames, op_variant, cache, fps=fps)
+    degraded, n = read_frames_at(clip, wanted) if wanted else ({}, None)
+    height, width = frames.shape[1:3]
+    keeps = video_op_for(op_variant).keeps_size
+    out: list[np.ndarray | str] = []
+    for index, ok in zip(indices, inside):
+        if not ok:
+            out.append(f"frame {index} is not in {video.name} ({len(frames)} frames)")
+        elif index not in degraded:
+            out.append(f"frame {index} lost by the codec (the degraded video has {n} frames)")
+        else:
+            frame = degraded[index]
+            out.append(np.ascontiguousarray(frame[:height, :width] if keeps else frame))
+    return out
+
+
 def _degrade(frames: list[np.ndarray], part: pd.DataFrame, variant: str, options, cache):
     if is_video_op(variant):
         shapes = {f.shape for f in frames}
@@ -139,6 +237,26 @@ def _degrade(frames: list[np.ndarray], part: pd.DataFrame, variant: str, options
         return list(degrade_clip(np.stack(frames), at_crop(variant), cache))
     ids = part["sample_id"].astype(str)
     return [apply_variant(f, variant, s, options) for f, s in zip(frames, ids)]
+
+
+def _has_source_video(recs: list[Mapping], store: _Frames) -> bool:
+    """Whether a clip's frames were decoded from a video the sources name (and carry their
+    index in it)."""
+    return all(
+        store.video(str(r["image_id"])) is not None
+        and pd.notna(r.get("frame_index"))
+        and int(r["frame_index"]) >= 0
+        for r in recs
+    )
+
+
+def has_source_videos(sources: pd.DataFrame) -> bool:
+    """True when ``sources`` name the videos their frames were decoded from: video
+    operations then act on those (:func:`frame_variant_samples`)."""
+    if VIDEO_FILE_COLUMN not in sources.columns:
+        return False
+    paths = sources[VIDEO_FILE_COLUMN]
+    return bool((paths.notna() & (paths.astype(str) != "")).any())
 
 
 def _order(part: pd.DataFrame) -> pd.DataFrame:
@@ -164,14 +282,17 @@ def frame_variant_samples(
     """The samples manifest of a frame variant: every sample's crop, aligned again on its
     degraded frame (``out_dir/{sample_id}.png``, paths relative to ``results_root``).
 
-    ``sources`` holds (at least) the samples' source rows (image_id, path), their paths
-    relative to the dataset ``root``; ``faces`` the faces stage's settings
-    (:data:`FACE_OPTIONS`). Same columns and sample_ids as ``samples`` (of ``splits``),
-    plus ``ok``, ``reason`` and ``n_faces``. A clip whose video operation fails keeps its
-    rows with ``ok=False``.
+    ``sources`` holds (at least) the samples' source rows (image_id, path, and
+    ``video_path`` for a video dataset), their paths relative to the dataset ``root``;
+    ``faces`` the faces stage's settings (:data:`FACE_OPTIONS`). Same columns and
+    sample_ids as ``samples`` (of ``splits``), plus ``ok``, ``reason`` and ``n_faces``. A
+    clip whose video operation fails keeps its rows with ``ok=False``. ``variant`` may also
+    be a crop-mode video variant: on a dataset of videos it runs the same way.
     """
-    if not is_frame_variant(variant):
-        raise PerturbationError(f"{variant!r} is not a frame variant (op@level~frame)")
+    if not (is_frame_variant(variant) or is_video_variant(variant)):
+        raise PerturbationError(
+            f"{variant!r} is not a frame variant (op@level~frame) or a video variant"
+        )
     op_for_variant(variant, variant_options)  # unknown op, bad level, missing weights: now
     faces = {k: v for k, v in dict(faces or {}).items() if k in FACE_OPTIONS}
     results_root, out_dir = Path(results_root), Path(out_dir)
@@ -185,14 +306,19 @@ def frame_variant_samples(
         part = _order(frame.loc[index])
         recs = part.to_dict("records")
         try:
-            degraded = _degrade(
-                [store.of(r, results_root) for r in recs], part, variant, variant_options, cache
-            )
+            if is_video_op(variant) and _has_source_video(recs, store):
+                degraded = degrade_source_video(recs, store, results_root, variant, cache)
+            else:
+                frames = [store.of(r, results_root) for r in recs]
+                degraded = _degrade(frames, part, variant, variant_options, cache)
         except (FrameError, ImageError, VideoError) as err:
             log.warning("%s: %s", variant, err)
             rows += [{**r, "ok": False, "reason": f"{variant}: {err}", "n_faces": 0} for r in recs]
             continue
         for rec, image in zip(recs, degraded):
+            if isinstance(image, str):
+                rows.append({**rec, "ok": False, "reason": f"{variant}: {image}", "n_faces": 0})
+                continue
             found = detect_and_align(image, **faces)
             if not found.ok:
                 reason = f"face detection under {variant}: {found.reason}"
@@ -208,6 +334,42 @@ def frame_variant_samples(
     result["ok"] = result["ok"].astype(bool)
     result["n_faces"] = result["n_faces"].astype(np.int64)
     return result.sort_values("sample_id", kind="stable").reset_index(drop=True)
+
+
+def frame_sources(sources_path: str | Path, image_ids: Sequence[str]) -> pd.DataFrame:
+    """The source rows a frame or video variant needs of ``image_ids``: image_id, path and,
+    for a video dataset, ``video_path``."""
+    columns = ["image_id", "path", *columns_in(sources_path, [VIDEO_FILE_COLUMN])]
+    return read_ids(sources_path, image_ids, columns)
+
+
+def video_variant_rows(
+    samples: pd.DataFrame,
+    sources: pd.DataFrame,
+    variant: str,
+    *,
+    root: str | Path,
+    results_root: str | Path,
+    out_dir: str | Path,
+    faces: Mapping | None = None,
+    limits: ImageLimits = DEFAULT_LIMITS,
+    splits: Sequence[str] | None = None,
+    cache_dir: str | Path | None = None,
+    workers: int = 1,
+) -> pd.DataFrame:
+    """The samples manifest of a crop-mode video variant: on a dataset of videos (sources
+    naming their videos) the operation encodes the original videos and faces are found
+    again (:func:`frame_variant_samples`); otherwise the clips of face crops are degraded
+    (:func:`~fairforge.video.variants.video_variant_samples`)."""
+    if has_source_videos(sources):
+        return frame_variant_samples(
+            samples, sources, variant, root=root, results_root=results_root,
+            out_dir=out_dir, faces=faces, limits=limits, splits=splits, cache_dir=cache_dir,
+        )  # fmt: skip
+    return video_variant_samples(
+        samples, variant, results_root=results_root, out_dir=out_dir, cache_dir=cache_dir,
+        splits=splits, workers=workers,
+    )  # fmt: skip
 
 
 def detection_under_perturbation(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -272,6 +434,11 @@ __all__ = [
     "FACE_OPTIONS",
     "FrameError",
     "detection_under_perturbation",
+    "degrade_source_video",
+    "frame_sources",
     "frame_variant_samples",
+    "has_source_videos",
     "paste_back",
+    "source_video_frames",
+    "video_variant_rows",
 ]

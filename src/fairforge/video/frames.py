@@ -2,8 +2,9 @@
 
 Each video gives ``n`` evenly spaced frames (default 32, first and last included), written
 as PNGs ``{root}/frames/{video_id}/{video_id}_f{index:04d}.png``. The adapters below
-return the usual listing (image_id, path, subject_id, attributes, ok, reason) with two more
-columns, ``video_id`` and ``frame_index``; :func:`fairforge.sources.build_sources` then
+return the usual listing (image_id, path, subject_id, attributes, ok, reason) with three more
+columns, ``video_id``, ``frame_index`` and ``video_path`` (the file the frames came from,
+relative to the root where it lies under it: video operations re-encode it); :func:`fairforge.sources.build_sources` then
 forms groups, splits by subject (all frames of a subject, hence of a video, share a split)
 and hashes every frame. A video that cannot be decoded stays as one row with
 ``image_id = video_id``, ``frame_index = -1``, ``ok=False`` and the reason.
@@ -113,6 +114,7 @@ def frame_listing(
         video_path = Path(rec["path"])
         full = video_path if video_path.is_absolute() else root / video_path
         video_id, subject = str(rec["video_id"]), str(rec["subject_id"])
+        source = _relative(full, root)
         failed = None
         if not rec.get("ok", True):
             failed = str(rec.get("reason", "")) or "unusable video"
@@ -122,10 +124,8 @@ def frame_listing(
             except VideoError as err:
                 failed = f"video: {err}"
         if failed is not None:
-            row = listing_row(
-                video_id, _relative(full, root), subject, rec["attributes"], ok=False, reason=failed
-            )
-            return [{**row, "video_id": video_id, "frame_index": -1}]
+            row = listing_row(video_id, source, subject, rec["attributes"], ok=False, reason=failed)
+            return [{**row, "video_id": video_id, "frame_index": -1, "video_path": source}]
         return [
             {
                 **listing_row(
@@ -133,6 +133,7 @@ def frame_listing(
                 ),
                 "video_id": video_id,
                 "frame_index": int(f.frame_index),
+                "video_path": source,
             }
             for f in frames.itertuples(index=False)
         ]

@@ -100,6 +100,21 @@ def frames_digest(frames: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def degraded_clip_file(
+    frames: np.ndarray, variant: str, cache_dir: str | Path, *, fps: float = DEFAULT_FPS
+) -> Path:
+    """The file of frames (T, H, W, 3) through a video variant: the clean clip is written
+    as lossless FFV1 at ``fps``, then the operation encodes it; both are cached under
+    ``cache_dir`` by content (the frames, their rate, the operation)."""
+    video_op_for(variant)
+    cache_dir = Path(cache_dir)
+    name = frames_digest(frames) if fps == DEFAULT_FPS else f"{frames_digest(frames)}_{fps:g}"
+    clean = cache_dir / "clean" / f"{name}{LOSSLESS_SUFFIX}"
+    if not clean.is_file():
+        write_video(clean, frames, fps=fps, codec="lossless")
+    return cached_video_op(clean, cache_dir, variant)
+
+
 def degrade_clip(
     frames: np.ndarray, variant: str, cache_dir: str | Path, *, fps: float = DEFAULT_FPS
 ) -> np.ndarray:
@@ -110,11 +125,7 @@ def degrade_clip(
     ops return their own size. Raises VideoError when the frame count changes.
     """
     op = video_op_for(variant)
-    cache_dir = Path(cache_dir)
-    clean = cache_dir / "clean" / f"{frames_digest(frames)}{LOSSLESS_SUFFIX}"
-    if not clean.is_file():
-        write_video(clean, frames, fps=fps, codec="lossless")
-    decoded = read_video(cached_video_op(clean, cache_dir, variant))
+    decoded = read_video(degraded_clip_file(frames, variant, cache_dir, fps=fps))
     if len(decoded) != len(frames):
         raise VideoError(f"{variant} turned {len(frames)} frames into {len(decoded)}")
     if op.keeps_size:
