@@ -34,3 +34,25 @@ def tiny_run(repo_root, tmp_path_factory) -> Path:
     shutil.copy(repo_root / "tests" / "data" / "tiny_config.yaml", workdir / "config.yaml")
     snakemake(repo_root, workdir, "--cores", "2", "all")
     return workdir
+
+
+# The longest files, started first so that no worker is left with one of them at the end.
+LONGEST_FIRST = ("test_workflow.py", "test_slurm.py")
+
+
+def pytest_collection_modifyitems(items):
+    """Files that run Snakemake for real go first (pytest-xdist hands out whole files in
+    this order); the unit tests fill in around them. A file's tests stay together, so its
+    module-scoped runs are made once."""
+
+    def rank(item) -> tuple[int, int]:
+        name = item.path.name
+        if name in LONGEST_FIRST:
+            return (0, LONGEST_FIRST.index(name))
+        runs = item.get_closest_marker("workflow") or item.get_closest_marker("slurm")
+        return (1, 0) if runs else (2, 0)
+
+    first: dict = {}
+    for item in items:
+        first[item.path] = min(first.get(item.path, (3, 0)), rank(item))
+    items.sort(key=lambda item: first[item.path])  # stable: collection order within a file
