@@ -2,7 +2,7 @@ from fairforge.detector_kinds import predict
 from fairforge.inference import empty_predictions, variant_unavailable
 from fairforge.manifest import read_ids, write_manifest
 from fairforge.samples import share_of
-from fairforge.sharding import shard_image_ids
+from fairforge.sharding import prediction_shard_ids
 from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
@@ -12,7 +12,7 @@ with logged(snakemake.log[0]):
         print(f"variant {wc.variant} unavailable: {reason}")
         preds = empty_predictions()
     else:
-        ids = shard_image_ids(i.sources, wc.shard, p.inference["shard_size"])
+        ids = prediction_shard_ids(i.sources, wc.shard, p.inference["shard_size"])
         samples = read_ids(i.samples, ids, contract="samples")
         samples = share_of(samples, wc.method)  # a video variant's crops hold every share
         run = dict(device=p.device, threads=snakemake.threads, variant_options=p.variant_options)

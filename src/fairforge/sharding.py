@@ -3,6 +3,9 @@ source images each.
 
 Manifests a shard job reads are sorted by ``image_id`` and written with one row group per
 shard, so shard ``i`` is rows ``[i * shard_size, (i + 1) * shard_size)`` and is read alone.
+
+Prediction shards keep videos whole (:func:`prediction_shard_ids`): a video's frames are all
+scored in one job, so a video detector gives every video exactly one score.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from fairforge.manifest import read_rows
+from fairforge.manifest import columns_in, read_manifest, read_rows
 
 
 def shard_ids(n_items: int, shard_size: int) -> list[str]:
@@ -38,3 +42,36 @@ def read_shard(
 def shard_image_ids(path: str | Path, shard: str, shard_size: int) -> list[str]:
     """The image ids of shard ``shard`` of the sources manifest at ``path``."""
     return read_shard(path, shard, shard_size, columns=["image_id"])["image_id"].tolist()
+
+
+def video_shards(video_ids, shard_size: int) -> np.ndarray:
+    """The shard of each row of a manifest sorted by ``image_id`` when videos stay whole:
+    every frame of a video goes to the shard of the video's first row, and a row without a
+    video (``None``, NaN or ``""``: an image) is a unit of its own, so a manifest without
+    videos is cut exactly as :func:`shard_slice` cuts it. A shard then holds up to one
+    video's frames more than ``shard_size``, and a shard whose rows all belong to a video
+    begun before it is empty."""
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be at least 1, got {shard_size}")
+    videos = pd.Series(video_ids, dtype=object)
+    position = np.arange(len(videos))
+    has_video = videos.notna().to_numpy() & (videos.astype(str) != "").to_numpy()
+    first = position.copy()
+    if has_video.any():
+        codes, _ = pd.factorize(videos[has_video], sort=False)
+        starts = np.full(codes.max() + 1, len(videos))
+        np.minimum.at(starts, codes, position[has_video])
+        first[has_video] = starts[codes]
+    return first // shard_size
+
+
+def prediction_shard_ids(path: str | Path, shard: str, shard_size: int) -> list[str]:
+    """The image ids of prediction shard ``shard`` of the sources manifest at ``path``,
+    videos kept whole (:func:`video_shards`). A manifest without ``video_id`` is read as
+    :func:`shard_image_ids` reads it (its shard alone); one with videos reads two columns,
+    ``image_id`` and ``video_id``, of every row, whose order alone places the videos."""
+    if not columns_in(path, ["video_id"]):
+        return shard_image_ids(path, shard, shard_size)
+    frame = read_manifest(path, columns=["image_id", "video_id"])
+    keep = video_shards(frame["video_id"].to_numpy(object), shard_size) == int(shard)
+    return frame.loc[keep, "image_id"].tolist()
