@@ -18,6 +18,7 @@ with logged(snakemake.log[0]):
         run = dict(device=p.device, threads=snakemake.threads, variant_options=p.variant_options)
         run["memory_mb"] = snakemake.resources.mem_mb
         run.update({k: p.inference[k] for k in ("splits", "batch_size", "num_workers")})
+        run.update(p.scoring)
         preds = predict(i.model, samples, p.results, wc.detector, variant=wc.variant, **run)
     write_manifest(preds, snakemake.output[0], contract="predictions")
     print(f"{len(preds)} predictions")

@@ -1,4 +1,5 @@
-"""Scoring videos: prediction shards keep a video whole."""
+"""Scoring videos: prediction shards keep a video whole, and a test protocol scores the
+``frames_test`` frames it picks of each video."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairforge.detector_kinds import predict
+from fairforge.cli import main
+from fairforge.config import ConfigError, validate_config
+from fairforge.data import frames_to_score
+from fairforge.detector_kinds import frame_pick, predict
 from fairforge.detectors import create_detector
 from fairforge.images import write_image
-from fairforge.manifest import write_manifest
+from fairforge.manifest import read_manifest, write_manifest
 from fairforge.sharding import (
     prediction_shard_ids,
     shard_ids,
@@ -17,6 +21,7 @@ from fairforge.sharding import (
     video_shards,
 )
 from fairforge.training import TrainConfig, save_checkpoint
+from fairforge.workflow import scoring_settings
 
 # ------------------------------------------------------------------ the shard planner
 
@@ -78,6 +83,9 @@ def test_prediction_shards_of_images_are_the_row_shards(tmp_path):
         assert prediction_shard_ids(path, shard, 4) == shard_image_ids(path, shard, 4)
 
 
+# ------------------------------------------------------------- frames a test protocol picks
+
+
 def _videos(lengths, methods=None) -> pd.DataFrame:
     rows = []
     for v, n in enumerate(lengths):
@@ -100,6 +108,53 @@ def _videos(lengths, methods=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_frames_are_picked_spaced_or_first_per_video():
+    frame = _videos([9, 2, 5], ["real", "real", "faceswap"])
+
+    def picked(pick, frames):
+        kept = frames_to_score(frame, frames, pick)
+        return {v: sorted(g["frame_index"]) for v, g in kept.groupby("video_id")}
+
+    assert picked("spaced", 3) == {"v0": [0, 40, 80], "v1": [0, 10], "v2": [0, 20, 40]}
+    assert picked("first", 3) == {"v0": [0, 10, 20], "v1": [0, 10], "v2": [0, 10, 20]}
+    assert frames_to_score(frame, None, "spaced") is frame
+    kept = frames_to_score(frame, 3, "spaced")
+    assert kept.index.is_monotonic_increasing  # rows keep their order
+    # a real video and its fake (same video_id, another method) are two videos
+    fake = _videos([4], ["faceswap"])
+    both = pd.concat([_videos([4]), fake], ignore_index=True)
+    assert len(frames_to_score(both, 2, "first")) == 4
+    # an image dataset: every image is a video of one frame
+    images = frame.drop(columns=["video_id", "frame_index"])
+    assert len(frames_to_score(images, 1, "spaced")) == len(images)
+    with pytest.raises(ValueError, match="picked"):
+        frames_to_score(frame, 3, "random")
+    with pytest.raises(ValueError, match="at least 1"):
+        frames_to_score(frame, 0, "first")
+
+
+def test_a_video_detector_takes_a_clip_the_others_spaced_frames():
+    assert frame_pick("conv_lstm") == "first" and frame_pick("meso4") == "spaced"
+    assert frame_pick("conv_lstm", "spaced") == "spaced"
+
+
+def test_prediction_jobs_get_the_recipes_frames_test_and_the_detectors_pick():
+    config = validate_config(
+        {
+            "detectors": {
+                "dfb": {"arch": "meso4"},
+                "pf": {"arch": "meso4", "recipe": "patch_forensics"},
+                "lstm": {"arch": "conv_lstm", "frames_test": 8, "frames_test_pick": "spaced"},
+            }
+        }
+    )
+    assert scoring_settings(config, "dfb") == {"frames_test": 32, "frames_test_pick": None}
+    assert scoring_settings(config, "pf") == {"frames_test": None, "frames_test_pick": None}
+    assert scoring_settings(config, "lstm") == {"frames_test": 8, "frames_test_pick": "spaced"}
+    with pytest.raises(ConfigError, match="frames_test_pick"):
+        validate_config({"detectors": {"x": {"arch": "meso4", "frames_test_pick": "random"}}})
+
+
 # ------------------------------------------------------------------ scoring tiny videos
 
 
@@ -116,6 +171,33 @@ def _write_images(samples, root):
     rng = np.random.default_rng(0)
     for path in samples["path"]:
         write_image(root / path, rng.integers(0, 256, (32, 32, 3)).astype(np.uint8))
+
+
+def test_a_frame_detector_scores_only_the_frames_picked(tmp_path):
+    samples = _videos([5, 3])
+    _write_images(samples, tmp_path)
+    ckpt = _checkpoint(tmp_path, "meso4")
+    preds = predict(ckpt, samples, tmp_path, "m", splits=("test",), frames_test=2)
+    picked = {v: sorted(g["frame_index"]) for v, g in preds.groupby("video_id")}
+    assert picked == {"v0": [0, 40], "v1": [0, 20]}  # the predictions say which frames
+    every = predict(ckpt, samples, tmp_path, "m", splits=("test",))
+    assert len(every) == 8
+    same = every.set_index("sample_id").loc[preds["sample_id"], "score"].to_numpy()
+    np.testing.assert_allclose(preds["score"].to_numpy(), same, rtol=1e-5)
+
+
+def test_the_command_line_scores_every_frame_unless_told(tmp_path):
+    samples = _videos([5])
+    _write_images(samples, tmp_path)
+    write_manifest(samples, tmp_path / "samples.parquet", contract="samples")
+    ckpt = _checkpoint(tmp_path, "meso4")
+    common = ["predict", "--checkpoint", str(ckpt), "--samples", str(tmp_path / "samples.parquet")]
+    common += ["--results", str(tmp_path)]
+    assert main([*common, "--out", str(tmp_path / "all.parquet")]) == 0
+    args = ["--frames-test", "2", "--frames-test-pick", "first"]
+    assert main([*common, *args, "--out", str(tmp_path / "two.parquet")]) == 0
+    assert len(read_manifest(tmp_path / "all.parquet")) == 5
+    assert sorted(read_manifest(tmp_path / "two.parquet")["frame_index"]) == [0, 10]
 
 
 def test_a_video_detector_gives_one_row_per_video_across_prediction_shards(tmp_path):
@@ -137,14 +219,17 @@ def test_a_video_detector_gives_one_row_per_video_across_prediction_shards(tmp_p
         ids = prediction_shard_ids(path, shard, 3)
         part = samples.loc[samples["image_id"].isin(ids)]
         if len(part):
-            parts.append(predict(ckpt, part, tmp_path, "lstm", splits=("test",)))
+            parts.append(predict(ckpt, part, tmp_path, "lstm", splits=("test",), frames_test=3))
     preds = pd.concat(parts, ignore_index=True)
     assert sorted(zip(preds["method"], preds["video_id"])) == [
         ("faceswap", "v0"),
         ("real", "v0"),
         ("real", "v1"),
     ]
-    # each video is scored on all its frames, as when it is scored alone
-    alone = predict(ckpt, samples, tmp_path, "lstm", splits=("test",))
-    merged = preds.merge(alone, on=["method", "video_id"], suffixes=("", "_alone"))
+    # the first three frames of each video (a clip), and the score is theirs alone
+    assert [list(f) for f in preds["scored_frames"]] == [[0, 10, 20]] * 3
+    clip = samples.loc[samples["frame_index"] <= 20]
+    alone = predict(ckpt, clip, tmp_path, "lstm", splits=("test",))
+    key = ["method", "video_id"]
+    merged = preds.merge(alone, on=key, suffixes=("", "_alone"))
     np.testing.assert_allclose(merged["score"], merged["score_alone"], rtol=1e-5)
