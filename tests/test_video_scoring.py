@@ -75,6 +75,16 @@ def test_prediction_shards_cover_every_row_once_and_never_split_a_video(tmp_path
     )
 
 
+def test_prediction_shards_read_from_a_manifest_follow_the_planner(tmp_path):
+    videos = [None, "a", "a", "", "b", "a", None, "c", "c", "c"]
+    frame, path = _sources(tmp_path, videos, 3)
+    planned = video_shards(videos, 3)
+    for shard in shard_ids(len(frame), 3):
+        expected = frame.loc[planned == int(shard), "image_id"].tolist()
+        assert prediction_shard_ids(path, shard, 3) == expected
+    assert prediction_shard_ids(path, "002", 3) == ["i06", "i07", "i08", "i09"]
+
+
 def test_prediction_shards_of_images_are_the_row_shards(tmp_path):
     frame = pd.DataFrame({"image_id": [f"i{i:02d}" for i in range(9)]})
     path = tmp_path / "images.parquet"

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from fairforge.manifest import columns_in, read_manifest, read_rows
+from fairforge.manifest import columns_in, read_rows, read_table
 
 
 def shard_ids(n_items: int, shard_size: int) -> list[str]:
@@ -51,17 +53,22 @@ def video_shards(video_ids, shard_size: int) -> np.ndarray:
     videos is cut exactly as :func:`shard_slice` cuts it. A shard then holds up to one
     video's frames more than ``shard_size``, and a shard whose rows all belong to a video
     begun before it is empty."""
+    videos = pd.Series(video_ids, dtype=object)
+    codes, _ = pd.factorize(videos.where(videos != "", None), sort=False)
+    return _whole_video_shards(codes, shard_size)
+
+
+def _whole_video_shards(codes: np.ndarray, shard_size: int) -> np.ndarray:
+    """:func:`video_shards` of rows coded by video (-1: no video)."""
     if shard_size < 1:
         raise ValueError(f"shard_size must be at least 1, got {shard_size}")
-    videos = pd.Series(video_ids, dtype=object)
-    position = np.arange(len(videos))
-    has_video = videos.notna().to_numpy() & (videos.astype(str) != "").to_numpy()
-    first = position.copy()
+    codes = np.asarray(codes, dtype=np.int64)
+    first = np.arange(len(codes))
+    has_video = codes >= 0
     if has_video.any():
-        codes, _ = pd.factorize(videos[has_video], sort=False)
-        starts = np.full(codes.max() + 1, len(videos))
-        np.minimum.at(starts, codes, position[has_video])
-        first[has_video] = starts[codes]
+        starts = np.full(codes.max() + 1, len(codes))
+        np.minimum.at(starts, codes[has_video], first[has_video])
+        first[has_video] = starts[codes[has_video]]
     return first // shard_size
 
 
@@ -69,9 +76,15 @@ def prediction_shard_ids(path: str | Path, shard: str, shard_size: int) -> list[
     """The image ids of prediction shard ``shard`` of the sources manifest at ``path``,
     videos kept whole (:func:`video_shards`). A manifest without ``video_id`` is read as
     :func:`shard_image_ids` reads it (its shard alone); one with videos reads two columns,
-    ``image_id`` and ``video_id``, of every row, whose order alone places the videos."""
+    ``image_id`` and ``video_id``, of every row (as arrow arrays: ``benchmarks/
+    bench_video_shards.py``), whose order alone places the videos."""
     if not columns_in(path, ["video_id"]):
         return shard_image_ids(path, shard, shard_size)
-    frame = read_manifest(path, columns=["image_id", "video_id"])
-    keep = video_shards(frame["video_id"].to_numpy(object), shard_size) == int(shard)
-    return frame.loc[keep, "image_id"].tolist()
+    table = read_table(path, ["image_id", "video_id"])
+    videos = pc.dictionary_encode(table["video_id"].combine_chunks())
+    no_video = pc.equal(videos.dictionary, "").to_numpy(zero_copy_only=False)
+    codes = pc.fill_null(videos.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    if no_video.any():
+        codes[np.isin(codes, np.flatnonzero(no_video))] = -1
+    keep = _whole_video_shards(codes, shard_size) == int(shard)
+    return table["image_id"].filter(pa.array(keep)).to_pylist()
