@@ -29,6 +29,7 @@ from fairforge.workflow import (
     ranking_degradation,
     ranking_degradation_inputs,
     ranking_encoders,
+    scoring_settings,
     train_compression,
     train_dataset,
     train_input,
@@ -226,6 +227,10 @@ def get_train_input(wildcards):
 
 def get_detector_settings(wildcards):
     return detector_settings(config, wildcards.detector)
+
+
+def get_scoring_settings(wildcards):
+    return scoring_settings(config, wildcards.detector)
 
 
 def get_detector_training_datasets(wildcards):

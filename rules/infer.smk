@@ -1,7 +1,8 @@
 rule predict:
     """Scores of one detector under one test-time variant on one shard of a dataset and one
     method ("crops", the dataset's own, or a forgery method): its samples among inference.shard_size source
-    images. Split by method so that a new method adds jobs and reruns none."""
+    images, a video's frames all in one shard, of which the detector's frames_test are scored.
+    Split by method so that a new method adds jobs and reruns none."""
     input:
         model=get_model,
         sources=result_path("sources"),
@@ -29,6 +30,7 @@ rule predict:
         device=config["device"],
         variant_options=get_variant_options,
         results=get_results_root,
+        scoring=get_scoring_settings,
     script:
         "../scripts/predict.py"
 

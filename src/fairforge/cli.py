@@ -138,6 +138,8 @@ def cmd_predict(args) -> int:
         batch_size=args.batch_size,
         device=args.device,
         num_workers=args.num_workers,
+        frames_test=args.frames_test,
+        frames_test_pick=args.frames_test_pick,
     )
     write_manifest(preds, args.out, contract="predictions")
     print(f"{len(preds)} predictions -> {args.out}")
@@ -211,6 +213,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--num-workers", type=int, default=0)
     p.add_argument("--device", default="auto")
+    p.add_argument(
+        "--frames-test",
+        type=int,
+        default=None,
+        help="frames scored per video (default: every frame)",
+    )
+    p.add_argument(
+        "--frames-test-pick",
+        default=None,
+        help="spaced (evenly over the video) or first (default: first for a video detector, "
+        "else spaced)",
+    )
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_predict)
     return parser

@@ -24,6 +24,7 @@ from fairforge.forgery.fwa import fwa_blend
 from fairforge.forgery.shard import NEIGHBOURS
 from fairforge.images import read_image, read_mask
 from fairforge.seeding import rng_for
+from fairforge.sources.split import even_positions
 
 #: The fakes a training set can make on the fly from its real faces (``online_forgery``).
 ONLINE_FORGERIES = ("sbi", "xray", "fwa")
@@ -341,6 +342,41 @@ def video_keys(frame: pd.DataFrame) -> pd.Series:
     method = frame["method"].astype(str) if "method" in frame.columns else ""
     key = "video:" + video.astype(str) + "/" + method
     return key.where(has_video, "sample:" + frame["sample_id"].astype(str))
+
+
+#: How the frames a test video is scored on are picked (:func:`frames_to_score`).
+FRAME_PICKS = ("spaced", "first")
+
+
+def frames_to_score(frame: pd.DataFrame, frames: int | None, pick: str = "spaced") -> pd.DataFrame:
+    """The rows of ``frame`` a test protocol scores: at most ``frames`` frames of each video
+    (:func:`video_keys`, in ``frame_index`` order), either ``spaced`` evenly over the video's
+    frames, first and last included (as a video's frames are sampled,
+    :func:`fairforge.sources.split.even_positions`; DeepfakeBench spreads a frame-level
+    detector's test frames over the video too, from the first, at a whole-frame step), or the
+    ``first`` ones (a consecutive clip, as DeepfakeBench tests a video-level detector). Rows
+    keep their order; images (a video of one frame) and ``frames=None`` pass unchanged."""
+    if pick not in FRAME_PICKS:
+        raise ValueError(f"frames are picked {FRAME_PICKS}, got {pick!r}")
+    if frames is None or frame.empty:
+        return frame
+    if frames < 1:
+        raise ValueError(f"frames per test video must be at least 1, got {frames}")
+    keys = video_keys(frame).to_numpy()
+    order = (
+        frame["frame_index"].fillna(0).to_numpy()
+        if "frame_index" in frame.columns
+        else np.zeros(len(frame))
+    )
+    keep = np.zeros(len(frame), dtype=bool)
+    for _, rows in pd.Series(np.arange(len(frame))).groupby(keys, sort=False):
+        rows = rows.to_numpy()
+        rows = rows[np.lexsort((rows, order[rows]))]
+        chosen = (
+            range(min(frames, len(rows))) if pick == "first" else even_positions(len(rows), frames)
+        )
+        keep[rows[list(chosen)]] = True
+    return frame.loc[keep]
 
 
 def sequence_groups(frame: pd.DataFrame, length: int) -> list[np.ndarray]:

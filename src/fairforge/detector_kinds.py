@@ -76,9 +76,12 @@ class DetectorKind(ABC):
         device: str,
         variant_options: dict | None,
         memory_mb: float | None = None,
+        frames: int | None = None,
+        pick: str = "spaced",
     ) -> pd.DataFrame:
         """Predictions (the contract) of ``model`` (a checkpoint or a score file) on the
-        samples of ``splits`` under ``variant``."""
+        samples of ``splits`` under ``variant``: of a video, the ``frames`` that ``pick``
+        picks (:func:`fairforge.data.frames_to_score`; None: every frame)."""
 
     @abstractmethod
     def cost(
@@ -110,8 +113,10 @@ class NetworkKind(DetectorKind):
         device,
         variant_options,
         memory_mb=None,
+        frames=None,
+        pick="spaced",
     ):
-        frame = scored_frame(samples, splits, variant)
+        frame = scored_frame(samples, splits, variant, frames, pick)
         scores = network_scores(
             model,
             frame,
@@ -171,8 +176,10 @@ class ClassicalKind(DetectorKind):
         device,
         variant_options,
         memory_mb=None,
+        frames=None,
+        pick="spaced",
     ):
-        frame = scored_frame(samples, splits, variant)
+        frame = scored_frame(samples, splits, variant, frames, pick)
         fitted = DETECTORS.get(arch).load(model)
         landmarks = sample_landmarks(
             frame, results_dir, loading_variant(variant), variant_options=variant_options
@@ -216,7 +223,10 @@ class ExternalKind(DetectorKind):
         device,
         variant_options,
         memory_mb=None,
+        frames=None,
+        pick="spaced",
     ):
+        # the score file holds what the detector scored elsewhere: no frames are picked here
         return DETECTORS.create(arch, model).predictions(samples, detector, variant, splits)
 
     def cost(self, model, detector, device, batch_sizes, repeats):
@@ -257,11 +267,15 @@ def predict(
     variant_options: dict | None = None,
     arch: str | None = None,
     memory_mb: float | None = None,
+    frames_test: int | None = None,
+    frames_test_pick: str | None = None,
 ) -> pd.DataFrame:
     """Predictions of ``detector`` on the samples of ``splits`` under ``variant``.
 
     ``model`` is a checkpoint (its architecture is read from it, its weights loaded once)
     or, with ``arch="external"``, a score file. ``memory_mb`` bounds the loader's queue.
+    ``frames_test``: frames scored per video (None: every frame), picked as
+    ``frames_test_pick`` says (:func:`frame_pick`); a score file is taken as it is.
     """
     torch.set_num_threads(max(1, threads))
     arch = arch or checkpoint_arch(model)
@@ -278,7 +292,19 @@ def predict(
         device=device,
         variant_options=variant_options,
         memory_mb=memory_mb,
+        frames=frames_test,
+        pick=frame_pick(arch, frames_test_pick),
     )
+
+
+def frame_pick(arch: str, pick: str | None = None) -> str:
+    """How a detector's test frames are picked (:data:`fairforge.data.FRAME_PICKS`):
+    ``pick`` if given, else the architecture's own: the ``first`` frames, a consecutive clip,
+    for a video detector (``sequence_input``), frames ``spaced`` over the video for the
+    others."""
+    if pick is not None:
+        return pick
+    return "first" if getattr(DETECTORS.get(arch), "sequence_input", False) else "spaced"
 
 
 def detector_cost(

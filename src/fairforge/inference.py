@@ -18,7 +18,13 @@ import torch
 from torch.utils.data import DataLoader
 
 from fairforge.columns import PREDICTION_COLUMNS
-from fairforge.data import FaceDataset, SequenceDataset, sequence_groups, video_keys
+from fairforge.data import (
+    FaceDataset,
+    SequenceDataset,
+    frames_to_score,
+    sequence_groups,
+    video_keys,
+)
 from fairforge.perturb.variants import unavailable_reason
 from fairforge.training import autocast, load_checkpoint, pick_device
 from fairforge.video import loading_variant
@@ -143,9 +149,19 @@ def video_scores(frame: pd.DataFrame, groups: list[np.ndarray], scores: np.ndarr
 def one_row_per_video(predictions: pd.DataFrame) -> pd.DataFrame:
     """Predictions of a video detector, one row per video: the row of its first sample (its
     ``sample_id``, ``video_id``, subject and group kept for the fairness tables) with the
-    video's score; ``frame_index`` is dropped."""
+    video's score; ``frame_index`` gives way to ``scored_frames``, the frame indices the
+    score was computed on (ascending)."""
     keys = video_keys(predictions)
-    out = predictions.loc[~keys.duplicated()].drop(columns="frame_index", errors="ignore")
+    out = predictions.loc[~keys.duplicated()]
+    if "frame_index" in predictions.columns:
+        scored: dict[str, list[int]] = {}
+        for key, index in zip(keys, predictions["frame_index"]):
+            scored.setdefault(key, [])
+            if pd.notna(index):
+                scored[key].append(int(index))
+        out = out.drop(columns="frame_index").assign(
+            scored_frames=[sorted(scored[k]) for k in keys.loc[out.index]]
+        )
     return out.reset_index(drop=True)
 
 
@@ -169,13 +185,22 @@ def empty_predictions() -> pd.DataFrame:
     return frame.astype({"label": "int8", "score": "float32"})
 
 
-def scored_frame(samples: pd.DataFrame, splits, variant: str) -> pd.DataFrame:
-    """The samples of ``splits`` that a detector scores under ``variant``, in sample order.
+def scored_frame(
+    samples: pd.DataFrame,
+    splits,
+    variant: str,
+    frames: int | None = None,
+    pick: str = "spaced",
+) -> pd.DataFrame:
+    """The samples of ``splits`` that a detector scores under ``variant``, in sample order:
+    of a video, the ``frames`` its test protocol picks (:func:`fairforge.data.frames_to_score`;
+    None: every frame).
 
     A video variant's samples are already degraded crops (``fairforge.video``); its clips that
-    failed to decode (``ok=False``) are left out and logged.
+    failed to decode (``ok=False``) are left out and logged. Frames are picked before that,
+    so every variant scores the same frames of a video (less those it lost).
     """
-    frame = samples.loc[samples["split"].isin(list(splits))]
+    frame = frames_to_score(samples.loc[samples["split"].isin(list(splits))], frames, pick)
     if "ok" in frame.columns:
         failed = frame.loc[~frame["ok"].astype(bool)]
         if len(failed):

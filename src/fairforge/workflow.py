@@ -101,6 +101,16 @@ def detector_settings(config: dict, name: str) -> dict:
     }
 
 
+def scoring_settings(config: dict, name: str) -> dict:
+    """How a detector's predictions pick the frames of a video: ``frames_test`` (its resolved
+    recipe's, :func:`detector_settings`) and ``frames_test_pick`` (its block's; None: the
+    architecture's own, :func:`fairforge.detector_kinds.frame_pick`)."""
+    return {
+        "frames_test": detector_settings(config, name)["frames_test"],
+        "frames_test_pick": config["detectors"][name].get("frames_test_pick"),
+    }
+
+
 def all_variants(config: dict) -> list[str]:
     """``variants`` plus the members of ``variant_suites``, in order, without repeats; a
     suite named with ``~frame`` (``deeperforensics~frame``) gives its members' frame mode."""

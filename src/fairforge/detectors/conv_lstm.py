@@ -17,9 +17,10 @@ How training and inference feed it (``sequence_input = True``): the frames of a 
 by repeating its last frame (:func:`fairforge.data.sequence_groups`), stacked to
 ``(B, T, 3, H, W)`` with the video's label; at test time a video's score is the mean of its
 sequences' scores, and the predictions hold one row per video (its first frame's row, with
-``video_id``, subject and group). Samples of an image dataset are videos of one frame. The
-prediction jobs shard the sources by rows: a video whose frames straddle a shard boundary is
-scored once per shard (two rows), on the frames each shard holds.
+``video_id``, subject and group, and ``scored_frames``). Samples of an image dataset are
+videos of one frame. A video is scored on its ``frames_test`` first frames (a consecutive
+clip, :func:`fairforge.data.frames_to_score`), and prediction jobs keep a video's frames in
+one shard (:func:`fairforge.sharding.video_shards`), so every video gets exactly one row.
 
 The LSTM is written with two linear gate projections (the same parameters as ``nn.LSTM``:
 input and recurrent weights with a bias each), so the FLOP counter sees its multiply-adds;
