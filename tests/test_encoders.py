@@ -436,16 +436,14 @@ def test_the_papers_recipe_is_the_default_and_early_stopping_keeps_the_best_epoc
     assert PAPER_RECIPE["milestones"] == (5, 25, 68) and PAPER_RECIPE["batch_size"] == 64
 
 
-def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
-    import pandas as pd
-
-    from fairforge.encoders.trainable import train_encoder_on_faces
+def _crop_rows(folder, images, labels) -> list[dict]:
+    """Faces-table rows of ``images`` written under ``folder``: id2 is the test split, the
+    others train; one unusable row."""
     from fairforge.images import write_image
 
-    images, labels = _identity_images()
     rows = []
     for i, (img, label) in enumerate(zip(images, labels)):
-        write_image(tmp_path / f"crops/{i}.png", img)
+        write_image(folder / f"crops/{i}.png", img)
         rows.append(
             {
                 "image_id": f"im{i:02d}",
@@ -458,6 +456,16 @@ def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
     rows.append(
         {"image_id": "im99", "subject_id": "id9", "crop_path": None, "split": "train", "ok": False}
     )
+    return rows
+
+
+def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
+    import pandas as pd
+
+    from fairforge.encoders.trainable import train_encoder_on_faces
+
+    images, labels = _identity_images()
+    rows = _crop_rows(tmp_path, images, labels)
     trained = train_encoder_on_faces(
         pd.DataFrame(rows),
         tmp_path,
@@ -491,6 +499,61 @@ def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
     assert far(0) == far(0) and far(0) != trained.losses
     with pytest.raises(ValueError, match="no usable face crops in split 'val'"):
         train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet", None, split="val")
+
+
+def test_far_trained_encoders_learn_from_the_degradation_the_ranking_uses(tmp_path):
+    """With the learned degradation, a far-trained encoder's crops come from the near-to-far
+    generator, each exactly the far view the ranking makes of it (same seed), not from the
+    classical chain."""
+    import cv2
+    import pandas as pd
+
+    from fairforge.encoders.crops import far_view
+    from fairforge.encoders.trainable import train_encoder_on_faces
+    from fairforge.images import write_image
+    from fairforge.perturb.learned_degradation import (
+        HighToLowConfig,
+        cached_generator,
+        train_high_to_low,
+    )
+
+    images, labels = _identity_images()
+    rows = pd.DataFrame(_crop_rows(tmp_path, images, labels))
+    for i, img in enumerate(images[:4]):
+        write_image(tmp_path / "near" / f"{i}.png", img)
+        far = cv2.resize(img, (16, 16), interpolation=cv2.INTER_AREA)
+        write_image(tmp_path / "far" / f"{i}.png", far)
+    gen = train_high_to_low(
+        tmp_path / "near", tmp_path / "far", tmp_path / "g.pt", steps=1, batch_size=2,
+        device="cpu", config=HighToLowConfig(channels=8),
+    ).checkpoint  # fmt: skip
+    fit = dict(input_size=32, embedding_dim=16, max_steps=2, seed=4, device="cpu")
+
+    def far_trained(**degradation):
+        return train_encoder_on_faces(
+            rows, tmp_path, "mobilefacenet", None, far=True, distance=2, **degradation, **fit
+        ).losses
+
+    learned = far_trained(degradation="learned", generator=gen)
+    train = rows[rows["ok"] & (rows["split"] == "train")].sort_values("image_id")
+    views = [
+        far_view(images[int(i[2:])], i, 2, 4, 32, generator=cached_generator(gen))
+        for i in train["image_id"]
+    ]
+    assert views[0].shape == (32, 32, 3)
+    direct = train_encoder(views, train["subject_id"].tolist(), "mobilefacenet", **fit)
+    assert learned == direct.losses
+    assert learned != far_trained()  # the classical chain
+    # near-trained encoders never read the generator
+    near = train_encoder_on_faces(rows, tmp_path, "mobilefacenet", None, **fit).losses
+    assert (
+        near
+        == train_encoder_on_faces(
+            rows, tmp_path, "mobilefacenet", None, degradation="learned", generator=gen, **fit
+        ).losses
+    )
+    with pytest.raises(ValueError, match="learned needs a near-to-far generator"):
+        far_trained(degradation="learned")
 
 
 def test_trainable_encoder_needs_a_checkpoint():

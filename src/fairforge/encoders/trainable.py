@@ -43,7 +43,7 @@ from torch import nn
 
 from fairforge.encoders.attentionnet import ATTENTION_NETS, build_attentionnet
 from fairforge.encoders.base import ENCODERS, EncoderError, FaceEncoder, register_encoder
-from fairforge.encoders.crops import face_images
+from fairforge.encoders.crops import face_images, far_generator
 from fairforge.encoders.iresnet import IR_NETS, build_iresnet
 from fairforge.seeding import derive_seed
 
@@ -485,6 +485,8 @@ def train_encoder_on_faces(
     far: bool = False,
     distance: int = 3,
     face_fraction: float = 1.0,
+    degradation: str = "classical",
+    generator: str | Path | None = None,
     seed: int = 0,
     **train_kwargs,
 ) -> TrainedEncoder:
@@ -492,9 +494,11 @@ def train_encoder_on_faces(
     ``results_dir``) of the faces-table rows of ``split`` (all rows when None), labelled by
     ``subject_id``, in image-id order.
 
-    ``far``: train on the crops seen at ``distance`` through the classical far chain (the
-    Exposure paper's far-trained encoders), degraded exactly as the ranking degrades probes;
-    ``face_fraction`` is the share of the crop width the face spans.
+    ``far``: train on the crops seen far away (the Exposure paper's far-trained encoders),
+    degraded exactly as the ranking degrades probes (:func:`~fairforge.encoders.crops.far_view`,
+    same seeds): by ``degradation`` ``classical``, the far chain at ``distance``
+    (``face_fraction`` is the share of the crop width the face spans), or ``learned``, the
+    near-to-far generator of checkpoint ``generator``.
     """
     rows = faces
     if "ok" in rows.columns:
@@ -504,8 +508,11 @@ def train_encoder_on_faces(
     rows = rows[rows["crop_path"].notna()].sort_values("image_id", kind="stable")
     if rows.empty:
         raise ValueError(f"no usable face crops in split {split!r} to train an encoder on")
+    gen = far_generator(degradation, generator) if far else None
     input_size = train_kwargs.get("input_size") or arch_spec(arch).input_size
-    images = list(face_images(rows, results_dir, far, distance, seed, input_size, face_fraction))
+    images = list(
+        face_images(rows, results_dir, far, distance, seed, input_size, face_fraction, gen)
+    )
     return train_encoder(
         images,
         rows["subject_id"].astype(str).tolist(),
