@@ -284,6 +284,12 @@ def test_mobilefacenet_training_lowers_the_loss_and_round_trips(tmp_path, head):
     _unit_rows(emb, 64, 6)
     with pytest.raises(EncoderError, match="mobilefacenet"):
         create_encoder("resnet", checkpoint=ckpt)
+    # weights of another network under the same name (an older version) name the file
+    payload = torch.load(ckpt, weights_only=True)
+    payload["state_dict"].pop(next(iter(payload["state_dict"])))
+    torch.save(payload, tmp_path / "old.pt")
+    with pytest.raises(EncoderError, match="old.pt: its weights do not fit"):
+        create_encoder("mobilefacenet", checkpoint=tmp_path / "old.pt")
     # same seed, same weights
     again = train_encoder(
         images,

@@ -547,7 +547,13 @@ def load_encoder_checkpoint(path: str | Path) -> tuple[nn.Module, dict]:
     net, _ = build_embedding_net(
         config["arch"], config["embedding_dim"], config["backbone"], config["input_size"]
     )
-    net.load_state_dict(payload["state_dict"])
+    try:
+        net.load_state_dict(payload["state_dict"])
+    except RuntimeError as err:
+        raise EncoderError(
+            f"{path}: its weights do not fit the {config['arch']} network "
+            f"({config['backbone']}) built now; retrain it ({str(err).splitlines()[0]})"
+        ) from None
     return net.eval(), config
 
 
