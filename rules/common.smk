@@ -21,6 +21,7 @@ from fairforge.workflow import (
     detector_settings,
     encoder_checkpoint,
     encoder_training,
+    encoder_training_inputs,
     is_external,
     method_samples_inputs,
     model_input,
@@ -314,6 +315,10 @@ def get_ranking_degradation_inputs(wildcards):
 
 def get_encoder_training(wildcards):
     return encoder_training(config, wildcards.encoder)
+
+
+def get_encoder_training_inputs(wildcards):
+    return encoder_training_inputs(config, wildcards.encoder)
 
 
 # ----------------------------------------------------------------------- report

@@ -3,10 +3,12 @@
 
 rule train_encoder:
     """A face encoder trained on the train-split identities (near or far crops) through an
-    angular-margin head, for the exposure study."""
+    angular-margin head, for the exposure study; far crops are degraded as the ranking
+    degrades probes (through the trained near-to-far generator when it is learned)."""
     input:
         sources=result_path("sources", dataset=RANKING_DATASET),
         faces=result_path("faces", dataset=RANKING_DATASET),
+        generator=get_encoder_training_inputs,
     output:
         model=result_path("encoder_model"),
         log_table=result_path("encoder_training_log"),

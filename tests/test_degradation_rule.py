@@ -25,6 +25,8 @@ from fairforge.workflow import (
     degradation_images,
     degradation_inputs,
     degradation_settings,
+    encoder_training,
+    encoder_training_inputs,
     ranking_degradation,
     ranking_degradation_inputs,
     trains_degradation,
@@ -124,6 +126,40 @@ def test_the_ranking_study_reads_the_learned_degradation_it_is_given(repo_root):
     bare["ranking"]["degradation"] = "learned"
     with pytest.raises(ValueError, match="learned needs"):
         ranking_degradation(bare)
+
+
+def test_far_trained_encoders_train_on_the_ranking_degradation(repo_root):
+    """A far-trained encoder sees its crops through the degradation that the ranking
+    applies: with ranking.degradation: learned, its rule waits for the generator the
+    workflow trains and passes it on; near-trained encoders and the classical chain need
+    none."""
+    config = tiny_config(repo_root, {"high_dir": "faces/high", "low_dir": "faces/low"})
+    config["ranking"]["splits"] = ["test"]
+    config["ranking"]["encoders"] = {
+        "far": {"encoder": "mobilefacenet", "train": {"far": True}},
+        "near": {"encoder": "mobilefacenet", "train": {}},
+    }
+    config = validate_config(config)
+    classical = encoder_training(config, "far")
+    assert classical["far"] is True and "generator" not in classical
+    assert encoder_training_inputs(config, "far") == []
+    config["ranking"]["degradation"] = "learned"
+    learned = encoder_training(config, "far")
+    assert learned == {
+        **classical,
+        "degradation": "learned",
+        "generator": DEGRADATION_CHECKPOINT,
+    }
+    assert encoder_training_inputs(config, "far") == [DEGRADATION_CHECKPOINT]
+    assert "generator" not in encoder_training(config, "near")
+    assert encoder_training_inputs(config, "near") == []
+    # a ready checkpoint is read, not waited for (as for the ranking's probes)
+    ready = tiny_config(repo_root, {"checkpoint": "g.pt"})
+    ready["ranking"].update(
+        degradation="learned", splits=["test"], encoders=config["ranking"]["encoders"]
+    )
+    assert encoder_training(ready, "far")["generator"] == "g.pt"
+    assert encoder_training_inputs(ready, "far") == []
 
 
 def test_a_ready_checkpoint_is_used_without_training(repo_root, tmp_path, face_folders):

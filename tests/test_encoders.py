@@ -18,6 +18,7 @@ from fairforge.encoders import (
 )
 from fairforge.encoders.trainable import (
     ArcFaceHead,
+    ArchSpec,
     NPCFaceHead,
     arch_spec,
     train_encoder,
@@ -283,6 +284,12 @@ def test_mobilefacenet_training_lowers_the_loss_and_round_trips(tmp_path, head):
     _unit_rows(emb, 64, 6)
     with pytest.raises(EncoderError, match="mobilefacenet"):
         create_encoder("resnet", checkpoint=ckpt)
+    # weights of another network under the same name (an older version) name the file
+    payload = torch.load(ckpt, weights_only=True)
+    payload["state_dict"].pop(next(iter(payload["state_dict"])))
+    torch.save(payload, tmp_path / "old.pt")
+    with pytest.raises(EncoderError, match="old.pt: its weights do not fit"):
+        create_encoder("mobilefacenet", checkpoint=tmp_path / "old.pt")
     # same seed, same weights
     again = train_encoder(
         images,
@@ -299,6 +306,9 @@ def test_mobilefacenet_training_lowers_the_loss_and_round_trips(tmp_path, head):
         **ADAM,
     )
     assert again.losses == losses
+
+
+SMALL = {"attentionnet": "attention56_small", "resnet152": "ir_se152_small"}
 
 
 @pytest.mark.parametrize(
@@ -319,30 +329,88 @@ def test_timm_encoders_train_a_step_and_embed(tmp_path, arch):
         batch_size=6,
         max_steps=2,
         device="cpu",
-        # the full Attention-56 is 30M parameters; the same network at a quarter width
-        backbone="attention56_small" if arch == "attentionnet" else None,
+        # the full Attention-56 and IR-SE-152 are 81M and 71M parameters; the same
+        # networks at a quarter width
+        backbone=SMALL.get(arch),
         **ADAM,
     )
     assert len(trained.losses) == 2 and all(np.isfinite(trained.losses))
     enc = create_encoder(arch, checkpoint=ckpt, device="cpu")
     _unit_rows(enc.embed(images[:3]), 32, 3)
-    if arch != "attentionnet":
+    if arch not in SMALL:
         assert enc.config["backbone"] == arch_spec(arch).backbone
 
 
-def test_attention_modules_enhance_the_trunk_with_a_soft_mask():
-    from fairforge.encoders.trainable import AttentionNet, _AttentionModule
+def _n_params(net):
+    return sum(p.numel() for p in net.parameters())
 
-    module = _AttentionModule(8, depth=2).eval()
+
+def test_attention_modules_enhance_the_trunk_with_a_soft_mask():
+    from fairforge.encoders.attentionnet import AttentionModule, AttentionNet
+
+    module = AttentionModule(8, depth=3).eval()
     x = torch.randn(2, 8, 16, 16)
     with torch.no_grad():
-        mask = module.mask(module.pre(x))
+        first = module.first(x)
+        mask = module.mask(first, module.trunk(first))
     assert mask.shape == x.shape and mask.min() >= 0 and mask.max() <= 1
+    assert module(x).shape == x.shape
+    # FaceX-Zoo's Attention-56 (its 98.96M also counts 17.83M of unused projections)
     full = AttentionNet()
-    assert sum(p.numel() for p in full.parameters()) > 20e6  # Attention-56 at full width
+    assert _n_params(full) == 81_138_880
+    assert sum(isinstance(m, AttentionModule) for m in full.modules()) == 3
+    assert [m.depth for m in full.modules() if isinstance(m, AttentionModule)] == [3, 2, 1]
+    # 7x7 stride-2 stem, 7x7 map before the linear layer at 112 px
+    assert full.features[0].kernel_size == (7, 7) and full.features[0].stride == (2, 2)
+    assert full.output[1].in_features == 2048 * 7 * 7 and full.output[1].bias is None
     deeper = AttentionNet(64, 32, modules=(1, 2, 3), width=0.125)
-    assert sum(isinstance(m, _AttentionModule) for m in deeper.modules()) == 6
+    assert sum(isinstance(m, AttentionModule) for m in deeper.modules()) == 6
     assert deeper.eval()(torch.randn(2, 3, 32, 32)).shape == (2, 64)
+
+
+def test_resnet152_is_the_face_recognition_ir_se_152():
+    from fairforge.encoders.iresnet import IR_NETS, IResNet, IRUnit, SqueezeExcite
+
+    assert arch_spec("resnet152") == ArchSpec("ir_se152", 112, 512)
+    full = IResNet()  # depth 152, SE units, 512-d, 112 px: FaceX-Zoo's 71.14M
+    assert _n_params(full) == 71_148_736
+    assert _n_params(IResNet(se=False)) == 70_737_600
+    units = [m for m in full.body if isinstance(m, IRUnit)]
+    assert len(units) == 3 + 8 + 36 + 3 and IR_NETS["ir152"][0] == (3, 8, 36, 3)
+    assert all(isinstance(u.residual[-1], SqueezeExcite) for u in units)
+    # BN - conv - PReLU - conv(stride) - BN; the stride is in the second convolution
+    first = units[0].residual
+    kinds = [type(m).__name__ for m in first][:5]
+    assert kinds == ["BatchNorm2d", "Conv2d", "PReLU", "Conv2d", "BatchNorm2d"]
+    assert first[1].stride == (1, 1) and first[3].stride == (2, 2)
+    # BN - dropout - flatten - linear(512 x 7 x 7) - BN
+    assert [type(m).__name__ for m in full.output] == [
+        "BatchNorm2d", "Dropout", "Flatten", "Linear", "BatchNorm1d"
+    ]  # fmt: skip
+    assert full.output[3].in_features == 512 * 7 * 7
+    with torch.no_grad():
+        assert full.eval()(torch.randn(1, 3, 112, 112)).shape == (1, 512)
+    with pytest.raises(ValueError, match="divisible by 16"):
+        IResNet(input_size=100)
+
+
+def test_a_shallow_ir_resnet_trains_a_step_with_the_papers_head():
+    from fairforge.encoders.iresnet import IResNet
+    from fairforge.encoders.trainable import NPCFaceHead
+
+    torch.manual_seed(0)
+    net = IResNet(units=(1, 1, 1, 1), embedding_dim=16, input_size=32, width=0.125)
+    head = NPCFaceHead(16, 3)
+    opt = torch.optim.SGD([*net.parameters(), *head.parameters()], lr=0.1, momentum=0.9)
+    x, y = torch.randn(6, 3, 32, 32), torch.tensor([0, 1, 2, 0, 1, 2])
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    loss = torch.nn.functional.cross_entropy(head(net(x), y), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    assert torch.isfinite(loss)
+    changed = [k for k, v in net.state_dict().items() if not torch.equal(v, before[k])]
+    assert any(k.startswith("stem.") for k in changed) and any("residual" in k for k in changed)
 
 
 def test_the_papers_recipe_is_the_default_and_early_stopping_keeps_the_best_epoch():
@@ -374,16 +442,14 @@ def test_the_papers_recipe_is_the_default_and_early_stopping_keeps_the_best_epoc
     assert PAPER_RECIPE["milestones"] == (5, 25, 68) and PAPER_RECIPE["batch_size"] == 64
 
 
-def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
-    import pandas as pd
-
-    from fairforge.encoders.trainable import train_encoder_on_faces
+def _crop_rows(folder, images, labels) -> list[dict]:
+    """Faces-table rows of ``images`` written under ``folder``: id2 is the test split, the
+    others train; one unusable row."""
     from fairforge.images import write_image
 
-    images, labels = _identity_images()
     rows = []
     for i, (img, label) in enumerate(zip(images, labels)):
-        write_image(tmp_path / f"crops/{i}.png", img)
+        write_image(folder / f"crops/{i}.png", img)
         rows.append(
             {
                 "image_id": f"im{i:02d}",
@@ -396,6 +462,16 @@ def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
     rows.append(
         {"image_id": "im99", "subject_id": "id9", "crop_path": None, "split": "train", "ok": False}
     )
+    return rows
+
+
+def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
+    import pandas as pd
+
+    from fairforge.encoders.trainable import train_encoder_on_faces
+
+    images, labels = _identity_images()
+    rows = _crop_rows(tmp_path, images, labels)
     trained = train_encoder_on_faces(
         pd.DataFrame(rows),
         tmp_path,
@@ -429,6 +505,61 @@ def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
     assert far(0) == far(0) and far(0) != trained.losses
     with pytest.raises(ValueError, match="no usable face crops in split 'val'"):
         train_encoder_on_faces(pd.DataFrame(rows), tmp_path, "mobilefacenet", None, split="val")
+
+
+def test_far_trained_encoders_learn_from_the_degradation_the_ranking_uses(tmp_path):
+    """With the learned degradation, a far-trained encoder's crops come from the near-to-far
+    generator, each exactly the far view the ranking makes of it (same seed), not from the
+    classical chain."""
+    import cv2
+    import pandas as pd
+
+    from fairforge.encoders.crops import far_view
+    from fairforge.encoders.trainable import train_encoder_on_faces
+    from fairforge.images import write_image
+    from fairforge.perturb.learned_degradation import (
+        HighToLowConfig,
+        cached_generator,
+        train_high_to_low,
+    )
+
+    images, labels = _identity_images()
+    rows = pd.DataFrame(_crop_rows(tmp_path, images, labels))
+    for i, img in enumerate(images[:4]):
+        write_image(tmp_path / "near" / f"{i}.png", img)
+        far = cv2.resize(img, (16, 16), interpolation=cv2.INTER_AREA)
+        write_image(tmp_path / "far" / f"{i}.png", far)
+    gen = train_high_to_low(
+        tmp_path / "near", tmp_path / "far", tmp_path / "g.pt", steps=1, batch_size=2,
+        device="cpu", config=HighToLowConfig(channels=8),
+    ).checkpoint  # fmt: skip
+    fit = dict(input_size=32, embedding_dim=16, max_steps=2, seed=4, device="cpu")
+
+    def far_trained(**degradation):
+        return train_encoder_on_faces(
+            rows, tmp_path, "mobilefacenet", None, far=True, distance=2, **degradation, **fit
+        ).losses
+
+    learned = far_trained(degradation="learned", generator=gen)
+    train = rows[rows["ok"] & (rows["split"] == "train")].sort_values("image_id")
+    views = [
+        far_view(images[int(i[2:])], i, 2, 4, 32, generator=cached_generator(gen))
+        for i in train["image_id"]
+    ]
+    assert views[0].shape == (32, 32, 3)
+    direct = train_encoder(views, train["subject_id"].tolist(), "mobilefacenet", **fit)
+    assert learned == direct.losses
+    assert learned != far_trained()  # the classical chain
+    # near-trained encoders never read the generator
+    near = train_encoder_on_faces(rows, tmp_path, "mobilefacenet", None, **fit).losses
+    assert (
+        near
+        == train_encoder_on_faces(
+            rows, tmp_path, "mobilefacenet", None, degradation="learned", generator=gen, **fit
+        ).losses
+    )
+    with pytest.raises(ValueError, match="learned needs a near-to-far generator"):
+        far_trained(degradation="learned")
 
 
 def test_trainable_encoder_needs_a_checkpoint():

@@ -38,10 +38,9 @@ import numpy as np
 import pandas as pd
 
 from fairforge.encoders import FaceEncoder, create_encoder, embed_in_batches, l2_normalise
-from fairforge.encoders.crops import DEGRADATIONS, face_images
+from fairforge.encoders.crops import face_images, far_generator
 from fairforge.metrics import exposure as xm
 from fairforge.metrics.multiplicity import holm_adjust
-from fairforge.perturb.learned_degradation import HighToLowGenerator, cached_generator
 from fairforge.plotting import save_png
 from fairforge.seeding import rng_for
 
@@ -245,21 +244,6 @@ def check_study(study: pd.DataFrame, k: int, l: int) -> None:
             f"{n_id} identities with l={l} crops; a top-{k} ranking needs at least "
             f"{k + 1} (with {k} or fewer it holds the whole gallery and measures nothing)"
         )
-
-
-def far_generator(degradation: str, generator: str | Path | None) -> HighToLowGenerator | None:
-    """The near-to-far generator of ``ranking.degradation: learned`` (None for the classical
-    chain); a learned degradation without a checkpoint is an error that names the path."""
-    if degradation not in DEGRADATIONS:
-        raise ValueError(f"degradation {degradation!r} is not one of {DEGRADATIONS}")
-    if degradation == "classical":
-        return None
-    if not generator:
-        raise ValueError(
-            "ranking.degradation: learned needs a near-to-far generator: set "
-            "degradation.checkpoint, or degradation.high_dir and low_dir to train one"
-        )
-    return cached_generator(generator)
 
 
 def embed_study(

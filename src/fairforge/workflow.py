@@ -340,10 +340,23 @@ def ranking_encoders(config: dict) -> dict[str, dict]:
 
 def encoder_training(config: dict, label: str) -> dict:
     """Keyword arguments of :func:`fairforge.encoders.trainable.train_encoder_on_faces` for
-    one trained encoder; far-trained encoders see the ranking's distance."""
+    one trained encoder; far-trained encoders see faces at the ranking's distance, through
+    the ranking's degradation (with ``ranking.degradation: learned``, the same near-to-far
+    generator that degrades the probes)."""
     opts = config["ranking"]["encoders"][label]
-    return {
+    settings = {
         "arch": opts.get("encoder", label),
         "distance": config["ranking"]["distance"],
         **opts["train"],
     }
+    if settings.get("far") and ranking_degradation(config)["degradation"] != "classical":
+        settings.update(ranking_degradation(config))
+    return settings
+
+
+def encoder_training_inputs(config: dict, label: str) -> list[str]:
+    """What training one encoder waits for besides the faces: the near-to-far generator the
+    workflow trains, when a far-trained encoder sees faces through it."""
+    if encoder_training(config, label).get("degradation") == "learned":
+        return ranking_degradation_inputs(config)
+    return []

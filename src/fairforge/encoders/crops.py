@@ -15,11 +15,30 @@ import pandas as pd
 
 from fairforge.images import read_image
 from fairforge.perturb.distance import far_degrade
-from fairforge.perturb.learned_degradation import HighToLowGenerator, apply_generator
+from fairforge.perturb.learned_degradation import (
+    HighToLowGenerator,
+    apply_generator,
+    cached_generator,
+)
 from fairforge.seeding import rng_for
 
 #: How a face is seen at a distance: the classical chain or the learned near-to-far GAN.
 DEGRADATIONS = ("classical", "learned")
+
+
+def far_generator(degradation: str, generator: str | Path | None) -> HighToLowGenerator | None:
+    """The near-to-far generator of ``ranking.degradation: learned`` (None for the classical
+    chain); a learned degradation without a checkpoint is an error that names the path."""
+    if degradation not in DEGRADATIONS:
+        raise ValueError(f"degradation {degradation!r} is not one of {DEGRADATIONS}")
+    if degradation == "classical":
+        return None
+    if not generator:
+        raise ValueError(
+            "ranking.degradation: learned needs a near-to-far generator: set "
+            "degradation.checkpoint, or degradation.high_dir and low_dir to train one"
+        )
+    return cached_generator(generator)
 
 
 def far_view(

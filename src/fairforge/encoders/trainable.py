@@ -1,15 +1,16 @@
 """Face encoders trained here: a backbone, an embedding layer and an angular-margin head.
 
 Architectures, one registered encoder class each (registered with ``trainable=True``;
-:func:`trainable_encoders` lists them): ``mobilefacenet`` (Chen et al. 2018, written out below:
-timm has no MobileFaceNet) and timm backbones built with ``pretrained=False``, the smallest
-variant of each family in timm 1.0: ``resnet`` → resnet10t, ``resnest`` → resnest14d,
-``repvgg`` → repvgg_a0, ``hrnet`` → hrnet_w18_small (HRNet fuses branches at strides 4..32, so
-its input is 128 px, a multiple of 32; the others take 112 px). ``backbone=`` picks any
-other timm model for a family. The Exposure paper's six encoders are all here:
-MobileFaceNet, ``resnet152`` (timm resnet152), ``attentionnet`` (the Residual Attention
-Network, Attention-56, written out below: timm has none; backbones ``attention92`` and
-``attention56_small``), ResNeSt, RepVGG and HRNet.
+:func:`trainable_encoders` lists them). The Exposure paper's six, as FaceX-Zoo (which it
+trained with) builds them where fairforge has that network: ``mobilefacenet`` (Chen et al.
+2018, written out below), ``resnet152`` (FaceX-Zoo's face-recognition IR-SE-152,
+:mod:`fairforge.encoders.iresnet`; backbones ``ir50`` … ``ir_se152``), ``attentionnet``
+(FaceX-Zoo's Residual Attention Network, Attention-56, :mod:`fairforge.encoders.attentionnet`;
+backbones ``attention92`` and ``attention56_small``), and timm backbones built with
+``pretrained=False``, the smallest variant of each family in timm 1.0: ``resnest`` →
+resnest14d, ``repvgg`` → repvgg_a0, ``hrnet`` → hrnet_w18_small (HRNet fuses branches at
+strides 4..32, so its input is 128 px, a multiple of 32; the others take 112 px); besides
+them ``resnet`` → timm resnet10t. ``backbone=`` picks any other timm model for a family.
 
 Training (:func:`train_encoder`) classifies the train-split identities through a margin head
 on the normalised embedding: ``npcface`` (the paper's; NPCFace: hard negatives, those with
@@ -40,14 +41,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fairforge.encoders.attentionnet import ATTENTION_NETS, build_attentionnet
 from fairforge.encoders.base import ENCODERS, EncoderError, FaceEncoder, register_encoder
-from fairforge.encoders.crops import face_images
+from fairforge.encoders.crops import face_images, far_generator
+from fairforge.encoders.iresnet import IR_NETS, build_iresnet
 from fairforge.seeding import derive_seed
 
 
 @dataclass(frozen=True)
 class ArchSpec:
-    backbone: str  # timm model name, or "mobilefacenet" for the native net
+    backbone: str  # timm model name, or a native net: mobilefacenet, IR_NETS, ATTENTION_NETS
     input_size: int
     embedding_dim: int
 
@@ -124,130 +127,7 @@ class MobileFaceNet(nn.Module):
         return self.project(self.gdc(self.features(x))).flatten(1)
 
 
-# --------------------------------------------------------------------------- AttentionNet
-
-
-class _PreActUnit(nn.Module):
-    """Pre-activation bottleneck residual unit (BN-ReLU-conv ×3), the Residual Attention
-    Network's building block; a 1×1 projection where the shape changes."""
-
-    def __init__(self, cin: int, cout: int, stride: int = 1):
-        super().__init__()
-        mid = max(1, cout // 4)
-        self.body = nn.Sequential(
-            nn.BatchNorm2d(cin),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(cin, mid, 1, bias=False),
-            nn.BatchNorm2d(mid),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(mid, mid, 3, stride, 1, bias=False),
-            nn.BatchNorm2d(mid),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(mid, cout, 1, bias=False),
-        )
-        self.shortcut = (
-            nn.Identity()
-            if stride == 1 and cin == cout
-            else nn.Conv2d(cin, cout, 1, stride, bias=False)
-        )
-
-    def forward(self, x):
-        return self.shortcut(x) + self.body(x)
-
-
-class _SoftMask(nn.Module):
-    """The mask branch's bottom-up top-down hourglass: ``depth`` max-pool halvings, each
-    followed by a residual unit, a skip unit at each scale, then bilinear upsampling back."""
-
-    def __init__(self, channels: int, depth: int):
-        super().__init__()
-        self.depth = depth
-        self.down = nn.ModuleList(_PreActUnit(channels, channels) for _ in range(depth))
-        self.skip = nn.ModuleList(_PreActUnit(channels, channels) for _ in range(depth - 1))
-        self.up = nn.ModuleList(_PreActUnit(channels, channels) for _ in range(depth - 1))
-
-    def forward(self, x):
-        sizes, skips = [], []
-        for k in range(self.depth):
-            sizes.append(x.shape[-2:])
-            x = self.down[k](F.max_pool2d(x, 3, 2, 1))
-            if k < self.depth - 1:
-                skips.append(self.skip[k](x))
-        for k in reversed(range(self.depth - 1)):
-            x = F.interpolate(x, size=skips[k].shape[-2:], mode="bilinear", align_corners=False)
-            x = self.up[k](x + skips[k])
-        return F.interpolate(x, size=sizes[0], mode="bilinear", align_corners=False)
-
-
-class _AttentionModule(nn.Module):
-    """Trunk branch T (two residual units) and soft mask M in [0, 1]; attention residual
-    learning: out = (1 + M(x)) · T(x), so the mask can only enhance the trunk's features."""
-
-    def __init__(self, channels: int, depth: int):
-        super().__init__()
-        self.pre = _PreActUnit(channels, channels)
-        self.trunk = nn.Sequential(_PreActUnit(channels, channels), _PreActUnit(channels, channels))
-        self.mask = nn.Sequential(
-            _SoftMask(channels, depth),
-            nn.BatchNorm2d(channels),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(channels, channels, 1, bias=False),
-            nn.BatchNorm2d(channels),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(channels, channels, 1, bias=False),
-            nn.Sigmoid(),
-        )
-        self.post = _PreActUnit(channels, channels)
-
-    def forward(self, x):
-        x = self.pre(x)
-        return self.post((1.0 + self.mask(x)) * self.trunk(x))
-
-
-class AttentionNet(nn.Module):
-    """Residual Attention Network (Wang et al. 2017) for faces, Attention-56 by default
-    (one attention module per stage; ``modules=(1, 2, 3)`` is Attention-92): a 3×3 stem at
-    the 112 px input, three stages of a residual unit and attention modules whose masks
-    pool 3, 2 and 1 times, three residual units at 1/16, then the face-recognition output
-    layer (BN – dropout – flatten – linear – BN) that keeps where the features are.
-    ``width`` scales the channels (64 · width … 2048 · width)."""
-
-    def __init__(
-        self,
-        embedding_dim: int = 512,
-        input_size: int = 112,
-        modules: tuple[int, int, int] = (1, 1, 1),
-        width: float = 1.0,
-        dropout: float = 0.4,
-    ):
-        super().__init__()
-        if input_size % 16:
-            raise ValueError(f"AttentionNet needs an input size divisible by 16, got {input_size}")
-        c = [max(4, int(round(ch * width))) for ch in (64, 256, 512, 1024, 2048)]
-        layers: list[nn.Module] = [
-            nn.Conv2d(3, c[0], 3, 1, 1, bias=False),
-            nn.BatchNorm2d(c[0]),
-            nn.ReLU(inplace=True),
-        ]
-        cin = c[0]
-        for stage, (n, depth) in enumerate(zip(modules, (3, 2, 1))):
-            layers.append(_PreActUnit(cin, c[stage + 1], stride=2))
-            cin = c[stage + 1]
-            layers += [_AttentionModule(cin, depth) for _ in range(int(n))]
-        layers += [_PreActUnit(cin, c[4], 2), _PreActUnit(c[4], c[4]), _PreActUnit(c[4], c[4])]
-        self.features = nn.Sequential(*layers)
-        side = input_size // 16
-        self.output = nn.Sequential(
-            nn.BatchNorm2d(c[4]),
-            nn.Dropout(dropout),
-            nn.Flatten(),
-            nn.Linear(c[4] * side * side, embedding_dim),
-            nn.BatchNorm1d(embedding_dim),
-        )
-        self.num_features = embedding_dim
-
-    def forward(self, x):
-        return self.output(self.features(x))
+# --------------------------------------------------------------------------- timm
 
 
 class TimmEmbeddingNet(nn.Module):
@@ -268,15 +148,6 @@ class TimmEmbeddingNet(nn.Module):
 
     def forward(self, x):
         return self.neck(self.backbone(x))
-
-
-# Native Residual Attention Networks: backbone name -> (attention modules per stage, width).
-# ``attention56_small`` is the same network at a quarter of the channels (tests, CPUs).
-ATTENTION_NETS = {
-    "attention56": ((1, 1, 1), 1.0),
-    "attention92": ((1, 2, 3), 1.0),
-    "attention56_small": ((1, 1, 1), 0.25),
-}
 
 
 def trainable_encoders() -> list[str]:
@@ -308,8 +179,9 @@ def build_embedding_net(
     if config["backbone"] == "mobilefacenet":
         net: nn.Module = MobileFaceNet(config["embedding_dim"], config["input_size"])
     elif config["backbone"] in ATTENTION_NETS:
-        modules, width = ATTENTION_NETS[config["backbone"]]
-        net = AttentionNet(config["embedding_dim"], config["input_size"], modules, width)
+        net = build_attentionnet(config["backbone"], config["embedding_dim"], config["input_size"])
+    elif config["backbone"] in IR_NETS:
+        net = build_iresnet(config["backbone"], config["embedding_dim"], config["input_size"])
     else:
         net = TimmEmbeddingNet(config["backbone"], config["embedding_dim"])
     return net, config
@@ -613,6 +485,8 @@ def train_encoder_on_faces(
     far: bool = False,
     distance: int = 3,
     face_fraction: float = 1.0,
+    degradation: str = "classical",
+    generator: str | Path | None = None,
     seed: int = 0,
     **train_kwargs,
 ) -> TrainedEncoder:
@@ -620,9 +494,11 @@ def train_encoder_on_faces(
     ``results_dir``) of the faces-table rows of ``split`` (all rows when None), labelled by
     ``subject_id``, in image-id order.
 
-    ``far``: train on the crops seen at ``distance`` through the classical far chain (the
-    Exposure paper's far-trained encoders), degraded exactly as the ranking degrades probes;
-    ``face_fraction`` is the share of the crop width the face spans.
+    ``far``: train on the crops seen far away (the Exposure paper's far-trained encoders),
+    degraded exactly as the ranking degrades probes (:func:`~fairforge.encoders.crops.far_view`,
+    same seeds): by ``degradation`` ``classical``, the far chain at ``distance``
+    (``face_fraction`` is the share of the crop width the face spans), or ``learned``, the
+    near-to-far generator of checkpoint ``generator``.
     """
     rows = faces
     if "ok" in rows.columns:
@@ -632,8 +508,11 @@ def train_encoder_on_faces(
     rows = rows[rows["crop_path"].notna()].sort_values("image_id", kind="stable")
     if rows.empty:
         raise ValueError(f"no usable face crops in split {split!r} to train an encoder on")
+    gen = far_generator(degradation, generator) if far else None
     input_size = train_kwargs.get("input_size") or arch_spec(arch).input_size
-    images = list(face_images(rows, results_dir, far, distance, seed, input_size, face_fraction))
+    images = list(
+        face_images(rows, results_dir, far, distance, seed, input_size, face_fraction, gen)
+    )
     return train_encoder(
         images,
         rows["subject_id"].astype(str).tolist(),
@@ -668,7 +547,13 @@ def load_encoder_checkpoint(path: str | Path) -> tuple[nn.Module, dict]:
     net, _ = build_embedding_net(
         config["arch"], config["embedding_dim"], config["backbone"], config["input_size"]
     )
-    net.load_state_dict(payload["state_dict"])
+    try:
+        net.load_state_dict(payload["state_dict"])
+    except RuntimeError as err:
+        raise EncoderError(
+            f"{path}: its weights do not fit the {config['arch']} network "
+            f"({config['backbone']}) built now; retrain it ({str(err).splitlines()[0]})"
+        ) from None
     return net.eval(), config
 
 
@@ -727,14 +612,16 @@ class ResNetEncoder(TrainableEncoder):
 
 @register_encoder("resnet152", trainable=True)
 class ResNet152Encoder(TrainableEncoder):
-    """Trained timm resnet152 (the Exposure paper's ResNet152)."""
+    """Trained face-recognition IR-SE-152 (the Exposure paper's ResNet152, FaceX-Zoo's;
+    :mod:`fairforge.encoders.iresnet`), not the ImageNet ResNet-152."""
 
-    spec = ArchSpec("resnet152", 112, 512)
+    spec = ArchSpec("ir_se152", 112, 512)
 
 
 @register_encoder("attentionnet", trainable=True)
 class AttentionNetEncoder(TrainableEncoder):
-    """Trained Residual Attention Network, Attention-56 (written out above: timm has none)."""
+    """Trained Residual Attention Network, Attention-56 as FaceX-Zoo builds it
+    (:mod:`fairforge.encoders.attentionnet`; timm has none)."""
 
     spec = ArchSpec("attention56", 112, 512)
 
