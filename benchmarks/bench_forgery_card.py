@@ -4,7 +4,8 @@ Renders ``--subjects`` subjects per skin tone (the demo's groups; genders altern
 ``--views`` images each, aligns them with the faces stage, pairs them within groups, forges
 every method with :func:`fairforge.forgery.forge_shard` and summarises the per-fake measures
 (:func:`fairforge.tables.forgery_quality.measure_method`, dlib ResNet identities on
-``--identity`` fakes per method and group) into the card
+``--identity`` fakes per method and group) and the method separation
+(:func:`fairforge.forgery.quality.method_separation`) into the card
 (:func:`fairforge.tables.forgery_quality.quality_card`). Prints per method and group the
 numbers the README quotes.
 
@@ -21,6 +22,7 @@ import pandas as pd
 
 from fairforge.faces.stage import detect_and_align
 from fairforge.forgery import forge_shard
+from fairforge.forgery.quality import method_separation
 from fairforge.images import write_image
 from fairforge.pairs import make_pairs
 from fairforge.sources.synthetic import render_face, sample_subject, sample_view
@@ -37,6 +39,11 @@ SHOWN = {
     "id_sim_target": "id_tgt",
     "boundary_gradient": "seam",
     "redetected": "found",
+    "skin_colour_shift": "skin",
+    "yaw_gap_closed": "yaw_gap",
+    "pitch_gap_closed": "pitch_gap",
+    "separation": "sep",
+    "separation_from": "sep_from",
 }
 
 
@@ -82,15 +89,19 @@ def main() -> None:
         root = Path(tmp)
         faces = faces_table(root, args.subjects, args.views, args.size, args.seed)
         pairs = make_pairs(faces, args.seed)
-        per_fake = []
+        per_fake, manifests = [], {}
         for m in args.methods:
             fakes = forge_shard(m, "classical", pairs, faces, root, f"forgeries/{m}", args.seed)
+            manifests[m] = fakes
             per_fake.append(
                 measure_method(
                     fakes, faces, root, "demo", args.seed, identity_per_group=args.identity
                 )
             )
-    card = quality_card(pd.concat(per_fake, ignore_index=True), n_boot=200, seed=args.seed)
+        separation = method_separation(manifests, faces, root, "demo")
+    card = quality_card(
+        pd.concat(per_fake, ignore_index=True), n_boot=200, seed=args.seed, separation=separation
+    )
     print(f"{int(faces.ok.sum())}/{len(faces)} faces, {args.subjects} subjects per tone")
     cols = {k: v for k, v in SHOWN.items() if v and k in card.columns}
     view = card[["method", "group", "n_fakes", *cols, "differs"]].rename(columns=cols)

@@ -209,6 +209,10 @@ def get_forgery_quality_fakes(wildcards):
     return expand(result_path("forgery_quality_fakes"), dataset=DATASETS, method=METHODS)
 
 
+def get_forgery_separations(wildcards):
+    return [result_path("forgery_separation", dataset=d) for d in DATASETS if METHODS_OF[d]]
+
+
 def get_method_samples_inputs(wildcards):
     """A method's samples read the sources and faces, and its own forgeries only."""
     return method_samples_inputs(wildcards.dataset, wildcards.method)

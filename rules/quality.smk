@@ -1,5 +1,6 @@
-# The forgery quality card: per-fake measures per dataset and method, then the card per
-# dataset × method × group with subject-level intervals, and one figure per method.
+# The forgery quality card: per-fake measures per dataset and method, how far apart the
+# methods' fakes of the same faces are per dataset, then the card per dataset × method ×
+# group with subject-level intervals, and one figure per method.
 
 
 rule forgery_quality_fakes:
@@ -25,10 +26,31 @@ rule forgery_quality_fakes:
         "../scripts/forgery_quality_fakes.py"
 
 
+rule forgery_separation:
+    """Per two methods keeping the same image: their fakes' difference vs their change."""
+    input:
+        faces=result_path("faces"),
+        forgeries=get_forgeries,
+    output:
+        result_path("forgery_separation"),
+    log:
+        log_path("forgery/{dataset}/separation.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),
+    params:
+        results=get_results_root,
+    script:
+        "../scripts/forgery_separation.py"
+
+
 rule forgery_quality:
     """The quality card of every dataset, method and group, and a figure per method."""
     input:
-        get_forgery_quality_fakes,
+        fakes=get_forgery_quality_fakes,
+        separation=get_forgery_separations,
     output:
         table=result_path("forgery_quality"),
         figures=expand(result_path("forgery_quality_figure"), method=METHODS),

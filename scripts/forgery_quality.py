@@ -4,7 +4,8 @@ from fairforge.tables.forgery_quality import card_from_files
 
 with logged(snakemake.log[0]):
     o, p = snakemake.output, snakemake.params
-    card = card_from_files(snakemake.input, n_boot=p.bootstrap, seed=p.seed)
+    i = snakemake.input
+    card = card_from_files(i.fakes, n_boot=p.bootstrap, seed=p.seed, separation=i.separation)
     card.to_csv(o.table, index=False)
     for method, path in zip(p.methods, o.figures):
         forgery_quality_figure(card, method, path)

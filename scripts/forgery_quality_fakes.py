@@ -4,7 +4,7 @@ from fairforge.tables.forgery_quality import measure_method
 
 with logged(snakemake.log[0]):
     i, p = snakemake.input, snakemake.params
-    faces = read_manifest(i.faces, contract="faces", columns=["image_id", "crop_path"])
+    faces = read_manifest(i.faces, contract="faces", columns=["image_id", "crop_path", "landmarks"])
     forgery = read_manifest(i.forgery, contract="forgery")
     fakes = measure_method(forgery, faces, p.results, snakemake.wildcards.dataset, p.seed)
     write_manifest(fakes, snakemake.output[0])

@@ -25,8 +25,11 @@ from fairforge.forgery.base import (
 from fairforge.forgery.blend import online_blend, sbi_source_transform, self_blend
 from fairforge.forgery.examples import example_sheet
 from fairforge.forgery.parsing import (
+    IMAGE_PARTS,
     PARTS,
+    cie_lab,
     face_region,
+    hair_region,
     measure_expression,
     occluders,
     parse_parts,
@@ -376,7 +379,7 @@ def test_maskgan_edits_a_parsed_subset(faces):
     for seed in range(5):
         _, res = _run("maskgan", faces, seed=seed)
         parts = res.extra["parts"]
-        assert parts and set(parts) <= set(PARTS) - {"skin"}
+        assert parts and set(parts) <= set(IMAGE_PARTS) - {"skin"}
         assert all(0.15 <= abs(f - 1) <= 0.3 for f in res.extra["factors"].values())
     _, only_nose = _run("maskgan", faces, parts=("nose",))
     assert only_nose.extra["parts"] == ["nose"]
@@ -788,6 +791,95 @@ def test_maskgan_keeps_the_skin_tone(faces):
     assert coloured > 0  # some edits change a part's colour
     with pytest.raises(ValueError, match="never edits skin"):
         create_method("maskgan", parts=("skin", "nose"))
+
+
+@pytest.fixture(scope="module")
+def haired():
+    """Rendered faces of the synthetic world (which draws hair), aligned by the faces stage:
+    long black hair on a light face and short hair on a dark one."""
+    synthetic = pytest.importorskip("fairforge.sources.synthetic")
+    stage = pytest.importorskip("fairforge.faces.stage")
+    out = []
+    for sid, tone, gender in (("s0", "tone1", "female"), ("s2", "tone3", "female")):
+        img = synthetic.render_face(
+            synthetic.sample_subject(0, sid, tone, gender),
+            synthetic.sample_view(0, f"{sid}_0"),
+            400,
+        )
+        face = stage.detect_and_align(img, crop_size=SIZE)
+        assert face.ok, face.reason
+        out.append((face.crop, face.landmarks))
+    return out
+
+
+def test_hair_region_is_hair_around_the_face(haired):
+    for img, lm in haired:
+        hair = hair_region(img, lm) > 0
+        parts = parse_parts(lm, img.shape, img)
+        assert list(parts) == list(IMAGE_PARTS)
+        assert (parts["hair"] > 0).sum() == hair.sum() > 0.05 * hair.size
+        # Hair is off the face below the brows and off the skin the parsing keeps.
+        below_brows = parse_parts(lm, img.shape)["skin"] > 0
+        below_brows &= np.arange(SIZE)[:, None] > lm[17:27, 1].max()
+        assert not (hair & below_brows).any()
+        assert not (hair & (parts["skin"] > 0)).any()
+        # Mostly above the eyes, and of another colour than the cheeks.
+        ys = np.nonzero(hair)[0]
+        assert np.mean(ys < lm[36:48, 1].mean()) > 0.5
+        lab = cie_lab(img)
+        cheeks = below_brows & (np.arange(SIZE)[:, None] > lm[30, 1])
+        assert np.linalg.norm(lab[hair].mean(0) - lab[cheeks].mean(0)) > 15
+
+
+def test_no_hair_on_a_bald_head(faces):
+    """A head whose surroundings are all skin-coloured has no hair."""
+    (a, la), _ = faces
+    bald = a.copy()
+    outside = face_region(la, a.shape, lift=0.5) == 0
+    bald[outside] = np.median(a[parse_parts(la, a.shape)["skin"] > 0], axis=0)
+    assert not hair_region(bald, la).any()
+    # ... and maskgan, asked for hair only, has nothing to edit.
+    with pytest.raises(ForgeryError, match="no face part"):
+        create_method("maskgan", parts=("hair",))(bald, la, None, None, np.random.default_rng(0))
+
+
+def test_maskgan_recolours_the_hair_and_nothing_else(haired):
+    from fairforge.forgery.maskgan import HAIR_COLOURS
+
+    method = create_method("maskgan", parts=("hair",))
+    for k, (img, lm) in enumerate(haired):
+        res = method(img, lm, None, None, np.random.default_rng(k))
+        assert res.extra["parts"] == ["hair"] and res.extra["hair_colour"] in HAIR_COLOURS
+        hair = hair_region(img, lm) > 0
+        changed = (res.image != img).any(2)
+        # Everything outside the hair is the source's, bit for bit; most of the hair changed.
+        assert not changed[~hair].any()
+        assert not ((res.mask > 0) & ~hair).any()
+        assert changed[hair].mean() > 0.8
+        # The hair's colour moved to the chosen one (LAB; texture kept by a common shift).
+        goal = np.array(HAIR_COLOURS[res.extra["hair_colour"]])
+        inner = erode(hair.astype(np.uint8) * 255, 3) > 0
+        before, after = cie_lab(img)[inner].mean(0), cie_lab(res.image)[inner].mean(0)
+        assert np.linalg.norm(after - goal) < 0.5 * np.linalg.norm(before - goal)
+        assert np.linalg.norm(after - before) >= 15
+        # Deterministic per pair seed.
+        again = method(img, lm, None, None, np.random.default_rng(k))
+        assert np.array_equal(again.image, res.image)
+
+
+def test_maskgan_with_hair_keeps_the_skin(haired):
+    """Whatever parts are drawn, skin (parsed with the image: hair excluded) outside the
+    edited parts is the source's, bit for bit."""
+    hair_edits = 0
+    for seed in range(6):
+        img, lm = haired[seed % 2]
+        res = create_method("maskgan")(img, lm, None, None, np.random.default_rng(seed))
+        hair_edits += "hair" in res.extra["parts"]
+        skin = parse_parts(lm, img.shape, img)["skin"] > 0
+        outside = skin & (res.mask == 0)
+        assert np.array_equal(res.image[outside], img[outside])
+        assert outside.sum() > 0.5 * skin.sum()
+    assert hair_edits > 0
 
 
 def test_a_nearest_target_shard_reads_every_real_face(tmp_path):

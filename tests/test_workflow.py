@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairforge.forgery.quality import SEPARATION_COLUMNS
 from fairforge.manifest import CONTRACTS
+from forgery_acceptance import check_forgery_card
 from snakemake_run import SNAKEMAKE, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -37,6 +39,29 @@ def test_outputs_follow_the_contracts(tiny_run):
     preds = pd.read_parquet(results / "predictions/meso4/synthetic/clean.parquet")
     assert preds["score"].between(0, 1).all()
     assert set(preds["split"]) <= {"val", "test"}
+
+
+def test_forgery_quality_card_carries_the_acceptance_numbers(tiny_run):
+    """The acceptance numbers of the forgeries, read from the run's own quality card: a row
+    per method × group, near-invisible fakes under 1% per method, maskgan's skin colour
+    within 1 LAB unit, every method apart from its nearest sibling, and reenactment's pose
+    gap closure where the tiny crops let the poses be measured."""
+    import yaml
+
+    results = tiny_run / "results"
+    config = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    methods = list(config["forgery"]["methods"])
+    card = pd.read_csv(results / "forgery_quality.csv")
+    assert set(card["dataset"]) == set(config["datasets"])
+    for dataset, rows in card.groupby("dataset"):
+        sources = pd.read_parquet(results / dataset / "sources.parquet")
+        groups = sources.loc[sources["ok"].astype(bool), "group"].astype(str).unique()
+        numbers = check_forgery_card(rows, methods, groups)
+        print(dataset, numbers)
+        separation = pd.read_parquet(results / dataset / "forgery_separation.parquet")
+        assert list(separation.columns) == SEPARATION_COLUMNS and len(separation) > 0
+        fakes = pd.read_parquet(results / dataset / "forgery_quality" / "maskgan.parquet")
+        assert fakes["skin_colour_shift"].notna().all()
 
 
 def test_exposure_study_ranks_with_a_trained_encoder(tiny_run):

@@ -40,6 +40,8 @@ OUTPUTS = {
     "train_copy_images": "{results}/{dataset}/train_copies/{method}",
     # forgery quality: per-fake measures, then the card over datasets, methods and groups
     "forgery_quality_fakes": "{results}/{dataset}/forgery_quality/{method}.parquet",
+    # per two methods keeping the same image, how far apart their fakes of one face are
+    "forgery_separation": "{results}/{dataset}/forgery_separation.parquet",
     "forgery_quality": "{results}/forgery_quality.csv",
     # detectors: training, prediction, cost
     "model": "{results}/models/{detector}/model.pt",

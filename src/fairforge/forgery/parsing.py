@@ -1,8 +1,13 @@
-"""Face parts and expression measures from the 68 dlib landmarks.
+"""Face parts and expression measures from the 68 dlib landmarks (and hair from the image).
 
 Indices follow the iBUG 300-W / dlib convention: jaw 0-16, brows 17-21 and 22-26, nose
 27-35, eyes 36-41 and 42-47, outer lips 48-59, inner lips 60-67. "Left" and "right" are
 image sides (the subject's right eye is at image left).
+
+The landmark parts stand in for the face classes of a face-parsing model such as the one
+CelebAMask-HQ (MaskGAN's data set) annotates: skin, nose, eyes, brows, upper and lower lip,
+mouth. Its ``hair`` class lies outside the landmarks, so :func:`hair_region` finds it from
+the landmarks' geometry and the image's colour (:func:`parse_parts` with an image).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .base import eye_centers, interocular, polygon_mask
+from .base import dilate, disk, erode, eye_centers, interocular, polygon_mask
 
 JAW = np.arange(0, 17)
 BROW_L, BROW_R = np.arange(17, 22), np.arange(22, 27)
@@ -46,8 +51,17 @@ LOWER_MOUTH_WEIGHTS = {
     12: 0.1,
 }
 
-# The parts a parser yields, each as one or more connected components (index lists).
+# The parts a parser yields from the landmarks, each as one or more connected components.
 PARTS = ("skin", "nose", "eyes", "brows", "upper_lip", "lower_lip", "mouth")
+HAIR = "hair"
+# With the image: the landmark parts and hair (skin then excludes the hair on the forehead).
+IMAGE_PARTS = (*PARTS, HAIR)
+
+# Hair finding, lengths in inter-ocular units (IOD).
+HAIRLINE_SEARCH = (0.15, 1.1)  # a hairline is looked for this far above the brows
+HAIR_SEED_DEPTH = 0.25  # hair colour is sampled this far past the hairline
+HAIR_BELOW_CHIN = 0.3  # hair is followed down to this far below the chin
+HAIR_MIN_AREA = 0.3  # IOD^2: less than this is no hair
 
 
 def face_frame(lm: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -98,8 +112,14 @@ def face_region(lm: np.ndarray, shape: tuple[int, ...], lift: float = 0.5) -> np
     return polygon_mask(poly, shape, convex=False)
 
 
-def parse_parts(lm: np.ndarray, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """0/255 masks for :data:`PARTS`; ``skin`` is the face region minus every other part."""
+def parse_parts(
+    lm: np.ndarray, shape: tuple[int, ...], img: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """0/255 masks for :data:`PARTS`; ``skin`` is the face region minus every other part.
+
+    With ``img`` (the crop the landmarks belong to): masks for :data:`IMAGE_PARTS`, ``hair``
+    from :func:`hair_region`, and ``skin`` without the hair that covers the forehead.
+    """
     masks: dict[str, np.ndarray] = {}
     for name, polys in part_components(lm).items():
         m = np.zeros(shape[:2], np.uint8)
@@ -110,7 +130,148 @@ def parse_parts(lm: np.ndarray, shape: tuple[int, ...]) -> dict[str, np.ndarray]
     for m in masks.values():
         skin[m > 0] = 0
     masks["skin"] = skin
-    return {name: masks[name] for name in PARTS}
+    if img is None:
+        return {name: masks[name] for name in PARTS}
+    masks[HAIR] = hair_region(img, lm)
+    skin[masks[HAIR] > 0] = 0
+    return {name: masks[name] for name in IMAGE_PARTS}
+
+
+def down_the_face(lm: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, float]:
+    """Per pixel, the distance (pixels) down the face's vertical axis from the midpoint of
+    the eyes, and the chin's."""
+    lm = np.asarray(lm, np.float64)
+    _, ay, _ = face_frame(lm)
+    left, right = eye_centers(lm)
+    centre = (left + right) / 2
+    ys, xs = np.mgrid[0 : shape[0], 0 : shape[1]]
+    v = (xs - centre[0]) * ay[0] + (ys - centre[1]) * ay[1]
+    return v, float((lm[8] - centre) @ ay)
+
+
+def hair_fade(lm: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """float32 weight: 1 down to the chin, falling to 0 at :data:`HAIR_BELOW_CHIN` IOD below
+    it, where :func:`hair_region` stops following the hair, so an edit of long hair fades
+    out instead of ending at a line."""
+    v, chin = down_the_face(lm, shape)
+    band = HAIR_BELOW_CHIN * interocular(np.asarray(lm, np.float64))
+    return np.clip((chin + band - v) / max(band, 1e-6), 0, 1).astype(np.float32)
+
+
+def cie_lab(img: np.ndarray) -> np.ndarray:
+    """CIE L*a*b* (L in 0..100) of a uint8 RGB image, float32."""
+    return cv2.cvtColor(img.astype(np.float32) / 255.0, cv2.COLOR_RGB2LAB)
+
+
+def hair_region(img: np.ndarray, lm: np.ndarray) -> np.ndarray:
+    """0/255 mask of the hair around the face: CelebAMask-HQ's ``hair`` class, found from
+    the landmarks and the image's colour without a parsing network.
+
+    1. Colour is read from the image median-filtered over an eighth of the inter-ocular
+       distance (IOD), which smooths hair strands into their region's colour.
+    2. Skin colours: the median over the forehead between the brows (a disk 0.12 IOD
+       across, as high above the inner brow ends) and over the cheeks (skin part below the
+       eyes).
+    3. Hairline: along the face's vertical axis above each brow point, the first pixel
+       between :data:`HAIRLINE_SEARCH` IOD above the brows that is far from the forehead's
+       colour (beyond the forehead's own spread; and stays so for a few pixels). When
+       fewer than half the brow points find one (a bald head, a crop that ends at the
+       forehead), there is no hair.
+    4. The hair colour is the median of :data:`HAIR_SEED_DEPTH` IOD past the hairlines.
+    5. Hair is every pixel of the head's surroundings (the face region with the brows
+       lifted 1.3 IOD, grown by 0.8 IOD,
+       down to :data:`HAIR_BELOW_CHIN` IOD below the chin) closer to the hair colour than a
+       threshold set from the seed's own spread, and closer to it than to the skin's,
+       outside the face region below the brows (inside it only above the brows: a fringe),
+       never on the eyes, brows or neck (below the jaw), in a component that holds seed
+       pixels; holes the size of a strand are closed. Less than :data:`HAIR_MIN_AREA` IOD² is no hair.
+
+    Simplifications: a colour model, not a learned parser. Hair the colour of the skin
+    (or a scalp seen through thin hair) is missed, a background of the hair's colour next
+    to the hair is taken with it (within the head's surroundings), and hair hanging past
+    the chin is not followed.
+    """
+    lm = np.asarray(lm, np.float64)
+    h, w = img.shape[:2]
+    empty = np.zeros((h, w), np.uint8)
+    ax, ay, iod = face_frame(lm)
+    if iod < 4:
+        return empty
+    k = max(int(round(iod / 8)) | 1, 3)
+    lab = cie_lab(cv2.medianBlur(np.ascontiguousarray(img), min(k, 255)))
+    v, chin = down_the_face(lm, img.shape)
+    ys, xs = np.mgrid[0:h, 0:w]
+
+    parts = parse_parts(lm, img.shape)
+    cheeks = (erode(parts["skin"], max(int(iod / 16), 1)) > 0) & (v > 0.1 * iod)
+    lo, hi = HAIRLINE_SEARCH
+    steps = np.arange(lo * iod, hi * iod, 0.5)
+    paths = []
+    for p in lm[17:27]:
+        path = np.round(p[None] - steps[:, None] * ay[None]).astype(int)
+        inside = (path[:, 0] >= 0) & (path[:, 0] < w) & (path[:, 1] >= 0) & (path[:, 1] < h)
+        paths.append(path[: np.argmin(inside)] if not inside.all() else path)
+    glabella = (lm[21] + lm[22]) / 2 - 0.12 * iod * ay
+    forehead = np.hypot(xs - glabella[0], ys - glabella[1]) < max(0.12 * iod, 1.5)
+    forehead &= parts["brows"] == 0
+    if cheeks.sum() < 16 or forehead.sum() < 4:
+        return empty
+    # Skin: the forehead just above the brows, which the hairline borders, and the cheeks
+    # (for the hair's extent: shading differs between them).
+    refs = [np.median(lab[forehead], axis=0), np.median(lab[cheeks], axis=0)]
+    to_forehead = np.linalg.norm(lab - refs[0], axis=2)
+    skin_dist = np.minimum(to_forehead, np.linalg.norm(lab - refs[1], axis=2))
+    base = to_forehead[forehead]
+    spread = 1.4826 * np.median(np.abs(base - np.median(base)))
+    far = to_forehead > max(12.0, np.median(base) + 4.0 * spread)
+
+    # Hairlines above the brows, and the hair colour past them.
+    run = max(int(round(0.06 * iod)), 2)
+    depth = max(int(round(HAIR_SEED_DEPTH * iod / 0.5)), run)
+    seeds: list[tuple[int, int]] = []
+    found = 0
+    for path in paths:
+        if len(path) < 2 * run:
+            continue
+        hit = far[path[:, 1], path[:, 0]]
+        start = next((i for i in range(len(hit) - run) if hit[i : i + run].all()), None)
+        if start is None:
+            continue
+        found += 1
+        seeds += [(int(y), int(x)) for x, y in path[start : start + depth] if far[y, x]]
+    if found < 5 or not seeds:
+        return empty
+    sy, sx = np.array(seeds).T
+    hair = np.median(lab[sy, sx], axis=0)
+    hair_dist = np.linalg.norm(lab - hair, axis=2)
+    seed_dist = hair_dist[sy, sx]
+    limit = max(12.0, np.median(seed_dist) + 3.0 * 1.4826 * np.median(seed_dist))
+    close = (hair_dist < limit) & (hair_dist < skin_dist)
+
+    # Where hair may be: the head's surroundings, off the face below the brows, off the
+    # eyes and brows.
+    grow = max(int(round(0.8 * iod)), 1)
+    zone = dilate(face_region(lm, img.shape, lift=1.3), grow) > 0
+    zone &= v < chin + HAIR_BELOW_CHIN * iod
+    left, right = eye_centers(lm)
+    brow_level = min((lm[17:27] - (left + right) / 2) @ ay)
+    face = face_region(lm, img.shape, lift=0.5) > 0
+    zone &= ~(face & (v > brow_level - 0.15 * iod))
+    features = dilate(parts["eyes"] | parts["brows"], max(int(round(0.12 * iod)), 1)) > 0
+    neck = polygon_mask(np.concatenate([lm[3:14], lm[13:2:-1] + 1.5 * iod * ay]), img.shape)
+    zone &= ~features & (neck == 0)
+    cand = (close & zone).astype(np.uint8)
+    _, labels = cv2.connectedComponents(cand, connectivity=8)
+    keep = np.unique(labels[sy, sx])
+    keep = keep[keep > 0]
+    if not len(keep):
+        return empty
+    mask = np.isin(labels, keep).astype(np.uint8) * 255
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, disk(max(int(round(0.06 * iod)), 1)))
+    mask[~zone] = 0
+    if (mask > 0).sum() < HAIR_MIN_AREA * iod**2:
+        return empty
+    return mask
 
 
 EXPRESSION = ("mouth_open", "mouth_width", "eye_open_l", "eye_open_r", "brow_l", "brow_r")

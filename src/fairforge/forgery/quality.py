@@ -21,7 +21,20 @@ was composited into: the target for identity replacement, the source otherwise):
 - ``boundary_gradient``: mean gradient magnitude of the fake on the mask boundary (a band of
   :data:`BOUNDARY_BAND` pixels either side) divided by the kept image's on the same band
   (1: the blend leaves no edge; above 1: a visible seam);
-- ``redetected``: the face detector finds a face in the fake.
+- ``redetected``: the face detector finds a face in the fake;
+- ``skin_colour_shift``: CIE LAB distance between the mean colours of the fake and of the
+  kept image over the kept face's skin (:func:`~fairforge.forgery.parsing.parse_parts` with
+  the image: the face region less its parts and hair), in LAB units; an attribute edit that
+  leaves skin tone alone scores near 0.
+
+Measures of a set of fakes rather than of one (:data:`RATIO_MEASURES`, on the card):
+
+- ``yaw_gap_closed``, ``pitch_gap_closed``: how far the fakes moved from the source's yaw
+  (pitch) toward the driver's, as a share of the gap (:func:`gap_closed`: 1, all the way; 0,
+  not at all), over the fakes whose face, source and driver were all found again;
+- method separation (:func:`method_separation`): per two methods that composite into the
+  same image from the same source, the mean absolute difference of their fakes inside the
+  union of their masks, against the mean of their changes to the kept image.
 """
 
 from __future__ import annotations
@@ -38,8 +51,8 @@ import pandas as pd
 from ..faces import detect_faces, predict_landmarks
 from ..images import read_image
 from ..seeding import derive_seed
-from .base import FORGERY_METHODS, NEAR_INVISIBLE, change_energy, method_key
-from .parsing import measure_expression
+from .base import FORGERY_METHODS, NEAR_INVISIBLE, as_landmarks, change_energy, method_key
+from .parsing import cie_lab, measure_expression, parse_parts
 from .pose import face_pose
 
 BOUNDARY_BAND = 2  # pixels either side of the mask edge
@@ -55,7 +68,22 @@ QUALITY_MEASURES = {
     "near_invisible": f"share of fakes changed < {NEAR_INVISIBLE:g} grey levels in the mask",
     "boundary_gradient": "gradient on the mask boundary, fake / kept",
     "redetected": "share of fakes whose face is detected again",
+    "skin_colour_shift": "mean skin colour, fake vs kept (CIE LAB units)",
 }
+# Card measures that are a ratio of two sums over fakes: name -> (what it is, the per-fake
+# columns (after, before, goal) of :func:`gap_terms`).
+RATIO_MEASURES = {
+    "yaw_gap_closed": (
+        "share of the source-to-driver yaw gap closed",
+        ("yaw", "source_yaw", "driver_yaw"),
+    ),
+    "pitch_gap_closed": (
+        "share of the source-to-driver pitch gap closed",
+        ("pitch", "source_pitch", "driver_pitch"),
+    ),
+}
+# Every measure on the card, in its order: name -> what it is.
+CARD_MEASURES = {**QUALITY_MEASURES, **{k: v[0] for k, v in RATIO_MEASURES.items()}}
 
 # What a per-fake row holds besides the measures (identifiers, and the poses behind them).
 FAKE_ID_COLUMNS = [
@@ -109,6 +137,38 @@ def boundary_gradient(fake: np.ndarray, kept: np.ndarray, mask: np.ndarray) -> f
     if not band.any():
         return float("nan")
     return float(_gradient(fake)[band].mean() / max(_gradient(kept)[band].mean(), 1e-6))
+
+
+def skin_colour_shift(fake: np.ndarray, kept: np.ndarray, kept_lm: np.ndarray) -> float:
+    """CIE LAB distance between the mean colours of ``fake`` and ``kept`` over the kept
+    face's skin (face region less parts and hair); NaN when no skin is parsed."""
+    skin = parse_parts(kept_lm, kept.shape, kept)["skin"] > 0
+    if not skin.any():
+        return float("nan")
+    diff = cie_lab(fake)[skin].astype(np.float64).mean(0) - cie_lab(kept)[skin].astype(
+        np.float64
+    ).mean(0)
+    return float(np.linalg.norm(diff))
+
+
+def gap_terms(
+    after: np.ndarray, before: np.ndarray, goal: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per fake, the movement from ``before`` toward ``goal`` (signed: away is negative) and
+    the gap ``|goal - before|``; both NaN where any of the three is."""
+    after, before, goal = (np.asarray(x, np.float64) for x in (after, before, goal))
+    gap = goal - before
+    ok = np.isfinite(after) & np.isfinite(before) & np.isfinite(goal)
+    moved = np.where(ok, (after - before) * np.sign(gap), np.nan)
+    return moved, np.where(ok, np.abs(gap), np.nan)
+
+
+def gap_closed(before: np.ndarray, after: np.ndarray, goal: np.ndarray) -> float:
+    """Summed movement toward ``goal`` over the summed gap (1: all the way; NaN: no gap)."""
+    moved, gap = gap_terms(after, before, goal)
+    ok = np.isfinite(moved)
+    total = gap[ok].sum()
+    return float(moved[ok].sum() / total) if total > 0 else float("nan")
 
 
 def face_geometry(img: np.ndarray, detector: str = "hog") -> dict[str, Any]:
@@ -166,14 +226,15 @@ def measure_forgeries(
 ) -> pd.DataFrame:
     """One row of :data:`FAKE_QUALITY_COLUMNS` per ok fake of one method's manifest.
 
-    ``faces`` gives ``crop_path`` (relative to ``crops_dir``, default ``results_dir``) per
-    image_id; fake and mask paths are relative to ``results_dir``. Without ``embed`` the
+    ``faces`` gives ``crop_path`` (relative to ``crops_dir``, default ``results_dir``) and
+    ``landmarks`` per image_id; fake and mask paths are relative to ``results_dir``. Without ``embed`` the
     identity measures are NaN. Failed fakes are not measured (their rate is the forgery
     success table's).
     """
     root = Path(results_dir)
     crops_root = Path(crops_dir) if crops_dir is not None else root
-    crops = faces.assign(image_id=faces["image_id"].astype(str)).set_index("image_id")["crop_path"]
+    by_id = faces.assign(image_id=faces["image_id"].astype(str)).set_index("image_id")
+    crops = by_id["crop_path"]
     made = forgeries.loc[forgeries["ok"].astype(bool)].sort_values("sample_id", kind="stable")
     sampled = identity_sample(made, seed, identity_per_group) if embed is not None else set()
 
@@ -193,7 +254,8 @@ def measure_forgeries(
         target_img, target_geo = real(target_id)
         fake = read_image(root / rec["path"])
         mask = cv2.cvtColor(read_image(root / rec["mask_path"]), cv2.COLOR_RGB2GRAY)
-        kept = target_img if kept_role(rec["method"], rec["backend"]) == "target" else source_img
+        kept_id = target_id if kept_role(rec["method"], rec["backend"]) == "target" else image_id
+        kept = real(kept_id)[0]
         geo = face_geometry(fake, detector)
         energy = change_energy(fake, kept, mask)
         row = {c: rec.get(c) for c in FAKE_ID_COLUMNS}
@@ -203,6 +265,9 @@ def measure_forgeries(
             near_invisible=energy < NEAR_INVISIBLE,
             boundary_gradient=boundary_gradient(fake, kept, mask),
             redetected=bool(geo["found"]),
+            skin_colour_shift=skin_colour_shift(
+                fake, kept, as_landmarks(by_id.at[kept_id, "landmarks"])
+            ),
             pose_distance=_pose_gap(geo, target_geo),
             expression_distance=_expression_gap(geo, target_geo),
             yaw=geo["yaw"],
@@ -226,3 +291,82 @@ def measure_forgeries(
     for col in ("near_invisible", "redetected", "identity_sampled"):
         out[col] = out[col].astype(bool)
     return out
+
+
+SEPARATION_COLUMNS = [
+    "dataset",
+    "method",
+    "other",
+    "image_id",
+    "kept_image_id",
+    "group",
+    "subject_id",
+    "between",
+    "own",
+]
+
+
+def method_separation(
+    forgeries: dict[str, pd.DataFrame],
+    faces: pd.DataFrame,
+    results_dir: str | Path,
+    dataset: str,
+    crops_dir: str | Path | None = None,
+) -> pd.DataFrame:
+    """How different two methods' fakes of the same face are (:data:`SEPARATION_COLUMNS`).
+
+    For every two methods of ``forgeries`` (method -> its manifest) that composite into the
+    same kind of image (:func:`kept_role`), and every source image both made an ok fake of
+    into the same kept image: ``between``, the mean over the union of their masks of the
+    mean over RGB of |fake A - fake B| (grey levels), and ``own``, the mean of the two
+    fakes' :func:`~fairforge.forgery.base.change_energy` against the kept image. One row per
+    ordered pair of methods (both orders, the same numbers), sorted.
+    """
+    root = Path(results_dir)
+    crops_root = Path(crops_dir) if crops_dir is not None else root
+    crops = faces.assign(image_id=faces["image_id"].astype(str)).set_index("image_id")["crop_path"]
+    index: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for method, frame in sorted(forgeries.items()):
+        for rec in frame.loc[frame["ok"].astype(bool)].to_dict("records"):
+            role = kept_role(rec["method"], rec["backend"])
+            image_id = str(rec["image_id"])
+            kept_id = str(rec["target_image_id"]) if role == "target" else image_id
+            index.setdefault((role, image_id, kept_id), {})[method] = rec
+
+    @cache
+    def kept_image(image_id: str) -> np.ndarray:
+        return read_image(crops_root / str(crops[image_id]))
+
+    rows = []
+    for (_, image_id, kept_id), recs in sorted(index.items()):
+        if len(recs) < 2:
+            continue
+        kept = kept_image(kept_id)
+        loaded = {}
+        for method, rec in recs.items():
+            fake = read_image(root / rec["path"])
+            mask = cv2.cvtColor(read_image(root / rec["mask_path"]), cv2.COLOR_RGB2GRAY) > 0
+            loaded[method] = (fake, mask, change_energy(fake, kept, mask))
+        for a in sorted(loaded):
+            for b in sorted(loaded):
+                if a == b:
+                    continue
+                (fa, ma, ea), (fb, mb, eb) = loaded[a], loaded[b]
+                union = ma | mb
+                diff = np.abs(fa.astype(np.int16) - fb.astype(np.int16)).mean(axis=2)
+                rec = recs[a]
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "method": a,
+                        "other": b,
+                        "image_id": image_id,
+                        "kept_image_id": kept_id,
+                        "group": rec.get("group"),
+                        "subject_id": rec.get("subject_id"),
+                        "between": float(diff[union].mean()) if union.any() else float("nan"),
+                        "own": 0.5 * (ea + eb),
+                    }
+                )
+    out = pd.DataFrame(rows, columns=SEPARATION_COLUMNS)
+    return out.sort_values(["method", "other", "image_id", "kept_image_id"], ignore_index=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from fairforge.forgery.quality import QUALITY_MEASURES
+from fairforge.forgery.quality import CARD_MEASURES
 from fairforge.perturb import CLEAN
 from fairforge.plotting import save_png
 from fairforge.tables.efficiency import EFFICIENCY_AXES, efficiency_with_metric
@@ -336,7 +336,7 @@ def forgery_quality_figure(card: pd.DataFrame, method: str, path: str | Path) ->
     if rows.empty:
         return _message(path, f"no fakes of {method} were measured")
     datasets = sorted(rows["dataset"].unique())
-    measures = list(QUALITY_MEASURES)
+    measures = list(CARD_MEASURES)
     per_row = 4
     lines = -(-len(measures) // per_row)  # panel rows per dataset
     fig, axes = _grid(len(datasets) * lines, per_row, width=2.8, height=2.4)

@@ -1,7 +1,8 @@
 """The forgery quality card: per dataset, method and group, how good the fakes are.
 
 One row per dataset × method × group. For every measure of
-:data:`fairforge.forgery.quality.QUALITY_MEASURES`: the mean over the group's fakes,
+:data:`fairforge.forgery.quality.CARD_MEASURES`: the mean over the group's fakes (for the
+ratio measures of :data:`~fairforge.forgery.quality.RATIO_MEASURES`, the ratio of the sums),
 a subject-level bootstrap interval (the group's subjects resampled with replacement, all of
 a subject's fakes moving together, as :mod:`fairforge.metrics.uncertainty` does for the
 fairness metrics) and the p-value of a Kruskal–Wallis test of equality across the method's
@@ -10,6 +11,12 @@ A group ``differs`` in a measure when that p-value is below :data:`ALPHA` and th
 interval excludes the median of the groups' means (the typical group: with one odd group
 out of four, only that one is named; with two groups, both are). Why: if the fakes of one group are easier to
 spot, a detector's group gap measures the generator, not the detector.
+
+Method separation (:func:`fairforge.forgery.quality.method_separation`, when given): per
+row, the other method whose fakes of the same faces are closest (``separation_from``), the
+ratio of their mean difference inside the union of masks to their mean change
+(``separation``; below 0.5 the two methods are one family) and the number of fakes compared
+(``n_separation``).
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ import pandas as pd
 from scipy.stats import kruskal
 
 from ..encoders import create_encoder
-from ..forgery.quality import IDENTITY_PER_GROUP, QUALITY_MEASURES, measure_forgeries
+from ..forgery.quality import (
+    CARD_MEASURES,
+    IDENTITY_PER_GROUP,
+    RATIO_MEASURES,
+    gap_terms,
+    measure_forgeries,
+)
 from ..metrics.uncertainty import counts_from_indices
 from ..seeding import rng_for
 
@@ -46,19 +59,38 @@ def measure_method(
     )
 
 
+SEPARATION_CARD_COLUMNS = ["separation", "separation_from", "n_separation"]
+
+
 def card_columns() -> list[str]:
     cols = ["dataset", "method", "group", "n_fakes", "n_subjects", "n_identity"]
-    for m in QUALITY_MEASURES:
+    for m in CARD_MEASURES:
         cols += [m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p"]
-    return cols + ["differs"]
+    return cols + SEPARATION_CARD_COLUMNS + ["differs"]
+
+
+def _terms(part: pd.DataFrame, measure: str) -> tuple[pd.Series, pd.Series]:
+    """Per fake, the numerator and denominator whose sums make the measure: the value and 1
+    for a mean; :func:`~fairforge.forgery.quality.gap_terms` for a gap ratio (NaN when the
+    per-fake table lacks the poses)."""
+    if measure not in RATIO_MEASURES:
+        return part[measure].astype(float), pd.Series(1.0, index=part.index)
+    cols = RATIO_MEASURES[measure][1]
+    if not set(cols) <= set(part.columns):
+        nan = pd.Series(np.nan, index=part.index)
+        return nan, nan
+    moved, gap = gap_terms(*(part[c].astype(float).to_numpy() for c in cols))
+    return pd.Series(moved, index=part.index), pd.Series(gap, index=part.index)
 
 
 def _subject_sums(part: pd.DataFrame, measure: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per subject (sorted): the sum and the count of the measure's finite values."""
-    values = part[measure].astype(float)
-    keep = np.isfinite(values)
-    grouped = values[keep].groupby(part.loc[keep, "subject_id"].astype(str), sort=True)
-    return grouped.sum().to_numpy(), grouped.count().to_numpy().astype(float)
+    """Per subject (sorted) with a finite value: the sums of the measure's numerator and
+    denominator (for a mean: of the values, and their count)."""
+    num, den = _terms(part, measure)
+    keep = np.isfinite(num) & np.isfinite(den)
+    subjects = part.loc[keep, "subject_id"].astype(str)
+    sums = num[keep].groupby(subjects, sort=True).sum().to_numpy()
+    return sums, den[keep].groupby(subjects, sort=True).sum().to_numpy().astype(float)
 
 
 def subject_bootstrap(
@@ -73,6 +105,12 @@ def subject_bootstrap(
         return (weights @ sums) / (weights @ counts)
 
 
+def _per_subject(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per-subject values (sum over denominator) of the subjects with a non-zero one."""
+    keep = counts > 0
+    return sums[keep] / counts[keep]
+
+
 def _kruskal_p(per_group_means: list[np.ndarray]) -> float:
     samples = [m[np.isfinite(m)] for m in per_group_means]
     samples = [s for s in samples if len(s)]
@@ -84,10 +122,37 @@ def _kruskal_p(per_group_means: list[np.ndarray]) -> float:
     return float(kruskal(*samples).pvalue)
 
 
+def separation_summary(separation: pd.DataFrame | None) -> pd.DataFrame:
+    """Per dataset × method × group: the nearest other method (``separation_from``), the
+    ratio of summed ``between`` to summed ``own`` against it (``separation``) and the number
+    of fakes compared (``n_separation``)."""
+    keys = ["dataset", "method", "group"]
+    if separation is None or separation.empty:
+        return pd.DataFrame(columns=keys + SEPARATION_CARD_COLUMNS)
+    sep = separation.assign(group=separation["group"].astype(str))
+    sep = sep.loc[np.isfinite(sep["between"].astype(float)) & np.isfinite(sep["own"].astype(float))]
+    per_other = sep.groupby([*keys, "other"], sort=True).agg(
+        between=("between", "sum"), own=("own", "sum"), n_separation=("between", "size")
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_other["separation"] = per_other["between"] / per_other["own"]
+    per_other = per_other.reset_index().sort_values([*keys, "separation", "other"], kind="stable")
+    nearest = (
+        per_other.groupby(keys, sort=True).head(1).rename(columns={"other": "separation_from"})
+    )
+    return nearest[keys + SEPARATION_CARD_COLUMNS].reset_index(drop=True)
+
+
 def quality_card(
-    fakes: pd.DataFrame, n_boot: int = 1000, seed: int = 0, level: float = LEVEL
+    fakes: pd.DataFrame,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = LEVEL,
+    separation: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The card (:func:`card_columns`) of per-fake measures of any datasets and methods."""
+    """The card (:func:`card_columns`) of per-fake measures of any datasets and methods,
+    with the method separation of ``separation`` (rows of
+    :func:`~fairforge.forgery.quality.method_separation`) where given."""
     rows = []
     lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
     fakes = fakes.assign(group=fakes["group"].astype(str))
@@ -106,10 +171,10 @@ def quality_card(
             for g, p in parts.items()
         }
         differs: dict[str, list[str]] = {g: [] for g in groups}
-        for measure in QUALITY_MEASURES:
+        for measure in CARD_MEASURES:
             stats = {g: _subject_sums(p, measure) for g, p in parts.items()}
-            p_value = _kruskal_p([s / np.maximum(c, 1) for s, c in stats.values()])
-            means = {g: s.sum() / c.sum() if c.sum() else np.nan for g, (s, c) in stats.items()}
+            p_value = _kruskal_p([_per_subject(s, c) for s, c in stats.values()])
+            means = {g: s.sum() / c.sum() if c.sum() > 0 else np.nan for g, (s, c) in stats.items()}
             finite = [v for v in means.values() if np.isfinite(v)]
             reference = float(np.median(finite)) if finite else np.nan
             for g in groups:
@@ -132,16 +197,32 @@ def quality_card(
         for g in groups:
             per_group[g]["differs"] = ", ".join(differs[g])
             rows.append(per_group[g])
-    return pd.DataFrame(rows, columns=card_columns())
+    card = pd.DataFrame(
+        rows, columns=[c for c in card_columns() if c not in SEPARATION_CARD_COLUMNS]
+    )
+    keys = ["dataset", "method", "group"]
+    card = card.merge(separation_summary(separation), on=keys, how="left", validate="1:1")
+    card["n_separation"] = card["n_separation"].fillna(0).astype(int)
+    return card[card_columns()]
 
 
-def card_from_files(paths: Iterable[str | Path], n_boot: int = 1000, seed: int = 0):
-    """The card of the per-fake parquet files of :func:`measure_method`."""
+def card_from_files(
+    paths: Iterable[str | Path],
+    n_boot: int = 1000,
+    seed: int = 0,
+    separation: Iterable[str | Path] = (),
+):
+    """The card of the per-fake parquet files of :func:`measure_method`, with the method
+    separation files of :func:`~fairforge.forgery.quality.method_separation`."""
     frames = [pd.read_parquet(p) for p in paths]
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame(columns=card_columns())
-    return quality_card(pd.concat(frames, ignore_index=True), n_boot=n_boot, seed=seed)
+    seps = [f for f in (pd.read_parquet(p) for p in separation) if len(f)]
+    sep = pd.concat(seps, ignore_index=True) if seps else None
+    return quality_card(
+        pd.concat(frames, ignore_index=True), n_boot=n_boot, seed=seed, separation=sep
+    )
 
 
 def quality_verdicts(card: pd.DataFrame) -> pd.DataFrame:
@@ -163,9 +244,13 @@ def quality_view(card: pd.DataFrame) -> pd.DataFrame:
     if card.empty:
         return card
     out = card[["dataset", "method", "group", "n_fakes", "n_subjects", "n_identity"]].copy()
-    for m in QUALITY_MEASURES:
+    for m in CARD_MEASURES:
         out[m] = [
             "–" if not np.isfinite(v) else f"{v:.3g} [{lo:.3g}, {hi:.3g}]"
             for v, lo, hi in zip(card[m], card[f"{m}_ci_low"], card[f"{m}_ci_high"])
         ]
+    out["separation"] = [
+        "–" if not np.isfinite(float(v)) else f"{float(v):.3g} vs {other}"
+        for v, other in zip(card["separation"], card["separation_from"])
+    ]
     return out
