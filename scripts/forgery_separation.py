@@ -1,6 +1,6 @@
 from fairforge.forgery.quality import method_separation
+from fairforge.joblog import logged
 from fairforge.manifest import read_manifest, write_manifest
-from fairforge.workflow import logged
 
 with logged(snakemake.log[0]):
     i, p = snakemake.input, snakemake.params

@@ -192,6 +192,8 @@ def test_scripts_take_the_results_root_from_their_rule(repo_root):
         text = script.read_text()
         assert '"results"' not in text and "RESULTS" not in text, script.name
         assert len(text.splitlines()) < 25, script.name
+        # The glue imports torch; a job that only moves parquet must not pay for it.
+        assert "fairforge.workflow" not in text, script.name
 
 
 def test_training_and_prediction_read_their_own_methods_only():
