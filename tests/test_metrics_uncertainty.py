@@ -313,7 +313,8 @@ def test_inverted_interval_without_noise_is_the_estimate_and_zero_within_noise()
     stats = _two_group_stats()
     ci = inverted_intervals(stats, np.zeros((50, 2, 2)))
     assert ci["AADEO"] == pytest.approx((0.2, 0.2))
-    assert inverted_intervals(stats, np.zeros((1000, 2, 2)))["AADEO"] == pytest.approx((0.2, 0.2))
+    calibrated = inverted_intervals(stats, np.zeros((1000, 2, 2)), calibrate=True)
+    assert calibrated["AADEO"] == pytest.approx((0.2, 0.2))
     # noise of ±0.25 and a second noise draw at 0: no gap at all (λ = 0) gives estimates of
     # 0 to 0.25, which hold the estimate 0.2, so the interval starts at 0
     noise = _two_point_noise(0.25, n_boot=300)
@@ -346,8 +347,8 @@ def test_prepivot_is_the_normal_root_where_the_gap_is_smooth():
     correct, total = stats.cell_counts()
     q = prepivot_quantiles(correct / total, total, stats.real_index, noise)["AADEO"]
     assert q == pytest.approx((-1.96, 1.96), abs=0.35)
-    calibrated = inverted_intervals(stats, noise)["AADEO"]
-    plain = inverted_intervals(stats, noise, calibrate=False)["AADEO"]
+    calibrated = inverted_intervals(stats, noise, calibrate=True)["AADEO"]
+    plain = inverted_intervals(stats, noise)["AADEO"]
     assert calibrated == pytest.approx(plain, abs=0.01)
     assert calibrated[0] < 0.2 < calibrated[1]
 
@@ -367,8 +368,8 @@ def test_prepivot_moves_the_root_up_at_a_tie_at_the_maximum():
     c, t = stats.cell_counts()
     q_lo, q_hi = prepivot_quantiles(c / t, t, stats.real_index, noise)["AADEO"]
     assert (q_lo + q_hi) / 2 > 0.1
-    calibrated = inverted_intervals(stats, noise)["AADEO"]
-    plain = inverted_intervals(stats, noise, calibrate=False)["AADEO"]
+    calibrated = inverted_intervals(stats, noise, calibrate=True)["AADEO"]
+    plain = inverted_intervals(stats, noise)["AADEO"]
     assert calibrated[1] < plain[1]
 
 
@@ -377,7 +378,7 @@ def test_prepivot_needs_enough_resamples_and_falls_back_without():
     noise = _gaussian_noise(0.02, n_boot=30)
     c, t = stats.cell_counts()
     assert prepivot_quantiles(c / t, t, stats.real_index, noise) == {}
-    assert inverted_intervals(stats, noise) == inverted_intervals(stats, noise, calibrate=False)
+    assert inverted_intervals(stats, noise, calibrate=True) == inverted_intervals(stats, noise)
 
 
 def test_reported_interval_is_the_inversion_for_gaps_and_basic_for_accuracy():

@@ -412,10 +412,10 @@ def inverted_intervals(
     noise: np.ndarray,
     level: float = 0.95,
     ur_denominator: str | Iterable[str] = "one_plus_acc",
-    calibrate: bool = True,
+    calibrate: bool = False,
 ) -> dict[str, tuple[float, float]]:
     """Confidence intervals of the gap metrics by inverting a test along the data's own
-    pattern of gaps, calibrated by prepivoting (docs/metrics.md section 4): name -> (low, high).
+    pattern of gaps (docs/metrics.md section 4): name -> (low, high).
 
     A gap (a range or standard deviation across groups) is not a smooth function of the cell
     accuracies where groups are close, and there every bootstrap interval built around the
@@ -429,15 +429,14 @@ def inverted_intervals(
     inflated by √(n/(n − 1)) for its n subjects (the bootstrap's variance is (n − 1)/n of
     the unbiased one).
 
-    The test of λ standardises the estimate by the simulated mean μ(λ) and standard
-    deviation σ(λ), R = (estimate − μ(λ)) / σ(λ), and accepts λ when R lies between the
-    (1 ∓ level)/2 quantiles of R's distribution. With ``calibrate`` those quantiles are
-    Beran's prepivoting (a second bootstrap level, :func:`prepivot_quantiles`): they are
-    read off the roots of pseudo-data sets drawn from the data's cells, each tested along its
-    own pattern exactly as the data are, so the error made by testing along an estimated
-    pattern (whose extremes the noise has rearranged) is measured and undone. Without it
-    the test accepts λ when the estimate lies between the simulated (1 ∓ level)/2
-    quantiles (the uncalibrated inversion). The interval is the metric of A(λ) from the
+    The test accepts λ when the estimate lies between the (1 ∓ level)/2 quantiles of the
+    simulated estimates. With ``calibrate`` (off by default: measured, it did not improve
+    the coverage, docs/metrics.md section 4) it is calibrated by Beran's prepivoting
+    instead: the estimate is standardised by the simulated mean μ(λ) and standard deviation
+    σ(λ), R = (estimate − μ(λ)) / σ(λ), and λ accepted when R lies between the quantiles
+    :func:`prepivot_quantiles` reads off a second bootstrap level (pseudo-data sets drawn
+    from the data's cells, each tested along its own pattern as the data are, which measures
+    the error of testing along an estimated pattern). The interval is the metric of A(λ) from the
     smallest to the largest accepted λ (computed on :data:`LAMBDA_GRID`, interpolated
     linearly between its points). The lower end is 0 when the estimate is within what no gap
     at all would give. NaN for a metric whose estimate is NaN or does not change with λ (no
@@ -680,7 +679,7 @@ def bootstrap_intervals(
 
     One row per metric: ``estimate`` (plug-in), ``estimate_bc`` (bias-corrected: 2·estimate
     − mean of the valid replicates), ``ci_low``/``ci_high`` (the reported interval: for a
-    gap the prepivoted test inversion, :func:`inverted_intervals`; for ``ACC`` and
+    gap the test inversion, :func:`inverted_intervals`; for ``ACC`` and
     ``MeanAcc``, and a gap without any spread, the basic interval; docs/metrics.md section 4
     has their measured coverage), ``basic_low``/``basic_high`` (basic bootstrap,
     :func:`basic_interval`, floored at 0 since every metric here is non-negative),

@@ -160,8 +160,7 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
                 f"A sample is predicted fake when its score {m.get('threshold_rule', '>')} "
                 f"{m.get('threshold', 0.5)}.",
                 ur_convention(ur),
-                f"Confidence intervals of the gaps: 95%, by test inversion calibrated by "
-                "prepivoting (a second bootstrap level), over "
+                f"Confidence intervals of the gaps: 95%, by test inversion over "
                 f"{m.get('bootstrap', 0)} subject-level bootstrap resamples (subjects "
                 "resampled within their group; docs/metrics.md section 4); a lower end of 0 "
                 "means the data are consistent with no gap.",
@@ -198,7 +197,7 @@ def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
         "Fairness on clean test data",
         caption_html("fairness_table"),
         _p(
-            "Cells read: value [95 % subject-bootstrap interval, by prepivoted test inversion] "
+            "Cells read: value [95 % subject-bootstrap interval, by test inversion] "
             "p=permutation p-value (gaps only).",
             "note",
         ),

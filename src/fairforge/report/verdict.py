@@ -1,5 +1,5 @@
 """The statistics behind the verdict: which detector is fairest by each verdict metric, how
-sure that is (subject-bootstrap intervals by prepivoted test inversion; paired subject-level
+sure that is (subject-bootstrap intervals by test inversion; paired subject-level
 comparisons of the detectors' gaps and permutation tests against chance, judged on
 Holm-adjusted p-values), whether the ranking holds under every test-time variant, and which
 group a face ranking exposes most. Pure functions from tables to plain sentences; the page
