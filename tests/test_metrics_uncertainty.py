@@ -17,9 +17,11 @@ from fairforge.metrics import (
 )
 from fairforge.metrics.uncertainty import (
     SubjectStats,
+    _crossing,
     counts_from_indices,
     inverted_intervals,
     point_estimates,
+    prepivot_quantiles,
 )
 
 METHODS = ("real", "faceswap", "simswap")
@@ -299,7 +301,8 @@ def _two_point_noise(delta: float, n: int = 100, n_boot: int = 400) -> np.ndarra
     ],
 )
 def test_inverted_interval_by_hand(delta, aadeo):
-    ci = inverted_intervals(_two_group_stats(), _two_point_noise(delta))
+    # the uncalibrated test (quantile acceptance); prepivoting is tested below
+    ci = inverted_intervals(_two_group_stats(), _two_point_noise(delta), calibrate=False)
     assert ci["AADEO"] == pytest.approx(aadeo, abs=1e-9)
     assert ci["DEO"] == pytest.approx(aadeo, abs=1e-9)  # one forgery row: the same
     assert ci["AADPD"] == pytest.approx((aadeo[0] / 2, aadeo[1] / 2), abs=1e-9)  # real row: 0
@@ -310,14 +313,72 @@ def test_inverted_interval_without_noise_is_the_estimate_and_zero_within_noise()
     stats = _two_group_stats()
     ci = inverted_intervals(stats, np.zeros((50, 2, 2)))
     assert ci["AADEO"] == pytest.approx((0.2, 0.2))
+    calibrated = inverted_intervals(stats, np.zeros((1000, 2, 2)), calibrate=True)
+    assert calibrated["AADEO"] == pytest.approx((0.2, 0.2))
     # noise of ±0.25 and a second noise draw at 0: no gap at all (λ = 0) gives estimates of
     # 0 to 0.25, which hold the estimate 0.2, so the interval starts at 0
     noise = _two_point_noise(0.25, n_boot=300)
     noise[::3] = 0.0
-    low, high = inverted_intervals(stats, noise)["AADEO"]
+    low, high = inverted_intervals(stats, noise, calibrate=False)["AADEO"]
     assert low == 0.0 and high > 0.2
     # every resample dropped: no interval
     assert np.isnan(inverted_intervals(stats, np.full((5, 2, 2), np.nan))["AADEO"][0])
+
+
+def _gaussian_noise(sd: float, n_boot: int = 1000, shape=(2, 2), seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0.0, sd, (n_boot, *shape))
+
+
+def test_crossing_finds_the_lambda_of_a_value_along_a_path():
+    grid = np.array([0.0, 1.0, 2.0, 4.0])
+    path = np.array([[0.0, 0.1, 0.2, 0.4], [0.0, 0.05, 0.05, 0.1], [0.0, 0.01, 0.02, 0.03]])
+    # row 0: 0.15 halfway between 1 and 2; row 1: first reached at λ = 3 after a flat stretch;
+    # row 2: never reached
+    lam = _crossing(grid, path, 0.075)
+    assert lam[0] == pytest.approx(0.75) and lam[1] == pytest.approx(3.0)
+    assert np.isnan(lam[2])
+
+
+def test_prepivot_is_the_normal_root_where_the_gap_is_smooth():
+    """Two groups 0.2 apart with noise of 0.01: the range is smooth there, its root is
+    standard normal and prepivoting changes nothing (beyond its Monte Carlo error)."""
+    stats = _two_group_stats()
+    noise = _gaussian_noise(0.01)
+    correct, total = stats.cell_counts()
+    q = prepivot_quantiles(correct / total, total, stats.real_index, noise)["AADEO"]
+    assert q == pytest.approx((-1.96, 1.96), abs=0.35)
+    calibrated = inverted_intervals(stats, noise, calibrate=True)["AADEO"]
+    plain = inverted_intervals(stats, noise)["AADEO"]
+    assert calibrated == pytest.approx(plain, abs=0.01)
+    assert calibrated[0] < 0.2 < calibrated[1]
+
+
+def test_prepivot_moves_the_root_up_at_a_tie_at_the_maximum():
+    """g1 and g2 tie at the top: a pseudo-data set's own pattern separates them, so its
+    simulated estimates carry too little of the upward bias of a maximum over a tie and its
+    estimate lies above their mean: the calibrated quantiles move up, and the interval down."""
+    group = np.repeat([0, 1, 2], 100)
+    fake = np.choose(group, [7.0, 9.0, 9.0])
+    correct = np.stack([np.full(300, 8.0), fake], axis=1)
+    ids = np.array([f"s{i:03d}" for i in range(300)], dtype=object)
+    stats = SubjectStats(
+        ids, group, ("g0", "g1", "g2"), ("real", "fake"), 0, correct, np.full((300, 2), 10.0)
+    )
+    noise = _gaussian_noise(0.02, shape=(2, 3), seed=1)
+    c, t = stats.cell_counts()
+    q_lo, q_hi = prepivot_quantiles(c / t, t, stats.real_index, noise)["AADEO"]
+    assert (q_lo + q_hi) / 2 > 0.1
+    calibrated = inverted_intervals(stats, noise, calibrate=True)["AADEO"]
+    plain = inverted_intervals(stats, noise)["AADEO"]
+    assert calibrated[1] < plain[1]
+
+
+def test_prepivot_needs_enough_resamples_and_falls_back_without():
+    stats = _two_group_stats()
+    noise = _gaussian_noise(0.02, n_boot=30)
+    c, t = stats.cell_counts()
+    assert prepivot_quantiles(c / t, t, stats.real_index, noise) == {}
+    assert inverted_intervals(stats, noise, calibrate=True) == inverted_intervals(stats, noise)
 
 
 def test_reported_interval_is_the_inversion_for_gaps_and_basic_for_accuracy():

@@ -412,6 +412,7 @@ def inverted_intervals(
     noise: np.ndarray,
     level: float = 0.95,
     ur_denominator: str | Iterable[str] = "one_plus_acc",
+    calibrate: bool = False,
 ) -> dict[str, tuple[float, float]]:
     """Confidence intervals of the gap metrics by inverting a test along the data's own
     pattern of gaps (docs/metrics.md section 4): name -> (low, high).
@@ -426,21 +427,25 @@ def inverted_intervals(
     is metric(A(λ) + ε) with ε the sampling error of the cells, drawn as the subject
     bootstrap's ``noise`` (resampled minus observed cell accuracies, (B, F, S)), each group's
     inflated by √(n/(n − 1)) for its n subjects (the bootstrap's variance is (n − 1)/n of
-    the unbiased one). λ is in the confidence set when the observed estimate lies between
-    the (1 ∓ level)/2 quantiles of those simulated estimates; the interval is the metric of
-    A(λ) from the smallest to the largest such λ (the quantiles are computed on
-    :data:`LAMBDA_GRID` and interpolated linearly between its points). The lower end is 0
-    when the estimate is within what no gap at all would give. NaN for a metric whose
-    estimate is NaN or does not change with λ (no spread at all), and when every resample
-    was dropped.
+    the unbiased one).
+
+    The test accepts λ when the estimate lies between the (1 ∓ level)/2 quantiles of the
+    simulated estimates. With ``calibrate`` (off by default: measured, it did not improve
+    the coverage, docs/metrics.md section 4) it is calibrated by Beran's prepivoting
+    instead: the estimate is standardised by the simulated mean μ(λ) and standard deviation
+    σ(λ), R = (estimate − μ(λ)) / σ(λ), and λ accepted when R lies between the quantiles
+    :func:`prepivot_quantiles` reads off a second bootstrap level (pseudo-data sets drawn
+    from the data's cells, each tested along its own pattern as the data are, which measures
+    the error of testing along an estimated pattern). The interval is the metric of A(λ) from the
+    smallest to the largest accepted λ (computed on :data:`LAMBDA_GRID`, interpolated
+    linearly between its points). The lower end is 0 when the estimate is within what no gap
+    at all would give. NaN for a metric whose estimate is NaN or does not change with λ (no
+    spread at all), and when every resample was dropped.
     """
     correct, total = stats.cell_counts()
     with np.errstate(invalid="ignore", divide="ignore"):
         acc = correct / total
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        centre = np.nanmean(acc, axis=-1, keepdims=True)
-    spread = acc - centre
+    centre, spread = _centre_spread(acc)
     noise = noise[np.isfinite(noise).all(axis=(-2, -1))]
     n_group = np.bincount(stats.subject_group, minlength=len(stats.groups)).astype(np.float64)
     noise = noise * np.sqrt(np.where(n_group > 1, n_group / np.maximum(n_group - 1, 1), 1.0))
@@ -450,8 +455,12 @@ def inverted_intervals(
     out = {k: (np.nan, np.nan) for k in names}
     if noise.shape[0] == 0:
         return out
-    q_lo = {k: [] for k in names}
-    q_hi = {k: [] for k in names}
+    roots = (
+        prepivot_quantiles(acc, total, stats.real_index, noise, level, ur_denominator)
+        if calibrate
+        else {}
+    )
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
     levels = [(1 - level) / 2, (1 + level) / 2]
     for start in range(0, grid.size, _LAMBDA_CHUNK):
         sim = _scaled_metrics(
@@ -464,18 +473,149 @@ def inverted_intervals(
             grid[start : start + _LAMBDA_CHUNK],
         )
         for k in names:
-            low, high = np.quantile(sim[k], levels, axis=-1)
-            q_lo[k].append(low)
-            q_hi[k].append(high)
+            q_root = roots.get(k, (np.nan, np.nan))
+            if np.all(np.isfinite(q_root)):
+                mean, sd = sim[k].mean(axis=-1), sim[k].std(axis=-1, ddof=1)
+                bounds = np.stack([mean + q_root[0] * sd, mean + q_root[1] * sd])
+            else:
+                bounds = np.quantile(sim[k], levels, axis=-1)
+            parts[k].append(bounds)
     observed = _scaled_metrics(centre, spread, total, stats.real_index, ur_denominator, None)
     for k in names:
         obs, theta = float(observed[k]), truth[k]
         if not np.isfinite(obs) or np.ptp(theta) <= 1e-12 * max(1.0, abs(obs)):
             continue
-        out[k] = _accepted_range(
-            grid, theta, np.concatenate(q_lo[k]) - obs, np.concatenate(q_hi[k]) - obs
-        )
+        low, high = np.concatenate(parts[k], axis=1)
+        out[k] = _accepted_range(grid, theta, low - obs, high - obs)
     return out
+
+
+def _centre_spread(acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's mean over groups (keeping the last axis) and the cells minus it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centre = np.nanmean(acc, axis=-1, keepdims=True)
+    return centre, acc - centre
+
+
+# Prepivoting's two levels: outer pseudo-data sets and, per pseudo-data set and candidate,
+# inner simulated estimates; the candidates of a pseudo-data set are PREPIVOT_CANDIDATES
+# values of λ spanning the metrics' λ* (see prepivot_quantiles).
+PREPIVOT_OUTER = 200
+PREPIVOT_INNER = 50
+PREPIVOT_CANDIDATES = 4
+
+
+def prepivot_quantiles(
+    acc: np.ndarray,
+    total: np.ndarray,
+    real_index: int,
+    noise: np.ndarray,
+    level: float = 0.95,
+    ur_denominator: str | Iterable[str] = "one_plus_acc",
+) -> dict[str, tuple[float, float]]:
+    """The calibrated acceptance quantiles of the standardised root of
+    :func:`inverted_intervals`: gap name -> (q_lo, q_hi). Prepivoting (Beran 1987) by a
+    second bootstrap level, on the cell accuracies only.
+
+    In the bootstrap world the data's cells ``acc`` (F, S) are the truth, θ their metric.
+    Pseudo-data sets are Â_b = acc + ε_b for the first :data:`PREPIVOT_OUTER` rows of
+    ``noise`` (B, F, S; already valid and inflated). Each is tested as the data are: along its
+    own pattern, A_b(λ) = Ā_b + λ (Â_b − Ā_b), at the λ*_b where its candidate's metric is
+    the truth θ, its root is R_b = (metric(Â_b) − μ_b) / σ_b with μ_b and σ_b the mean and
+    standard deviation of metric(A_b(λ*_b) + ε_c) over :data:`PREPIVOT_INNER` other rows
+    c of ``noise`` (spread over all rows, a different set for each b). μ_b and σ_b are computed at
+    :data:`PREPIVOT_CANDIDATES` values of λ spanning every metric's λ*_b and interpolated
+    linearly, so one stack of cell sets serves all metrics. The (1 ∓ level)/2 quantiles of the
+    R_b are returned; a metric gets NaNs (the caller falls back to the uncalibrated test)
+    when fewer than 40 pseudo-data sets give a root or there are too few noise rows.
+    """
+    n_rows = noise.shape[0]
+    n_out = min(PREPIVOT_OUTER, n_rows)
+    n_in = min(PREPIVOT_INNER, n_rows - 1)
+    if n_out < 40 or n_in < 10:
+        return {}
+    outer = noise[:n_out]
+    # pseudo-data set b's inner rows: n_in rows spread over all of them, shifted by b, never
+    # b itself; each b its own set, so that the Monte Carlo error of one set's mean and
+    # standard deviation does not move every root the same way
+    step = max(1, (n_rows - 1) // n_in)
+    rows_in = (np.arange(n_out)[:, None] + 1 + step * np.arange(n_in)[None]) % n_rows
+    inner = noise[rows_in]  # (Bo, Bi, F, S)
+    truth = metrics_from_cell_counts(
+        np.where(total > 0, acc * total, 0.0), total, real_index, ur_denominator
+    )
+    names = [k for k in truth if k not in NOT_GAPS]
+    pseudo = acc[None] + outer  # (Bo, F, S)
+    centre, spread = _centre_spread(pseudo)
+    grid = LAMBDA_GRID
+    path = _metrics_of_acc(
+        centre[:, None] + grid[None, :, None, None] * spread[:, None],
+        total,
+        real_index,
+        ur_denominator,
+    )  # name -> (Bo, G)
+    estimate = _metrics_of_acc(pseudo, total, real_index, ur_denominator)  # name -> (Bo,)
+    lam_star = {k: _crossing(grid, path[k], float(truth[k])) for k in names}
+    stacked = np.stack([lam_star[k] for k in names])  # (K_metrics, Bo)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lam_lo = np.nanmin(stacked, axis=0)
+        lam_hi = np.nanmax(stacked, axis=0)
+    usable = np.isfinite(lam_lo)
+    lam_lo, lam_hi = np.where(usable, lam_lo, 0.0), np.where(usable, lam_hi, 0.0)
+    steps = np.linspace(0.0, 1.0, PREPIVOT_CANDIDATES)
+    lams = lam_lo[:, None] + steps[None] * (lam_hi - lam_lo)[:, None]  # (Bo, K)
+    cells = (
+        centre[:, None, None]
+        + lams[:, :, None, None, None] * spread[:, None, None]
+        + inner[:, None]
+    )  # (Bo, K, Bi, F, S)
+    sim = _metrics_of_acc(cells, total, real_index, ur_denominator)
+    width = np.where(lam_hi > lam_lo, lam_hi - lam_lo, 1.0)
+    out = {}
+    tails = [(1 - level) / 2, (1 + level) / 2]
+    for k in names:
+        mean, sd = sim[k].mean(axis=-1), sim[k].std(axis=-1, ddof=1)  # (Bo, K)
+        pos = np.clip((lam_star[k] - lam_lo) / width, 0.0, 1.0) * (PREPIVOT_CANDIDATES - 1)
+        j = np.clip(np.floor(np.nan_to_num(pos)).astype(np.int64), 0, PREPIVOT_CANDIDATES - 2)
+        t = pos - j
+        rows = np.arange(n_out)
+        mu = (1 - t) * mean[rows, j] + t * mean[rows, j + 1]
+        sigma = (1 - t) * sd[rows, j] + t * sd[rows, j + 1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            root = (estimate[k] - mu) / sigma
+        root = root[np.isfinite(root)]
+        out[k] = tuple(np.quantile(root, tails)) if root.size >= 40 else (np.nan, np.nan)
+    return out
+
+
+def _metrics_of_acc(
+    acc: np.ndarray, total: np.ndarray, real_index: int, ur_denominator: str | Iterable[str]
+) -> dict[str, np.ndarray]:
+    """The metrics of cell accuracies ``acc`` (..., F, S) with the data's ``total`` (F, S)
+    samples per cell; an empty cell (total 0) has no correct sample, as in the counts."""
+    total = np.broadcast_to(total, acc.shape)
+    return metrics_from_cell_counts(
+        np.where(total > 0, acc * total, 0.0), total, real_index, ur_denominator
+    )
+
+
+def _crossing(grid: np.ndarray, path: np.ndarray, value: float) -> np.ndarray:
+    """Per row of ``path`` (R, G), the metric along ``grid``: the λ where it reaches
+    ``value``, interpolated linearly between grid points (the path made non-decreasing
+    first); NaN where it never does."""
+    path = np.maximum.accumulate(np.nan_to_num(path, nan=-np.inf), axis=1)
+    j = (path < value).sum(axis=1)  # first grid index at or above value
+    ok = (j < grid.size) & np.isfinite(value)
+    j = np.clip(j, 1, grid.size - 1)
+    rows = np.arange(path.shape[0])
+    a, b = path[rows, j - 1], path[rows, j]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(b > a, (value - a) / (b - a), 0.0)
+    lam = grid[j - 1] + np.clip(t, 0.0, 1.0) * (grid[j] - grid[j - 1])
+    lam = np.where(path[:, 0] >= value, grid[0], lam)
+    return np.where(ok, lam, np.nan)
 
 
 def _accepted_range(
@@ -538,9 +678,11 @@ def bootstrap_intervals(
     """Bias-corrected subject-bootstrap intervals of every count-based metric.
 
     One row per metric: ``estimate`` (plug-in), ``estimate_bc`` (bias-corrected: 2·estimate
-    − mean of the valid replicates), ``ci_low``/``ci_high`` (the reported interval: basic
-    bootstrap, :func:`basic_interval`, floored at 0 since every metric here is
-    non-negative; it had the best measured coverage, docs/metrics.md section 4),
+    − mean of the valid replicates), ``ci_low``/``ci_high`` (the reported interval: for a
+    gap the test inversion, :func:`inverted_intervals`; for ``ACC`` and
+    ``MeanAcc``, and a gap without any spread, the basic interval; docs/metrics.md section 4
+    has their measured coverage), ``basic_low``/``basic_high`` (basic bootstrap,
+    :func:`basic_interval`, floored at 0 since every metric here is non-negative),
     ``bca_low``/``bca_high`` (BCa, :func:`bca_interval`) and ``pct_low``/``pct_high`` (plain
     percentile), for comparison, ``n_valid`` (replicates kept), ``n_boot``,
     ``dropped_share`` (replicates dropped because a cell changed emptiness,
