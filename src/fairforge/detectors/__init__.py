@@ -9,6 +9,11 @@ Network detectors are ``nn.Module``s whose ``forward`` takes a float batch (B, 3
 already normalised with the detector's ``mean``/``std``, and returns one logit per image (B,);
 those with auxiliary objectives override :meth:`Detector.loss`. The ``classical`` and
 ``external`` kinds are described in :mod:`fairforge.detectors.base`.
+
+Every member module is imported here, so timm, torchvision and scikit-learn are imported
+inside the functions that build a network or fit an SVM, not at the top of a module: they
+take seconds of CPU to load, and every prediction job would pay for them whichever
+detector it runs.
 """
 
 # Importing the member modules registers them.

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from timm.models.vgg import cfgs as vgg_cfgs
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
@@ -36,6 +35,8 @@ from fairforge.detectors.base import register
 def vgg19_head_layers(n_pools: int = 3) -> nn.Sequential:
     """timm/torchvision VGG-19 ``features`` up to its ``n_pools``-th max-pooling (same names,
     so the first 19 layers of an ImageNet VGG-19 state dict load onto it)."""
+    from timm.models.vgg import cfgs as vgg_cfgs  # see fairforge.detectors
+
     layers, cin, pools = [], 3, 0
     for v in vgg_cfgs["vgg19"]:
         if v == "M":

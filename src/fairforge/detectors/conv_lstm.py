@@ -31,7 +31,6 @@ authors start InceptionV3 from ImageNet weights.
 
 from __future__ import annotations
 
-import timm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -80,6 +79,8 @@ class ConvLSTM(Detector):
         super().__init__()
         self.input_size = input_size
         self.frames = frames
+        import timm  # see fairforge.detectors
+
         self.cnn = timm.create_model(backbone, pretrained=False, num_classes=0)
         self.lstm = LSTM(self.cnn.num_features, hidden)
         self.head = nn.Sequential(nn.Dropout(drop_rate), nn.Linear(hidden, 1))

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 
-import timm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -77,6 +76,8 @@ class FaceXRay(AuxiliaryLossDetector):
         self.map_weight = map_weight
         self.boundary_sigma = boundary_sigma
         # the trunk's four branch outputs (strides 4, 8, 16, 32); no ImageNet head
+        import timm  # see fairforge.detectors
+
         self.backbone = timm.create_model(
             backbone,
             pretrained=False,

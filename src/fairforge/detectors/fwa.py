@@ -18,7 +18,6 @@ default.
 
 from __future__ import annotations
 
-import timm
 import torch
 
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
@@ -35,6 +34,8 @@ class FWA(Detector):
     def __init__(self, input_size: int = 224, backbone: str = "resnet50", drop_rate: float = 0.0):
         super().__init__()
         self.input_size = input_size
+        import timm  # see fairforge.detectors
+
         self.backbone = timm.create_model(
             backbone, pretrained=False, num_classes=1, drop_rate=drop_rate
         )

@@ -28,10 +28,6 @@ import cv2
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.calibration import CalibratedClassifierCV
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVC
 
 from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.detectors.base import register
@@ -86,6 +82,12 @@ class HeadPoseSVM:
         keep = np.isfinite(x).all(axis=1)
         if len(np.unique(y[keep])) < 2:
             raise ValueError("headpose needs real and fake faces with landmarks to fit")
+        # scikit-learn is loaded when an SVM is fitted: see fairforge.detectors.
+        from sklearn.calibration import CalibratedClassifierCV
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.svm import SVC
+
         # Platt scaling on cross-validated decision values, the final SVM fit on all faces.
         svm = SVC(C=self.C, gamma=self.gamma, random_state=self.seed)
         self.pipeline = make_pipeline(

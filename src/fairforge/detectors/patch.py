@@ -15,7 +15,6 @@ patches.
 
 from __future__ import annotations
 
-import timm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -52,6 +51,8 @@ class PatchResNet(_PatchClassifier):
     def __init__(self, input_size: int = 256, backbone: str = "resnet18"):
         super().__init__()
         self.input_size = input_size
+        import timm  # see fairforge.detectors
+
         net = timm.create_model(backbone, pretrained=False)
         self.trunk = nn.Sequential(net.conv1, net.bn1, net.act1, net.maxpool, net.layer1)
         channels = next(i["num_chs"] for i in net.feature_info if i["module"] == "layer1")

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from timm.models.xception import Block, SeparableConv2d
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
@@ -55,6 +54,8 @@ DEFAULT_LOSS_WEIGHTS = {"cls": 1.0, "reconstruction": 0.1, "metric": 0.1}
 
 
 def _up_block(cin: int, cout: int) -> nn.Sequential:
+    from timm.models.xception import SeparableConv2d  # see fairforge.detectors
+
     return nn.Sequential(
         nn.UpsamplingNearest2d(scale_factor=2),
         SeparableConv2d(cin, cout, 3, 1, 1),
@@ -199,6 +200,8 @@ class RECCE(AuxiliaryLossDetector):
         self.dropout = nn.Dropout(drop_rate)
         self.attention = GuidedAttention(728, drop_rate)
         self.reasoning = GraphReasoning(728, 256, 256, 256, 128, 256, (2, 4), drop_rate)
+        from timm.models.xception import Block  # see fairforge.detectors
+
         self.decoder1 = _up_block(728, 256)
         self.decoder2 = Block(256, 256, 3, 1)
         self.decoder3 = _up_block(256, 128)

@@ -12,7 +12,6 @@ patch Xception) run parts of the same network without re-implementing it.
 
 from __future__ import annotations
 
-import timm
 import torch
 from torch import nn
 
@@ -27,6 +26,8 @@ FEATURE_CHANNELS = 2048
 
 def xception_net(in_chans: int = 3, num_classes: int = 1, drop_rate: float = 0.0) -> nn.Module:
     """A randomly initialised ``legacy_xception``; nothing is downloaded."""
+    import timm  # see fairforge.detectors
+
     return timm.create_model(
         "legacy_xception",
         pretrained=False,
