@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -216,7 +217,7 @@ def test_training_inputs_are_the_images_of_each_folder(repo_root, face_folders, 
 
 
 @pytest.mark.workflow
-def test_train_degradation_rule_writes_a_loadable_generator(repo_root, face_folders, tmp_path):
+def test_train_degradation_rule_writes_the_generator_the_ranking_study_uses(repo_root, face_folders, tmp_path):
     high, low = face_folders
     with open(repo_root / "tests" / "data" / "tiny_config.yaml") as fh:
         config = yaml.safe_load(fh)
@@ -245,7 +246,7 @@ def test_train_degradation_rule_writes_a_loadable_generator(repo_root, face_fold
             "1",
             *args,
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
         assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
         return proc
 
@@ -267,3 +268,17 @@ def test_train_degradation_rule_writes_a_loadable_generator(repo_root, face_fold
     # The outputs are up to date: a second run would not retrain.
     proc = snakemake("-n", DEGRADATION_CHECKPOINT)
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+    # The ranking study of the tiny config with the learned degradation: the far-trained
+    # encoder trains on faces the generator degraded, and the probes are degraded by it too.
+    config["datasets"] = {"synthetic": config["datasets"]["synthetic"]}
+    config["ranking"]["degradation"] = "learned"
+    with open(tmp_path / "config.yaml", "w") as fh:
+        yaml.safe_dump(config, fh)
+    proc = snakemake("-p", "results/exposure_table.csv")
+    out = proc.stdout + proc.stderr
+    train_encoder = out[out.index("rule train_encoder:") :].split("\n\n")[0]
+    assert DEGRADATION_CHECKPOINT in train_encoder
+    table = pd.read_csv(tmp_path / "results/exposure_table.csv")
+    assert set(table["encoder"]) == {"dlib_resnet", "mobilefacenet_far"}
+    assert (table["n_identities"] > 0).all()
