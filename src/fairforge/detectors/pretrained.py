@@ -116,13 +116,14 @@ PRETRAINED_LAYOUTS.register(
         "ImageNet EfficientNet-B4 with AdvProp, in timm's names (tf_efficientnet_b4.ap_in1k)",
     ),
 )
-PRETRAINED_LAYOUTS.register(
-    "multi_attention",
-    PretrainedLayout(
-        (PretrainedTarget("net"),),
-        "ImageNet EfficientNet-B4 in timm's names (efficientnet_b4)",
-    ),
-)
+for _arch in ("multi_attention", "multi_attention_dfb"):
+    PRETRAINED_LAYOUTS.register(
+        _arch,
+        PretrainedLayout(
+            (PretrainedTarget("backbone"),),
+            "ImageNet EfficientNet-B4 with AdvProp, in timm's names (tf_efficientnet_b4.ap_in1k)",
+        ),
+    )
 PRETRAINED_LAYOUTS.register(
     "capsule",
     PretrainedLayout(
