@@ -233,27 +233,46 @@ _B4 = ((2, 3, 1, 1, 24), (4, 3, 2, 6, 32), (4, 5, 2, 6, 56), (6, 3, 2, 6, 112),
        (6, 5, 1, 6, 160), (8, 5, 2, 6, 272), (2, 3, 1, 6, 448))  # fmt: skip
 
 
+# B0 (width and depth 1.0): efficientnet_pytorch's smallest network, for pretrained-file tests
+_B0 = ((1, 3, 1, 1, 16), (2, 3, 2, 6, 24), (2, 5, 2, 6, 40), (3, 3, 2, 6, 80),
+       (3, 5, 1, 6, 112), (4, 5, 2, 6, 192), (1, 3, 1, 6, 320))  # fmt: skip
+
+
 class _EfficientNet(nn.Module):
-    def __init__(self, image_size: int = 380):
+    """efficientnet_pytorch's ``EfficientNet`` (its attribute names and order); B4 with
+    DeepfakeBench's unpadded stem by default, or ``config``/``stem``/``head`` of another B-size
+    with the library's own static "same" stem."""
+
+    def __init__(
+        self,
+        image_size: int = 380,
+        config=_B4,
+        stem: int = 48,
+        head: int = 1792,
+        unpadded_stem: bool = True,
+        num_classes: int | None = None,
+    ):
         super().__init__()
-        # DeepfakeBench replaces the stem by an unpadded convolution
-        self._conv_stem = nn.Conv2d(3, 48, kernel_size=3, stride=2, bias=False)
-        self._bn0 = nn.BatchNorm2d(48, momentum=0.01, eps=1e-3)
+        if unpadded_stem:  # DeepfakeBench replaces the stem by an unpadded convolution
+            self._conv_stem = nn.Conv2d(3, stem, kernel_size=3, stride=2, bias=False)
+        else:
+            self._conv_stem = _StaticSamePad(3, stem, 3, 2, image_size=image_size)
+        self._bn0 = nn.BatchNorm2d(stem, momentum=0.01, eps=1e-3)
         size = math.ceil(image_size / 2)
-        blocks, cin = [], 48
-        for repeats, k, stride, expand, cout in _B4:
+        blocks, cin = [], stem
+        for repeats, k, stride, expand, cout in config:
             for i in range(repeats):
                 s = stride if i == 0 else 1
                 blocks.append(_MBConv(cin, cout, k, s, expand, size))
                 size = math.ceil(size / s)
                 cin = cout
         self._blocks = nn.ModuleList(blocks)
-        self._conv_head = _StaticSamePad(448, 1792, 1, image_size=size)
-        self._bn1 = nn.BatchNorm2d(1792, momentum=0.01, eps=1e-3)
+        self._conv_head = _StaticSamePad(cin, head, 1, image_size=size)
+        self._bn1 = nn.BatchNorm2d(head, momentum=0.01, eps=1e-3)
         # efficientnet_pytorch's remaining children, in its order (multi-attention walks them)
         self._avg_pooling = nn.AdaptiveAvgPool2d(1)
         self._dropout = nn.Dropout(0.4)
-        self._fc = nn.Identity()
+        self._fc = nn.Identity() if num_classes is None else nn.Linear(head, num_classes)
         self._swish = nn.SiLU()
 
     def extract_features(self, x):

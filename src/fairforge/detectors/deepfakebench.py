@@ -54,6 +54,7 @@ import torch
 
 from fairforge.detectors import recce, ucf
 from fairforge.detectors.base import Detector, create_detector
+from fairforge.detectors.efficientnet import B4_REPEATS, efficientnet_pytorch_to_timm
 
 
 @dataclass(frozen=True)
@@ -72,40 +73,14 @@ _XCEPTION_RULES = (
 )
 _XCEPTION_IGNORE = (r"^backbone\.adjust_channel\.",)
 
-# efficientnet_pytorch's B4 numbers its 32 blocks 0..31; timm groups them in 7 stages
-_B4_REPEATS = (2, 4, 4, 6, 6, 8, 2)
-_EFFNET_PARTS = {  # efficientnet_pytorch → timm, first stage (no expansion), other stages
-    "_depthwise_conv": ("conv_dw", "conv_dw"),
-    "_expand_conv": (None, "conv_pw"),
-    "_bn0": (None, "bn1"),
-    "_bn1": ("bn1", "bn2"),
-    "_se_reduce": ("se.conv_reduce", "se.conv_reduce"),
-    "_se_expand": ("se.conv_expand", "se.conv_expand"),
-    "_project_conv": ("conv_pw", "conv_pwl"),
-    "_bn2": ("bn2", "bn3"),
-}
 
-
-def _effnet_block(match: re.Match) -> str:
-    index, part, rest = int(match.group(1)), match.group(2), match.group(3)
-    stage = 0
-    while stage < len(_B4_REPEATS) and index >= _B4_REPEATS[stage]:
-        index -= _B4_REPEATS[stage]
-        stage += 1
-    name = _EFFNET_PARTS.get(part, (None, None))[0 if stage == 0 else 1]
-    if stage >= len(_B4_REPEATS) or name is None:
-        return f"<no counterpart: {match.group(0)}>"
-    return f"backbone.blocks.{stage}.{index}.{name}.{rest}"
+def _effnet(match: re.Match) -> str:
+    name = efficientnet_pytorch_to_timm(match.group(1), B4_REPEATS)
+    return f"backbone.{name}" if name else f"<no counterpart: {match.group(0)}>"
 
 
 # DeepfakeBench's EfficientNet-B4 (efficientnet_pytorch) under ``backbone.efficientnet``
-_EFFNET_RULES = (
-    (r"^backbone\.efficientnet\._conv_stem\.weight$", "backbone.conv_stem.weight"),
-    (r"^backbone\.efficientnet\._bn0\.(.+)$", r"backbone.bn1.\1"),
-    (r"^backbone\.efficientnet\._conv_head\.weight$", "backbone.conv_head.weight"),
-    (r"^backbone\.efficientnet\._bn1\.(.+)$", r"backbone.bn2.\1"),
-    (r"^backbone\.efficientnet\._blocks\.(\d+)\.(\w+)\.(.+)$", _effnet_block),
-)
+_EFFNET_RULES = ((r"^backbone\.efficientnet\.(.+)$", _effnet),)
 
 
 def _facexray_head(match: re.Match) -> str:
