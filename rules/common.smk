@@ -100,7 +100,6 @@ localrules:
     face_detection_under_perturbation,
     random_intensity_table,
     failures_per_group,
-    efficiency_table,
     detector_studies,
     pipeline_info,
     forgery_examples,
