@@ -3,8 +3,8 @@
 Two MesoNet-4 detectors at 64 px (the demo's ``meso4`` and ``meso4_sdaug``: the same network,
 different weights) are timed the way the efficiency table used to (each detector on its own,
 warm-up then repeats, one after the other: separate jobs at separate moments) and the way it
-does now (:func:`fairforge.efficiency.efficiency_rows`: turn by turn in rotating rounds, the
-median of the round medians). Meanwhile a background process switches a CPU-bound load on
+does now (:func:`fairforge.efficiency.efficiency_rows`: one batch of each in turn, the order
+rotating, the median of the round medians). Meanwhile a background process switches a CPU-bound load on
 and off at random moments (seeded), like the other jobs and users of a shared machine; the
 machine's own other load comes on top. Each trial gives the slower/faster latency ratio of
 the two detectors; the table shows its median and worst case over the trials and how many
@@ -24,7 +24,7 @@ import time
 import torch
 
 from fairforge.detectors import create_detector
-from fairforge.efficiency import AGREEMENT_TOLERANCE, efficiency_rows, latency_samples
+from fairforge.efficiency import AGREEMENT_TOLERANCE, interleaved_latency, latency_samples
 
 
 def _background_load(stop, seed: int) -> None:
@@ -46,8 +46,13 @@ def _separate(models, bs, repeats, warmup) -> dict[str, float]:
 
 
 def _together(models, bs, rounds, repeats, warmup) -> dict[str, float]:
-    rows = efficiency_rows(models, "cpu", (bs,), rounds, repeats, warmup)
-    return {r["detector"]: r[f"latency_ms_bs{bs}"] / 1e3 for r in rows}
+    """The efficiency table's latency (:func:`fairforge.efficiency.efficiency_rows`): the
+    median of the round medians of :func:`interleaved_latency`."""
+    timed = interleaved_latency(models, bs, "cpu", rounds, repeats, warmup)
+    return {
+        name: statistics.median(statistics.median(times) for times in per_round)
+        for name, per_round in timed.items()
+    }
 
 
 def main() -> None:
@@ -58,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--load", type=int, default=1, help="background load processes")
+    parser.add_argument("--batch-sizes", default="1,32")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -71,7 +77,7 @@ def main() -> None:
         p.start()
     try:
         results = {}
-        for bs in (1, 32):
+        for bs in (int(b) for b in args.batch_sizes.split(",")):
             for method in ("separate", "together"):
                 ratios, example = [], None
                 start = time.perf_counter()
@@ -84,6 +90,7 @@ def main() -> None:
                     example = example or lat
                 seconds = (time.perf_counter() - start) / args.trials
                 results[(bs, method)] = (ratios, example, seconds)
+                print(f"batch {bs}, {method}: ratios {[round(r, 3) for r in ratios]}", flush=True)
     finally:
         stop.set()
         for p in loads:

@@ -133,14 +133,11 @@ class _Counting(nn.Module):
 def test_interleaved_latency_takes_turns_and_rotates_the_order():
     log = []
     models = {n: (_Counting(n, log), 8, False) for n in ("a", "b", "c")}
-    out = interleaved_latency(models, 1, rounds=3, repeats=2, warmup=1)
-    assert {n: [len(r) for r in rounds] for n, rounds in out.items()} == {
-        n: [2, 2, 2] for n in "abc"
-    }
-    timed = log[3:]  # after one warm-up batch each: rounds of (1 untimed + 2 timed) per model
-    firsts = [timed[i * 9] for i in range(3)]
-    assert firsts == ["a", "b", "c"]  # each round starts with the next model
-    assert all(timed[i : i + 3] == [timed[i]] * 3 for i in range(0, 27, 3))
+    out = interleaved_latency(models, 1, rounds=2, repeats=3, warmup=1)
+    assert {n: [len(r) for r in rounds] for n, rounds in out.items()} == {n: [3, 3] for n in "abc"}
+    assert log[:3] == ["a", "b", "c"]  # one warm-up batch each
+    steps = [log[3 + 3 * i : 6 + 3 * i] for i in range(6)]  # then one batch of each per step
+    assert steps[:4] == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
 
 
 def test_rows_timed_together_report_rounds_and_spread():

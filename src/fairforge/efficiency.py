@@ -4,8 +4,8 @@ FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one image (
 detector: one sequence of its ``frames`` frames) at the test resolution (multiply-adds count as 2 FLOPs; convolutions, matrix products and attention are
 counted, element-wise ops, normalisation and pooling are not). Latency is timed the way
 inference runs the model (:func:`fairforge.inference.prepare_model`: eval mode, on CUDA
-channels_last inputs and the checkpoint's precision). Detectors are timed together, turn by
-turn (:func:`interleaved_latency`): a latency depends on what else the machine does at the
+channels_last inputs and the checkpoint's precision). Detectors are timed together, batch by
+batch in turn (:func:`interleaved_latency`): a latency depends on what else the machine does at the
 moment, and timed in separate jobs two copies of one MesoNet-4 read 2.98 and 9.40 ms on a busy
 2-core machine. Per image: the median over rounds of each round's median, with the
 interquartile range of all timed batches (``latency_iqr_ms_bs*``) and the rounds' spread;
@@ -110,11 +110,11 @@ def interleaved_latency(
     warmup: int = 3,
     in_chans: int = 3,
 ) -> dict[str, list[list[float]]]:
-    """Seconds per image of several detectors timed turn by turn: ``models`` maps a name to
-    (model, input size, bf16). After ``warmup`` batches each, every round times ``repeats``
-    batches of each model (one untimed batch first, as the others ran in between), the order
-    rotated each round, so that whatever else the machine does at the time falls on all of
-    them alike. Returns, per name, the per-image times of each round."""
+    """Seconds per image of several detectors timed batch by batch in turn: ``models`` maps a
+    name to (model, input size, bf16). After ``warmup`` batches each, every round takes
+    ``repeats`` steps, and each step times one batch of every model, the order rotated by
+    one each step, so that whatever else the machine does at the time falls on all of them
+    alike. Returns, per name, the per-image times of each round."""
     device = torch.device(device)
     names = list(models)
     inputs = {}
@@ -122,14 +122,16 @@ def interleaved_latency(
         model.to(device).eval()
         inputs[name] = _input(batch_size, in_chans, size, device)
         _timed(model, inputs[name], device, warmup, bf16)
-    out = {name: [] for name in names}
+    out = {name: [[] for _ in range(rounds)] for name in names}
+    step = 0
     for r in range(rounds):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
-            model, _, bf16 = models[name]
-            _timed(model, inputs[name], device, 1, bf16)
-            times = _timed(model, inputs[name], device, repeats, bf16)
-            out[name].append([t / batch_size for t in times])
+        for _ in range(repeats):
+            k = step % len(names)
+            for name in names[k:] + names[:k]:
+                model, _, bf16 = models[name]
+                (seconds,) = _timed(model, inputs[name], device, 1, bf16)
+                out[name][r].append(seconds / batch_size)
+            step += 1
     return out
 
 
