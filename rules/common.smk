@@ -103,7 +103,6 @@ localrules:
     random_intensity_draws,
     random_intensity_table,
     failures_per_group,
-    efficiency_table,
     detector_studies,
     pipeline_info,
     forgery_examples,

@@ -73,13 +73,15 @@ rule external_scores:
 
 
 rule efficiency:
-    """Parameters, FLOPs per image, latency at batch 1 and 32, peak memory of one detector."""
+    """Parameters, FLOPs per image, latency at batch 1 and 32 and peak memory of every run
+    detector, timed together: turn by turn in rounds, so that the machine's load falls on all
+    alike, with a check that detectors of one architecture agree."""
     input:
-        model=result_path("model"),
+        models=expand(result_path("model"), detector=RUN_DETECTORS),
     output:
-        result_path("detector_efficiency"),
+        result_path("efficiency"),
     log:
-        log_path("efficiency/{detector}.log"),
+        log_path("efficiency/table.log"),
     conda:
         "../envs/fairforge.yaml"
     # Latency is measured alone: every core (so no other local job runs beside it), and
@@ -88,9 +90,10 @@ rule efficiency:
     resources:
         gpu=GPU,
         timing=1,
-        mem_mb=per_attempt(4000),
-        runtime=per_attempt(30),
+        mem_mb=per_attempt(4000 + 500 * len(RUN_DETECTORS)),
+        runtime=per_attempt(30 + 5 * len(RUN_DETECTORS)),
     params:
+        detectors=RUN_DETECTORS,
         device=config["device"],
     script:
         "../scripts/efficiency.py"

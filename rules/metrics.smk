@@ -221,17 +221,3 @@ rule failures_per_group:
         "../envs/fairforge.yaml"
     script:
         "../scripts/concat_tables.py"
-
-
-rule efficiency_table:
-    """Every run detector's cost, one row each."""
-    input:
-        expand(result_path("detector_efficiency"), detector=RUN_DETECTORS),
-    output:
-        result_path("efficiency"),
-    log:
-        log_path("efficiency/table.log"),
-    conda:
-        "../envs/fairforge.yaml"
-    script:
-        "../scripts/concat_tables.py"

@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 
 DATA = Path(__file__).parent / "data" / "deepfakebench"
-DFB_SIZE = 256  # DeepfakeBench's resolution for all these models
+DFB_SIZE = 256  # DeepfakeBench's resolution for these models but UIA-ViT
+RESOLUTION = {"uia_vit": 224}
 
 # --- Xception (training/networks/xception.py) -----------------------------------------------
 
@@ -232,24 +233,47 @@ _B4 = ((2, 3, 1, 1, 24), (4, 3, 2, 6, 32), (4, 5, 2, 6, 56), (6, 3, 2, 6, 112),
        (6, 5, 1, 6, 160), (8, 5, 2, 6, 272), (2, 3, 1, 6, 448))  # fmt: skip
 
 
+# B0 (width and depth 1.0): efficientnet_pytorch's smallest network, for pretrained-file tests
+_B0 = ((1, 3, 1, 1, 16), (2, 3, 2, 6, 24), (2, 5, 2, 6, 40), (3, 3, 2, 6, 80),
+       (3, 5, 1, 6, 112), (4, 5, 2, 6, 192), (1, 3, 1, 6, 320))  # fmt: skip
+
+
 class _EfficientNet(nn.Module):
-    def __init__(self, image_size: int = 380):
+    """efficientnet_pytorch's ``EfficientNet`` (its attribute names and order); B4 with
+    DeepfakeBench's unpadded stem by default, or ``config``/``stem``/``head`` of another B-size
+    with the library's own static "same" stem."""
+
+    def __init__(
+        self,
+        image_size: int = 380,
+        config=_B4,
+        stem: int = 48,
+        head: int = 1792,
+        unpadded_stem: bool = True,
+        num_classes: int | None = None,
+    ):
         super().__init__()
-        # DeepfakeBench replaces the stem by an unpadded convolution
-        self._conv_stem = nn.Conv2d(3, 48, kernel_size=3, stride=2, bias=False)
-        self._bn0 = nn.BatchNorm2d(48, momentum=0.01, eps=1e-3)
+        if unpadded_stem:  # DeepfakeBench replaces the stem by an unpadded convolution
+            self._conv_stem = nn.Conv2d(3, stem, kernel_size=3, stride=2, bias=False)
+        else:
+            self._conv_stem = _StaticSamePad(3, stem, 3, 2, image_size=image_size)
+        self._bn0 = nn.BatchNorm2d(stem, momentum=0.01, eps=1e-3)
         size = math.ceil(image_size / 2)
-        blocks, cin = [], 48
-        for repeats, k, stride, expand, cout in _B4:
+        blocks, cin = [], stem
+        for repeats, k, stride, expand, cout in config:
             for i in range(repeats):
                 s = stride if i == 0 else 1
                 blocks.append(_MBConv(cin, cout, k, s, expand, size))
                 size = math.ceil(size / s)
                 cin = cout
         self._blocks = nn.ModuleList(blocks)
-        self._conv_head = _StaticSamePad(448, 1792, 1, image_size=size)
-        self._bn1 = nn.BatchNorm2d(1792, momentum=0.01, eps=1e-3)
-        self._fc = nn.Identity()
+        self._conv_head = _StaticSamePad(cin, head, 1, image_size=size)
+        self._bn1 = nn.BatchNorm2d(head, momentum=0.01, eps=1e-3)
+        # efficientnet_pytorch's remaining children, in its order (multi-attention walks them)
+        self._avg_pooling = nn.AdaptiveAvgPool2d(1)
+        self._dropout = nn.Dropout(0.4)
+        self._fc = nn.Identity() if num_classes is None else nn.Linear(head, num_classes)
+        self._swish = nn.SiLU()
 
     def extract_features(self, x):
         x = F.silu(self._bn0(self._conv_stem(x)))
@@ -267,6 +291,216 @@ class EfficientNetB4(nn.Module):
     def forward(self, x):
         x = F.adaptive_avg_pool2d(self.efficientnet.extract_features(x), 1).flatten(1)
         return self.last_layer(x)
+
+
+# --- Multi-attention (training/detectors/multi_attention_detector.py) -----------------------
+
+
+class _AttentionMap(nn.Module):
+    def __init__(self, cin, m):
+        super().__init__()
+        self.register_buffer("mask", torch.zeros([1, 1, 24, 24]))
+        self.mask[0, 0, 2:-2, 2:-2] = 1
+        self.conv_extract = nn.Conv2d(cin, cin, kernel_size=3, padding=1)
+        self.bn1 = nn.BatchNorm2d(cin)
+        self.conv2 = nn.Conv2d(cin, m, kernel_size=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(m)
+
+    def forward(self, x):
+        x = self.bn2(self.conv2(F.relu(self.bn1(self.conv_extract(x)))))
+        x = F.elu(x) + 1
+        return x * F.interpolate(self.mask, (x.shape[2], x.shape[3]), mode="nearest")
+
+
+def _bap(features, attentions, norm=2):
+    if features.shape[-2:] != attentions.shape[-2:]:
+        attentions = F.interpolate(
+            attentions, size=features.shape[-2:], mode="bilinear", align_corners=True
+        )
+    matrix = torch.einsum("imjk,injk->imn", attentions, features)
+    if norm == 1:
+        return matrix / torch.sum(attentions + 1e-8, dim=(2, 3)).unsqueeze(-1)
+    return F.normalize(matrix, p=2, dim=-1)
+
+
+class _TextureEnhanceV1(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.output_features = 4 * n
+        self.conv0 = nn.Conv2d(n, n, 1)
+        self.conv1 = nn.Conv2d(n, n, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(n)
+        self.conv2 = nn.Conv2d(2 * n, n, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(2 * n)
+        self.conv3 = nn.Conv2d(3 * n, n, 3, padding=1)
+        self.bn3 = nn.BatchNorm2d(3 * n)
+        self.conv_last = nn.Conv2d(4 * n, 4 * n, 1)
+        self.bn4 = nn.BatchNorm2d(4 * n)
+        self.bn_last = nn.BatchNorm2d(4 * n)
+
+    def forward(self, f, attentions):
+        d = F.adaptive_avg_pool2d(f, attentions.shape[2:])
+        f = f - F.interpolate(d, f.shape[2:], mode="nearest")
+        f0 = self.conv0(f)
+        f1 = torch.cat([f0, self.conv1(F.relu(self.bn1(f0)))], 1)
+        f2 = torch.cat([f1, self.conv2(F.relu(self.bn2(f1)))], 1)
+        f3 = torch.cat([f2, self.conv3(F.relu(self.bn3(f2)))], 1)
+        return self.bn_last(self.conv_last(F.relu(self.bn4(f3)))), d
+
+
+class MultiAttention(nn.Module):
+    """After DeepfakeBench's warm-up epochs: attention head on its EfficientNet-B4."""
+
+    block_layer = {"b1": 1, "b2": 5, "b3": 9, "b4": 15, "b5": 21, "b6": 29, "b7": 31}
+
+    def __init__(self, m=4, mid=256):
+        super().__init__()
+        self.backbone = EfficientNetB4()
+        self.attention_generation = _AttentionMap(160, m)  # b5's channels
+        self.texture_enhance = _TextureEnhanceV1(32)  # b2's channels
+        self.projection_local = nn.Sequential(
+            nn.Linear(m * 128, mid), nn.Hardswish(), nn.Linear(mid, mid), nn.Hardswish()
+        )
+        self.projection_final = nn.Sequential(nn.Linear(1792, mid), nn.Hardswish())
+        self.ensemble_classifier_fc = nn.Sequential(
+            nn.Linear(2 * mid, mid), nn.Hardswish(), nn.Linear(mid, 2)
+        )
+        self.dropout = nn.Dropout(0.25)
+        self.dropout_final = nn.Dropout(0.5)
+
+    def features(self, x):
+        out = {}
+        for name, module in self.backbone.efficientnet.named_children():
+            if name == "_avg_pooling":
+                out["final"] = x
+                break
+            if name != "_blocks":
+                x = module(x)
+                continue
+            for i in range(len(module)):
+                x = module[i](x)
+                for key, index in self.block_layer.items():
+                    if i == index:
+                        out[key] = x
+        return out
+
+    def forward(self, x):
+        out = self.features(x)
+        attentions = self.attention_generation(out["b5"])
+        enhanced, _ = self.texture_enhance(out["b2"], attentions)
+        p = self.dropout(_bap(enhanced, attentions)).flatten(1)
+        p = self.projection_local(p)
+        g = _bap(out["final"], attentions.sum(1, keepdim=True), norm=1).squeeze(1)
+        g = F.hardswish(self.projection_final(g))
+        return self.ensemble_classifier_fc(torch.cat([p, g], 1))
+
+
+# --- UIA-ViT (training/detectors/uia_vit_detector.py) -------------------------------------
+
+
+class _ViTAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.num_heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, c // self.num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        attn_qk = (q @ k.transpose(-2, -1)) * self.scale
+        x = (attn_qk.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, n, c)
+        return self.proj(x), attn_qk
+
+
+class _ViTMlp(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class _ViTBlock(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.attn = _ViTAttention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = _ViTMlp(dim, 4 * dim)
+
+    def forward(self, x):
+        y, attn = self.attn(self.norm1(x))
+        x = x + y
+        return x + self.mlp(self.norm2(x)), attn
+
+
+class _PatchEmbed(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Conv2d(3, dim, kernel_size=16, stride=16)
+
+    def forward(self, x):
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class _UIAVisionTransformer(nn.Module):
+    def __init__(self, size, dim=768, depth=12, heads=12):
+        super().__init__()
+        self.patch_embed = _PatchEmbed(dim)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, (size // 16) ** 2 + 1, dim))
+        self.c_real = nn.Parameter(torch.tensor(0.6))
+        self.c_fake = nn.Parameter(torch.tensor(0.6))
+        self.c_cross = nn.Parameter(torch.tensor(0.2))
+        self.blocks = nn.ModuleList([_ViTBlock(dim, heads) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.norm_middle = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(2 * dim, 2)
+
+    def forward_features(self, x, attn_blk, feat_blk):
+        x = self.patch_embed(x)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1) + self.pos_embed
+        attn_list = []
+        for i, blk in enumerate(self.blocks):
+            if i == feat_blk:
+                x_block = self.norm_middle(x)
+            if i in attn_blk:
+                attn_list.append(attn)  # noqa: F821 (the previous block's, as DFB)
+            x, attn = blk(x)
+        x = self.norm(x)
+        if (i + 1) in attn_blk:
+            attn_list.append(attn)
+        side = int(x_block.shape[1] ** 0.5)
+        x_block = x_block[:, 1:].reshape(x_block.shape[0], side, side, x_block.shape[2])
+        return x, x_block, torch.cat(attn_list, dim=1)
+
+    def forward(self, x, step=1, attn_blk=(8, 9, 10, 11, 12), feat_blk=6, k=12, thr=0.7):
+        x, feat_block, attn_block = self.forward_features(x, attn_blk, feat_blk)
+        x_cls, x_patch = x[:, 0], x[:, 1:]
+        b, pp, _ = x_patch.shape
+        localization = torch.sigmoid(torch.mean(attn_block[:, :, 0, 1:], dim=1))
+        if step < 1 / 8.0:
+            localization = torch.ones(b, 1, pp) / pp
+        else:
+            w = torch.sigmoid(torch.tensor(-k * (step - thr)))
+            localization = (
+                w * torch.ones(b, 1, pp) + (1 - w) * localization.reshape(b, 1, pp)
+            ) / pp
+        x = torch.cat([x_cls, torch.bmm(localization, x_patch).squeeze(1)], -1)
+        return self.head(x), feat_block, attn_block
+
+
+class UIAViT(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.model = _UIAVisionTransformer(size)
+
+    def forward(self, x):
+        return self.model(x, step=1)[0]  # evaluation: step 1
 
 
 # --- Capsule-Forensics (training/detectors/capsule_net_detector.py) -------------------------
@@ -682,6 +916,10 @@ def build(model: str, size: int = DFB_SIZE):
         return _Backboned(MesoInception4(size)), lambda m, x: _softmax_fake(m.backbone(x))
     if model == "efficientnetb4":
         return _Backboned(EfficientNetB4()), lambda m, x: _softmax_fake(m.backbone(x))
+    if model == "multi_attention":
+        return MultiAttention(), lambda m, x: _softmax_fake(m(x))
+    if model == "uia_vit":
+        return UIAViT(size), lambda m, x: _softmax_fake(m(x))
     if model == "capsule_net":
         return Capsule(), lambda m, x: m(x)[:, 1]
     if model == "f3net":
@@ -754,6 +992,8 @@ MODELS = (
     "f3net",
     "srm",
     "facexray",
+    "multi_attention",
+    "uia_vit",
 )
 CONSTANTS = r"(_DCT_all|_DCT_all_T|filters\.\d+\.base|kernel|blur\.weight)$"
 
@@ -791,11 +1031,12 @@ def random_state(keys: dict, seed: int, constants: dict) -> dict:
 def main() -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     for model in MODELS:
-        net, _ = build(model)
+        size = RESOLUTION.get(model, DFB_SIZE)
+        net, _ = build(model, size)
         table = {
             "model": model,
             "source": "SCLBD/DeepfakeBench training/detectors, training/networks",
-            "resolution": DFB_SIZE,
+            "resolution": size,
             "parameters": sum(p.numel() for p in net.parameters()),
             "state_dict": key_table(net),
         }

@@ -217,7 +217,9 @@ def test_training_inputs_are_the_images_of_each_folder(repo_root, face_folders, 
 
 
 @pytest.mark.workflow
-def test_train_degradation_rule_writes_the_generator_the_ranking_study_uses(repo_root, face_folders, tmp_path):
+def test_train_degradation_rule_writes_the_generator_the_ranking_study_uses(
+    repo_root, face_folders, tmp_path
+):
     high, low = face_folders
     with open(repo_root / "tests" / "data" / "tiny_config.yaml") as fh:
         config = yaml.safe_load(fh)

@@ -25,7 +25,7 @@ from fairforge.detectors.headpose import (
     headpose_predictions,
     pose_difference_features,
 )
-from fairforge.detectors.multi_attention import attention_pool
+from fairforge.detectors.multi_attention import AttentionMap, attention_pool
 from fairforge.detectors.spsl import phase_image
 from fairforge.detectors.srm import SRMFilter
 from fairforge.detectors.uia_vit import central_patches, mahalanobis
@@ -552,7 +552,7 @@ def test_multi_attention_maps_and_regional_independence():
     out = dict(model._outputs)
     attentions = out["attentions"]
     assert attentions.shape[:2] == (4, 4) and (attentions >= 0).all()
-    assert model.centres.abs().sum() == 0
+    assert model.centres is None
     loss = model.loss(logits, labels)
     assert model.centres.abs().sum() > 0  # the centres moved toward the batch
     ril = (loss - F.binary_cross_entropy_with_logits(logits, labels.float())).detach()
@@ -564,10 +564,23 @@ def test_multi_attention_maps_and_regional_independence():
     torch.testing.assert_close(model.centres, centres)  # evaluation leaves them alone
     # centres far apart and every feature on its centre: no inter or intra term
     v = attention_pool(out["d"], attentions, "l2").detach()
-    model.centres.copy_(v[0])
-    model.intra_margins.fill_(10.0)
+    model.centres = v[0].clone()
+    model.intra_margins = (10.0, 10.0)
     model.inter_margin = 0.0
     assert float(model.regional_independence(out["d"], attentions, labels)) == 0.0
+
+
+def test_multi_attention_border_mask_is_the_authors():
+    """The 24 × 24 mask with two zero cells on each side, resized nearest: at 24 cells the
+    border is two cells wide, at 6 only the first row and column are dropped."""
+    heads = AttentionMap(8, 2).eval()
+    with torch.no_grad():
+        big = heads(torch.randn(1, 8, 24, 24))
+        small = heads(torch.randn(1, 8, 6, 6))
+    zero = big[0, 0] == 0
+    assert zero[:2].all() and zero[-2:].all() and not zero[2:-2, 2:-2].any()
+    assert (small[0, 0, 0] == 0).all() and (small[0, 0, :, 0] == 0).all()
+    assert (small[0, 0, 1:, 1:] > 0).all()
 
 
 def test_conv_lstm_reads_frames_in_order():
@@ -601,19 +614,41 @@ def test_uia_vit_learns_patch_statistics_without_pixel_labels():
     x, labels, _ = _batch_for("uia_vit")
     assert not model.real_seen and not model.fake_seen
     with torch.no_grad():
-        features = model._run(x, consistency=False)[1]
+        features = model._run(x)[1]
     prior = model.patch_fake_probability(features)
     torch.testing.assert_close(prior[0], central_patches(grid).float())
-    model.loss(model(x), labels, {})  # no masks in the batch: none are used
+    model.set_training_progress(1, 4)  # first epoch: the Gaussians are estimated, no PCL
+    logits = model(x)
+    bce = F.binary_cross_entropy_with_logits(logits, labels.float())
+    torch.testing.assert_close(model.loss(logits, labels, {}), bce)
     assert model.real_seen and model.fake_seen
-    # the target: every pair of a real image consistent; a fake's mixed pairs inconsistent
+    model.set_training_progress(2, 4)  # then PCL and the targets' regulariser
+    logits = model(x)
+    loss = model.loss(logits, labels, {})
+    loss.backward()
+    assert model.c_real.grad is not None and model.c_cross.grad is not None
+    # the targets: a real image's pairs c_real (1 on the diagonal); a fake's by patch labels
     patch_fake = torch.tensor([[1.0, 0.0, 1.0], [1.0, 0.0, 1.0]])
-    target = model.consistency_target(patch_fake, torch.tensor([0, 1]))
-    assert torch.all(target[0] == model.c_same)
-    assert target[1, 0, 2] == model.c_same and target[1, 0, 1] == model.c_cross
+    with torch.no_grad():
+        target = model.consistency_target(patch_fake, torch.tensor([0, 1]))
+    c_real, c_fake, c_cross = (float(p) for p in (model.c_real, model.c_fake, model.c_cross))
+    assert target[0, 0, 0] == 1.0 and target[0, 0, 1] == pytest.approx(c_real)
+    assert target[1, 0, 2] == pytest.approx(c_fake) and target[1, 0, 1] == pytest.approx(c_cross)
+    assert target[1, 1, 1] == pytest.approx(c_real)
     model.eval()
     area = model.manipulation_map(x)
     assert area.shape == (4, *grid) and ((area >= 0) & (area <= 1)).all()
+
+
+def test_uia_vit_assembly_moves_from_uniform_to_the_localisation_map():
+    model = create_detector("uia_vit", input_size=SMALL).train()
+    scores = torch.tensor([[4.0, -4.0, 0.0, 0.0]])
+    model.set_training_progress(1, 10)  # t = 0 < 1/8: uniform
+    torch.testing.assert_close(model.assembly_weights(scores), torch.full((1, 4), 0.25))
+    model.eval()  # t = 1: mostly the class token's attention
+    w = torch.sigmoid(torch.tensor(-12 * 0.3))
+    expected = (w + (1 - w) * torch.sigmoid(scores)) / 4
+    torch.testing.assert_close(model.assembly_weights(scores), expected)
 
 
 def test_mahalanobis_matches_a_hand_count():

@@ -11,7 +11,10 @@ from fairforge.detectors import create_detector
 from fairforge.efficiency import (
     count_parameters,
     efficiency_row,
+    efficiency_rows,
+    flag_same_architecture,
     flops_per_image,
+    interleaved_latency,
     latency_per_image,
     peak_memory_bytes,
 )
@@ -113,3 +116,58 @@ def test_the_loader_queue_fits_in_the_job_memory():
     assert (b, w, p) != (256, 8, 4) and b >= 1 and w >= 1
     assert bounded_loader(64, 2, 64, memory_mb=16000) == (64, 2, 4)  # fits: unchanged
     assert bounded_loader(64, 0, 64, memory_mb=None) == (64, 0, 0)
+
+
+class _Counting(nn.Module):
+    """A tiny network that records the order in which it is run."""
+
+    def __init__(self, name, log):
+        super().__init__()
+        self.conv, self.name, self.log = nn.Conv2d(3, 2, 3), name, log
+
+    def forward(self, x):
+        self.log.append(self.name)
+        return self.conv(x)
+
+
+def test_interleaved_latency_takes_turns_and_rotates_the_order():
+    log = []
+    models = {n: (_Counting(n, log), 8, False) for n in ("a", "b", "c")}
+    out = interleaved_latency(models, 1, rounds=2, repeats=3, warmup=1)
+    assert {n: [len(r) for r in rounds] for n, rounds in out.items()} == {n: [3, 3] for n in "abc"}
+    assert log[:3] == ["a", "b", "c"]  # one warm-up batch each
+    steps = [log[3 + 3 * i : 6 + 3 * i] for i in range(6)]  # then one batch of each per step
+    assert steps[:4] == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+
+
+def test_rows_timed_together_report_rounds_and_spread():
+    a, b = create_detector("meso4", input_size=32), create_detector("meso4", input_size=32)
+    rows = efficiency_rows(
+        {"a": (a, 32, False), "b": (b, 32, False)}, "cpu", (1,), rounds=3, repeats=2
+    )
+    for row in rows:
+        assert row["rounds"] == 3 and row["repeats"] == 2 and row["threads"] >= 1
+        assert row["latency_ms_bs1"] > 0 and row["latency_spread_bs1"] >= 0
+        assert row["latency_iqr_ms_bs1"] >= 0
+
+
+def test_same_architecture_rows_that_disagree_are_flagged():
+    def row(name, arch, ms, size=64):
+        return {"detector": name, "arch": arch, "input_size": size, "dtype": "fp32",
+                "device": "cpu", "latency_ms_bs1": ms, "latency_ms_bs32": ms / 4}  # fmt: skip
+
+    rows = flag_same_architecture(
+        [
+            row("meso4", "meso4", 2.98),
+            row("meso4_sdaug", "meso4", 9.40),
+            row("x", "xception", 5.0),
+            row("m2", "meso4", 3.1, size=128),
+            row("m3", "meso4", 3.2, size=128),
+        ]  # fmt: skip
+    )
+    by = {r["detector"]: r for r in rows}
+    assert by["meso4"]["same_arch_agree"] is False and by["meso4_sdaug"]["same_arch_agree"] is False
+    assert by["meso4"]["same_arch_ratio_bs1"] == pytest.approx(9.40 / 2.98)
+    assert by["x"]["same_arch_agree"] is None  # alone: nothing to compare
+    assert by["m2"]["same_arch_agree"] is True  # another input size is another computation
+    assert by["m2"]["same_arch_ratio_bs32"] == pytest.approx(3.2 / 3.1)

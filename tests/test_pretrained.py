@@ -5,6 +5,7 @@ import pytest
 import timm
 import torch
 
+import deepfakebench_reference as dfb
 from fairforge.detectors import create_detector
 from fairforge.detectors.pretrained import PretrainedMismatch, apply_pretrained
 
@@ -163,3 +164,46 @@ def test_a_pretrained_file_for_an_architecture_without_layout_stops_the_config()
         ConfigError, match=r"detectors\.m\.pretrained: unknown pretrained layout 'meso4'"
     ):
         validate_config({"detectors": {"m": {"arch": "meso4", "pretrained": "/w/x.pth"}}})
+
+
+def _efficientnet_pytorch_b0(size: int, seed: int):
+    """A B0 in efficientnet_pytorch's names and layout (tests/deepfakebench_reference.py) with
+    random weights and BatchNorm statistics of random images, and its ImageNet head."""
+    with torch.device("meta"):
+        net = dfb._EfficientNet(size, dfb._B0, stem=32, head=1280, unpadded_stem=False)
+        net._fc = torch.nn.Linear(1280, 1000)
+    net.load_state_dict(dfb.random_state(dfb.key_table(net), seed, {}), assign=True)
+    dfb.calibrate_batchnorm(net, lambda m, x: m.extract_features(x), size, seed)
+    return net.eval()
+
+
+def test_an_efficientnet_pytorch_file_maps_onto_timm_names(tmp_path):
+    """efficientnet_pytorch's ``_conv_stem`` / ``_blocks.N._depthwise_conv`` / ``_bn0`` names
+    (the AdvProp file DeepfakeBench and the multi-attention authors start from) load onto the
+    timm EfficientNet of ``efficientnet_b4`` (here at B0 size) and compute the same features."""
+    size = 64
+    reference = _efficientnet_pytorch_b0(size, seed=4)
+    state = reference.state_dict()
+    assert "_blocks.0._depthwise_conv.weight" in state and "_blocks.1._expand_conv.weight" in state
+    path = _save(state, tmp_path / "adv-efficientnet-b0.pth")
+    model = create_detector("efficientnet_b4", input_size=size, backbone="tf_efficientnet_b0")
+    head = model.backbone.classifier.weight.clone()
+    loaded = apply_pretrained(model, "efficientnet_b4", path)
+    assert loaded == len(model.backbone.state_dict()) - 2  # all but our one-logit head
+    assert torch.equal(model.backbone.classifier.weight, head)
+    model.eval()
+    x = dfb.calibration_images(size, seed=4)
+    with torch.no_grad():
+        expected = reference.extract_features(x)
+        got = model.backbone.forward_features(x)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+    # the multi-attention backbone takes the same file
+    attention = create_detector("multi_attention", input_size=size, backbone="tf_efficientnet_b0")
+    assert apply_pretrained(attention, "multi_attention", path) == loaded
+    assert torch.equal(
+        attention.backbone.blocks[1][0].conv_pw.weight, state["_blocks.1._expand_conv.weight"]
+    )
+    # a file of another depth leaves blocks unmatched, named in the error
+    del state["_blocks.15._project_conv.weight"]
+    with pytest.raises(PretrainedMismatch, match=r"blocks\.6\.0\.conv_pwl\.weight"):
+        apply_pretrained(model, "efficientnet_b4", _save(state, tmp_path / "short.pth"))

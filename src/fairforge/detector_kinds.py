@@ -31,7 +31,7 @@ import torch
 
 from fairforge.detectors import DETECTORS, detector_kind
 from fairforge.detectors.headpose import sample_landmarks
-from fairforge.efficiency import checkpoint_efficiency
+from fairforge.efficiency import checkpoint_efficiency, checkpoint_efficiency_rows
 from fairforge.inference import (
     network_scores,
     one_row_per_video,
@@ -318,3 +318,25 @@ def detector_cost(
     """The efficiency-table row of a trained detector (a note for kinds with no network)."""
     arch = arch or checkpoint_arch(model)
     return kind_of(arch).cost(model, detector, device, batch_sizes, repeats)
+
+
+def detector_costs(
+    models: dict[str, str | Path],
+    device: str = "auto",
+    batch_sizes=(1, 32),
+    rounds: int = 5,
+    repeats: int = 10,
+) -> list[dict]:
+    """The efficiency table of trained detectors (name → model file), one row each in order:
+    the networks timed together, turn by turn, with the same-architecture check
+    (:func:`fairforge.efficiency.checkpoint_efficiency_rows`); other kinds give their note."""
+    archs = {name: checkpoint_arch(path) for name, path in models.items()}
+    networks = {n: p for n, p in models.items() if detector_kind(archs[n]) == "network"}
+    rows = {}
+    if networks:
+        timed = checkpoint_efficiency_rows(networks, device, batch_sizes, rounds, repeats)
+        rows = {row["detector"]: row for row in timed}
+    for name, path in models.items():
+        if name not in rows:
+            rows[name] = kind_of(archs[name]).cost(path, name, device, batch_sizes, repeats)
+    return [rows[name] for name in models]

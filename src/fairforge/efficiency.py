@@ -4,10 +4,15 @@ FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one image (
 detector: one sequence of its ``frames`` frames) at the test resolution (multiply-adds count as 2 FLOPs; convolutions, matrix products and attention are
 counted, element-wise ops, normalisation and pooling are not). Latency is timed the way
 inference runs the model (:func:`fairforge.inference.prepare_model`: eval mode, on CUDA
-channels_last inputs and the checkpoint's precision): per image, the median over ``repeats``
-timed batches after ``warmup`` untimed ones, with the interquartile range of the repeats
-(``latency_iqr_ms_bs*``). The workflow's ``efficiency`` job runs alone (all cores, and the
-``timing`` resource that the profiles cap at 1), so other jobs do not share its cores. Peak
+channels_last inputs and the checkpoint's precision). Detectors are timed together, batch by
+batch in turn (:func:`interleaved_latency`): a latency depends on what else the machine does at the
+moment, and timed in separate jobs two copies of one MesoNet-4 read 2.98 and 9.40 ms on a busy
+2-core machine. Per image: the median over rounds of each round's median, with the
+interquartile range of all timed batches (``latency_iqr_ms_bs*``) and the rounds' spread;
+:func:`flag_same_architecture` checks that rows of one computation agree within 20%. The
+workflow's ``efficiency`` job times every detector in one job that runs alone (all cores,
+and the ``timing`` resource that the profiles cap at 1), so other jobs do not share its
+cores. Peak
 memory is CUDA's ``max_memory_allocated`` above what was allocated before the batch, or on CPU
 the peak resident-set growth sampled every millisecond by a background thread, after returning
 freed heap pages to the OS (a coarse figure: memory the allocator still holds is reused
@@ -29,6 +34,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from fairforge.inference import prepare_model
 from fairforge.training import autocast, load_checkpoint, pick_device
+
+#: same-architecture rows whose latencies differ by more than this share are flagged
+AGREEMENT_TOLERANCE = 0.2
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -62,6 +70,19 @@ def _input(batch_size, in_chans, input_size, device) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if device.type == "cuda" else x
 
 
+def _timed(model, x, device, n: int, bf16: bool) -> list[float]:
+    """Seconds of each of ``n`` forward passes of the batch ``x``."""
+    times = []
+    with torch.inference_mode(), autocast(device, "bf16" if bf16 else "fp32"):
+        for _ in range(n):
+            _sync(device)
+            start = time.perf_counter()
+            model(x)
+            _sync(device)
+            times.append(time.perf_counter() - start)
+    return times
+
+
 def latency_samples(
     model: nn.Module,
     input_size: int,
@@ -76,16 +97,42 @@ def latency_samples(
     device = torch.device(device)
     model = model.to(device).eval()
     x = _input(batch_size, in_chans, input_size, device)
-    times = []
-    with torch.inference_mode(), autocast(device, "bf16" if bf16 else "fp32"):
-        for i in range(warmup + repeats):
-            _sync(device)
-            start = time.perf_counter()
-            model(x)
-            _sync(device)
-            if i >= warmup:
-                times.append((time.perf_counter() - start) / batch_size)
-    return times
+    _timed(model, x, device, warmup, bf16)
+    return [t / batch_size for t in _timed(model, x, device, repeats, bf16)]
+
+
+def interleaved_latency(
+    models: dict[str, tuple[nn.Module, int, bool]],
+    batch_size: int,
+    device="cpu",
+    rounds: int = 5,
+    repeats: int = 10,
+    warmup: int = 3,
+    in_chans: int = 3,
+) -> dict[str, list[list[float]]]:
+    """Seconds per image of several detectors timed batch by batch in turn: ``models`` maps a
+    name to (model, input size, bf16). After ``warmup`` batches each, every round takes
+    ``repeats`` steps, and each step times one batch of every model, the order rotated by
+    one each step, so that whatever else the machine does at the time falls on all of them
+    alike. Returns, per name, the per-image times of each round."""
+    device = torch.device(device)
+    names = list(models)
+    inputs = {}
+    for name, (model, size, bf16) in models.items():
+        model.to(device).eval()
+        inputs[name] = _input(batch_size, in_chans, size, device)
+        _timed(model, inputs[name], device, warmup, bf16)
+    out = {name: [[] for _ in range(rounds)] for name in names}
+    step = 0
+    for r in range(rounds):
+        for _ in range(repeats):
+            k = step % len(names)
+            for name in names[k:] + names[:k]:
+                model, _, bf16 = models[name]
+                (seconds,) = _timed(model, inputs[name], device, 1, bf16)
+                out[name][r].append(seconds / batch_size)
+            step += 1
+    return out
 
 
 def latency_per_image(*args, **kwargs) -> float:
@@ -164,6 +211,51 @@ def peak_memory_bytes(
         return int(rss.delta)
 
 
+def _static_row(name, model, input_size, device, bf16) -> dict:
+    return {
+        "detector": name,
+        "input_size": int(input_size),
+        "device": str(device),
+        "dtype": "bf16" if bf16 else "fp32",
+        "threads": torch.get_num_threads(),
+        "params": count_parameters(model),
+        "gflops": flops_per_image(model, input_size, device) / 1e9,
+    }
+
+
+def efficiency_rows(
+    models: dict[str, tuple[nn.Module, int, bool]],
+    device="cpu",
+    batch_sizes=(1, 32),
+    rounds: int = 5,
+    repeats: int = 10,
+    warmup: int = 3,
+) -> list[dict]:
+    """Efficiency-table rows of several detectors (name → (model, input size, bf16)), their
+    latencies timed together (:func:`interleaved_latency`): per image, the median over rounds
+    of each round's median, ``latency_iqr_ms_bs*`` the interquartile range of all timed
+    batches, ``latency_spread_bs*`` (max − min) / median of the round medians."""
+    device = torch.device(device)
+    rows = {
+        name: _static_row(name, model, size, device, bf16)
+        | {"rounds": int(rounds), "repeats": int(repeats)}
+        for name, (model, size, bf16) in models.items()
+    }
+    for bs in batch_sizes:
+        timed = interleaved_latency(models, bs, device, rounds, repeats, warmup)
+        for name, per_round in timed.items():
+            medians = [statistics.median(times) for times in per_round]
+            seconds = statistics.median(medians)
+            row = rows[name]
+            row[f"latency_ms_bs{bs}"] = seconds * 1e3
+            row[f"latency_iqr_ms_bs{bs}"] = _iqr([t for ts in per_round for t in ts]) * 1e3
+            row[f"latency_spread_bs{bs}"] = (max(medians) - min(medians)) / seconds
+            row[f"images_per_s_bs{bs}"] = 1.0 / seconds
+            model, size, bf16 = models[name]
+            row[f"peak_mem_mb_bs{bs}"] = peak_memory_bytes(model, size, bs, device, bf16) / 2**20
+    return list(rows.values())
+
+
 def efficiency_row(
     model: nn.Module,
     input_size: int,
@@ -173,38 +265,74 @@ def efficiency_row(
     warmup: int = 3,
     bf16: bool = False,
     name: str | None = None,
+    rounds: int = 1,
 ) -> dict:
     """One row of the efficiency table for ``model`` at ``input_size`` on ``device``."""
-    device = torch.device(device)
-    row = {
-        "detector": name or getattr(model, "name", "") or type(model).__name__,
-        "input_size": int(input_size),
-        "device": str(device),
-        "dtype": "bf16" if bf16 else "fp32",
-        "params": count_parameters(model),
-        "gflops": flops_per_image(model, input_size, device) / 1e9,
-    }
-    row["repeats"] = int(repeats)
-    for bs in batch_sizes:
-        times = latency_samples(model, input_size, bs, device, repeats, warmup, bf16)
-        seconds = statistics.median(times)
-        row[f"latency_ms_bs{bs}"] = seconds * 1e3
-        row[f"latency_iqr_ms_bs{bs}"] = _iqr(times) * 1e3
-        row[f"images_per_s_bs{bs}"] = 1.0 / seconds
-        row[f"peak_mem_mb_bs{bs}"] = peak_memory_bytes(model, input_size, bs, device, bf16) / 2**20
-    return row
+    name = name or getattr(model, "name", "") or type(model).__name__
+    rows = efficiency_rows(
+        {name: (model, input_size, bf16)}, device, batch_sizes, rounds, repeats, warmup
+    )
+    return rows[0]
+
+
+def flag_same_architecture(
+    rows: list[dict], batch_sizes=(1, 32), tolerance: float = AGREEMENT_TOLERANCE
+) -> list[dict]:
+    """Check that detectors of one architecture (same ``arch``, input size, precision and
+    device: the same computation) were timed alike: ``same_arch_ratio_bs*`` is the slowest
+    over the fastest latency of the row's group, ``same_arch_agree`` whether every ratio is
+    within 1 + ``tolerance`` (None for a row alone in its group or without a network)."""
+    key = ("arch", "input_size", "dtype", "device")
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        if all(row.get(k) is not None for k in key) and f"latency_ms_bs{batch_sizes[0]}" in row:
+            groups.setdefault(tuple(row[k] for k in key), []).append(row)
+    for row in rows:
+        row["same_arch_agree"] = None
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        ratios = {}
+        for bs in batch_sizes:
+            latencies = [m[f"latency_ms_bs{bs}"] for m in members]
+            ratios[bs] = max(latencies) / min(latencies)
+        for m in members:
+            for bs, ratio in ratios.items():
+                m[f"same_arch_ratio_bs{bs}"] = ratio
+            m["same_arch_agree"] = all(r <= 1 + tolerance for r in ratios.values())
+    return rows
+
+
+def checkpoint_efficiency_rows(
+    checkpoints: dict[str, str | Path],
+    device: str = "auto",
+    batch_sizes=(1, 32),
+    rounds: int = 5,
+    repeats: int = 10,
+) -> list[dict]:
+    """:func:`efficiency_rows` of trained network checkpoints (name → path), each loaded
+    once and run as inference runs it (its own input size; channels_last and the
+    checkpoint's precision on CUDA), timed together, with the same-architecture check."""
+    dev = pick_device(device)
+    models, arch = {}, {}
+    for name, path in checkpoints.items():
+        model, meta = load_checkpoint(path, dev)
+        model, precision = prepare_model(model, meta, dev)
+        models[name] = (model, meta["input_size"], precision == "bf16")
+        arch[name] = meta["arch"]
+    rows = efficiency_rows(models, dev, batch_sizes, rounds, repeats)
+    for row in rows:
+        row["arch"] = arch[row["detector"]]
+    return flag_same_architecture(rows, batch_sizes)
 
 
 def checkpoint_efficiency(
-    checkpoint: str | Path, name: str, device: str = "auto", batch_sizes=(1, 32), repeats: int = 10
+    checkpoint: str | Path,
+    name: str,
+    device: str = "auto",
+    batch_sizes=(1, 32),
+    repeats: int = 10,
+    rounds: int = 5,
 ) -> dict:
-    """:func:`efficiency_row` of a trained network checkpoint at its own input size, run as
-    inference runs it (channels_last and the checkpoint's precision on CUDA)."""
-    dev = pick_device(device)
-    model, meta = load_checkpoint(checkpoint, dev)
-    model, precision = prepare_model(model, meta, dev)
-    row = efficiency_row(
-        model, meta["input_size"], dev, batch_sizes, repeats, bf16=precision == "bf16", name=name
-    )
-    row["arch"] = meta["arch"]
-    return row
+    """The efficiency row of one trained network checkpoint (:func:`checkpoint_efficiency_rows`)."""
+    return checkpoint_efficiency_rows({name: checkpoint}, device, batch_sizes, rounds, repeats)[0]

@@ -46,7 +46,6 @@ OUTPUTS = {
     # detectors: training, prediction, cost
     "model": "{results}/models/{detector}/model.pt",
     "training_log": "{results}/models/{detector}/training_log.csv",
-    "detector_efficiency": "{results}/models/{detector}/efficiency.csv",
     "prediction_shard": (
         "{results}/predictions/{detector}/{dataset}/{variant}/{method}/shard_{shard}.parquet"
     ),

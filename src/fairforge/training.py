@@ -449,6 +449,8 @@ def train_network(
     for epoch in range(1, cfg.epochs + 1):
         sampler.set_epoch(epoch)
         lr = set_epoch_lr(optimizer, cfg, epoch)
+        if hasattr(model, "set_training_progress"):  # schedules inside a detector (UIA-ViT)
+            model.set_training_progress(epoch, cfg.epochs)
         model.train()
         start, losses, terms = time.perf_counter(), [], {}
         for batch in train_loader:

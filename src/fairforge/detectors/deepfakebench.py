@@ -25,11 +25,16 @@ capsule_net        capsule                 (``capsule`` is accepted too)
 f3net              f3net_dfb               FAD only, one Xception
 srm                srm                     two streams, DFB's module names
 facexray           face_xray_dfb           HRNet-W48 (timm's names are the official ones)
+multi_attention    multi_attention_dfb     on efficientnetb4's network; its warm-up head
+                                           is dropped
+uia_vit            uia_vit                 timm's ViT names; the patch Gaussians, not
+                                           saved by DeepfakeBench, start unseen
 =================  ======================  ============================================
 
 A fairforge detector name from the middle column selects its layout too (a config's
 ``arch``). Keys that DeepfakeBench builds but never uses (``adjust_channel``, SRM's second
-classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head) are dropped;
+classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head, the
+multi-attention backbone's warm-up head) are dropped;
 any other key left over, any parameter of ours left unfilled, or a shape mismatch is an error
 that lists them. The model is built on the meta device and takes the checkpoint's tensors, so
 nothing is initialised only to be overwritten.
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +54,7 @@ import torch
 
 from fairforge.detectors import recce, ucf
 from fairforge.detectors.base import Detector, create_detector
+from fairforge.detectors.efficientnet import B4_REPEATS, efficientnet_pytorch_to_timm
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,8 @@ class _Layout:
     ignore: tuple[str, ...] = ()  # DeepfakeBench keys with no counterpart
     head: str | None = None  # our single-logit linear layer, if any
     target: str | None = None  # the fairforge detector built, when its name differs
+    # our buffers DeepfakeBench does not save (regex, their initial value from the shape)
+    fill: tuple[tuple[str, Callable[[torch.Size], torch.Tensor]], ...] = ()
 
 
 _XCEPTION_RULES = (
@@ -64,30 +73,14 @@ _XCEPTION_RULES = (
 )
 _XCEPTION_IGNORE = (r"^backbone\.adjust_channel\.",)
 
-# efficientnet_pytorch's B4 numbers its 32 blocks 0..31; timm groups them in 7 stages
-_B4_REPEATS = (2, 4, 4, 6, 6, 8, 2)
-_EFFNET_PARTS = {  # efficientnet_pytorch → timm, first stage (no expansion), other stages
-    "_depthwise_conv": ("conv_dw", "conv_dw"),
-    "_expand_conv": (None, "conv_pw"),
-    "_bn0": (None, "bn1"),
-    "_bn1": ("bn1", "bn2"),
-    "_se_reduce": ("se.conv_reduce", "se.conv_reduce"),
-    "_se_expand": ("se.conv_expand", "se.conv_expand"),
-    "_project_conv": ("conv_pw", "conv_pwl"),
-    "_bn2": ("bn2", "bn3"),
-}
+
+def _effnet(match: re.Match) -> str:
+    name = efficientnet_pytorch_to_timm(match.group(1), B4_REPEATS)
+    return f"backbone.{name}" if name else f"<no counterpart: {match.group(0)}>"
 
 
-def _effnet_block(match: re.Match) -> str:
-    index, part, rest = int(match.group(1)), match.group(2), match.group(3)
-    stage = 0
-    while stage < len(_B4_REPEATS) and index >= _B4_REPEATS[stage]:
-        index -= _B4_REPEATS[stage]
-        stage += 1
-    name = _EFFNET_PARTS.get(part, (None, None))[0 if stage == 0 else 1]
-    if stage >= len(_B4_REPEATS) or name is None:
-        return f"<no counterpart: {match.group(0)}>"
-    return f"backbone.blocks.{stage}.{index}.{name}.{rest}"
+# DeepfakeBench's EfficientNet-B4 (efficientnet_pytorch) under ``backbone.efficientnet``
+_EFFNET_RULES = ((r"^backbone\.efficientnet\.(.+)$", _effnet),)
 
 
 def _facexray_head(match: re.Match) -> str:
@@ -130,11 +123,7 @@ LAYOUTS: dict[str, _Layout] = {
     "efficientnetb4": _Layout(
         (
             (r"^backbone\.last_layer\.(?:1\.)?(weight|bias)$", r"backbone.classifier.\1"),
-            (r"^backbone\.efficientnet\._conv_stem\.weight$", "backbone.conv_stem.weight"),
-            (r"^backbone\.efficientnet\._bn0\.(.+)$", r"backbone.bn1.\1"),
-            (r"^backbone\.efficientnet\._conv_head\.weight$", "backbone.conv_head.weight"),
-            (r"^backbone\.efficientnet\._bn1\.(.+)$", r"backbone.bn2.\1"),
-            (r"^backbone\.efficientnet\._blocks\.(\d+)\.(\w+)\.(.+)$", _effnet_block),
+            *_EFFNET_RULES,
         ),
         (r"^backbone\.adjust_channel\.",),
         head="backbone.classifier",
@@ -176,6 +165,34 @@ LAYOUTS: dict[str, _Layout] = {
     ),
 }
 
+LAYOUTS["multi_attention"] = _Layout(
+    (
+        *_EFFNET_RULES,
+        (
+            r"^(attention_generation|texture_enhance|projection_local|projection_final"
+            r"|ensemble_classifier_fc)\.(.+)$",
+            r"\1.\2",
+        ),
+    ),
+    # the EfficientNet's own head, trained only in DeepfakeBench's warm-up epochs
+    (r"^backbone\.last_layer\.",),
+    head="ensemble_classifier_fc.2",
+    target="multi_attention_dfb",
+)
+LAYOUTS["uia_vit"] = _Layout(
+    (
+        (r"^model\.(head|norm_middle)\.(weight|bias)$", r"\1.\2"),
+        (r"^model\.(c_real|c_fake|c_cross)$", r"\1"),
+        (r"^model\.(.+)$", r"vit.\1"),
+    ),
+    head="head",
+    # DeepfakeBench keeps its patch Gaussians outside the state dict: they start unseen
+    fill=(
+        (r"^(real|fake)_mean$", torch.zeros),
+        (r"^(real|fake)_cov$", lambda shape: torch.eye(shape[0])),
+        (r"^(real|fake)_seen$", lambda shape: torch.zeros(shape, dtype=torch.bool)),
+    ),
+)
 LAYOUTS["ucf"] = _Layout(ucf.DEEPFAKEBENCH_RULES)  # two-class head kept (fake − real in forward)
 LAYOUTS["recce"] = _Layout(
     recce.DEEPFAKEBENCH_RULES, recce.DEEPFAKEBENCH_IGNORE, head=recce.DEEPFAKEBENCH_HEAD
@@ -243,6 +260,10 @@ def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
             key = f"{layout.head}.{part}"
             if key in mapped and mapped[key].shape[0] == 2:
                 mapped[key] = mapped[key][1:2] - mapped[key][0:1]  # fake − real
+    for key, ours in target.items():
+        for pattern, initial in layout.fill:
+            if key not in mapped and re.search(pattern, key):
+                mapped[key] = initial(ours.shape)
     unknown = [k for k in mapped if k not in target]
     missing = [k for k in target if k not in mapped]
     wrong = [

@@ -24,6 +24,8 @@ and DeepfakeBench start from ImageNet weights (see the detector table in the REA
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 
 import timm
 import torch
@@ -34,6 +36,57 @@ from torch import nn
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
 
 PADDINGS = ("same", "deepfakebench")
+#: blocks per stage of EfficientNet-B4 (efficientnet_pytorch numbers its 32 blocks 0..31)
+B4_REPEATS = (2, 4, 4, 6, 6, 8, 2)
+# efficientnet_pytorch's names inside a block → timm's, in the first stage (expansion 1,
+# timm's DepthwiseSeparableConv) and in the others (InvertedResidual)
+_BLOCK_PARTS = {
+    "_depthwise_conv": ("conv_dw", "conv_dw"),
+    "_expand_conv": (None, "conv_pw"),
+    "_bn0": (None, "bn1"),
+    "_bn1": ("bn1", "bn2"),
+    "_se_reduce": ("se.conv_reduce", "se.conv_reduce"),
+    "_se_expand": ("se.conv_expand", "se.conv_expand"),
+    "_project_conv": ("conv_pw", "conv_pwl"),
+    "_bn2": ("bn2", "bn3"),
+}
+_TOP_PARTS = {"_conv_stem": "conv_stem", "_bn0": "bn1", "_conv_head": "conv_head", "_bn1": "bn2"}
+_TOP_PARTS["_fc"] = "classifier"
+
+
+def efficientnet_pytorch_to_timm(key: str, repeats: Sequence[int]) -> str | None:
+    """timm's name for the tensor ``key`` of an efficientnet_pytorch EfficientNet
+    (lukemelas/EfficientNet-PyTorch: ``_conv_stem.weight``, ``_blocks.7._expand_conv.weight``),
+    whose stages hold ``repeats`` blocks; None when timm has no such tensor."""
+    block = re.match(r"^_blocks\.(\d+)\.(\w+)\.(\w+)$", key)
+    if block is None:
+        top = re.match(r"^(\w+)\.(\w+)$", key)
+        if top is None or top.group(1) not in _TOP_PARTS:
+            return None
+        return f"{_TOP_PARTS[top.group(1)]}.{top.group(2)}"
+    index, part, leaf = int(block.group(1)), block.group(2), block.group(3)
+    stage = 0
+    while stage < len(repeats) and index >= repeats[stage]:
+        index -= repeats[stage]
+        stage += 1
+    if stage >= len(repeats) or part not in _BLOCK_PARTS:
+        return None
+    name = _BLOCK_PARTS[part][0 if stage == 0 else 1]
+    return f"blocks.{stage}.{index}.{name}.{leaf}" if name else None
+
+
+def timm_names(state_keys, model: nn.Module) -> dict[str, str]:
+    """``{file key: timm key}`` for a state dict's keys onto the timm EfficientNet ``model``:
+    efficientnet_pytorch's names (keys starting ``_``) are translated with the model's own
+    stage depths, timm's names are kept; a key with no timm counterpart keeps its name."""
+    repeats = [len(stage) for stage in model.blocks]
+    out = {}
+    for key in state_keys:
+        name = efficientnet_pytorch_to_timm(key, repeats) if key.startswith("_") else None
+        out[key] = name or key
+    return out
+
+
 EFFICIENTNET_PYTORCH_SIZE = {"tf_efficientnet_b0": 224, "tf_efficientnet_b4": 380}
 
 

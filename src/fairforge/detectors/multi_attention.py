@@ -1,29 +1,45 @@
 """Multiple-attention (Zhao et al., "Multi-attentional Deepfake Detection", CVPR 2021).
 
-On an EfficientNet-B4 (timm ``efficientnet_b4``, no ImageNet head):
+On the authors' EfficientNet-B4 (efficientnet_pytorch's, built from timm's
+``tf_efficientnet_b4``: TF "same" padding fixed for the input size, BatchNorm eps 1e-3; see
+:mod:`fairforge.detectors.efficientnet`), no ImageNet head. As the authors' code (and
+DeepfakeBench's copy of it) walks the backbone's modules, the stem's and the head's BatchNorm
+are not followed by their swish.
 
 * multiple spatial attention heads: from the features after stage 5 (160 channels, stride 16)
   a 3×3 conv + BN + ReLU and a 1×1 conv + BN give ``num_attentions`` (M = 4) non-negative maps
-  (ELU + 1), with a thin border zeroed (the authors' mask);
+  (ELU + 1), times the authors' border mask (a 24 × 24 grid with its outer two cells zero,
+  resized nearest to the map);
 * textural feature enhancement on the shallow features after stage 2 (32 channels, stride 4):
   local average pooling to the attention grid, its residual (the texture), then a densely
   connected block of three 3×3 convs and a 1×1 conv to 4 × 32 channels;
 * bilinear attention pooling (BAP): each attention map pools the enhanced texture into one
   L2-normalised vector (the textural feature matrix P, M × 128), and the sum of the maps pools
   the final 1792-channel features (the global feature G, normalised by the attention mass);
-* an ensemble classifier on [projection(P), projection(G)] (Hardswish MLPs of ``mid_dim``).
+* an ensemble classifier on [projection(P), projection(G)] (Hardswish MLPs of ``mid_dim``);
+  dropout on P (``drop_rate``) and before the classifier (``drop_rate_final``, which
+  DeepfakeBench builds but does not apply).
 
 The regional independence loss (RIL) pulls each attention's pooled texture (the non-textural
 average D pooled by the same map) toward a per-attention centre within a margin (0.05 for real,
 0.1 for fake: fakes vary more) and pushes the centres apart beyond ``inter_margin``; the
-centres are a moving average (``centre_rate``) updated in training. Loss = BCE + ``ril_weight``
-· RIL.
+centres are a moving average (``centre_rate``) updated in training, training state that is not
+saved with the weights (as in DeepfakeBench, where they live in the loss). Loss = BCE +
+``ril_weight`` · RIL.
 
 Simplifications: the attention-guided data augmentation (AGDA: a second pass that blurs the
 most attended region) and the warm-up epochs training the plain backbone first are left out,
 and the centre rate does not decay; weights start random (``pretrained=False``). The default
 input is the authors' 380 px (DeepfakeBench uses 256, the Benchmark paper's cost table 299);
 any size ≥ 64 px works.
+
+``multi_attention_dfb`` is DeepfakeBench's form (its EfficientNet's unpadded stem and paddings
+for 380 px, mean = std = 0.5, 256 px); its checkpoints load exactly
+(:mod:`fairforge.detectors.deepfakebench`), less the EfficientNet's own two-class head
+(``backbone.last_layer``), which DeepfakeBench trains only in its warm-up epochs.
+DeepfakeBench's model scores with that head, not the attention head, for its first
+``backbone_nEpochs × batch_per_epoch`` forward passes, including those of a freshly loaded
+checkpoint in its test script; fairforge always scores with the attention head.
 """
 
 from __future__ import annotations
@@ -35,31 +51,30 @@ from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register
+from fairforge.detectors.efficientnet import EFFICIENTNET_PYTORCH_SIZE, PADDINGS, static_padding
 
 SHALLOW_STAGES = 2  # texture from the end of stage 2 (stride 4)
 ATTENTION_STAGES = 5  # attention from the end of stage 5 (stride 16)
 
 
-class AttentionHeads(nn.Module):
-    """M non-negative spatial attention maps from deep features."""
+class AttentionMap(nn.Module):
+    """M non-negative spatial attention maps from deep features, with the authors' border
+    mask: a 24 × 24 grid whose outer two cells are zero, resized (nearest) to the map."""
 
     def __init__(self, channels: int, num_attentions: int):
         super().__init__()
-        self.extract = nn.Sequential(
-            nn.Conv2d(channels, channels, 3, padding=1),
-            nn.BatchNorm2d(channels),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(channels, num_attentions, 1, bias=False),
-            nn.BatchNorm2d(num_attentions),
-        )
+        self.conv_extract = nn.Conv2d(channels, channels, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, num_attentions, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(num_attentions)
+        mask = torch.zeros(1, 1, 24, 24)
+        mask[..., 2:-2, 2:-2] = 1.0
+        self.register_buffer("mask", mask)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a = F.elu(self.extract(x)) + 1.0
-        h, w = a.shape[-2:]
-        border = torch.zeros(1, 1, h, w, device=a.device, dtype=a.dtype)
-        bh, bw = (h + 11) // 12 if h > 4 else 0, (w + 11) // 12 if w > 4 else 0
-        border[..., bh : h - bh, bw : w - bw] = 1.0
-        return a * border
+        a = self.bn2(self.conv2(F.relu(self.bn1(self.conv_extract(x)))))
+        a = F.elu(a) + 1.0
+        return a * F.interpolate(self.mask, size=a.shape[-2:], mode="nearest").to(a.dtype)
 
 
 class TextureEnhance(nn.Module):
@@ -111,7 +126,7 @@ class MultiAttention(AuxiliaryLossDetector):
     def __init__(
         self,
         input_size: int = 380,
-        backbone: str = "efficientnet_b4",
+        backbone: str = "tf_efficientnet_b4",
         num_attentions: int = 4,
         mid_dim: int = 256,
         ril_weight: float = 1.0,
@@ -120,52 +135,62 @@ class MultiAttention(AuxiliaryLossDetector):
         centre_rate: float = 0.05,
         drop_rate: float = 0.25,
         drop_rate_final: float = 0.5,
+        padding: str = "same",
     ):
         super().__init__()
+        if padding not in PADDINGS:
+            raise ValueError(f"multi_attention padding must be one of {PADDINGS}, got {padding!r}")
+        if not backbone.startswith("tf_efficientnet"):
+            raise ValueError(f"multi_attention needs a tf_efficientnet_* backbone, got {backbone}")
         self.input_size = input_size
+        self.padding = padding
         self.ril_weight = ril_weight
         self.inter_margin = inter_margin
+        self.intra_margins = tuple(intra_margins)
         self.centre_rate = centre_rate
-        self.net = timm.create_model(backbone, pretrained=False, num_classes=0)
-        info = self.net.feature_info
+        self.centres: torch.Tensor | None = None  # RIL state, as DeepfakeBench: not saved
+        net = timm.create_model(backbone, pretrained=False, num_classes=0)
+        if padding == "deepfakebench":
+            net = static_padding(net, EFFICIENTNET_PYTORCH_SIZE.get(backbone, 380), True)
+        else:
+            net = static_padding(net, input_size)
+        # the authors' feature loop runs the stem and head BatchNorms without their swish
+        net.bn1.act = nn.Identity()
+        net.bn2.act = nn.Identity()
+        self.backbone = net
+        info = net.feature_info
         shallow = _stage_channels(info, SHALLOW_STAGES)
         deep = _stage_channels(info, ATTENTION_STAGES)
-        self.attention = AttentionHeads(deep, num_attentions)
-        self.texture = TextureEnhance(shallow)
-        self.project_local = nn.Sequential(
-            nn.Dropout(drop_rate),
-            nn.Linear(num_attentions * self.texture.out_channels, mid_dim),
+        self.attention_generation = AttentionMap(deep, num_attentions)
+        self.texture_enhance = TextureEnhance(shallow)
+        self.dropout = nn.Dropout(drop_rate)
+        self.projection_local = nn.Sequential(
+            nn.Linear(num_attentions * self.texture_enhance.out_channels, mid_dim),
             nn.Hardswish(),
             nn.Linear(mid_dim, mid_dim),
             nn.Hardswish(),
         )
-        self.project_global = nn.Sequential(
-            nn.Linear(self.net.num_features, mid_dim), nn.Hardswish()
+        self.projection_final = nn.Sequential(nn.Linear(net.num_features, mid_dim), nn.Hardswish())
+        self.dropout_final = nn.Dropout(drop_rate_final)
+        self.ensemble_classifier_fc = nn.Sequential(
+            nn.Linear(2 * mid_dim, mid_dim), nn.Hardswish(), nn.Linear(mid_dim, 1)
         )
-        self.classifier = nn.Sequential(
-            nn.Dropout(drop_rate_final),
-            nn.Linear(2 * mid_dim, mid_dim),
-            nn.Hardswish(),
-            nn.Linear(mid_dim, 1),
-        )
-        self.register_buffer("centres", torch.zeros(num_attentions, shallow))
-        self.register_buffer("intra_margins", torch.tensor(intra_margins, dtype=torch.float32))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        net = self.net
+        net = self.backbone
         x = net.bn1(net.conv_stem(x))
         for i, stage in enumerate(net.blocks):
             x = stage(x)
             if i + 1 == SHALLOW_STAGES:
                 shallow = x
             if i + 1 == ATTENTION_STAGES:
-                attentions = self.attention(x)
+                attentions = self.attention_generation(x)
         final = net.bn2(net.conv_head(x))
-        texture, d = self.texture(shallow, attentions.shape[-2:])
-        p = attention_pool(texture, attentions, "l2").flatten(1)
+        texture, d = self.texture_enhance(shallow, attentions.shape[-2:])
+        p = self.dropout(attention_pool(texture, attentions, "l2")).flatten(1)
         g = attention_pool(final, attentions.sum(1, keepdim=True), "mass").squeeze(1)
-        features = torch.cat([self.project_local(p), F.hardswish(self.project_global(g))], 1)
-        logits = self.classifier(features).squeeze(1)
+        features = torch.cat([self.projection_local(p), F.hardswish(self.projection_final(g))], 1)
+        logits = self.ensemble_classifier_fc(self.dropout_final(features)).squeeze(1)
         return self._keep(logits, attentions=attentions, d=d)
 
     def regional_independence(
@@ -175,11 +200,13 @@ class MultiAttention(AuxiliaryLossDetector):
         the centres first move toward the batch (moving average, no gradient)."""
         v = attention_pool(d, attentions, "l2")  # (B, M, C)
         centres = self.centres
+        if centres is None or centres.shape != v.shape[1:] or centres.device != v.device:
+            centres = torch.zeros(v.shape[1:], device=v.device, dtype=torch.float32)
         if self.training:
             with torch.no_grad():
                 centres = centres + self.centre_rate * (v.detach() - centres).mean(0)
-                self.centres.copy_(centres)
-        margins = self.intra_margins[labels.long()].unsqueeze(1)  # (B, 1)
+        self.centres = centres
+        margins = torch.tensor(self.intra_margins, device=v.device)[labels.long()].unsqueeze(1)
         intra = F.relu((v - centres).norm(dim=-1) - margins).mean()
         m = centres.shape[0]
         gaps = torch.cdist(centres, centres)[torch.triu_indices(m, m, 1).unbind(0)]
@@ -191,6 +218,20 @@ class MultiAttention(AuxiliaryLossDetector):
         bce = F.binary_cross_entropy_with_logits(logits, labels.float())
         ril = self.regional_independence(out["d"], out["attentions"], labels)
         return bce + self.ril_weight * ril
+
+
+@register("multi_attention_dfb")
+class MultiAttentionDFB(MultiAttention):
+    """DeepfakeBench's ``multi_attention``: its EfficientNet-B4 (unpadded stem,
+    efficientnet_pytorch's paddings for 380 px, ``padding="deepfakebench"``), mean = std = 0.5,
+    256 px."""
+
+    default_input_size = 256
+    mean = (0.5, 0.5, 0.5)
+    std = (0.5, 0.5, 0.5)
+
+    def __init__(self, input_size: int = 256, padding: str = "deepfakebench", **kwargs):
+        super().__init__(input_size=input_size, padding=padding, **kwargs)
 
 
 def _stage_channels(feature_info, stages: int) -> int:

@@ -3,7 +3,9 @@
 ``detectors.X.pretrained: PATH`` names a state dict file (read with ``weights_only=True``):
 a timm or torchvision ImageNet model's ``state_dict()``, or the file the original code loads
 (Cadene's ``xception-b5690688.pth``, whose pointwise weights are 2-d and are reshaped to
-1×1 convolutions, as DeepfakeBench does). Each architecture has a :class:`PretrainedLayout`
+1×1 convolutions, as DeepfakeBench does; efficientnet_pytorch's EfficientNet files, whose
+``_conv_stem``/``_blocks.N._depthwise_conv``/``_bn0`` names are translated to timm's with the
+detector's own stage depths, so a B0 file fits a ``tf_efficientnet_b0`` backbone). Each architecture has a :class:`PretrainedLayout`
 on :data:`PRETRAINED_LAYOUTS` saying which of its modules receive the weights and how the
 file's names map onto them (e.g. Patch-Forensics' truncated trunk is an ``nn.Sequential``
 of the backbone's first stages, so ``layer1.*`` becomes ``trunk.4.*``).
@@ -29,6 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,12 +39,13 @@ import torch
 from torch import nn
 
 from fairforge.detectors.base import DETECTORS
+from fairforge.detectors.efficientnet import timm_names
 from fairforge.registry import Registry
 
 log = logging.getLogger(__name__)
 
 #: The ImageNet classifier of a pretrained file (dropped) and of a target module (ours, kept).
-HEAD_PATTERN = re.compile(r"^(fc|classifier|last_linear|head|head\.fc)\.(weight|bias)$")
+HEAD_PATTERN = re.compile(r"^(_?fc|classifier|last_linear|head|head\.fc)\.(weight|bias)$")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,9 @@ class PretrainedTarget:
     rules: tuple[tuple[str, str], ...] = ()
     #: the module is the first stages of the pretrained network: unused file keys are fine
     partial: bool = False
+    #: instead of ``rules``: ``names(file keys, module) -> {file key: module key}``, for
+    #: mappings that depend on the module (efficientnet_pytorch's block numbers)
+    names: Callable[[Iterable[str], nn.Module], dict[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,20 +116,16 @@ PRETRAINED_LAYOUTS.register(
         "ImageNet ResNet (timm/torchvision resnet18, or the configured backbone)",
     ),
 )
-PRETRAINED_LAYOUTS.register(
-    "efficientnet_b4",
-    PretrainedLayout(
-        (PretrainedTarget("backbone"),),
-        "ImageNet EfficientNet-B4 with AdvProp, in timm's names (tf_efficientnet_b4.ap_in1k)",
-    ),
+_EFFICIENTNET_FILE = (
+    "ImageNet EfficientNet-B4 with AdvProp: efficientnet_pytorch's adv-efficientnet-b4-44fb3a87.pth"
+    " (what DeepfakeBench and the multi-attention authors start from) or timm's"
+    " tf_efficientnet_b4.ap_in1k"
 )
-PRETRAINED_LAYOUTS.register(
-    "multi_attention",
-    PretrainedLayout(
-        (PretrainedTarget("net"),),
-        "ImageNet EfficientNet-B4 in timm's names (efficientnet_b4)",
-    ),
-)
+for _arch in ("efficientnet_b4", "efficientnet_b4_dfb", "multi_attention", "multi_attention_dfb"):
+    PRETRAINED_LAYOUTS.register(
+        _arch,
+        PretrainedLayout((PretrainedTarget("backbone", names=timm_names),), _EFFICIENTNET_FILE),
+    )
 PRETRAINED_LAYOUTS.register(
     "capsule",
     PretrainedLayout(
@@ -210,7 +213,10 @@ def map_pretrained_state(state: dict, model: nn.Module, layout: PretrainedLayout
     for target in layout.targets:
         module = model.get_submodule(target.module)
         wanted = {k: v for k, v in module.state_dict().items() if not HEAD_PATTERN.match(k)}
-        renamed = {_rename(k, target.rules): k for k in body}
+        if target.names is not None:
+            renamed = {v: k for k, v in target.names(body, module).items()}
+        else:
+            renamed = {_rename(k, target.rules): k for k in body}
         for key, ours in wanted.items():
             if key not in renamed:
                 if not key.endswith("num_batches_tracked"):
