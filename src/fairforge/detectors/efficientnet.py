@@ -27,10 +27,8 @@ import math
 import re
 from collections.abc import Sequence
 
-import timm
 import torch
 import torch.nn.functional as F
-from timm.layers import Conv2dSame
 from torch import nn
 
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
@@ -130,6 +128,8 @@ def _set(model: nn.Module, name: str, module: nn.Module) -> None:
 def static_padding(model: nn.Module, size: int, unpadded_stem: bool = False) -> nn.Module:
     """Replace the dynamically padded convolutions of a timm ``tf_efficientnet`` by static
     ones, computed for ``size`` px in forward order as efficientnet_pytorch does."""
+    from timm.layers import Conv2dSame  # see fairforge.detectors
+
     for name, conv in list(model.named_modules()):
         if not isinstance(conv, Conv2dSame):
             continue
@@ -163,6 +163,8 @@ class EfficientNetB4(Detector):
             raise ValueError(f"efficientnet_b4 needs a tf_efficientnet_* backbone, got {backbone}")
         self.input_size = input_size
         self.padding = padding
+        import timm  # see fairforge.detectors
+
         net = timm.create_model(backbone, pretrained=False, num_classes=1, drop_rate=drop_rate)
         if padding == "deepfakebench":
             size = EFFICIENTNET_PYTORCH_SIZE.get(backbone, 380)

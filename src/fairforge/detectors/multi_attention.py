@@ -44,7 +44,6 @@ checkpoint in its test script; fairforge always scores with the attention head.
 
 from __future__ import annotations
 
-import timm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -149,6 +148,8 @@ class MultiAttention(AuxiliaryLossDetector):
         self.intra_margins = tuple(intra_margins)
         self.centre_rate = centre_rate
         self.centres: torch.Tensor | None = None  # RIL state, as DeepfakeBench: not saved
+        import timm  # see fairforge.detectors
+
         net = timm.create_model(backbone, pretrained=False, num_classes=0)
         if padding == "deepfakebench":
             net = static_padding(net, EFFICIENTNET_PYTORCH_SIZE.get(backbone, 380), True)

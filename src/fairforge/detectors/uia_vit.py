@@ -42,7 +42,6 @@ stride-16 patch embedding). DeepfakeBench's checkpoints load exactly
 
 from __future__ import annotations
 
-import timm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -86,6 +85,8 @@ class UIAViT(AuxiliaryLossDetector):
     ):
         super().__init__()
         self.input_size = input_size
+        import timm  # see fairforge.detectors
+
         self.vit = timm.create_model(
             backbone, pretrained=False, num_classes=0, img_size=input_size, drop_rate=drop_rate
         )
