@@ -1,7 +1,8 @@
 from fairforge.joblog import logged
 from fairforge.manifest import read_manifest
 from fairforge.plotting import save_png
-from fairforge.video import detection_under_perturbation, detection_under_perturbation_figure
+from fairforge.report.figures import detection_under_perturbation_figure
+from fairforge.video import detection_under_perturbation
 
 with logged(snakemake.log[0]):
     variants = snakemake.params.variants

@@ -433,3 +433,27 @@ def face_backends_figure(table: pd.DataFrame, path: str | Path, dataset: str = "
             ax.legend(fontsize=7)
     fig.suptitle(f"face backends per group{f' ({dataset})' if dataset else ''}", fontsize=10)
     return save_png(fig, path)
+
+
+def detection_under_perturbation_figure(table: pd.DataFrame) -> Figure:
+    """Bars of the face-detection rate per frame variant (x) and group (colour): the share
+    of the samples found on the clean frame whose face is still found on the degraded one."""
+    fig = Figure(figsize=(max(4.0, 1.2 * max(1, table["variant"].nunique()) + 2), 3.2))
+    ax = fig.add_subplot()
+    parts = table[table["group"] != "(all)"]
+    variants = list(dict.fromkeys(parts["variant"]))
+    groups = sorted(parts["group"].unique())
+    width = 0.8 / max(1, len(groups))
+    x = np.arange(len(variants))
+    for k, group in enumerate(groups):
+        rates = parts[parts["group"] == group].set_index("variant")["rate"]
+        ax.bar(x + (k - (len(groups) - 1) / 2) * width, rates.reindex(variants), width, label=group)
+    ax.set_xticks(x, variants, rotation=20, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_ylabel("face still detected")
+    ax.set_title("Face detection on degraded frames, per group", fontsize=10)
+    if groups:
+        ax.legend(fontsize=7, ncols=min(4, len(groups)))
+    fig.tight_layout()
+    return fig

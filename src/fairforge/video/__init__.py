@@ -36,7 +36,6 @@ from fairforge.video.ffmpeg import (
 from fairforge.video.frame_variants import (
     degrade_source_video,
     detection_under_perturbation,
-    detection_under_perturbation_figure,
     frame_sources,
     frame_variant_samples,
     has_source_videos,
@@ -84,7 +83,6 @@ __all__ = [
     "degrade_source_video",
     "degraded_clip_file",
     "detection_under_perturbation",
-    "detection_under_perturbation_figure",
     "evenly_spaced",
     "FF_METHODS",
     "extract_frames",

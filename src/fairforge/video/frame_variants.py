@@ -45,7 +45,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from fairforge.columns import VIDEO_FILE_COLUMN
 from fairforge.faces import detect_and_align, detection_rate_by_group
@@ -405,32 +404,7 @@ def detection_under_perturbation(tables: Mapping[str, pd.DataFrame]) -> pd.DataF
     return pd.concat(parts, ignore_index=True)[columns]
 
 
-def detection_under_perturbation_figure(table: pd.DataFrame) -> Figure:
-    """Bars of the face-detection rate per frame variant (x) and group (colour): the share
-    of the samples found on the clean frame whose face is still found on the degraded one."""
-    fig = Figure(figsize=(max(4.0, 1.2 * max(1, table["variant"].nunique()) + 2), 3.2))
-    ax = fig.add_subplot()
-    parts = table[table["group"] != "(all)"]
-    variants = list(dict.fromkeys(parts["variant"]))
-    groups = sorted(parts["group"].unique())
-    width = 0.8 / max(1, len(groups))
-    x = np.arange(len(variants))
-    for k, group in enumerate(groups):
-        rates = parts[parts["group"] == group].set_index("variant")["rate"]
-        ax.bar(x + (k - (len(groups) - 1) / 2) * width, rates.reindex(variants), width, label=group)
-    ax.set_xticks(x, variants, rotation=20, ha="right", fontsize=8)
-    ax.set_ylim(0, 1.05)
-    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_ylabel("face still detected")
-    ax.set_title("Face detection on degraded frames, per group", fontsize=10)
-    if groups:
-        ax.legend(fontsize=7, ncols=min(4, len(groups)))
-    fig.tight_layout()
-    return fig
-
-
 __all__ = [
-    "detection_under_perturbation_figure",
     "FACE_OPTIONS",
     "FrameError",
     "detection_under_perturbation",
