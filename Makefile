@@ -18,9 +18,10 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) all
 
-# One worker per core; a test file stays on one worker, so its shared runs are made once.
+# One worker per core; a test file stays on one worker, so its shared runs are made once;
+# files go out in the order tests/conftest.py gives (the Snakemake runs first).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile --durations=25
+	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile --no-loadscope-reorder --durations=25
 
 # Import layers (pyproject's [tool.importlinter]), Python lint and format, Snakemake format and lint.
 lint: $(STAMP)

@@ -205,7 +205,11 @@ def get_forgeries(wildcards):
 
 
 def get_forgery_quality_fakes(wildcards):
-    return expand(result_path("forgery_quality_fakes"), dataset=DATASETS, method=METHODS)
+    return [
+        result_path("forgery_quality_fakes", dataset=d, method=m)
+        for d in DATASETS
+        for m in METHODS_OF[d]
+    ]
 
 
 def get_forgery_separations(wildcards):
