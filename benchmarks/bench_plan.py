@@ -139,7 +139,6 @@ def repeated_jobs(
         "forgery_quality_fakes": n_methods,
         "method_samples": n_methods + 1,  # and the real crops
         "train": n_detectors,
-        "efficiency": n_detectors,
         "embed_shard": shards,  # the default ranking: one encoder
         # per method and the real crops: a new method adds jobs and reruns none
         "predict": n_detectors * n_variants * predict_shards * (n_methods + 1),

@@ -106,13 +106,13 @@ TARGETS = (
 
 def tiny_workdir(repo: Path, workdir: Path) -> Path:
     """The tiny config cut to what a cluster run must prove, so that it fits the CI: one
-    image dataset, three forgery methods, a clean and a video variant; still two shards of
+    image dataset, two forgery methods, a clean and a video variant; still two shards of
     every sharded stage (prediction included) and every GPU rule. A SLURM job costs seconds
     of overhead whatever its work, and the full tiny config is over a hundred of them."""
     config = yaml.safe_load((repo / "tests" / "data" / "tiny_config.yaml").read_text())
     first = next(iter(config["datasets"]))
     config["datasets"] = {first: config["datasets"][first]}
-    config["forgery"]["methods"] = ["faceswap", "sbi", "xray"]
+    config["forgery"]["methods"] = ["faceswap", "sbi"]
     config["variants"] = ["clean", "vid_h264@40"]
     config["inference"]["shard_size"] = config["shard_size"]
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
