@@ -3,7 +3,6 @@ train_degradation rule run for real by Snakemake on two tiny folders."""
 
 import copy
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +32,7 @@ from fairforge.workflow import (
     trains_degradation,
     variant_options,
 )
+from snakemake_run import snakemake as run_snakemake
 
 FAR_LEARNED = "far_learned@1"
 
@@ -234,23 +234,7 @@ def test_train_degradation_rule_writes_the_generator_the_ranking_study_uses(
         yaml.safe_dump(config, fh)
 
     def snakemake(*args: str) -> subprocess.CompletedProcess:
-        cmd = [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(repo_root / "Snakefile"),
-            "--directory",
-            str(tmp_path),
-            "--configfile",
-            str(tmp_path / "config.yaml"),
-            "--cores",
-            "1",
-            *args,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-        assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-        return proc
+        return run_snakemake(repo_root, tmp_path, "--cores", "1", *args, timeout=1800)
 
     snakemake(DEGRADATION_CHECKPOINT)
     gen = load_generator(tmp_path / DEGRADATION_CHECKPOINT)
