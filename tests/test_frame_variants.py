@@ -20,6 +20,7 @@ from fairforge.perturb.variants import (
     parse_variant,
 )
 from fairforge.video import (
+    FrameVariantSettings,
     detection_under_perturbation,
     frame_variant_samples,
     loading_variant,
@@ -116,11 +117,10 @@ def test_frame_variant_reruns_detection_and_counts_failures(world, tmp_path):
         world["samples"],
         world["sources"],
         "brightness@1~frame",
-        root=world["data"],
-        results_root=world["results"],
+        FrameVariantSettings(
+            root=world["data"], results_root=world["results"], faces=FACES, splits=["test"]
+        ),
         out_dir=out,
-        faces=FACES,
-        splits=["test"],
     )
     assert list(table["sample_id"]) == ["fake__a", "real__a", "real__b"]
     ok = table.set_index("sample_id")["ok"]
@@ -143,15 +143,15 @@ def test_frame_variant_reruns_detection_and_counts_failures(world, tmp_path):
 
 
 def test_frame_variant_is_deterministic_and_refuses_crop_variants(world, tmp_path):
-    kwargs = dict(root=world["data"], results_root=world["results"], faces=FACES)
+    settings = FrameVariantSettings(root=world["data"], results_root=world["results"], faces=FACES)
     real = world["samples"].iloc[[1]]
     runs = [
         frame_variant_samples(
-            real, world["sources"], "gaussian_noise@2~frame", out_dir=world["results"] / d, **kwargs
+            real, world["sources"], "gaussian_noise@2~frame", settings, out_dir=world["results"] / d
         )
         for d in ("n1", "n2")
     ]
     a, b = (read_image(world["results"] / t["path"].iloc[0]) for t in runs)
     assert np.array_equal(a, b)
     with pytest.raises(PerturbationError):
-        frame_variant_samples(real, world["sources"], "jpeg@30", out_dir=tmp_path, **kwargs)
+        frame_variant_samples(real, world["sources"], "jpeg@30", settings, out_dir=tmp_path)

@@ -12,6 +12,7 @@ from matplotlib import cbook
 from fairforge.faces import detect_and_align
 from fairforge.images import read_image, write_image
 from fairforge.video import (
+    FrameVariantSettings,
     apply_video_op,
     degrade_clip,
     extract_frames,
@@ -87,15 +88,18 @@ def world(tmp_path_factory):
 
 
 def _run(world, variant, out, samples=None):
+    settings = FrameVariantSettings(
+        root=world["data"],
+        results_root=world["results"],
+        faces=FACES,
+        cache_dir=world["results"] / "cache",
+    )
     return frame_variant_samples(
         world["samples"] if samples is None else samples,
         world["sources"],
         variant,
-        root=world["data"],
-        results_root=world["results"],
+        settings,
         out_dir=world["results"] / out,
-        faces=FACES,
-        cache_dir=world["results"] / "cache",
     ).set_index("sample_id")
 
 
@@ -161,17 +165,17 @@ def test_frames_missing_from_a_video_are_rows_with_a_reason(world, tmp_path):
 
 
 def test_the_shard_job_chooses_the_original_video_when_the_sources_name_it(world):
-    kwargs = dict(root=world["data"], results_root=world["results"], faces=FACES)
+    settings = FrameVariantSettings(root=world["data"], results_root=world["results"], faces=FACES)
     real = world["samples"][world["samples"]["method"] == "real"]
     on_video = video_variant_rows(
-        real, world["sources"], "vid_hflip@1", out_dir=world["results"] / "rows_v", **kwargs
+        real, world["sources"], "vid_hflip@1", settings, out_dir=world["results"] / "rows_v"
     )
     on_crops = video_variant_rows(
         real,
         world["sources"].drop(columns="video_path"),
         "vid_hflip@1",
+        settings,
         out_dir=world["results"] / "rows_c",
-        **kwargs,
     )
     assert on_video["ok"].all() and on_crops["ok"].all()
     assert "n_faces" in on_video.columns and "n_faces" not in on_crops.columns  # faces found again
@@ -215,11 +219,13 @@ def test_a_folder_of_frames_is_the_video(tmp_path):
         samples,
         sources,
         "vid_h264@23~frame",
-        root=tmp_path / "data",
-        results_root=tmp_path / "results",
+        FrameVariantSettings(
+            root=tmp_path / "data",
+            results_root=tmp_path / "results",
+            faces=FACES,
+            cache_dir=tmp_path / "cache",
+        ),
         out_dir=tmp_path / "results/out",
-        faces=FACES,
-        cache_dir=tmp_path / "cache",
     )
     assert table["ok"].all(), table["reason"].tolist()
     write_video(tmp_path / "all.mkv", clip, codec="lossless")

@@ -12,7 +12,8 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 - :mod:`.variants`: ``video_variant_samples`` and ``predict_samples_path`` for inference.
 - :mod:`.compressed`: ``compressed_copies``, the training crops of a dataset with
   ``train_compression`` (JPEG or H.264 copies).
-- :mod:`.frame_variants`: ``frame_variant_samples``: frame-mode variants (``jpeg@30~frame``)
+- :mod:`.frame_variants`: ``frame_variant_samples``: frame-mode variants (``jpeg@30~frame``;
+  a variant's shared settings in ``FrameVariantSettings``)
   degrade the whole frame and rerun face detection; video operations on a dataset of videos
   encode the original video (``degrade_source_video``); ``detection_under_perturbation``.
 """
@@ -34,6 +35,7 @@ from fairforge.video.ffmpeg import (
     write_video,
 )
 from fairforge.video.frame_variants import (
+    FrameVariantSettings,
     degrade_source_video,
     detection_under_perturbation,
     frame_sources,
@@ -72,6 +74,7 @@ from fairforge.video.variants import (
 __all__ = [
     "CompressionError",
     "FFmpegNotFound",
+    "FrameVariantSettings",
     "VIDEO_SUITE",
     "VideoError",
     "VideoInfo",

@@ -40,6 +40,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -88,6 +89,27 @@ FACE_OPTIONS = ("detector", "upsample", "crop_size", "margin", "min_image_size",
 
 class FrameError(ValueError):
     """A sample that cannot be put back into its frame (the clean frame has no face now)."""
+
+
+@dataclass(frozen=True)
+class FrameVariantSettings:
+    """What every shard of a frame or video variant shares: where the dataset's sources and
+    the results lie, how faces are found again, and which samples and options apply.
+
+    ``root`` is the dataset root (the sources' paths are relative to it); ``results_root``
+    the folder the manifests' paths are relative to; ``faces`` the faces stage's settings
+    (only :data:`FACE_OPTIONS` are used); ``splits`` the splits kept (``None``: all);
+    ``variant_options`` maps op name -> kwargs (:func:`~fairforge.perturb.variants.op_for_variant`);
+    ``cache_dir`` holds the clean and degraded clips (``None``: ``out_dir/_clips``).
+    """
+
+    root: str | Path
+    results_root: str | Path
+    faces: Mapping | None = None
+    limits: ImageLimits = DEFAULT_LIMITS
+    splits: Sequence[str] | None = None
+    variant_options: Mapping | None = None
+    cache_dir: str | Path | None = None
 
 
 def paste_back(
@@ -268,23 +290,17 @@ def frame_variant_samples(
     samples: pd.DataFrame,
     sources: pd.DataFrame,
     variant: str,
+    settings: FrameVariantSettings,
     *,
-    root: str | Path,
-    results_root: str | Path,
     out_dir: str | Path,
-    faces: Mapping | None = None,
-    limits: ImageLimits = DEFAULT_LIMITS,
-    splits: Sequence[str] | None = None,
-    variant_options: Mapping | None = None,
-    cache_dir: str | Path | None = None,
 ) -> pd.DataFrame:
     """The samples manifest of a frame variant: every sample's crop, aligned again on its
     degraded frame (``out_dir/{sample_id}.png``, paths relative to ``results_root``).
 
     ``sources`` holds (at least) the samples' source rows (image_id, path, and
-    ``video_path`` for a video dataset), their paths relative to the dataset ``root``;
-    ``faces`` the faces stage's settings (:data:`FACE_OPTIONS`). Same columns and
-    sample_ids as ``samples`` (of ``splits``), plus ``ok``, ``reason`` and ``n_faces``. A
+    ``video_path`` for a video dataset), their paths relative to ``settings.root``. Same
+    columns and sample_ids as ``samples`` (of ``settings.splits``), plus ``ok``, ``reason``
+    and ``n_faces``. A
     clip whose video operation fails keeps its rows with ``ok=False``. ``variant`` may also
     be a crop-mode video variant: on a dataset of videos it runs the same way.
     """
@@ -292,14 +308,15 @@ def frame_variant_samples(
         raise PerturbationError(
             f"{variant!r} is not a frame variant (op@level~frame) or a video variant"
         )
+    variant_options, splits = settings.variant_options, settings.splits
     op_for_variant(variant, variant_options)  # unknown op, bad level, missing weights: now
-    faces = {k: v for k, v in dict(faces or {}).items() if k in FACE_OPTIONS}
-    results_root, out_dir = Path(results_root), Path(out_dir)
+    faces = {k: v for k, v in dict(settings.faces or {}).items() if k in FACE_OPTIONS}
+    results_root, out_dir = Path(settings.results_root), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = samples if splits is None else samples[samples["split"].isin(list(splits))]
     frame = frame.reset_index(drop=True)
-    store = _Frames(sources, root, limits, faces)
-    cache = Path(cache_dir) if cache_dir is not None else out_dir / "_clips"
+    store = _Frames(sources, settings.root, settings.limits, faces)
+    cache = Path(settings.cache_dir) if settings.cache_dir is not None else out_dir / "_clips"
     rows = []
     for _, index in frame.groupby(clip_keys(frame), sort=True).groups.items():
         part = _order(frame.loc[index])
@@ -346,28 +363,21 @@ def video_variant_rows(
     samples: pd.DataFrame,
     sources: pd.DataFrame,
     variant: str,
+    settings: FrameVariantSettings,
     *,
-    root: str | Path,
-    results_root: str | Path,
     out_dir: str | Path,
-    faces: Mapping | None = None,
-    limits: ImageLimits = DEFAULT_LIMITS,
-    splits: Sequence[str] | None = None,
-    cache_dir: str | Path | None = None,
     workers: int = 1,
 ) -> pd.DataFrame:
     """The samples manifest of a crop-mode video variant: on a dataset of videos (sources
     naming their videos) the operation encodes the original videos and faces are found
     again (:func:`frame_variant_samples`); otherwise the clips of face crops are degraded
-    (:func:`~fairforge.video.variants.video_variant_samples`)."""
+    (:func:`~fairforge.video.variants.video_variant_samples`; of ``settings`` it uses
+    ``results_root``, ``splits`` and ``cache_dir``)."""
     if has_source_videos(sources):
-        return frame_variant_samples(
-            samples, sources, variant, root=root, results_root=results_root,
-            out_dir=out_dir, faces=faces, limits=limits, splits=splits, cache_dir=cache_dir,
-        )  # fmt: skip
+        return frame_variant_samples(samples, sources, variant, settings, out_dir=out_dir)
     return video_variant_samples(
-        samples, variant, results_root=results_root, out_dir=out_dir, cache_dir=cache_dir,
-        splits=splits, workers=workers,
+        samples, variant, results_root=settings.results_root, out_dir=out_dir,
+        cache_dir=settings.cache_dir, splits=settings.splits, workers=workers,
     )  # fmt: skip
 
 
@@ -407,6 +417,7 @@ def detection_under_perturbation(tables: Mapping[str, pd.DataFrame]) -> pd.DataF
 __all__ = [
     "FACE_OPTIONS",
     "FrameError",
+    "FrameVariantSettings",
     "detection_under_perturbation",
     "degrade_source_video",
     "frame_sources",
