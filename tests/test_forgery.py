@@ -745,12 +745,13 @@ def test_xray_blends_the_nearest_face_of_another_subject(dataset):
 # --------------------------------------------------------------------------- real landmarks
 
 
-def test_methods_on_rendered_faces_with_dlib_landmarks():
-    """End to end on the synthetic renderer's faces, with landmarks from the faces stage."""
+def _rendered_faces(people):
+    """The synthetic world's faces of ``people`` ((subject, tone, gender), first view, drawn
+    at 400 px), aligned by the faces stage: a list of (crop, landmarks)."""
     synthetic = pytest.importorskip("fairforge.sources.synthetic")
     stage = pytest.importorskip("fairforge.faces.stage")
-    crops = []
-    for sid, tone, gender in (("s1", "tone1", "female"), ("s2", "tone4", "male")):
+    out = []
+    for sid, tone, gender in people:
         img = synthetic.render_face(
             synthetic.sample_subject(0, sid, tone, gender),
             synthetic.sample_view(0, f"{sid}_0"),
@@ -758,7 +759,13 @@ def test_methods_on_rendered_faces_with_dlib_landmarks():
         )
         face = stage.detect_and_align(img, crop_size=SIZE)
         assert face.ok, face.reason
-        crops.append((face.crop, face.landmarks))
+        out.append((face.crop, face.landmarks))
+    return out
+
+
+def test_methods_on_rendered_faces_with_dlib_landmarks():
+    """End to end on the synthetic renderer's faces, with landmarks from the faces stage."""
+    crops = _rendered_faces((("s1", "tone1", "female"), ("s2", "tone4", "male")))
     for name in CLASSICAL:
         method, res = _run(name, crops)
         kept, _ = _kept(method, crops)
@@ -797,19 +804,7 @@ def test_maskgan_keeps_the_skin_tone(faces):
 def haired():
     """Rendered faces of the synthetic world (which draws hair), aligned by the faces stage:
     long black hair on a light face and short hair on a dark one."""
-    synthetic = pytest.importorskip("fairforge.sources.synthetic")
-    stage = pytest.importorskip("fairforge.faces.stage")
-    out = []
-    for sid, tone, gender in (("s0", "tone1", "female"), ("s2", "tone3", "female")):
-        img = synthetic.render_face(
-            synthetic.sample_subject(0, sid, tone, gender),
-            synthetic.sample_view(0, f"{sid}_0"),
-            400,
-        )
-        face = stage.detect_and_align(img, crop_size=SIZE)
-        assert face.ok, face.reason
-        out.append((face.crop, face.landmarks))
-    return out
+    return _rendered_faces((("s0", "tone1", "female"), ("s2", "tone3", "female")))
 
 
 def test_hair_region_is_hair_around_the_face(haired):
