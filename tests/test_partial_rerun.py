@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from snakemake_run import SNAKEMAKE, snakemake
+from snakemake_run import snakemake, snakemake_command
 
 pytestmark = pytest.mark.workflow
 
@@ -39,10 +39,10 @@ def planned(repo_root: Path, workdir: Path, config: dict, tmp_path: Path) -> lis
     copy = tmp_path / "run"
     shutil.copytree(workdir, copy, symlinks=True)  # keeps every mtime
     (copy / "grown.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    cmd = [*SNAKEMAKE, "--snakefile", str(repo_root / "Snakefile"), "--directory", str(copy)]
-    cmd += ["--configfile", str(copy / "grown.yaml"), "-n", "--cores", "1", "all"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc = snakemake(
+        repo_root, copy, "-n", "--cores", "1", "all",
+        configfiles=[copy / "grown.yaml"], timeout=900,
+    )  # fmt: skip
     jobs, rule = [], None
     for line in (proc.stdout + proc.stderr).splitlines():
         if m := re.match(r"^(?:local)?rule (\w+):", line):
@@ -114,18 +114,7 @@ def test_killed_run_resumes_to_identical_outputs(repo_root, small_run, tmp_path)
     """SIGKILL mid-run, unlock, rerun: the outputs equal an uninterrupted run byte for byte
     (which also proves that two runs of the same config are identical)."""
     shutil.copy(small_run / "config.yaml", tmp_path / "config.yaml")
-    cmd = [
-        *SNAKEMAKE,
-        "--snakefile",
-        str(repo_root / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "--configfile",
-        str(tmp_path / "config.yaml"),
-        "--cores",
-        "2",
-        "all",
-    ]
+    cmd = snakemake_command(repo_root, tmp_path, "--cores", "2", "all")
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
