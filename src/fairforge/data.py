@@ -9,7 +9,7 @@ dataset made before the first epoch, so an epoch set on the dataset would never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import cv2
@@ -344,6 +344,21 @@ def video_keys(frame: pd.DataFrame) -> pd.Series:
     return key.where(has_video, "sample:" + frame["sample_id"].astype(str))
 
 
+def _rows_by_video(frame: pd.DataFrame) -> Iterator[np.ndarray]:
+    """Row positions of each video of ``frame`` (:func:`video_keys`), in ``frame_index``
+    order (then row order; no ``frame_index``: row order), videos in order of their first
+    row."""
+    keys = video_keys(frame).to_numpy()
+    order = (
+        frame["frame_index"].fillna(0).to_numpy()
+        if "frame_index" in frame.columns
+        else np.zeros(len(frame))
+    )
+    for _, rows in pd.Series(np.arange(len(frame))).groupby(keys, sort=False):
+        rows = rows.to_numpy()
+        yield rows[np.lexsort((rows, order[rows]))]
+
+
 #: How the frames a test video is scored on are picked (:func:`frames_to_score`).
 FRAME_PICKS = ("spaced", "first")
 
@@ -362,16 +377,8 @@ def frames_to_score(frame: pd.DataFrame, frames: int | None, pick: str = "spaced
         return frame
     if frames < 1:
         raise ValueError(f"frames per test video must be at least 1, got {frames}")
-    keys = video_keys(frame).to_numpy()
-    order = (
-        frame["frame_index"].fillna(0).to_numpy()
-        if "frame_index" in frame.columns
-        else np.zeros(len(frame))
-    )
     keep = np.zeros(len(frame), dtype=bool)
-    for _, rows in pd.Series(np.arange(len(frame))).groupby(keys, sort=False):
-        rows = rows.to_numpy()
-        rows = rows[np.lexsort((rows, order[rows]))]
+    for rows in _rows_by_video(frame):
         chosen = (
             range(min(frames, len(rows))) if pick == "first" else even_positions(len(rows), frames)
         )
@@ -386,17 +393,8 @@ def sequence_groups(frame: pd.DataFrame, length: int) -> list[np.ndarray]:
     repeating its last frame. Every row is in exactly one sequence."""
     if length < 1:
         raise ValueError(f"frames_per_sequence must be at least 1, got {length}")
-    keys = video_keys(frame).to_numpy()
-    order = (
-        frame["frame_index"].fillna(0).to_numpy()
-        if "frame_index" in frame.columns
-        else np.zeros(len(frame))
-    )
-    position = np.arange(len(frame))
     groups = []
-    for _, rows in pd.Series(position).groupby(keys, sort=False):
-        rows = rows.to_numpy()
-        rows = rows[np.lexsort((rows, order[rows]))]
+    for rows in _rows_by_video(frame):
         for start in range(0, len(rows), length):
             chunk = rows[start : start + length]
             groups.append(np.r_[chunk, np.repeat(chunk[-1], length - len(chunk))])
