@@ -18,7 +18,7 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.tables import split_variants
 from fairforge.workflow import all_variants
-from snakemake_run import SNAKEMAKE
+from snakemake_run import snakemake_command
 from test_sources import write_jpeg
 from test_video_datasets import noise_video
 
@@ -182,19 +182,10 @@ def plans(repo_root, tmp_path_factory) -> dict[str, tuple[dict, int, str]]:
         paths = workdir / "my_paths.yaml"
         paths.write_text(yaml.safe_dump(over))
         shipped = yaml.safe_load((repo_root / "configs" / f"{paper}.yaml").read_text())
-        command = [
-            *SNAKEMAKE,
-            "--snakefile",
-            str(repo_root / "Snakefile"),
-            "--directory",
-            str(workdir),
-            "--configfile",
-            str(repo_root / "configs" / f"{paper}.yaml"),
-            str(paths),
-            "-n",
-            "--quiet",
-            "rules",
-        ]
+        command = snakemake_command(
+            repo_root, workdir, "-n", "--quiet", "rules",
+            configfiles=[repo_root / "configs" / f"{paper}.yaml", paths],
+        )  # fmt: skip
         proc = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

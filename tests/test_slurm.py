@@ -9,7 +9,6 @@ have gone through sbatch.
 import os
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -19,10 +18,10 @@ import pytest
 import yaml
 
 from slurm_cluster import LocalSlurm, ensure_installed, profile_for_node
+from snakemake_run import snakemake_command
 
 pytestmark = pytest.mark.slurm
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # localrules of rules/common.smk, and rules that must run as SLURM jobs (others may join).
 LOCAL_RULES = {"sources", "faces", "forgery", "samples", "failures_per_group"}
 SUBMITTED_RULES = {
@@ -60,19 +59,6 @@ JOB = re.compile(r"^(?:local)?rule (\w+):", flags=re.M)
 SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 # .snakemake/slurm_logs/rule_{rule}[/{wildcards}]/{jobid}.log
 LOG_RULE = re.compile(r"/slurm_logs/rule_(\w+)/")
-
-
-def snakemake_cmd(repo: Path, workdir: Path, *args: str) -> list[str]:
-    return [
-        *SNAKEMAKE,
-        "--snakefile",
-        str(repo / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(workdir / "config.yaml"),
-        *args,
-    ]
 
 
 def gpu_rules(repo: Path) -> tuple[str, ...]:
@@ -139,7 +125,7 @@ def runs(repo_root, cluster, tmp_path_factory):
     local = tiny_workdir(repo_root, tmp_path_factory.mktemp("local_run"))
     local_log = open(local / "snakemake.out", "w+")
     local_proc = subprocess.Popen(
-        snakemake_cmd(repo_root, local, "--cores", "1", *TARGETS),
+        snakemake_command(repo_root, local, "--cores", "1", *TARGETS),
         stdout=local_log,
         stderr=subprocess.STDOUT,
     )
@@ -160,7 +146,7 @@ def runs(repo_root, cluster, tmp_path_factory):
     )
     try:
         proc = subprocess.run(
-            snakemake_cmd(
+            snakemake_command(
                 repo_root,
                 workdir,
                 "--profile",
