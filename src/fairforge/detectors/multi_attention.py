@@ -49,7 +49,7 @@ Training follows the authors' code and DeepfakeBench's copy of it:
   match loss (weight ``match_weight`` 0.1): the mean distance between the two passes' pooled
   non-textural features over the attentions that were not dropped. The draws come from the
   batch's seed (``batch["seed"]``, which the training loop derives per epoch and batch; seed 0
-  outside it). ``agda_weight = 0`` turns AGDA off. As in the authors' code, the second pass's
+  outside it). ``agda_weight = match_weight = 0`` turns AGDA off. As in the authors' code, the second pass's
   RIL is left out of the loss (it is not computed).
 
 Loss = BCE + ``ril_weight`` · RIL + ``agda_weight`` · BCE(AGDA) + ``match_weight`` · match
@@ -324,8 +324,8 @@ class MultiAttention(AuxiliaryLossDetector):
         return self._keep(out["logits"], attentions=out["attentions"], d=out["d"], image=x)
 
     def _backbone(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(shallow features, attention-layer features, final features); the attention-layer
-        stages run whatever the call (the warm-up skips only the heads)."""
+        """The EfficientNet's (shallow, attention-layer, final) features: the ends of stages 2
+        and 5 and the head conv + BatchNorm (no swish, as the authors' feature loop)."""
         net = self.backbone
         x = net.bn1(net.conv_stem(x))
         for i, stage in enumerate(net.blocks):
