@@ -4,6 +4,9 @@ the warm-up epochs in which only the plain backbone trains, on a tiny EfficientN
 
 import math
 
+import cv2
+import numpy as np
+import pandas as pd
 import pytest
 import timm  # noqa: F401  (imported once here, not inside the first test)
 import torch
@@ -12,7 +15,7 @@ import torch.nn.functional as F
 from fairforge.detectors import create_detector
 from fairforge.detectors.multi_attention import agda
 from fairforge.seeding import rng_for
-from fairforge.training import train_step
+from fairforge.training import TrainConfig, load_checkpoint, train_network, train_step
 
 SIZE = 64
 BACKBONE = "tf_efficientnet_b0"
@@ -153,3 +156,33 @@ def test_a_checkpoint_without_the_warm_up_head_still_loads():
         torch.testing.assert_close(again.eval()(x), model(x))
     with pytest.raises(RuntimeError, match="conv_stem"):
         again.load_state_dict({k: v for k, v in state.items() if "conv_stem" not in k})
+
+
+def test_the_training_loop_warms_up_then_logs_every_loss(tmp_path):
+    """train_network tells the model each epoch and seeds each batch: the warm-up epoch logs
+    one loss, the next the four terms; the checkpoint rebuilds the model."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for split in ("train", "val"):
+        for i in range(4):
+            cv2.imwrite(str(tmp_path / f"{split}{i}.png"), rng.integers(0, 256, (64, 64, 3)))
+            method = "faceswap" if i % 2 else "real"
+            rows.append(
+                {"sample_id": f"{split}{i}", "path": f"{split}{i}.png", "label": i % 2}
+                | {"split": split, "method": method, "group": "g"}
+            )
+    cfg = TrainConfig(
+        arch="multi_attention",
+        input_size=SIZE,
+        model={"backbone": BACKBONE, "warmup_epochs": 1},
+        epochs=2,
+        batch_size=4,
+        device="cpu",
+        precision="fp32",
+    )
+    log = train_network(pd.DataFrame(rows), tmp_path, cfg, tmp_path / "m.pt").set_index("epoch")
+    terms = [f"train_loss_{name}" for name in ("bce", "ril", "agda_bce", "match")]
+    assert log.loc[1, terms].isna().all() and np.isfinite(log.loc[1, "train_loss"])
+    assert np.isfinite(log.loc[2, terms].astype(float)).all()
+    model, meta = load_checkpoint(tmp_path / "m.pt")
+    assert meta["model_config"]["warmup_epochs"] == 1 and not model.training
