@@ -36,7 +36,8 @@ Training follows the authors' code and DeepfakeBench's copy of it:
   centres stay as they were. From epoch ``warmup_epochs + 1`` the whole model trains. The
   training loop tells the model the epoch (:meth:`Detector.on_epoch_start`); a model never
   told one trains whole. A warm-up as long as the run (nothing left for the attention head)
-  is an error.
+  is an error. Validation scores with the attention head throughout, so early stopping
+  (``patience``) should exceed the warm-up.
 * **attention-guided data augmentation** (AGDA, :func:`agda`): after the first pass, each
   image gets a second one in which the region of one of its attention maps (drawn with
   probability ∝ √(attention mass + 1)) is replaced by a blurred, noisy copy of the image: the
