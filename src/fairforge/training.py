@@ -449,12 +449,12 @@ def train_network(
     for epoch in range(1, cfg.epochs + 1):
         sampler.set_epoch(epoch)
         lr = set_epoch_lr(optimizer, cfg, epoch)
-        if hasattr(model, "set_training_progress"):  # schedules inside a detector (UIA-ViT)
-            model.set_training_progress(epoch, cfg.epochs)
+        model.on_epoch_start(epoch, cfg.epochs)  # warm-ups and schedules inside a detector
         model.train()
         start, losses, terms = time.perf_counter(), [], {}
-        for batch in train_loader:
+        for step, batch in enumerate(train_loader):
             batch = _collate_device(batch, device)
+            batch["seed"] = derive_seed(cfg.seed, "batch", cfg.arch, epoch, step)
             if entry.needs_method_labels:
                 batch["method_label"] = method_labels[batch["index"].cpu()].to(device)
             loss, parts = train_step(model, batch, optimizer)

@@ -58,6 +58,11 @@ class Detector(nn.Module):
     #: the i-th training method (1-based, in the order of ``train_methods``).
     needs_method_labels: bool = False
 
+    def on_epoch_start(self, epoch: int, epochs: int) -> None:
+        """Called by the training loop before each training epoch (``epoch`` from 1 to
+        ``epochs``); detectors whose training changes with the epoch (warm-up phases,
+        schedules inside the model) override it. Nothing by default."""
+
     def loss(
         self, logits: torch.Tensor, labels: torch.Tensor, batch: dict | None = None
     ) -> torch.Tensor:
@@ -68,7 +73,11 @@ class Detector(nn.Module):
     ) -> dict[str, torch.Tensor]:
         """The named loss terms of one step; the training loop sums them with
         :attr:`loss_weights` (:func:`weighted_loss`). A plain detector has one term, its
-        :meth:`loss`; detectors with auxiliary objectives return one term per objective."""
+        :meth:`loss`; detectors with auxiliary objectives return one term per objective.
+
+        In training, ``batch["seed"]`` is the batch's seed (derived by the loop from the run's
+        seed, the architecture, the epoch and the batch's position): randomness inside a
+        training step (e.g. an augmentation made from the model's own outputs) draws from it."""
         return {"loss": self.loss(logits, labels, batch)}
 
 

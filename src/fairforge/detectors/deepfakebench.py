@@ -26,15 +26,14 @@ f3net              f3net_dfb               FAD only, one Xception
 srm                srm                     two streams, DFB's module names
 facexray           face_xray_dfb           HRNet-W48 (timm's names are the official ones)
 multi_attention    multi_attention_dfb     on efficientnetb4's network; its warm-up head
-                                           is dropped
+                                           is ``warmup_head``
 uia_vit            uia_vit                 timm's ViT names; the patch Gaussians, not
                                            saved by DeepfakeBench, start unseen
 =================  ======================  ============================================
 
 A fairforge detector name from the middle column selects its layout too (a config's
 ``arch``). Keys that DeepfakeBench builds but never uses (``adjust_channel``, SRM's second
-classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head, the
-multi-attention backbone's warm-up head) are dropped;
+classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head) are dropped;
 any other key left over, any parameter of ours left unfilled, or a shape mismatch is an error
 that lists them. The model is built on the meta device and takes the checkpoint's tensors, so
 nothing is initialised only to be overwritten.
@@ -61,7 +60,8 @@ from fairforge.detectors.efficientnet import B4_REPEATS, efficientnet_pytorch_to
 class _Layout:
     rules: tuple[tuple[str, object], ...]  # (regex on DeepfakeBench key, replacement)
     ignore: tuple[str, ...] = ()  # DeepfakeBench keys with no counterpart
-    head: str | None = None  # our single-logit linear layer, if any
+    # our single-logit linear layer(s) from DeepfakeBench's two-class ones, if any
+    head: str | tuple[str, ...] | None = None
     target: str | None = None  # the fairforge detector built, when its name differs
     # our buffers DeepfakeBench does not save (regex, their initial value from the shape)
     fill: tuple[tuple[str, Callable[[torch.Size], torch.Tensor]], ...] = ()
@@ -173,10 +173,10 @@ LAYOUTS["multi_attention"] = _Layout(
             r"|ensemble_classifier_fc)\.(.+)$",
             r"\1.\2",
         ),
+        # the EfficientNet's own head, trained only in the warm-up epochs
+        (r"^backbone\.last_layer\.(weight|bias)$", r"warmup_head.\1"),
     ),
-    # the EfficientNet's own head, trained only in DeepfakeBench's warm-up epochs
-    (r"^backbone\.last_layer\.",),
-    head="ensemble_classifier_fc.2",
+    head=("ensemble_classifier_fc.2", "warmup_head"),
     target="multi_attention_dfb",
 )
 LAYOUTS["uia_vit"] = _Layout(
@@ -255,9 +255,10 @@ def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
                 break
         else:
             unmatched.append(key)
-    if layout.head is not None:
+    heads = (layout.head,) if isinstance(layout.head, str) else layout.head or ()
+    for head in heads:
         for part in ("weight", "bias"):
-            key = f"{layout.head}.{part}"
+            key = f"{head}.{part}"
             if key in mapped and mapped[key].shape[0] == 2:
                 mapped[key] = mapped[key][1:2] - mapped[key][0:1]  # fake − real
     for key, ours in target.items():

@@ -119,8 +119,11 @@ class UIAViT(AuxiliaryLossDetector):
         return tuple(self.vit.patch_embed.grid_size)
 
     def set_training_progress(self, epoch: int, epochs: int) -> None:
-        """Called by the training loop before each epoch (``epoch`` from 1)."""
+        """The fraction of training done before ``epoch`` (from 1)."""
         self.progress = (epoch - 1) / max(epochs, 1)
+
+    def on_epoch_start(self, epoch: int, epochs: int) -> None:
+        self.set_training_progress(epoch, epochs)
 
     @staticmethod
     def _block_with_scores(block, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
