@@ -22,6 +22,7 @@ rule forgery_quality_fakes:
     params:
         seed=config["seed"],
         results=get_results_root,
+        identity_per_group=config["forgery"]["quality"]["identity_per_group"],
     script:
         "../scripts/forgery_quality_fakes.py"
 

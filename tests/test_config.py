@@ -128,3 +128,10 @@ def test_registered_names_are_checked_against_their_registries():
         ConfigError, match=r"detectors\.m\.recipe: unknown recipe 'sb'; valid: .*sbi"
     ):
         validate_config({"detectors": {"m": {"arch": "meso4", "recipe": "sb"}}})
+
+
+def test_quality_identity_sample_default_is_the_cards():
+    from fairforge.forgery.quality import IDENTITY_PER_GROUP
+
+    config = validate_config({"datasets": {"s": {"adapter": "synthetic"}}})
+    assert config["forgery"]["quality"]["identity_per_group"] == IDENTITY_PER_GROUP
