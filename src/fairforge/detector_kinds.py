@@ -326,15 +326,17 @@ def detector_costs(
     batch_sizes=(1, 32),
     rounds: int = 5,
     repeats: int = 10,
+    threads: int | None = None,
 ) -> list[dict]:
     """The efficiency table of trained detectors (name → model file), one row each in order:
-    the networks timed together, turn by turn, with the same-architecture check
-    (:func:`fairforge.efficiency.checkpoint_efficiency_rows`); other kinds give their note."""
+    the networks timed together, turn by turn, with ``threads`` torch threads and the
+    same-architecture check (:func:`fairforge.efficiency.checkpoint_efficiency_rows`); other
+    kinds give their note."""
     archs = {name: checkpoint_arch(path) for name, path in models.items()}
     networks = {n: p for n, p in models.items() if detector_kind(archs[n]) == "network"}
     rows = {}
     if networks:
-        timed = checkpoint_efficiency_rows(networks, device, batch_sizes, rounds, repeats)
+        timed = checkpoint_efficiency_rows(networks, device, batch_sizes, rounds, repeats, threads)
         rows = {row["detector"]: row for row in timed}
     for name, path in models.items():
         if name not in rows:
