@@ -393,15 +393,3 @@ def checkpoint_efficiency_rows(
     for row in rows:
         row["arch"] = arch[row["detector"]]
     return flag_same_architecture(rows, batch_sizes)
-
-
-def checkpoint_efficiency(
-    checkpoint: str | Path,
-    name: str,
-    device: str = "auto",
-    batch_sizes=(1, 32),
-    repeats: int = 10,
-    rounds: int = 5,
-) -> dict:
-    """The efficiency row of one trained network checkpoint (:func:`checkpoint_efficiency_rows`)."""
-    return checkpoint_efficiency_rows({name: checkpoint}, device, batch_sizes, rounds, repeats)[0]
