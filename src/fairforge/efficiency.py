@@ -7,12 +7,13 @@ inference runs the model (:func:`fairforge.inference.prepare_model`: eval mode, 
 channels_last inputs and the checkpoint's precision). Detectors are timed together, batch by
 batch in turn (:func:`interleaved_latency`): a latency depends on what else the machine does at the
 moment, and timed in separate jobs two copies of one MesoNet-4 read 2.98 and 9.40 ms on a busy
-2-core machine. Per image: the median over rounds of each round's median, with the
-interquartile range of all timed batches (``latency_iqr_ms_bs*``) and the rounds' spread;
-:func:`flag_same_architecture` checks that rows of one computation agree within 20%. The
-workflow's ``efficiency`` job times every detector in one job that runs alone (all cores,
-and the ``timing`` resource that the profiles cap at 1), so other jobs do not share its
-cores. Peak
+2-core machine. Per image (:func:`latency_summary`): the median over rounds of each round's
+median, the 0.1 quantile of all timed batches (``latency_p10_ms_bs*``: other processes only
+ever slow a batch down), the interquartile range of all timed batches
+(``latency_iqr_ms_bs*``) and the rounds' spread; :func:`flag_same_architecture` checks that
+rows of one computation agree within 20% on the 0.1 quantile. The workflow's ``efficiency``
+job times every detector in one job that runs alone (all cores, and the ``timing`` resource
+that the profiles cap at 1), with the torch threads of a prediction job. Peak
 memory is CUDA's ``max_memory_allocated`` above what was allocated before the batch, or on CPU
 the peak resident-set growth sampled every millisecond by a background thread, after returning
 freed heap pages to the OS (a coarse figure: memory the allocator still holds is reused
