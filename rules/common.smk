@@ -115,6 +115,12 @@ def per_attempt(amount):
     return lambda wildcards, attempt: amount * attempt
 
 
+def declared_threads(rule):
+    """The threads a rule declares (``rules.NAME``), after a profile's set-threads."""
+    cores = rule.rule.resources["_cores"]
+    return getattr(cores, "value", cores)
+
+
 def one_of(names):
     """A wildcard constraint matching exactly ``names``; nothing when there are none."""
     return "|".join(re.escape(n) for n in names) or "(?!)"

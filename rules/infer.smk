@@ -85,7 +85,8 @@ rule efficiency:
     conda:
         "../envs/fairforge.yaml"
     # Latency is measured alone: every core (so no other local job runs beside it), and
-    # `timing`, which the profiles cap at 1 (no two timing jobs at once, on a cluster too).
+    # `timing`, which the profiles cap at 1 (no two timing jobs at once, on a cluster too);
+    # the detectors are timed with the torch threads of a `predict` job (params.threads).
     threads: lambda wc: workflow.cores
     resources:
         gpu=GPU,
@@ -95,5 +96,6 @@ rule efficiency:
     params:
         detectors=RUN_DETECTORS,
         device=config["device"],
+        threads=declared_threads(rules.predict),
     script:
         "../scripts/efficiency.py"

@@ -1,13 +1,13 @@
 import pandas as pd
-import torch
 
 from fairforge.detector_kinds import detector_costs
 from fairforge.joblog import logged
 
 with logged(snakemake.log[0]):
-    torch.set_num_threads(snakemake.threads)  # every core of the job, the same for each detector
+    # timed with a prediction job's torch threads, the same for each detector; the job itself
+    # holds every core so that nothing else runs beside the timing
     models = dict(zip(snakemake.params.detectors, snakemake.input.models, strict=True))
-    rows = detector_costs(models, device=snakemake.params.device)
+    rows = detector_costs(models, device=snakemake.params.device, threads=snakemake.params.threads)
     pd.DataFrame(rows).to_csv(snakemake.output[0], index=False, float_format="%.6g")
     for row in rows:
         print(row)

@@ -76,3 +76,23 @@ def test_external_scores_go_through_predict(tmp_path):
     assert "note" in detector_cost(tmp_path / "scores.csv", "vendor", arch="external")
     with pytest.raises(ValueError, match="nothing to train"):
         train_detector(samples, tmp_path, TrainConfig(arch="external"), tmp_path / "m.pt")
+
+
+def test_detector_costs_time_the_networks_together_through_their_kind(tmp_path):
+    from fairforge.detector_kinds import detector_costs
+    from fairforge.efficiency import checkpoint_efficiency_rows
+    from fairforge.training import save_checkpoint
+
+    models = {}
+    for name in ("b", "a"):
+        net = create_detector("meso4", input_size=32)
+        cfg = TrainConfig(arch="meso4", input_size=32, precision="fp32")
+        models[name] = tmp_path / f"{name}.pt"
+        save_checkpoint(models[name], net, cfg, {"input_size": 32}, 32, 0, float("nan"))
+    rows = detector_costs(models, "cpu", batch_sizes=(1,), rounds=1, repeats=2)
+    assert [r["detector"] for r in rows] == ["b", "a"]  # the order asked for
+    direct = checkpoint_efficiency_rows(models, "cpu", batch_sizes=(1,), rounds=1, repeats=2)
+    assert [list(r) for r in rows] == [list(r) for r in direct]  # the same columns
+    assert all(r["arch"] == "meso4" and isinstance(r["same_arch_agree"], bool) for r in rows)
+    one = kind_of("meso4").cost(models["a"], "a", "cpu", (1,), 2)
+    assert one["detector"] == "a" and one["same_arch_agree"] is None and one["rounds"] == 5

@@ -16,6 +16,7 @@ from fairforge.efficiency import (
     flops_per_image,
     interleaved_latency,
     latency_per_image,
+    latency_summary,
     peak_memory_bytes,
 )
 
@@ -136,8 +137,38 @@ def test_interleaved_latency_takes_turns_and_rotates_the_order():
     out = interleaved_latency(models, 1, rounds=2, repeats=3, warmup=1)
     assert {n: [len(r) for r in rounds] for n, rounds in out.items()} == {n: [3, 3] for n in "abc"}
     assert log[:3] == ["a", "b", "c"]  # one warm-up batch each
-    steps = [log[3 + 3 * i : 6 + 3 * i] for i in range(6)]  # then one batch of each per step
+    rounds = [log[3:15], log[15:27]]  # then each round: one warm-up batch each, 3 steps
+    for r in rounds:
+        assert r[:3] == ["a", "b", "c"]
+    steps = [r[3 + 3 * i : 6 + 3 * i] for r in rounds for i in range(3)]
     assert steps[:4] == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+    assert len(log) == 27
+
+
+def test_interleaved_latency_times_with_the_threads_it_is_given():
+    seen = []
+
+    class _Threads(nn.Module):
+        def forward(self, x):
+            seen.append(torch.get_num_threads())
+            return x.mean()
+
+    before = torch.get_num_threads()
+    interleaved_latency({"t": (_Threads(), 4, False)}, 1, rounds=1, repeats=2, warmup=1,
+                        round_warmup=0, threads=1)  # fmt: skip
+    assert seen == [1, 1, 1]
+    assert torch.get_num_threads() == before  # restored afterwards
+
+
+def test_latency_summary_takes_the_low_quantile_of_every_batch():
+    # two rounds; one batch of the second slowed down tenfold by another process
+    per_round = [[1.0, 2.0, 3.0, 4.0, 5.0], [1.5, 2.5, 3.5, 4.5, 50.0]]
+    summary = latency_summary(per_round)
+    assert summary["median"] == pytest.approx((3.0 + 3.5) / 2)
+    # sorted: 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 50 -> the 0.1 quantile sits at 0.9 of the way
+    assert summary["p10"] == pytest.approx(1.0 + 0.9 * 0.5)
+    assert summary["spread"] == pytest.approx(0.5 / 3.25)
+    assert latency_summary([[2.0]])["p10"] == 2.0 and latency_summary([[2.0]])["iqr"] == 0.0
 
 
 def test_rows_timed_together_report_rounds_and_spread():
@@ -148,13 +179,14 @@ def test_rows_timed_together_report_rounds_and_spread():
     for row in rows:
         assert row["rounds"] == 3 and row["repeats"] == 2 and row["threads"] >= 1
         assert row["latency_ms_bs1"] > 0 and row["latency_spread_bs1"] >= 0
+        assert 0 < row["latency_p10_ms_bs1"] <= row["latency_ms_bs1"]
         assert row["latency_iqr_ms_bs1"] >= 0
 
 
 def test_same_architecture_rows_that_disagree_are_flagged():
     def row(name, arch, ms, size=64):
         return {"detector": name, "arch": arch, "input_size": size, "dtype": "fp32",
-                "device": "cpu", "latency_ms_bs1": ms, "latency_ms_bs32": ms / 4}  # fmt: skip
+                "device": "cpu", "latency_p10_ms_bs1": ms, "latency_p10_ms_bs32": ms / 4}  # fmt: skip
 
     rows = flag_same_architecture(
         [
@@ -171,3 +203,34 @@ def test_same_architecture_rows_that_disagree_are_flagged():
     assert by["x"]["same_arch_agree"] is None  # alone: nothing to compare
     assert by["m2"]["same_arch_agree"] is True  # another input size is another computation
     assert by["m2"]["same_arch_ratio_bs32"] == pytest.approx(3.2 / 3.1)
+
+
+def test_the_check_compares_the_low_quantile_not_the_median():
+    # the median of one was stretched by another process; their undisturbed batches agree
+    rows = [
+        {
+            "detector": d,
+            "arch": "meso4",
+            "input_size": 64,
+            "dtype": "fp32",
+            "device": "cpu",
+            "latency_ms_bs1": ms,
+            "latency_p10_ms_bs1": p10,
+        }  # fmt: skip
+        for d, ms, p10 in (("a", 2.9, 2.1), ("b", 9.4, 2.2))
+    ]
+    flagged = flag_same_architecture(rows, batch_sizes=(1,))
+    assert [r["same_arch_agree"] for r in flagged] == [True, True]
+    assert flagged[0]["same_arch_ratio_bs1"] == pytest.approx(2.2 / 2.1)
+    by_median = flag_same_architecture(rows, batch_sizes=(1,), column="latency_ms")
+    assert by_median[0]["same_arch_agree"] is False
+
+
+def test_rows_write_the_batch_columns_in_the_contract_order():
+    from fairforge.columns import EFFICIENCY_BATCH_COLUMNS
+
+    (row,) = efficiency_rows(
+        {"m": (create_detector("meso4", input_size=32), 32, False)}, "cpu", (1, 2), 1, 2, 1
+    )
+    measured = [c for c in row if c.endswith(("_bs1", "_bs2"))]
+    assert measured == [f"{c}_bs{b}" for b in (1, 2) for c in EFFICIENCY_BATCH_COLUMNS]

@@ -147,6 +147,20 @@ PREDICTION_FILE_COLUMNS = [
 # bootstrap also needs subject_id): not the predictions contract, only its scored core.
 FAIRNESS_INPUT_COLUMNS = ("label", "method", "group", "score")
 
+# efficiency.csv (fairforge.efficiency.efficiency_rows): what a detector's row measures at
+# each batch size b, each column written with the suffix _bs{b}, in this order: latency per
+# image (the median of the round medians, the 0.1 quantile of every timed batch that the
+# same-architecture check compares, the interquartile range of every timed batch, the
+# rounds' spread), images per second and peak memory (docs/metrics.md, section 6).
+EFFICIENCY_BATCH_COLUMNS = (
+    "latency_ms",
+    "latency_p10_ms",
+    "latency_iqr_ms",
+    "latency_spread",
+    "images_per_s",
+    "peak_mem_mb",
+)
+
 # The columns a reader may rely on in each manifest; extra columns are allowed.
 CONTRACTS: dict[str, tuple[str, ...]] = {
     "sources": (

@@ -31,7 +31,7 @@ import torch
 
 from fairforge.detectors import DETECTORS, detector_kind
 from fairforge.detectors.headpose import sample_landmarks
-from fairforge.efficiency import checkpoint_efficiency, checkpoint_efficiency_rows
+from fairforge.efficiency import checkpoint_efficiency_rows
 from fairforge.inference import (
     network_scores,
     one_row_per_video,
@@ -89,6 +89,22 @@ class DetectorKind(ABC):
     ) -> dict:
         """One row of the efficiency table."""
 
+    def costs(
+        self,
+        models: dict[str, str | Path],
+        device: str,
+        batch_sizes,
+        rounds: int,
+        repeats: int,
+        threads: int | None = None,
+    ) -> list[dict]:
+        """The efficiency-table rows of several detectors of this kind (name → model file),
+        in order, timed with ``threads`` torch threads (None: as set): by default each on its
+        own (:meth:`cost`)."""
+        return [
+            self.cost(path, name, device, batch_sizes, repeats) for name, path in models.items()
+        ]
+
 
 DETECTOR_KINDS: Registry = Registry("detector kind")
 
@@ -134,7 +150,14 @@ class NetworkKind(DetectorKind):
         return predictions
 
     def cost(self, model, detector, device, batch_sizes, repeats):
-        return checkpoint_efficiency(model, detector, device, batch_sizes, repeats)
+        return checkpoint_efficiency_rows({detector: model}, device, batch_sizes, repeats=repeats)[
+            0
+        ]
+
+    def costs(self, models, device, batch_sizes, rounds, repeats, threads=None):
+        """Timed together, turn by turn, with the same-architecture check
+        (:func:`fairforge.efficiency.checkpoint_efficiency_rows`)."""
+        return checkpoint_efficiency_rows(models, device, batch_sizes, rounds, repeats, threads)
 
 
 @DETECTOR_KINDS.register("classical")
@@ -326,17 +349,18 @@ def detector_costs(
     batch_sizes=(1, 32),
     rounds: int = 5,
     repeats: int = 10,
+    threads: int | None = None,
 ) -> list[dict]:
     """The efficiency table of trained detectors (name → model file), one row each in order:
-    the networks timed together, turn by turn, with the same-architecture check
-    (:func:`fairforge.efficiency.checkpoint_efficiency_rows`); other kinds give their note."""
-    archs = {name: checkpoint_arch(path) for name, path in models.items()}
-    networks = {n: p for n, p in models.items() if detector_kind(archs[n]) == "network"}
-    rows = {}
-    if networks:
-        timed = checkpoint_efficiency_rows(networks, device, batch_sizes, rounds, repeats)
-        rows = {row["detector"]: row for row in timed}
+    the detectors of each kind costed together by their kind (:meth:`DetectorKind.costs`:
+    the networks timed turn by turn with ``threads`` torch threads and the
+    same-architecture check, other kinds give their note)."""
+    by_kind: dict[str, dict[str, str | Path]] = {}
     for name, path in models.items():
-        if name not in rows:
-            rows[name] = kind_of(archs[name]).cost(path, name, device, batch_sizes, repeats)
+        by_kind.setdefault(detector_kind(checkpoint_arch(path)), {})[name] = path
+    rows = {}
+    for kind, members in by_kind.items():
+        kind_of_members = DETECTOR_KINDS.create(kind)
+        costed = kind_of_members.costs(members, device, batch_sizes, rounds, repeats, threads)
+        rows |= dict(zip(members, costed, strict=True))
     return [rows[name] for name in models]
