@@ -14,15 +14,10 @@ from fairforge.video import (
 with logged(snakemake.log[0]):
     i, p, wc, out = snakemake.input, snakemake.params, snakemake.wildcards, snakemake.output
     samples = shard_clip_samples(i.samples, shard_image_ids(i.sources, wc.shard, p.shard_size))
-    settings = FrameVariantSettings(
-        root=p.root, results_root=p.results, faces=p.faces, limits=ImageLimits(**p.images),
-        splits=p.splits, cache_dir=p.cache,
-    )  # fmt: skip
-    frames = video_variant_rows(
-        samples, frame_sources(i.sources, samples["image_id"].unique()), wc.variant, settings,
-        out_dir=out.frames, workers=snakemake.threads,
-    )  # fmt: skip
+    settings = FrameVariantSettings(root=p.root, results_root=p.results, faces=p.faces,
+        limits=ImageLimits(**p.images), splits=p.splits, cache_dir=p.cache)  # fmt: skip
+    frames = video_variant_rows(samples, frame_sources(i.sources, samples["image_id"].unique()),
+        wc.variant, settings, out_dir=out.frames, workers=snakemake.threads)  # fmt: skip
     Path(out.frames).mkdir(parents=True, exist_ok=True)
     write_manifest(frames, out.manifest, contract="samples")
-    failed = int((~frames["ok"]).sum())
-    print(f"{wc.variant} shard {wc.shard}: {len(frames)} samples, {failed} not ok")
+    print(f"{wc.variant} shard {wc.shard}: {len(frames)} samples, {(~frames['ok']).sum()} not ok")
