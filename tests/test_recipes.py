@@ -9,7 +9,8 @@ from torch import nn
 
 from fairforge.config import validate_config
 from fairforge.data import BalancedBatchSampler
-from fairforge.recipes import SAM, lr_factor, make_optimizer, recipe_settings
+from fairforge.optimizers import SAM, make_optimizer
+from fairforge.recipes import lr_factor, recipe_settings
 from fairforge.training import TrainConfig, set_epoch_lr, train_network, train_step
 from fairforge.workflow import detector_settings
 

@@ -192,7 +192,7 @@ def test_scripts_take_the_results_root_from_their_rule(repo_root):
         text = script.read_text()
         assert '"results"' not in text and "RESULTS" not in text, script.name
         assert len(text.splitlines()) < 25, script.name
-        # The glue imports torch; a job that only moves parquet must not pay for it.
+        # The glue is for planning; a job imports only what its own work needs.
         assert "fairforge.workflow" not in text, script.name
 
 

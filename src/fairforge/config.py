@@ -14,7 +14,6 @@ import jsonschema
 import yaml
 
 import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
-from fairforge.detectors.pretrained import PRETRAINED_LAYOUTS
 from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.faces.landmarks import LANDMARKERS
 from fairforge.forgery import FORGERY_METHODS, method_key
@@ -122,6 +121,9 @@ def _check_registered_names(config: dict) -> None:
         if "augment" in det:
             _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
         if "pretrained" in det:
+            # the layouts live with the networks (torch): imported only when one is asked for
+            from fairforge.detectors.pretrained import PRETRAINED_LAYOUTS
+
             _check_name(PRETRAINED_LAYOUTS, det.get("arch", name), f"detectors.{name}.pretrained")
     _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
     _check_name(LANDMARKERS, config["faces"]["landmarks"], "faces.landmarks")

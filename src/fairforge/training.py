@@ -40,9 +40,10 @@ from fairforge.detectors.deepfakebench import (
 from fairforge.detectors.pretrained import apply_pretrained, read_state_dict
 from fairforge.manifest import read_manifest
 from fairforge.metrics.detection import auc
+from fairforge.optimizers import SAM, make_optimizer
 from fairforge.paths import result_path
 from fairforge.perturb.augment import create_augment
-from fairforge.recipes import SAM, lr_factor, make_optimizer
+from fairforge.recipes import lr_factor
 from fairforge.samples import REAL
 from fairforge.seeding import derive_seed
 

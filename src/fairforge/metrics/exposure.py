@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from itertools import combinations
 
 import numpy as np
-from scipy import stats
 
 from .multiplicity import holm_adjust
 
@@ -294,13 +293,15 @@ def ks_tests(per_ranking: np.ndarray, groups: Sequence) -> list[dict]:
     either side is left empty gets NaN statistic and p-value. ``pvalue_holm`` adjusts the
     p-values of these pairs together (:func:`holm_adjust`); to adjust over a larger family,
     apply :func:`holm_adjust` to the ``pvalue`` of all its rows."""
+    from scipy.stats import ks_2samp  # scipy.stats costs a second to import; the planner skips it
+
     values = np.asarray(per_ranking, dtype=np.float64)
     columns = [col[~np.isnan(col)] for col in values.T]
     rows = []
     for i, j in combinations(range(len(groups)), 2):
         a, b = columns[i], columns[j]
         if len(a) and len(b):
-            res = stats.ks_2samp(a, b)
+            res = ks_2samp(a, b)
             statistic, pvalue = float(res.statistic), float(res.pvalue)
         else:
             statistic = pvalue = float("nan")

@@ -26,9 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kruskal
 
-from ..encoders import create_encoder
 from ..forgery.quality import (
     CARD_MEASURES,
     IDENTITY_PER_GROUP,
@@ -53,6 +51,8 @@ def measure_method(
     identity_per_group: int | None = IDENTITY_PER_GROUP,
 ) -> pd.DataFrame:
     """Per-fake measures of one method's manifest, identity through ``encoder``."""
+    from ..encoders import create_encoder  # torch: only the jobs that embed import it
+
     embed = create_encoder(encoder).embed
     return measure_forgeries(
         forgeries, faces, results_dir, dataset, seed, embed, identity_per_group
@@ -119,6 +119,8 @@ def _kruskal_p(per_group_means: list[np.ndarray]) -> float:
     pooled = np.concatenate(samples)
     if np.ptp(pooled) == 0:
         return 1.0  # every subject alike: nothing differs
+    from scipy.stats import kruskal  # scipy.stats costs a second to import; the planner skips it
+
     return float(kruskal(*samples).pvalue)
 
 
