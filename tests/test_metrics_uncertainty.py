@@ -425,8 +425,8 @@ def _three_group_stats(fake=(7.0, 9.0, 8.8)) -> SubjectStats:
 def test_perturbed_patterns_hold_the_observed_interval_and_widen_it_near_a_tie(g2, lower, upper):
     stats = _three_group_stats((7.0, 9.0, g2))
     noise = _gaussian_noise(0.02, shape=(2, 3), seed=1)
-    observed = inverted_intervals(stats, noise, nuisance="observed")
-    perturbed = inverted_intervals(stats, noise)
+    observed = inverted_intervals(stats, noise)
+    perturbed = inverted_intervals(stats, noise, nuisance="perturbed")
     for key, (low, high) in observed.items():
         assert perturbed[key][0] <= low + 1e-12 and perturbed[key][1] >= high - 1e-12, key
     assert perturbed["AADEO"][0] <= observed["AADEO"][0] - lower
@@ -440,14 +440,15 @@ def test_perturbed_patterns_change_little_where_the_groups_are_far_apart():
     the Monte Carlo error of the odd resamples."""
     stats = _three_group_stats((7.0, 9.0, 8.0))
     noise = _gaussian_noise(0.02, shape=(2, 3), seed=1)
-    observed = inverted_intervals(stats, noise, nuisance="observed")["AADEO"]
-    assert inverted_intervals(stats, noise)["AADEO"] == pytest.approx(observed, abs=0.002)
+    observed = inverted_intervals(stats, noise)["AADEO"]
+    perturbed = inverted_intervals(stats, noise, nuisance="perturbed")["AADEO"]
+    assert perturbed == pytest.approx(observed, abs=0.002)
 
 
 def test_perturbed_patterns_need_enough_resamples_and_a_known_name():
     stats = _three_group_stats()
     few = _gaussian_noise(0.02, n_boot=PERTURB_MIN_ROWS - 1, shape=(2, 3))
-    assert inverted_intervals(stats, few) == inverted_intervals(stats, few, nuisance="observed")
+    assert inverted_intervals(stats, few, nuisance="perturbed") == inverted_intervals(stats, few)
     with pytest.raises(ValueError, match="nuisance"):
         inverted_intervals(stats, few, nuisance="tied")
 
