@@ -7,9 +7,10 @@ so samples of one subject are correlated as FairFD observed). The population val
 cell is E_u[expit(logit p + u)] (Gauss-Hermite quadrature), and the true value of every
 metric is the metric of the population cells. For each setting (gap x subjects per group),
 ``--runs`` data sets are drawn; for each, the reported interval (test inversion,
-``inverted_intervals``), the same inversion calibrated by prepivoting (``calibrate=True``),
-the basic bootstrap interval floored at 0 and the plain percentile interval are computed
-from one set of subject resamples, and the share of runs whose
+``inverted_intervals`` along the observed gap pattern), the same inversion over the observed
+and perturbed patterns (``nuisance="perturbed"``; with ``--prepivot`` also the reported one
+calibrated by prepivoting), the basic bootstrap interval floored at 0 and the plain percentile interval
+are computed from one set of subject resamples, and the share of runs whose
 interval holds the true value is printed per metric, with a control row (``ACC``, a plain
 mean, whose interval should cover about 95%: all metrics share the data sets, so it shows
 the Monte Carlo error they share) and the share of runs whose reported interval lies above
@@ -62,8 +63,9 @@ PATTERNS = {
 # data sets' Monte Carlo error moves every row of a column (all metrics share the data sets).
 CONTROL = "ACC"
 INTERVALS = {
-    "coverage": "the reported 95% interval (test inversion along the gap pattern)",
-    "coverage_prepivoted": "the test inversion calibrated by prepivoting",
+    "coverage": "the reported 95% interval (test inversion along the observed gap pattern)",
+    "coverage_perturbed": "the test inversion over the observed and 8 perturbed patterns",
+    "coverage_prepivoted": "the reported test inversion, prepivoted",
     "coverage_basic": "the basic bootstrap interval, floored at 0",
     "coverage_percentile": "the plain 95% percentile interval",
 }
@@ -92,23 +94,27 @@ def simulate(p: np.ndarray, n_per_group: int, per_cell: int, sigma: float, rng) 
     return SubjectStats(ids, group, GROUPS, APPROACHES, 0, correct, total)
 
 
-def intervals(stats: SubjectStats, n_boot: int, seed: int) -> dict[str, dict[str, tuple]]:
-    """Per gap metric, the three intervals of one data set."""
+def intervals(
+    stats: SubjectStats, n_boot: int, seed: int, prepivot: bool = False
+) -> dict[str, dict[str, tuple]]:
+    """Per gap metric, the intervals of one data set (the prepivoted one only if asked)."""
     estimate = point_estimates(stats)
     reps, noise = bootstrap_noise(stats, n_boot, seed)
-    inverted = inverted_intervals(stats, noise)
-    calibrated = inverted_intervals(stats, noise, calibrate=True)
+    found = {
+        "coverage": inverted_intervals(stats, noise),
+        "coverage_perturbed": inverted_intervals(stats, noise, nuisance="perturbed"),
+    }
+    if prepivot:
+        found["coverage_prepivoted"] = inverted_intervals(stats, noise, calibrate=True)
     # the reported interval of a metric without inversion is the basic one (bootstrap_intervals)
-    inverted[CONTROL] = calibrated[CONTROL] = basic_interval(
-        estimate[CONTROL], reps[CONTROL], floor=0.0
-    )
+    control = basic_interval(estimate[CONTROL], reps[CONTROL], floor=0.0)
+    for ci in found.values():
+        ci[CONTROL] = control
     out = {}
-    for k, interval in inverted.items():
+    for k in found["coverage"]:
         valid = reps[k][np.isfinite(reps[k])]
         pct = tuple(np.quantile(valid, [0.025, 0.975])) if valid.size else (np.nan, np.nan)
-        out[k] = {
-            "coverage": interval,
-            "coverage_prepivoted": calibrated[k],
+        out[k] = {name: ci[k] for name, ci in found.items()} | {
             "coverage_basic": basic_interval(estimate[k], reps[k], floor=0.0),
             "coverage_percentile": pct,
         }
@@ -118,6 +124,8 @@ def intervals(stats: SubjectStats, n_boot: int, seed: int) -> dict[str, dict[str
 def show(table: pd.DataFrame) -> None:
     pd.set_option("display.width", 200)
     for column, title in INTERVALS.items():
+        if column not in table:
+            continue
         wide = table.pivot_table(
             index="metric", columns=["gap", "subjects_per_group"], values=column, sort=False
         )
@@ -147,7 +155,8 @@ def show(table: pd.DataFrame) -> None:
 
 def markdown(table: pd.DataFrame) -> str:
     """The table of docs/metrics.md section 4: per metric and (gap, subjects per group), the
-    reported interval's coverage, then (prepivoted inversion, basic, percentile)."""
+    reported interval's coverage, then (inversion over perturbed patterns, basic,
+    percentile)."""
     table = table.sort_values(["gap", "subjects_per_group"], kind="stable")
     cells = list(dict.fromkeys(zip(table["gap"], table["subjects_per_group"])))
     lines = [
@@ -161,7 +170,7 @@ def markdown(table: pd.DataFrame) -> str:
             r = rows.loc[cell]
             others = ", ".join(
                 f"{r[c]:.2f}"
-                for c in ("coverage_prepivoted", "coverage_basic", "coverage_percentile")
+                for c in ("coverage_perturbed", "coverage_basic", "coverage_percentile")
             )
             parts.append(f"{r['coverage']:.3f} ({others})")
         lines.append(f"| {metric} | " + " | ".join(parts) + " |")
@@ -180,6 +189,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument(
         "--pattern", choices=sorted(PATTERNS), default="mixed", help="the gaps' pattern"
     )
+    ap.add_argument("--prepivot", action="store_true", help="also the prepivoted inversion (slow)")
     ap.add_argument("--out", help="also write the long table (csv) here")
     ap.add_argument("--show", nargs="+", help="print the tables of these csv files and stop")
     ap.add_argument(
@@ -204,11 +214,12 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
             if k not in NOT_GAPS or k == CONTROL
         }
         for n in args.sizes:
-            hits = {k: dict.fromkeys([*INTERVALS, "below", "runs"], 0) for k in truth}
+            columns = [c for c in INTERVALS if args.prepivot or c != "coverage_prepivoted"]
+            hits = {k: dict.fromkeys([*columns, "below", "runs"], 0) for k in truth}
             for run in range(args.runs):
                 rng = rng_for(args.seed, "bench_coverage", gap, n, run)
                 stats = simulate(p, n, args.per_cell, args.sigma, rng)
-                for k, found in intervals(stats, args.boot, run).items():
+                for k, found in intervals(stats, args.boot, run, args.prepivot).items():
                     if not np.isfinite(found["coverage"][0]):
                         continue
                     t, tol = truth[k], 1e-9
@@ -220,7 +231,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                 valid = h["runs"]
                 rows.append(
                     {"gap": gap, "subjects_per_group": n, "metric": k, "true_value": truth[k]}
-                    | {c: h[c] / valid if valid else np.nan for c in [*INTERVALS, "below"]}
+                    | {c: h[c] / valid if valid else np.nan for c in [*columns, "below"]}
                     | {"runs": valid}
                 )
             print(f"gap {gap} n {n}: {time.perf_counter() - start:.0f} s", flush=True)

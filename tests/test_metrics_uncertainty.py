@@ -16,7 +16,9 @@ from fairforge.metrics import (
     textbook_metrics,
 )
 from fairforge.metrics.uncertainty import (
+    PERTURB_MIN_ROWS,
     SubjectStats,
+    _accepted_range,
     _crossing,
     counts_from_indices,
     inverted_intervals,
@@ -397,3 +399,64 @@ def test_reported_interval_is_the_inversion_for_gaps_and_basic_for_accuracy():
     # interval, which sits around the replicates
     gaps = table.loc[list(GAPS)]
     assert (gaps["ci_low"] < gaps["pct_low"]).all()
+
+
+def _three_group_stats(fake=(7.0, 9.0, 8.8)) -> SubjectStats:
+    """real 0.8 in every group; the fake row's accuracies fake / 10 in g0, g1, g2."""
+    group = np.repeat([0, 1, 2], 100)
+    correct = np.stack([np.full(300, 8.0), np.choose(group, list(fake))], axis=1)
+    ids = np.array([f"s{i:03d}" for i in range(300)], dtype=object)
+    return SubjectStats(
+        ids, group, ("g0", "g1", "g2"), ("real", "fake"), 0, correct, np.full((300, 2), 10.0)
+    )
+
+
+@pytest.mark.parametrize(
+    "g2, lower, upper",
+    [
+        # g1 and g2 tied at the top of the fake row: moved patterns pull them apart, carry
+        # less of the maximum's upward bias, and accept larger gaps
+        (9.0, 0.0, 0.005),
+        # 1.4 standard errors apart: moved patterns bring them closer, carry more bias, and
+        # accept smaller gaps
+        (8.6, 0.001, 0.0),
+    ],
+)
+def test_perturbed_patterns_hold_the_observed_interval_and_widen_it_near_a_tie(g2, lower, upper):
+    stats = _three_group_stats((7.0, 9.0, g2))
+    noise = _gaussian_noise(0.02, shape=(2, 3), seed=1)
+    observed = inverted_intervals(stats, noise)
+    perturbed = inverted_intervals(stats, noise, nuisance="perturbed")
+    for key, (low, high) in observed.items():
+        assert perturbed[key][0] <= low + 1e-12 and perturbed[key][1] >= high - 1e-12, key
+    assert perturbed["AADEO"][0] <= observed["AADEO"][0] - lower
+    assert perturbed["AADEO"][1] >= observed["AADEO"][1] + upper
+    assert perturbed["AADEO"][0] < 0.2 < perturbed["AADEO"][1]
+
+
+def test_perturbed_patterns_change_little_where_the_groups_are_far_apart():
+    """Groups 0.1 apart (3.5 standard errors) at the top of the fake row: moving the pattern
+    by a sampling error keeps its extremes, and the interval stays the observed one up to
+    the Monte Carlo error of the odd resamples."""
+    stats = _three_group_stats((7.0, 9.0, 8.0))
+    noise = _gaussian_noise(0.02, shape=(2, 3), seed=1)
+    observed = inverted_intervals(stats, noise)["AADEO"]
+    perturbed = inverted_intervals(stats, noise, nuisance="perturbed")["AADEO"]
+    assert perturbed == pytest.approx(observed, abs=0.002)
+
+
+def test_perturbed_patterns_need_enough_resamples_and_a_known_name():
+    stats = _three_group_stats()
+    few = _gaussian_noise(0.02, n_boot=PERTURB_MIN_ROWS - 1, shape=(2, 3))
+    assert inverted_intervals(stats, few, nuisance="perturbed") == inverted_intervals(stats, few)
+    with pytest.raises(ValueError, match="nuisance"):
+        inverted_intervals(stats, few, nuisance="tied")
+
+
+def test_a_pattern_that_accepts_no_lambda_is_dropped_without_fallback():
+    grid = np.array([0.0, 1.0, 2.0])
+    theta = np.array([0.0, 0.1, 0.2])
+    lo_minus = np.array([0.01, 0.02, 0.03])  # even no gap gives more than the estimate
+    hi_minus = np.array([0.05, 0.06, 0.07])
+    assert _accepted_range(grid, theta, lo_minus, hi_minus) == (0.0, 0.0)
+    assert _accepted_range(grid, theta, lo_minus, hi_minus, fallback=False) is None
