@@ -32,14 +32,6 @@ UNUSED = (
 pytestmark = pytest.mark.filterwarnings("ignore:dropout2d")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _recorded(model: str) -> dict:
     return json.loads((dfb.DATA / f"{model}.json").read_text())
 

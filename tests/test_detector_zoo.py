@@ -39,15 +39,6 @@ SMALL = 64
 TINY = 32  # the smallest input Xception-based models take (its exit flow reaches 1×1)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # Tiny inputs gain nothing from threads, and on a busy machine thread handoffs dominate.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(autouse=True)
 def _seeded():
     torch.manual_seed(0)

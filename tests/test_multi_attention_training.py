@@ -29,14 +29,6 @@ HEADS = (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _images(n, size=SIZE, seed=0):
     return torch.from_numpy(rng_for("agda", seed).normal(0, 0.5, (n, 3, size, size))).float()
 

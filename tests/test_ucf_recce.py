@@ -39,14 +39,6 @@ DATA = Path(__file__).parent / "data" / "deepfakebench"
 SIZE = 64  # the smallest size whose UCF content map keeps 2×2 positions for AdaIN
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _layout(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
