@@ -32,7 +32,6 @@ from pathlib import Path
 import psutil
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 from fairforge.columns import EFFICIENCY_BATCH_COLUMNS
 from fairforge.inference import prepare_model
@@ -67,6 +66,9 @@ def flops_per_image(model: nn.Module, input_size: int, device="cpu", in_chans: i
     if getattr(model, "sequence_input", False):
         shape = (1, int(model.frames), *shape[1:])
     x = torch.randn(*shape, device=device)
+    # imported here: it pulls in triton, a second of start-up for every prediction job
+    from torch.utils.flop_counter import FlopCounterMode
+
     counter = FlopCounterMode(display=False)
     with torch.inference_mode(), counter:
         model(x)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from .base import (
     ForgeryError,
@@ -163,6 +162,8 @@ def fit_blendshapes(
     """
     lm = np.asarray(lm, np.float64)
     basis = blendshape_basis(lm)
+    from scipy.optimize import lsq_linear  # here, not at start-up of every job using the registry
+
     k = len(basis)
     weights = np.zeros(k)
     reg = np.sqrt(ridge) * np.eye(k)

@@ -6,11 +6,15 @@ input. Inputs are point sets in pixel coordinates (x, y).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import cv2
 import numpy as np
-from scipy.spatial import Delaunay, QhullError
 
 from .base import ForgeryError
+
+if TYPE_CHECKING:
+    from scipy.spatial import Delaunay
 
 
 def triangle_areas(corners: np.ndarray) -> np.ndarray:
@@ -21,6 +25,10 @@ def triangle_areas(corners: np.ndarray) -> np.ndarray:
 
 def triangulate(points: np.ndarray, min_area: float = 1e-3) -> Delaunay:
     """Delaunay triangulation, or :class:`ForgeryError` when the points are degenerate."""
+    # scipy.spatial is imported here: every job that imports the forgery registry (each
+    # prediction job does) would otherwise pay for it at start-up
+    from scipy.spatial import Delaunay, QhullError
+
     pts = np.asarray(points, np.float64)
     try:
         tri = Delaunay(pts)
