@@ -15,7 +15,8 @@ from fairforge.config import validate_config  # noqa: E402
 configfile: "config.yaml"
 
 
-validate_config(config)
+# A cluster job parses the workflow again; the planning process has checked the names.
+validate_config(config, check_references=workflow.is_main_process)
 
 
 include: "rules/common.smk"

@@ -32,6 +32,17 @@ def test_references_and_split_checked():
         validate_config({"split": {"train": 0.5, "val": 0.2, "test": 0.2}})
 
 
+def test_a_job_process_checks_the_schema_and_leaves_the_references_to_the_planner():
+    """A cluster job parses the workflow again (check_references=False): defaults are
+    filled and schema errors still stop it; names and links were checked at planning."""
+    config = validate_config(
+        {"detectors": {"m": {"train_dataset": "nope"}}}, check_references=False
+    )
+    assert config["training"]["recipe"] == "deepfakebench"
+    with pytest.raises(ConfigError, match="epochs"):
+        validate_config({"training": {"epochs": "many"}}, check_references=False)
+
+
 def test_shipped_config_is_valid(repo_root):
     config = load_config(repo_root / "config.yaml")
     assert "synthetic" in config["datasets"]
