@@ -7,8 +7,10 @@ so samples of one subject are correlated as FairFD observed). The population val
 cell is E_u[expit(logit p + u)] (Gauss-Hermite quadrature), and the true value of every
 metric is the metric of the population cells. For each setting (gap x subjects per group),
 ``--runs`` data sets are drawn; for each, the reported interval (test inversion,
-``inverted_intervals`` along the observed gap pattern), the same inversion over the observed
-and perturbed patterns (``nuisance="perturbed"``; with ``--prepivot`` also the reported one
+``inverted_intervals`` with its default nuisance), the same inversion with each nuisance
+of ``--nuisances`` (``observed``: the observed gap pattern only; ``perturbed``: also 8
+patterns moved by a sampling error; ``adaptive``: those moves shrunk row by row by the share
+of the spread the noise does not explain; with ``--prepivot`` also the reported one
 calibrated by prepivoting), the basic bootstrap interval floored at 0 and the plain percentile interval
 are computed from one set of subject resamples, and the share of runs whose
 interval holds the true value is printed per metric, with a control row (``ACC``, a plain
@@ -36,6 +38,7 @@ from scipy.special import expit, logit
 from fairforge.metrics.fairness import metrics_from_cell_counts
 from fairforge.metrics.uncertainty import (
     NOT_GAPS,
+    NUISANCES,
     SubjectStats,
     basic_interval,
     bootstrap_noise,
@@ -63,8 +66,11 @@ PATTERNS = {
 # data sets' Monte Carlo error moves every row of a column (all metrics share the data sets).
 CONTROL = "ACC"
 INTERVALS = {
-    "coverage": "the reported 95% interval (test inversion along the observed gap pattern)",
+    "coverage": "the reported 95% interval (test inversion, adaptive moves of the pattern)",
+    "coverage_observed": "the test inversion along the observed gap pattern only",
     "coverage_perturbed": "the test inversion over the observed and 8 perturbed patterns",
+    "coverage_adaptive": "the test inversion over the observed and 8 moved patterns, each "
+    "row's moves shrunk by its signal share",
     "coverage_prepivoted": "the reported test inversion, prepivoted",
     "coverage_basic": "the basic bootstrap interval, floored at 0",
     "coverage_percentile": "the plain 95% percentile interval",
@@ -95,15 +101,19 @@ def simulate(p: np.ndarray, n_per_group: int, per_cell: int, sigma: float, rng) 
 
 
 def intervals(
-    stats: SubjectStats, n_boot: int, seed: int, prepivot: bool = False
+    stats: SubjectStats,
+    n_boot: int,
+    seed: int,
+    prepivot: bool = False,
+    nuisances: tuple[str, ...] = NUISANCES,
 ) -> dict[str, dict[str, tuple]]:
-    """Per gap metric, the intervals of one data set (the prepivoted one only if asked)."""
+    """Per gap metric, the intervals of one data set: the reported one, the inversion with
+    each of ``nuisances``, the prepivoted one if asked, basic and percentile."""
     estimate = point_estimates(stats)
     reps, noise = bootstrap_noise(stats, n_boot, seed)
-    found = {
-        "coverage": inverted_intervals(stats, noise),
-        "coverage_perturbed": inverted_intervals(stats, noise, nuisance="perturbed"),
-    }
+    found = {"coverage": inverted_intervals(stats, noise)}
+    for nuisance in nuisances:
+        found[f"coverage_{nuisance}"] = inverted_intervals(stats, noise, nuisance=nuisance)
     if prepivot:
         found["coverage_prepivoted"] = inverted_intervals(stats, noise, calibrate=True)
     # the reported interval of a metric without inversion is the basic one (bootstrap_intervals)
@@ -155,9 +165,9 @@ def show(table: pd.DataFrame) -> None:
 
 def markdown(table: pd.DataFrame) -> str:
     """The table of docs/metrics.md section 4: per metric and (gap, subjects per group), the
-    reported interval's coverage, then (inversion over perturbed patterns, basic,
-    percentile)."""
+    reported interval's coverage, then (the other inversions measured, basic, percentile)."""
     table = table.sort_values(["gap", "subjects_per_group"], kind="stable")
+    extra = [f"coverage_{n}" for n in NUISANCES if f"coverage_{n}" in table]
     cells = list(dict.fromkeys(zip(table["gap"], table["subjects_per_group"])))
     lines = [
         "| metric | " + " | ".join(f"{g:g} / {n}" for g, n in cells) + " |",
@@ -170,7 +180,8 @@ def markdown(table: pd.DataFrame) -> str:
             r = rows.loc[cell]
             others = ", ".join(
                 f"{r[c]:.2f}"
-                for c in ("coverage_perturbed", "coverage_basic", "coverage_percentile")
+                for c in (*extra, "coverage_basic", "coverage_percentile")
+                if c in r.index and np.isfinite(r[c])
             )
             parts.append(f"{r['coverage']:.3f} ({others})")
         lines.append(f"| {metric} | " + " | ".join(parts) + " |")
@@ -190,6 +201,13 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         "--pattern", choices=sorted(PATTERNS), default="mixed", help="the gaps' pattern"
     )
     ap.add_argument("--prepivot", action="store_true", help="also the prepivoted inversion (slow)")
+    ap.add_argument(
+        "--nuisances",
+        nargs="*",
+        choices=NUISANCES,
+        default=list(NUISANCES),
+        help="the inversions measured beside the reported one (its own nuisance included)",
+    )
     ap.add_argument("--out", help="also write the long table (csv) here")
     ap.add_argument("--show", nargs="+", help="print the tables of these csv files and stop")
     ap.add_argument(
@@ -214,12 +232,16 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
             if k not in NOT_GAPS or k == CONTROL
         }
         for n in args.sizes:
-            columns = [c for c in INTERVALS if args.prepivot or c != "coverage_prepivoted"]
+            measured = {"coverage", *(f"coverage_{n}" for n in args.nuisances)}
+            measured |= {"coverage_basic", "coverage_percentile"}
+            measured |= {"coverage_prepivoted"} if args.prepivot else set()
+            columns = [c for c in INTERVALS if c in measured]
             hits = {k: dict.fromkeys([*columns, "below", "runs"], 0) for k in truth}
             for run in range(args.runs):
                 rng = rng_for(args.seed, "bench_coverage", gap, n, run)
                 stats = simulate(p, n, args.per_cell, args.sigma, rng)
-                for k, found in intervals(stats, args.boot, run, args.prepivot).items():
+                found_all = intervals(stats, args.boot, run, args.prepivot, tuple(args.nuisances))
+                for k, found in found_all.items():
                     if not np.isfinite(found["coverage"][0]):
                         continue
                     t, tol = truth[k], 1e-9

@@ -42,7 +42,7 @@ def main(argv=None):
     ap.add_argument("--sigmas", type=float, nargs="+", default=[0.048, 0.015, 0.0053])
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.15])
     ap.add_argument("--pattern", default="mixed")
-    ap.add_argument("--variants", nargs="+", default=["perturbed", "observed"])
+    ap.add_argument("--variants", nargs="+", default=["adaptive", "perturbed", "observed"])
     ap.add_argument("--metrics", nargs="+", default=None)
     args = ap.parse_args(argv)
     variants = {v: {"nuisance": v} for v in args.variants}

@@ -24,6 +24,7 @@ from fairforge.metrics.uncertainty import (
     inverted_intervals,
     point_estimates,
     prepivot_quantiles,
+    signal_share,
 )
 
 METHODS = ("real", "faceswap", "simswap")
@@ -304,7 +305,9 @@ def _two_point_noise(delta: float, n: int = 100, n_boot: int = 400) -> np.ndarra
 )
 def test_inverted_interval_by_hand(delta, aadeo):
     # the uncalibrated test (quantile acceptance); prepivoting is tested below
-    ci = inverted_intervals(_two_group_stats(), _two_point_noise(delta), calibrate=False)
+    ci = inverted_intervals(
+        _two_group_stats(), _two_point_noise(delta), calibrate=False, nuisance="observed"
+    )
     assert ci["AADEO"] == pytest.approx(aadeo, abs=1e-9)
     assert ci["DEO"] == pytest.approx(aadeo, abs=1e-9)  # one forgery row: the same
     assert ci["AADPD"] == pytest.approx((aadeo[0] / 2, aadeo[1] / 2), abs=1e-9)  # real row: 0
@@ -313,15 +316,17 @@ def test_inverted_interval_by_hand(delta, aadeo):
 
 def test_inverted_interval_without_noise_is_the_estimate_and_zero_within_noise():
     stats = _two_group_stats()
-    ci = inverted_intervals(stats, np.zeros((50, 2, 2)))
+    ci = inverted_intervals(stats, np.zeros((50, 2, 2)), nuisance="observed")
     assert ci["AADEO"] == pytest.approx((0.2, 0.2))
-    calibrated = inverted_intervals(stats, np.zeros((1000, 2, 2)), calibrate=True)
+    calibrated = inverted_intervals(
+        stats, np.zeros((1000, 2, 2)), calibrate=True, nuisance="observed"
+    )
     assert calibrated["AADEO"] == pytest.approx((0.2, 0.2))
     # noise of ±0.25 and a second noise draw at 0: no gap at all (λ = 0) gives estimates of
     # 0 to 0.25, which hold the estimate 0.2, so the interval starts at 0
     noise = _two_point_noise(0.25, n_boot=300)
     noise[::3] = 0.0
-    low, high = inverted_intervals(stats, noise, calibrate=False)["AADEO"]
+    low, high = inverted_intervals(stats, noise, nuisance="observed")["AADEO"]
     assert low == 0.0 and high > 0.2
     # every resample dropped: no interval
     assert np.isnan(inverted_intervals(stats, np.full((5, 2, 2), np.nan))["AADEO"][0])
@@ -349,8 +354,8 @@ def test_prepivot_is_the_normal_root_where_the_gap_is_smooth():
     correct, total = stats.cell_counts()
     q = prepivot_quantiles(correct / total, total, stats.real_index, noise)["AADEO"]
     assert q == pytest.approx((-1.96, 1.96), abs=0.35)
-    calibrated = inverted_intervals(stats, noise, calibrate=True)["AADEO"]
-    plain = inverted_intervals(stats, noise)["AADEO"]
+    calibrated = inverted_intervals(stats, noise, calibrate=True, nuisance="observed")["AADEO"]
+    plain = inverted_intervals(stats, noise, nuisance="observed")["AADEO"]
     assert calibrated == pytest.approx(plain, abs=0.01)
     assert calibrated[0] < 0.2 < calibrated[1]
 
@@ -370,8 +375,8 @@ def test_prepivot_moves_the_root_up_at_a_tie_at_the_maximum():
     c, t = stats.cell_counts()
     q_lo, q_hi = prepivot_quantiles(c / t, t, stats.real_index, noise)["AADEO"]
     assert (q_lo + q_hi) / 2 > 0.1
-    calibrated = inverted_intervals(stats, noise, calibrate=True)["AADEO"]
-    plain = inverted_intervals(stats, noise)["AADEO"]
+    calibrated = inverted_intervals(stats, noise, calibrate=True, nuisance="observed")["AADEO"]
+    plain = inverted_intervals(stats, noise, nuisance="observed")["AADEO"]
     assert calibrated[1] < plain[1]
 
 
@@ -380,7 +385,8 @@ def test_prepivot_needs_enough_resamples_and_falls_back_without():
     noise = _gaussian_noise(0.02, n_boot=30)
     c, t = stats.cell_counts()
     assert prepivot_quantiles(c / t, t, stats.real_index, noise) == {}
-    assert inverted_intervals(stats, noise, calibrate=True) == inverted_intervals(stats, noise)
+    observed = inverted_intervals(stats, noise, nuisance="observed")
+    assert inverted_intervals(stats, noise, calibrate=True, nuisance="observed") == observed
 
 
 def test_reported_interval_is_the_inversion_for_gaps_and_basic_for_accuracy():
@@ -425,7 +431,7 @@ def _three_group_stats(fake=(7.0, 9.0, 8.8)) -> SubjectStats:
 def test_perturbed_patterns_hold_the_observed_interval_and_widen_it_near_a_tie(g2, lower, upper):
     stats = _three_group_stats((7.0, 9.0, g2))
     noise = _gaussian_noise(0.02, shape=(2, 3), seed=1)
-    observed = inverted_intervals(stats, noise)
+    observed = inverted_intervals(stats, noise, nuisance="observed")
     perturbed = inverted_intervals(stats, noise, nuisance="perturbed")
     for key, (low, high) in observed.items():
         assert perturbed[key][0] <= low + 1e-12 and perturbed[key][1] >= high - 1e-12, key
@@ -440,7 +446,7 @@ def test_perturbed_patterns_change_little_where_the_groups_are_far_apart():
     the Monte Carlo error of the odd resamples."""
     stats = _three_group_stats((7.0, 9.0, 8.0))
     noise = _gaussian_noise(0.02, shape=(2, 3), seed=1)
-    observed = inverted_intervals(stats, noise)["AADEO"]
+    observed = inverted_intervals(stats, noise, nuisance="observed")["AADEO"]
     perturbed = inverted_intervals(stats, noise, nuisance="perturbed")["AADEO"]
     assert perturbed == pytest.approx(observed, abs=0.002)
 
@@ -448,9 +454,46 @@ def test_perturbed_patterns_change_little_where_the_groups_are_far_apart():
 def test_perturbed_patterns_need_enough_resamples_and_a_known_name():
     stats = _three_group_stats()
     few = _gaussian_noise(0.02, n_boot=PERTURB_MIN_ROWS - 1, shape=(2, 3))
-    assert inverted_intervals(stats, few, nuisance="perturbed") == inverted_intervals(stats, few)
+    observed = inverted_intervals(stats, few, nuisance="observed")
+    assert inverted_intervals(stats, few, nuisance="perturbed") == observed
+    assert inverted_intervals(stats, few) == observed
     with pytest.raises(ValueError, match="nuisance"):
         inverted_intervals(stats, few, nuisance="tied")
+
+
+def test_signal_share_is_the_share_of_a_rows_spread_the_noise_does_not_explain():
+    noise = _gaussian_noise(0.01, n_boot=4000, shape=(4, 3), seed=2)
+    spread = np.array(
+        [
+            [-0.1, 0.0, 0.1],  # variance 0.01 against 0.0001 of noise: 0.99
+            [-0.01, 0.0, 0.01],  # variance 0.0001, all of it noise: 0
+            [0.0, 0.0, 0.0],  # no spread
+            [-0.1, np.nan, 0.1],  # an empty cell: variance 0.02 over the two filled ones
+        ]
+    )
+    share = signal_share(spread, noise)
+    assert share == pytest.approx([0.99, 0.0, 0.0, 0.995], abs=0.002)
+
+
+def test_adaptive_moves_are_the_perturbed_ones_where_the_signal_dominates():
+    """Groups 0.1 apart with cell noise of 0.005: the signal share is about 0.99, so the
+    adaptive moves are the perturbed ones; with noise as large as the spread they vanish and
+    the interval is the observed pattern's, up to the Monte Carlo error of the odd resamples."""
+    stats = _three_group_stats((7.0, 9.0, 8.0))
+    small = _gaussian_noise(0.005, shape=(2, 3), seed=1)
+    perturbed = inverted_intervals(stats, small, nuisance="perturbed")["AADEO"]
+    assert inverted_intervals(stats, small, nuisance="adaptive")["AADEO"] == pytest.approx(
+        perturbed, abs=0.001
+    )
+    large = _gaussian_noise(0.12, shape=(2, 3), seed=1)
+    correct, total = stats.cell_counts()
+    centre = (correct / total).mean(axis=-1, keepdims=True)
+    assert signal_share(correct / total - centre, large).max() == 0.0
+    observed = inverted_intervals(stats, large, nuisance="observed")
+    adaptive = inverted_intervals(stats, large, nuisance="adaptive")
+    for key, (low, high) in observed.items():
+        assert adaptive[key][0] <= low + 1e-12 and adaptive[key][1] >= high - 1e-12, key
+    assert adaptive["AADEO"] == pytest.approx(observed["AADEO"], rel=0.05, abs=0.005)
 
 
 def test_a_pattern_that_accepts_no_lambda_is_dropped_without_fallback():

@@ -408,12 +408,15 @@ def basic_interval(
 # 3 per doubling, from 1/16 to 64; between them the quantiles are interpolated linearly.
 LAMBDA_GRID = np.concatenate([[0.0], 2.0 ** np.linspace(-4, 6, 10 * 3 + 1)])
 _LAMBDA_CHUNK = 32
-# The candidate gap patterns of inverted_intervals: "observed" the data's pattern only,
-# "perturbed" also PERTURB_PATTERNS patterns moved by PERTURB_SCALE times a sampling error
-# (docs/metrics.md section 4), when at least PERTURB_MIN_ROWS valid resamples exist.
-NUISANCES = ("observed", "perturbed")
+# The candidate gap patterns of inverted_intervals (docs/metrics.md section 4): "observed"
+# the data's pattern only; "perturbed" also PERTURB_PATTERNS patterns moved by PERTURB_SCALE
+# times a sampling error; "adaptive" the same moves, each row's shrunk by its signal share
+# (the share of its spread across groups that the noise does not explain) to the power
+# ADAPTIVE_POWER. Moves need at least PERTURB_MIN_ROWS valid resamples.
+NUISANCES = ("observed", "perturbed", "adaptive")
 PERTURB_PATTERNS = 8
 PERTURB_SCALE = 1.0
+ADAPTIVE_POWER = 4.0
 PERTURB_MIN_ROWS = 80
 
 
@@ -423,10 +426,10 @@ def inverted_intervals(
     level: float = 0.95,
     ur_denominator: str | Iterable[str] = "one_plus_acc",
     calibrate: bool = False,
-    nuisance: str = "observed",
+    nuisance: str = "adaptive",
 ) -> dict[str, tuple[float, float]]:
     """Confidence intervals of the gap metrics by inverting a test along the data's own
-    pattern of gaps (docs/metrics.md section 4): name -> (low, high).
+    pattern of gaps and plausible moves of it (docs/metrics.md section 4): name -> (low, high).
 
     A gap (a range or standard deviation across groups) is not a smooth function of the cell
     accuracies where groups are close, and there every bootstrap interval built around the
@@ -460,9 +463,12 @@ def inverted_intervals(
     ε_r, ε_r centred over groups, rows r from the even resamples; simulated with the odd
     ones), plausible truths given the data, and the interval is the union of the metric
     values accepted under any of them; a moved pattern under which no λ holds the estimate
-    is rejected whole. ``nuisance="observed"`` (the default) is the observed pattern only:
-    measured, the perturbed patterns remove every shortfall below 0.93 but cover up to 0.99
-    where the gaps are small against the noise (docs/metrics.md section 4 has both).
+    is rejected whole. ``nuisance="adaptive"`` (the default, the reported interval) makes
+    the same moves, each row's multiplied by its :func:`signal_share` to the power
+    :data:`ADAPTIVE_POWER`: full moves where a row's pattern stands well above the noise
+    (where the near-ties bite), none where the pattern is mostly noise (where full moves
+    over-cover). ``nuisance="observed"`` is the observed pattern only. docs/metrics.md
+    section 4 has the coverage of each.
     """
     correct, total = stats.cell_counts()
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -483,7 +489,7 @@ def invert_on_cells(
     level: float = 0.95,
     ur_denominator: str | Iterable[str] = "one_plus_acc",
     calibrate: bool = False,
-    nuisance: str = "observed",
+    nuisance: str = "adaptive",
 ) -> dict[str, tuple[float, float]]:
     """:func:`inverted_intervals` on cell accuracies ``acc`` (F, S) with ``total`` samples
     per cell and the sampling error ``noise`` (B, F, S), valid and already inflated."""
@@ -505,11 +511,14 @@ def invert_on_cells(
     # nuisance="perturbed" also PERTURB_PATTERNS patterns moved by sampling errors (the even
     # rows), each simulated with the odd rows, so that no row both moves and simulates one
     patterns = [(spread, noise)]
-    if nuisance == "perturbed" and noise.shape[0] >= PERTURB_MIN_ROWS:
+    if nuisance != "observed" and noise.shape[0] >= PERTURB_MIN_ROWS:
         moves, sims = noise[0::2], noise[1::2]
         moves = moves - moves.mean(axis=-1, keepdims=True)
+        scale = PERTURB_SCALE
+        if nuisance == "adaptive":
+            scale = scale * signal_share(spread, noise)[:, None] ** ADAPTIVE_POWER
         picks = np.linspace(0, moves.shape[0] - 1, PERTURB_PATTERNS).round().astype(np.int64)
-        patterns += [(spread + PERTURB_SCALE * moves[r], sims) for r in picks]
+        patterns += [(spread + scale * moves[r], sims) for r in picks]
     levels = [(1 - level) / 2, (1 + level) / 2]
     ranges: dict[str, list[tuple[float, float]]] = {k: [] for k in names}
     names_without: set[str] = set()
@@ -552,6 +561,24 @@ def invert_on_cells(
         if ranges[k]:
             out[k] = (min(r[0] for r in ranges[k]), max(r[1] for r in ranges[k]))
     return out
+
+
+def signal_share(spread: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """Per row f of the cells' ``spread`` (F, S) around the row means, the share of its
+    variance across groups that the sampling error ``noise`` (B, F, S) does not explain:
+    1 − σ²_f / v_f clipped to [0, 1], v_f the row's sample variance over its filled cells
+    and σ²_f the mean variance of their errors (the empirical-Bayes shrinkage factor of a
+    normal means model). 0 for a row without two filled cells or without spread."""
+    filled = np.isfinite(spread)
+    n = filled.sum(axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        observed = np.where(filled, spread, 0.0) ** 2
+        observed = observed.sum(axis=-1) / np.maximum(n - 1, 1)
+        sampling = np.where(filled, noise.var(axis=0, ddof=1), 0.0).sum(axis=-1) / n
+        share = 1.0 - sampling / observed
+    share = np.where((n >= 2) & (observed > 0), share, 0.0)
+    return np.clip(np.nan_to_num(share, nan=0.0), 0.0, 1.0)
 
 
 def _centre_spread(acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
