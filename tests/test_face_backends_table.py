@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import skimage.data
+import yaml
 
 from fairforge.faces import Detection, FaceModels
 from fairforge.faces.compare import (
@@ -167,5 +168,10 @@ def test_mtcnn_config_plans_the_demo_with_mtcnn(repo_root, tmp_path):
     )
     assert plan.returncode == 0, plan.stderr[-2000:]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout, re.MULTILINE))
-    # 800 demo images in shards of 200; one comparison job.
-    assert jobs["faces_shard"] == "4" and jobs["face_backends"] == "1"
+    # the demo's images (4 tones x 2 genders x subjects x images) in shards of its
+    # shard_size; one comparison job
+    demo = yaml.safe_load((repo_root / "config.yaml").read_text())
+    world = demo["datasets"]["synthetic"]["options"]
+    images = 4 * 2 * world["subjects_per_group"] * world["images_per_subject"]
+    shards = math.ceil(images / demo["shard_size"])
+    assert jobs["faces_shard"] == str(shards) and jobs["face_backends"] == "1"
