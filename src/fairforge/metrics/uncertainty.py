@@ -508,7 +508,7 @@ def invert_on_cells(
     if nuisance not in NUISANCES:
         raise ValueError(f"nuisance must be one of {NUISANCES}, not {nuisance!r}")
     # (pattern, noise rows simulating it): the observed pattern with every row; with
-    # nuisance="perturbed" also PERTURB_PATTERNS patterns moved by sampling errors (the even
+    # "perturbed" and "adaptive" also PERTURB_PATTERNS patterns moved by sampling errors (the even
     # rows), each simulated with the odd rows, so that no row both moves and simulates one
     patterns = [(spread, noise)]
     if nuisance != "observed" and noise.shape[0] >= PERTURB_MIN_ROWS:
