@@ -119,7 +119,14 @@ def _check_registered_names(config: dict) -> None:
     backends = config["forgery"]["backends"]
     for method in config["forgery"]["methods"]:
         backend = backends.get(method, "classical")
-        _check_name(FORGERY_METHODS, method_key(method, backend), f"forgery.methods: {method}")
+        key = method_key(method, backend)
+        _check_name(FORGERY_METHODS, key, f"forgery.methods: {method}")
+        if FORGERY_METHODS.get(key).release_files:
+            # an official backend's weights are checked before any job is planned
+            try:
+                FORGERY_METHODS.get(key).check_options(config["forgery"]["options"].get(method, {}))
+            except (ValueError, FileNotFoundError) as err:
+                raise ConfigError(f"config: forgery.options.{method}: {err}") from None
     _check_name(RECIPES, config["training"]["recipe"], "training.recipe")
     if "augment" in config["training"]:
         _check_name(AUGMENTATIONS, config["training"]["augment"], "training.augment")

@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
+from fairforge.checkpoints import read_state_dict
 from fairforge.data import (
     BalancedBatchSampler,
     EpochSampler,
@@ -37,7 +38,7 @@ from fairforge.detectors.deepfakebench import (
     load_deepfakebench,
     map_deepfakebench_state,
 )
-from fairforge.detectors.pretrained import apply_pretrained, read_state_dict
+from fairforge.detectors.pretrained import apply_pretrained
 from fairforge.manifest import read_manifest
 from fairforge.metrics.detection import auc
 from fairforge.optimizers import SAM, make_optimizer

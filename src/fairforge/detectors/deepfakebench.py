@@ -51,6 +51,7 @@ from pathlib import Path
 
 import torch
 
+from fairforge.checkpoints import CheckpointMismatch, listing, unwrap_state
 from fairforge.detectors import recce, ucf
 from fairforge.detectors.base import Detector, create_detector
 from fairforge.detectors.efficientnet import B4_REPEATS, efficientnet_pytorch_to_timm
@@ -216,34 +217,13 @@ def deepfakebench_target(model: str) -> str:
     return LAYOUTS[name].target or name
 
 
-class CheckpointMismatch(ValueError):
-    pass
-
-
-def _listing(keys, limit: int = 12) -> str:
-    keys = sorted(keys)
-    shown = ", ".join(keys[:limit])
-    return f"{len(keys)}: {shown}" + (", ..." if len(keys) > limit else "")
-
-
-def _unwrap(state: dict) -> dict:
-    """The tensor dict inside common checkpoint containers, without ``module.`` prefixes."""
-    for key in ("state_dict", "model", "net"):
-        if key in state and isinstance(state[key], dict) and not torch.is_tensor(state[key]):
-            state = state[key]
-            break
-    if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module.") :]: v for k, v in state.items()}
-    return state
-
-
 def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     """Rename a DeepfakeBench state dict to ``arch``'s names and check it against ``target``
     (our model's state dict); raises :class:`CheckpointMismatch` listing what does not fit."""
     target_name = deepfakebench_target(arch)
     layout = LAYOUTS[_layout_name(arch)]
     mapped, unmatched = {}, []
-    for key, value in _unwrap(state).items():
+    for key, value in unwrap_state(state).items():
         if any(re.search(p, key) for p in layout.ignore):
             continue
         for pattern, repl in layout.rules:
@@ -274,17 +254,15 @@ def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     ]
     problems = []
     if unmatched:
-        problems.append(f"checkpoint keys with no rule ({_listing(unmatched)})")
+        problems.append(f"checkpoint keys with no rule ({listing(unmatched)})")
     if unknown:
-        problems.append(
-            f"checkpoint keys mapped to names {target_name} lacks ({_listing(unknown)})"
-        )
+        problems.append(f"checkpoint keys mapped to names {target_name} lacks ({listing(unknown)})")
     if missing:
         problems.append(
-            f"{target_name} parameters the checkpoint does not provide ({_listing(missing)})"
+            f"{target_name} parameters the checkpoint does not provide ({listing(missing)})"
         )
     if wrong:
-        problems.append(f"shape mismatches ({_listing(wrong)})")
+        problems.append(f"shape mismatches ({listing(wrong)})")
     if problems:
         raise CheckpointMismatch(
             f"DeepfakeBench {arch} checkpoint does not fit {target_name}: " + "; ".join(problems)
@@ -312,5 +290,5 @@ def load_deepfakebench(path_or_state_dict: str | Path | dict, arch: str, **cfg) 
     )
     left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if left:
-        raise CheckpointMismatch(f"{arch}: tensors the checkpoint does not set ({_listing(left)})")
+        raise CheckpointMismatch(f"{arch}: tensors the checkpoint does not set ({listing(left)})")
     return model.eval()

@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from fairforge.checkpoints import CheckpointMismatch, listing, read_state_dict
 from fairforge.detectors.base import DETECTORS
 from fairforge.detectors.efficientnet import timm_names
 from fairforge.registry import Registry
@@ -155,34 +156,8 @@ PRETRAINED_LAYOUTS.register(
 )
 
 
-class PretrainedMismatch(ValueError):
+class PretrainedMismatch(CheckpointMismatch):
     """A pretrained file that does not fit the detector; the message lists the keys."""
-
-
-def _listing(keys, limit: int = 12) -> str:
-    keys = sorted(keys)
-    shown = ", ".join(keys[:limit])
-    return f"{len(keys)}: {shown}" + (", ..." if len(keys) > limit else "")
-
-
-def read_state_dict(path: str | Path, what: str = "pretrained weights") -> dict:
-    """The tensor dict in ``path`` (``weights_only=True``), unwrapped from ``state_dict`` /
-    ``model`` containers and ``module.`` prefixes; a missing file names the path."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} not found: expected a file at {path}")
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(state, dict):
-        raise PretrainedMismatch(
-            f"{what} at {path} hold a {type(state).__name__}, not a state dict"
-        )
-    for key in ("state_dict", "model", "net"):
-        if isinstance(state.get(key), dict):
-            state = state[key]
-            break
-    if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module.") :]: v for k, v in state.items()}
-    return state
 
 
 def _adapt(value: torch.Tensor, shape: torch.Size) -> torch.Tensor | None:
@@ -233,11 +208,11 @@ def map_pretrained_state(state: dict, model: nn.Module, layout: PretrainedLayout
     unused = [] if partial else [k for k in body if k not in used]
     problems = []
     if missing:
-        problems.append(f"parameters the file does not provide ({_listing(missing)})")
+        problems.append(f"parameters the file does not provide ({listing(missing)})")
     if wrong:
-        problems.append(f"shape mismatches ({_listing(wrong)})")
+        problems.append(f"shape mismatches ({listing(wrong)})")
     if unused:
-        problems.append(f"file keys no parameter takes ({_listing(unused)})")
+        problems.append(f"file keys no parameter takes ({listing(unused)})")
     if problems:
         raise PretrainedMismatch("; ".join(problems))
     return mapped

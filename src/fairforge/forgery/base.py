@@ -28,6 +28,8 @@ import numpy as np
 
 from fairforge.registry import Registry
 
+from .releases import ReleaseFile, check_release_files
+
 N_LANDMARKS = 68
 # Grey levels: a fake whose mean change inside its mask is below this is near-invisible
 # (docs/metrics.md, "Forgery quality"); methods record a failure instead of such a fake.
@@ -63,6 +65,9 @@ class ForgeryMethod:
     random: bool = False  # True: forge draws from rng, so another draw may change more
     attempts: int = 3  # draws a random method gets to make a visible change
     defaults: dict[str, Any] = {}
+    # Released weight files a backend loads (``official``): checked by the config check
+    # before any job runs (fairforge.forgery.releases).
+    release_files: tuple[ReleaseFile, ...] = ()
 
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(self.defaults))
@@ -72,6 +77,18 @@ class ForgeryMethod:
                 f"options: {sorted(self.defaults)}"
             )
         self.options = {**self.defaults, **options}
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> dict[str, str]:
+        """Check a config's options for this method without building it: unknown options
+        and missing release files raise; returns the release files' paths by option."""
+        unknown = sorted(set(options) - set(cls.defaults))
+        if unknown:
+            raise ValueError(
+                f"{cls.name} ({cls.backend}) has no option(s) {unknown}; "
+                f"options: {sorted(cls.defaults)}"
+            )
+        return check_release_files(cls.name, cls.backend, cls.release_files, options)
 
     @property
     def replaces_identity(self) -> bool:
