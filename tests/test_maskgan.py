@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from fairforge.forgery import ForgeryError, create_method
+from fairforge.forgery import ForgeryError, create_method, list_backends
 from fairforge.forgery.base import dilate, erode
 from fairforge.forgery.maskgan import FAIRFD_PARTS, KEEP, RADIUS, edited_region, fairfd_edit
 from fairforge.forgery.parsing import CELEBAMASK_LABELS, label_map
@@ -190,3 +190,7 @@ def test_classical_maskgan_on_real_photographs(photographs):
             assert untouched.sum() > 0.8 * (labels == CODE["skin"]).sum()
     # the landmarks parse no glasses and no ears: those parts need the released parser
     assert seen <= set(FAIRFD_PARTS) - {"eye_g", "l_ear", "r_ear"} and len(seen) >= 6
+
+
+def test_maskgan_backends():
+    assert list_backends("maskgan") == ["classical", "official", "onnx"]

@@ -6,8 +6,9 @@ subset from the nose, glasses, left eye, right eye, left eyebrow, right eyebrow,
 right ear, mouth, upper lip, and lower lip. We then apply random dilate and erode operations
 to the selected parts, enlarging or reducing the chosen regions. Missing parts are filled
 with skin." :func:`fairfd_edit` is that edit, on a map in
-:data:`~fairforge.forgery.parsing.CELEBAMASK_LABELS`, kept apart from the renderer so that a
-backend rendering with MaskGAN's own generator makes the same edit.
+:data:`~fairforge.forgery.parsing.CELEBAMASK_LABELS`; this module's method and the
+``official`` backend (:mod:`fairforge.forgery.maskgan_official`, the authors' generator)
+both call it, so the two differ only in the renderer.
 
 The edit (the choices the paper leaves open are fixed here):
 
@@ -29,7 +30,9 @@ and drawn over the new region. Pixels outside that region are the source's, bit 
 the change stays inside the union of the chosen parts dilated by their radii. The map comes
 from the 68 landmarks
 (:func:`~fairforge.forgery.parsing.label_map`: nose, eyes, brows, mouth and lips; no
-glasses or ears).
+glasses or ears) or, with ``parser_path``, from the released BiSeNet face parser
+(:mod:`fairforge.forgery.nets.bisenet`), run on the crop at its 512 x 512 and brought back to
+the crop's size by nearest neighbour.
 
 Simplifications: the renderer moves and inpaints the source's pixels where MaskGAN
 synthesises them, so a part grows with its own texture stretched and a part eroded away
@@ -38,6 +41,7 @@ leaves smooth skin.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import cv2
@@ -55,6 +59,7 @@ from .base import (
     register_method,
 )
 from .parsing import CELEBAMASK_LABELS, label_map
+from .releases import ReleaseFile
 
 # FairFD §3.4's parts ("nose, glasses, left eye, right eye, left eyebrow, right eyebrow, left
 # ear, right ear, mouth, upper lip, and lower lip"): CelebAMask-HQ's classes nose to l_lip
@@ -67,6 +72,14 @@ KEEP = ("hair", "hat", "ear_r", "neck_l", "neck", "cloth")
 GROW_INTO_BACKGROUND = ("l_ear", "r_ear")
 SKIN = CELEBAMASK_LABELS.index("skin")
 BACKGROUND = CELEBAMASK_LABELS.index("background")
+
+FACE_PARSER = ReleaseFile(
+    "parser_path",
+    "79999_iter.pth",
+    "https://github.com/zllrunning/face-parsing.PyTorch (README: 'our pre-trained model', "
+    "https://drive.google.com/open?id=154JgKpzCPW82qINcVieuPH3fZ2e0P812)",
+    "the BiSeNet face parser trained on CelebAMask-HQ",
+)
 
 
 def check_parts(parts, method: str) -> None:
@@ -178,20 +191,47 @@ class MaskGAN(ForgeryMethod):
     kept = "source"
     needs_target = False
     random = True
+    release_files = (replace(FACE_PARSER, required=False),)  # the parser is optional here
     defaults = {
         "parts": FAIRFD_PARTS,  # candidate parts (FairFD §3.4)
         "radius": RADIUS,  # dilate/erode radius range, inter-ocular distances
+        "parser_path": None,  # the released BiSeNet parser (79999_iter.pth); landmarks if unset
+        "device": "cpu",  # the parser's torch device
     }
 
     def __init__(self, **options):
         super().__init__(**options)
         check_parts(self.options["parts"], self.name)
+        self.parser = None
+        if self.options["parser_path"]:
+            from .nets.bisenet import FaceParser
+
+            path = self.check_options(self.options)["parser_path"]
+            self.parser = FaceParser(
+                path, release_text(self, FACE_PARSER, path), self.options["device"]
+            )
+
+    def parse(self, img: np.ndarray, lm: np.ndarray) -> np.ndarray:
+        """The crop's CelebAMask-HQ label map at the crop's size."""
+        if self.parser is None:
+            return label_map(lm, img.shape)
+        return self.parser(img, (img.shape[1], img.shape[0]))
 
     def forge(self, source_img, source_lm, target_img, target_lm, rng) -> ForgeryResult:
         iod = interocular(source_lm)
-        labels = label_map(source_lm, source_img.shape)
+        labels = self.parse(source_img, source_lm)
         edited, edits = fairfd_edit(labels, iod, rng, self.options["parts"], self.options["radius"])
         image, mask = render_edit(source_img, labels, edited, edits, iod)
+        parser = "landmarks" if self.parser is None else "bisenet"
         return ForgeryResult(
-            image, mask, {"parts": sorted(edits), "edits": edits, "parser": "landmarks"}
+            image, mask, {"parts": sorted(edits), "edits": edits, "parser": parser}
         )
+
+
+def release_text(method: ForgeryMethod, spec: ReleaseFile, path: str) -> str:
+    """How a loader names a release file in its errors: the method and backend, what the
+    file is, its name as released, where it is published and where it was looked for."""
+    return (
+        f"{method.name} backend '{method.backend}': {spec.what} ({spec.filename}, released at "
+        f"{spec.release}) at {path}"
+    )
