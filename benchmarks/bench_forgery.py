@@ -11,6 +11,8 @@ Faces are the parametric template faces (exact landmarks, no detector) by defaul
 synthetic renderer's faces aligned by the faces stage with ``--faces synthetic``.
 
     .venv/bin/python benchmarks/bench_forgery.py --n 32 --threads 1
+    .venv/bin/python benchmarks/bench_forgery.py --methods maskgan --backend official \
+        --options '{"generator_path": "latest_net_G.pth", "parser_path": "79999_iter.pth"}'
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ def main() -> None:
     ap.add_argument("--faces", choices=["template", "synthetic"], default="template")
     ap.add_argument("--methods", nargs="*", default=METHODS, choices=list_methods())
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--backend", default="classical", help="e.g. official (with --options)")
+    ap.add_argument("--options", type=json.loads, default={}, help="method options, JSON")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = ap.parse_args()
     cv2.setNumThreads(args.threads)
@@ -145,7 +149,7 @@ def main() -> None:
             "methods": {},
         }
         for name in args.methods:
-            method = create_method(name)
+            method = create_method(name, args.backend, **args.options)
             src, tgt = todo[0]
             method(*loaded[src], *loaded[tgt], np.random.default_rng(0))  # warm-up (LUTs)
             t0 = time.perf_counter()
@@ -157,7 +161,9 @@ def main() -> None:
                         pass
             compute = args.repeats * len(todo) / (time.perf_counter() - t0)
             t0 = time.perf_counter()
-            out = forge_shard(name, "classical", pairs, faces, root, f"forgeries/{name}", args.seed)
+            out = forge_shard(
+                name, args.backend, pairs, faces, root, f"forgeries/{name}", args.seed, args.options
+            )
             shard = len(out) / (time.perf_counter() - t0)
             ok = f"{int(out.ok.sum())}/{len(out)}"
             print(f"{name:10s} {compute:14.1f} {shard:12.1f} {ok:>6s}")
