@@ -64,6 +64,16 @@ def test_release_layouts_are_the_authors():
     for theirs, ours in pairs:
         shapes = {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
         assert shapes == {k: tuple(v.shape) for k, v in ours.state_dict().items()}
+    # the parser's ResNet-18 backbone is inside its checkpoint: every entry of the ImageNet
+    # ResNet-18 the authors initialise it from (less the classifier), under cp.resnet
+    import torchvision
+
+    with torch.device("meta"):
+        imagenet = torchvision.models.resnet18().state_dict()
+    backbone = {
+        k[len("cp.resnet.") :]: tuple(v) for k, v in shapes.items() if k.startswith("cp.resnet.")
+    }
+    assert backbone == {k: tuple(v.shape) for k, v in imagenet.items() if not k.startswith("fc.")}
     generator = pairs[0][1]
     assert sum(p.numel() for p in generator.parameters()) == 89_718_979 - 2 * 2 * 4 * 1024
     assert generator.enc_style.model_last[1].out_channels == 4 * 2 * 2 * 1024  # AdaIN params
