@@ -22,7 +22,8 @@ def empty(build):
         return build()
 
 
-def random_state(module: nn.Module, seed: int) -> dict:
+def random_state(module: nn.Module, seed: int, gain: float = 1.0) -> dict:
+    """``gain`` scales the weights (deep residual stacks need less than 1 to stay finite)."""
     g = torch.Generator().manual_seed(seed)
     scales = {f"{n}.weight" for n, m in module.named_modules() if isinstance(m, NORMS)}
     state = {}
@@ -36,7 +37,7 @@ def random_state(module: nn.Module, seed: int) -> dict:
             state[name] = 1 + 0.1 * torch.randn(shape, generator=g)
         elif len(shape) >= 2:
             fan_in = math.prod(shape[1:])
-            state[name] = torch.randn(shape, generator=g) * math.sqrt(2.0 / fan_in)
+            state[name] = torch.randn(shape, generator=g) * gain * math.sqrt(2.0 / fan_in)
         else:
             state[name] = 0.1 * torch.randn(shape, generator=g)
     return state

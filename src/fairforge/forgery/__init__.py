@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (registers)
     blend,
     dualreen_official,
     faceswap,
+    fastreen_official,
     fwa,
     learned,
     maskgan,
