@@ -34,7 +34,7 @@ from skimage import transform as trans
 from torch import nn
 from torchvision.models import vgg
 
-from release_weights import empty, loaded, random_state
+from official_support import empty, loaded, random_state
 
 # --- core_IDSG/model_lm_talking_tran.py --------------------------------------------------
 

@@ -39,7 +39,7 @@ from torch.nn.utils.spectral_norm import SpectralNorm
 from torchvision import transforms
 
 from fairforge.forgery.nets.graphonomy import CIHP2PASCAL_NLP, CIHP_GRAPH, PASCAL_GRAPH
-from release_weights import empty, random_state
+from official_support import empty, random_state
 
 # --- networks/utils.py ---------------------------------------------------------------------
 

@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import skimage.data
 import torch
-from matplotlib import cbook
 
 import fastreen_reference as ref
 from fairforge.checkpoints import CheckpointMismatch
 from fairforge.config import ConfigError, validate_config
-from fairforge.faces import detect_and_align
 from fairforge.forgery import FORGERY_METHODS, create_method, list_backends
 from fairforge.forgery.fastreen_official import read_args
 from fairforge.forgery.nets import bilayer, load_released
 from fairforge.forgery.releases import ReleaseFileError
-from fairforge.images import load_image
+from official_support import photographs
 
 TOL = 1e-5
 
@@ -42,11 +39,7 @@ def method(release):
 
 @pytest.fixture(scope="module")
 def faces():
-    hopper = load_image(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False))
-    source = detect_and_align(hopper, crop_size=256)
-    driver = detect_and_align(skimage.data.astronaut(), crop_size=256)
-    assert source.ok and driver.ok
-    return source, driver
+    return photographs()
 
 
 def test_registered_as_a_reenactment_that_keeps_the_source():

@@ -1,4 +1,5 @@
-"""Random weights for the restated forgery releases (tests/*_reference.py).
+"""What the tests of the official forgery backends share: random weights for the restated
+releases (tests/*_reference.py) and two real photographs.
 
 :func:`random_state` fills a module's state dict from a seed without running the module's own
 initialisation (built on the meta device, so the large released networks cost only their
@@ -8,6 +9,7 @@ scales of normalisation layers 1 + N(0, 0.1²), running variances in [0.5, 1.5].
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -48,3 +50,20 @@ def loaded(build, state: dict) -> nn.Module:
     module = empty(build).to_empty(device="cpu")
     module.load_state_dict(state)
     return module.eval()
+
+
+@functools.lru_cache(maxsize=1)
+def photographs():
+    """(source, driver): matplotlib's Grace Hopper and scikit-image's astronaut, detected,
+    given 68 landmarks and aligned to 256 px crops by fairforge's faces stage."""
+    import skimage.data
+    from matplotlib import cbook
+
+    from fairforge.faces import detect_and_align
+    from fairforge.images import load_image
+
+    hopper = load_image(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False))
+    source = detect_and_align(hopper, crop_size=256)
+    driver = detect_and_align(skimage.data.astronaut(), crop_size=256)
+    assert source.ok and driver.ok
+    return source, driver
