@@ -1,10 +1,13 @@
 """FastReen with the authors' released networks (``forgery.backends.fastreen: official``).
 
-FairFD §3.4 makes its "FastReen" fakes with reference [23]. The paper's public version
-(arXiv 2407.14367; the copy in shared/papers lacks the list) gives [23] as: Egor Zakharov,
-Aleksei Ivakhnenko, Aliaksandra Shysheya and Victor Lempitsky, "Fast bi-layer neural synthesis
-of one-shot realistic head avatars", ECCV 2020 (Part XII, pages 524-540), beside [22] SimSwap,
-[24] Dual-generator face reenactment and [25] MaskGAN, the same numbering as FairFD's text.
+FairFD §3.4 makes its "FastReen" fakes with reference [23]. The copy in shared/papers lacks
+the reference list; the paper's full text (the AAAI 2025 version of arXiv 2407.14367, "Thinking
+Racial Bias in Fair Forgery Detection", read from a public full-text copy) lists it as: "[23]
+Egor Zakharov, Aleksei Ivakhnenko, Aliaksandra Shysheya, and Victor Lempitsky. Fast bi-layer
+neural synthesis of one-shot realistic head avatars. In Computer Vision-ECCV 2020, Part XII,
+pages 524-540", between "[22] ... Simswap" and "[24] ... Dual-generator face reenactment",
+the numbering of FairFD's text (FaceSwap [21], SimSwap [22], FastReen [23], DualReen [24],
+MaskGAN [25]).
 Its release is github.com/saic-violet/bilayer-model; its README publishes ``pretrained_weights``
 and ``runs`` in one Google Drive folder (id ``11SwIYnk3KY61d8qa17Nlb0BN9j57B3L6``), which
 ``infer.py``'s ``InferenceWrapper`` reads as
