@@ -117,7 +117,10 @@ def main() -> None:
     ap.add_argument("--methods", nargs="*", default=METHODS, choices=list_methods())
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--backend", default="classical", help="e.g. official, with --options")
+    ap.add_argument("--options", type=Path, help="JSON {method: options} (release file paths)")
     args = ap.parse_args()
+    options = json.loads(args.options.read_text()) if args.options else {}
     cv2.setNumThreads(args.threads)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,7 +148,7 @@ def main() -> None:
             "methods": {},
         }
         for name in args.methods:
-            method = create_method(name)
+            method = create_method(name, args.backend, **options.get(name, {}))
             src, tgt = todo[0]
             method(*loaded[src], *loaded[tgt], np.random.default_rng(0))  # warm-up (LUTs)
             t0 = time.perf_counter()
@@ -157,7 +160,16 @@ def main() -> None:
                         pass
             compute = args.repeats * len(todo) / (time.perf_counter() - t0)
             t0 = time.perf_counter()
-            out = forge_shard(name, "classical", pairs, faces, root, f"forgeries/{name}", args.seed)
+            out = forge_shard(
+                name,
+                args.backend,
+                pairs,
+                faces,
+                root,
+                f"forgeries/{name}",
+                args.seed,
+                options.get(name),
+            )
             shard = len(out) / (time.perf_counter() - t0)
             ok = f"{int(out.ok.sum())}/{len(out)}"
             print(f"{name:10s} {compute:14.1f} {shard:12.1f} {ok:>6s}")

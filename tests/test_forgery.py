@@ -86,7 +86,7 @@ def test_registry():
     with pytest.raises(UnknownName, match="unknown forgery method 'sbi/onnx'.*simswap/onnx"):
         create_method("sbi", backend="onnx")
     for name in ("faceswap", "simswap", "fastreen", "dualreen", "maskgan"):
-        assert list_backends(name) == ["classical", "onnx"]
+        assert {"classical", "onnx"} <= set(list_backends(name))  # some have "official" too
     with pytest.raises(ValueError, match="no option"):
         create_method("faceswap", blur=3)
     assert create_method("faceswap").replaces_identity

@@ -13,7 +13,17 @@ source), ``fwa`` (the source's face shrunk, blurred and warped back: face-warpin
 artefacts).
 """
 
-from . import blend, faceswap, fwa, learned, maskgan, reenact, simswap  # noqa: F401  (registers)
+from . import (  # noqa: F401  (registers)
+    blend,
+    dualreen_official,
+    faceswap,
+    fastreen_official,
+    fwa,
+    learned,
+    maskgan,
+    reenact,
+    simswap,
+)
 from .base import (
     FORGERY_METHODS,
     ForgeryError,
