@@ -30,15 +30,19 @@ from fairforge.sources.build import (
     inspect_sources,
     list_dataset,
     list_sources,
+    resolved_split,
 )
 from fairforge.sources.split import (
     SPLITS,
     SplitError,
+    SplitSpec,
     assign_subject_splits,
     check_fractions,
     check_subject_disjoint,
+    parse_split,
     split_by_subject,
     split_counts,
+    split_report,
 )
 
 __all__ = [
@@ -50,6 +54,7 @@ __all__ = [
     "SourceAdapter",
     "SourceError",
     "SplitError",
+    "SplitSpec",
     "assign_subject_splits",
     "build_sources",
     "check_fractions",
@@ -64,8 +69,11 @@ __all__ = [
     "list_adapters",
     "list_dataset",
     "list_sources",
+    "parse_split",
     "parse_utkface_name",
     "real_only",
+    "resolved_split",
     "split_by_subject",
     "split_counts",
+    "split_report",
 ]
