@@ -5,13 +5,14 @@ returns the sources manifest (docs/architecture.md section 2): :func:`list_sourc
 splits, files unopened) then :func:`inspect_sources` (each file's size and hash), which the workflow
 runs shard by shard. Adapters are registered on :data:`ADAPTERS` (``list_adapters()``); the
 video adapters of FaceForensics++, DFDC and DeeperForensics-1.0 register when
-:mod:`fairforge.video` is imported; Celeb-DF's is its own file here, and samples its frames
-with the sampler :mod:`fairforge.video` registers (:mod:`fairforge.sources.videos`).
+:mod:`fairforge.video` is imported; the video datasets added since (Celeb-DF v1 and v2, UADFV,
+DF-TIMIT, ForgeryNet) are one file each here, and sample their frames with the sampler
+:mod:`fairforge.video` registers (:mod:`fairforge.sources.videos`).
 """
 
 # Importing the adapters module registers the image adapters, and each dataset's own file
 # registers its adapter (their frames are sampled by fairforge.video once it is imported).
-from fairforge.sources import celebdf  # noqa: F401
+from fairforge.sources import celebdf, celebdf_v1, dftimit, forgerynet, uadfv  # noqa: F401
 from fairforge.sources.adapters import diveface_group, parse_utkface_name
 from fairforge.sources.base import (
     ADAPTERS,

@@ -20,8 +20,8 @@ of frames already extracted under the same name (``000/0000.png`` ...; kept wher
   ``metadata.json``, and DeeperForensics-1.0's manipulated videos with the
   FaceForensics++ target videos they were made on (their classes' docstrings).
 
-Celeb-DF v2's adapter is its own file in :mod:`fairforge.sources`: it only reads a layout, and
-samples its frames here.
+The adapters added since (Celeb-DF v1 and v2, UADFV, DF-TIMIT, ForgeryNet) are one file each
+in :mod:`fairforge.sources`: they only read layouts, and sample their frames here.
 
 FaceForensics++ and DFDC ship no demographic labels: ``options.attributes`` names a
 csv with an ``id`` column (a video id as the dataset names it: ``000``, ``000_003``, a DFDC
