@@ -121,12 +121,14 @@ def list_sources(
     label the image. :func:`inspect_sources` adds what the files say, shard by shard.
 
     ``split`` (the dataset's own ``split:``, over ``split_fractions``, the global one) is
-    fractions, ``'test_only'``, ``'official'`` (the adapter's) or split files
-    (:func:`~fairforge.sources.split.fractions_of`; also a ratio ``'14:1:1'``). A video
-    adapter's ``frames_per_video`` may be given per split (``{train: 14, val: 1, test: 1}``:
+    fractions, ``'test_only'``, ``'official'`` (the adapter's) or split files, with the
+    options of :func:`~fairforge.sources.split.parse_split` (``subject_disjoint``,
+    ``val_from_train``, ``frame_ratio``; also a ratio ``'14:1:1'``). A video adapter's
+    ``frames_per_video`` may be given per split (``{train: 14, val: 1, test: 1}``:
     :func:`~fairforge.sources.split.thin_frames`). Fractions split by subject, keeping the
-    identities of a fake together; a listed split is made subject-disjoint, and a row it
-    cannot place keeps ``ok=False`` with the reason. A labelled dataset's
+    identities of a fake together (by video where not subject-disjoint); a listed split is
+    made subject-disjoint unless the spec or the dataset's own definition says otherwise
+    (:func:`resolved_split`), and a row it cannot place keeps ``ok=False`` with the reason. A labelled dataset's
     :data:`LABEL_COLUMNS` are carried; a row whose label and method disagree is ``ok=False``.
     """
     source = get_adapter(adapter)
