@@ -15,6 +15,7 @@ RESULTS = "results"
 OUTPUTS = {
     # sources
     "listing": "{results}/{dataset}/listing.parquet",
+    "split_report": "{results}/{dataset}/split_report.csv",
     "sources_shard": "{results}/{dataset}/sources/shard_{shard}.parquet",
     "sources": "{results}/{dataset}/sources.parquet",
     # faces
