@@ -74,6 +74,8 @@ OUTPUTS = {
     "fairness_table": "{results}/fairness_table.csv",
     "fairness_per_group": "{results}/fairness_per_group.csv",
     "fairness_ci": "{results}/fairness_ci.csv",
+    # per dataset x detector: whether its fairness numbers can be judged, and why not
+    "fairness_standing": "{results}/fairness_standing.csv",
     "fairness_pvalues": "{results}/fairness_pvalues.csv",
     "fairness_under_perturbation": "{results}/fairness_under_perturbation.csv",
     "grayscale_table": "{results}/grayscale_table.csv",
@@ -125,6 +127,7 @@ REPORT_TABLES = {
     "detection": "detection_table",
     "fairness": "fairness_table",
     "fairness_ci": "fairness_ci",
+    "standing": "fairness_standing",
     "fairness_per_group": "fairness_per_group",
     "pvalues": "fairness_pvalues",
     "robustness": "robustness_table",
