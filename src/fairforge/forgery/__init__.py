@@ -13,7 +13,16 @@ source), ``fwa`` (the source's face shrunk, blurred and warped back: face-warpin
 artefacts).
 """
 
-from . import blend, faceswap, fwa, learned, maskgan, reenact, simswap  # noqa: F401  (registers)
+from . import (  # noqa: F401  (registers)
+    blend,
+    faceswap,
+    fwa,
+    learned,
+    maskgan,
+    reenact,
+    simswap,
+    simswap_official,
+)
 from .base import (
     FORGERY_METHODS,
     ForgeryError,
