@@ -377,6 +377,28 @@ def save_arcface_release(net: nn.Module, path: Path) -> Path:
     return path
 
 
+SMALL_ARCFACE = (1, 1, 1, 1)  # one block per stage: the layout of the release, less deep
+
+
+def write_random_release(folder: Path, crop_size: int, seed: int, n_blocks=9, layers=SMALL_ARCFACE):
+    """Random SimSwap files in ``folder`` as released (the ArcFace one then converted by
+    fairforge): ``(options of the official backend, reference generator, reference ArcFace)``."""
+    from fairforge.forgery.nets.arcface import convert_release
+
+    gen = random_generator(crop_size, seed, n_blocks)
+    arc = random_arcface(seed + 1, layers)
+    name = "people/latest_net_G.pth" if crop_size == 224 else "512/550000_net_G.pth"
+    generator_path = save_generator(gen, folder / "checkpoints" / name)
+    tar = save_arcface_release(arc, folder / "arcface_model" / "arcface_checkpoint.tar")
+    convert_release(tar, folder / "arcface.pth")
+    options = {
+        "generator_path": str(generator_path),
+        "arcface_path": str(folder / "arcface.pth"),
+        "crop_size": crop_size,
+    }
+    return options, gen, arc
+
+
 # --- insightface_func/utils/face_align_ffhqandnewarc.py ---------------------------------------
 
 src1 = np.array(

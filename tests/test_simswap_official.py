@@ -23,25 +23,8 @@ from fairforge.forgery.nets.simswap import SimSwapGenerator
 from fairforge.forgery.simswap_official import estimate_norm
 from fairforge.images import load_image
 
-SMALL_ARCFACE = (1, 1, 1, 1)
-
-
-def write_release(folder, crop_size: int, seed: int, n_blocks: int = 9, layers=SMALL_ARCFACE):
-    """Random SimSwap files as released (the ArcFace one converted): ``(options, reference
-    generator, reference ArcFace)``."""
-    gen = ref.random_generator(crop_size, seed, n_blocks)
-    arc = ref.random_arcface(seed + 1, layers)
-    name = "people/latest_net_G.pth" if crop_size == 224 else "512/550000_net_G.pth"
-    generator_path = ref.save_generator(gen, folder / "checkpoints" / name)
-    tar = ref.save_arcface_release(arc, folder / "arcface_model" / "arcface_checkpoint.tar")
-    arcface_path = folder / "arcface.pth"
-    convert_release(tar, arcface_path)
-    options = {
-        "generator_path": str(generator_path),
-        "arcface_path": str(arcface_path),
-        "crop_size": crop_size,
-    }
-    return options, gen, arc
+SMALL_ARCFACE = ref.SMALL_ARCFACE
+write_release = ref.write_random_release
 
 
 @pytest.mark.parametrize("crop_size, size", [(224, 96), (512, 128)])
