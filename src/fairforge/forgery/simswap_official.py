@@ -37,9 +37,10 @@ Differences from the authors' run, and why:
   (``antelope``'s ``scrfd_10g_bnkps.onnx``), which SimSwap detects in the whole photo;
 - the "whole image" is fairforge's aligned crop, so the paste-back's fixed 40-px erosion
   and 41-px blur (the authors' constants, in pixels of the photo) take a larger share of a
-  face in a small crop: at ``faces.crop_size`` 128 the 224 template's square spans about
-  93 px and its fully swapped centre about 53 px; ``paste_erode`` and ``paste_blur`` scale
-  them where wanted;
+  face in a small crop: the 224 template's square spans about 95 px of a 128-px crop of
+  scikit-image's astronaut, the erosion leaves 55 and the blur a fully swapped centre of
+  18 px (at 256 px: 189, 149 and 113 px); ``faces.crop_size`` 256 or more keeps the
+  authors' proportions, ``paste_erode`` and ``paste_blur`` rescale them;
 - ``use_mask`` (the face-parsing mask of ``79999_iter.pth``, BiSeNet) is left out: the
   paste-back is the authors' square blend, their behaviour without ``--use_mask``;
 - no watermark (``--no_simswaplogo``).
