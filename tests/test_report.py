@@ -334,6 +334,7 @@ def quality_fakes():
                 row.update(
                     dataset="synthetic",
                     method="faceswap",
+                    backend="classical",
                     group=g,
                     subject_id=f"{g}_{s}",
                     identity_sampled=k == 0,
@@ -520,7 +521,7 @@ def test_forgery_success_and_face_detection_rates(page):
     assert "forgery examples of synthetic" in page
     # The quality card: tone4's fakes change less, the other groups are equal.
     assert "Forgery quality per group" in text
-    assert "synthetic faceswap equal equal equal differs: change_energy" in text
+    assert "synthetic faceswap classical equal equal equal differs: change_energy" in text
     assert "forgery quality of faceswap" in page
     failures = section(page, "failures")
     assert "Face detection rate per group" in failures

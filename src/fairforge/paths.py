@@ -41,6 +41,10 @@ OUTPUTS = {
     "train_copy_images": "{results}/{dataset}/train_copies/{method}",
     # forgery quality: per-fake measures, then the card over datasets, methods and groups
     "forgery_quality_fakes": "{results}/{dataset}/forgery_quality/{method}.parquet",
+    # ... of the same faces forged with another backend of the method, for the card only
+    # (forgery.quality.compare_backends), and those fakes
+    "forgery_quality_compared": "{results}/{dataset}/forgery_quality/{backend}/{method}.parquet",
+    "forgery_quality_compared_images": "{results}/{dataset}/forgery_quality/{backend}/{method}",
     # per two methods keeping the same image, how far apart their fakes of one face are
     "forgery_separation": "{results}/{dataset}/forgery_separation.parquet",
     "forgery_quality": "{results}/forgery_quality.csv",

@@ -201,6 +201,29 @@ def list_backends(name: str) -> list[str]:
     )
 
 
+def backend_options(name: str, backend: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``options`` (a config's ``forgery.options.<name>``) that ``name``'s
+    ``backend`` takes: a method compared across backends (``forgery.quality.compare_backends``)
+    holds the options of each in one block."""
+    defaults = FORGERY_METHODS.get(method_key(name, backend)).defaults
+    return {k: v for k, v in options.items() if k in defaults}
+
+
+def check_method_options(name: str, backends, options: dict[str, Any]) -> None:
+    """Check ``options`` of method ``name`` run with ``backends`` (the first its forgery's,
+    the others the quality card's): every option belongs to one of them, and each backend's
+    release files exist (:meth:`ForgeryMethod.check_options`)."""
+    classes = [FORGERY_METHODS.get(method_key(name, b)) for b in backends]
+    known = set().union(*(cls.defaults for cls in classes))
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(
+            f"{name} ({', '.join(backends)}) has no option(s) {unknown}; options: {sorted(known)}"
+        )
+    for backend, cls in zip(backends, classes):
+        cls.check_options(backend_options(name, backend, options))
+
+
 def create_method(name: str, backend: str = "classical", **options: Any) -> ForgeryMethod:
     """Build method ``name`` with ``backend``; an unknown pair raises
     :class:`~fairforge.registry.UnknownName`, which lists the ``method/backend`` pairs."""
