@@ -26,6 +26,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from fairforge.faces.landmarks import parts_of
 from fairforge.registry import Registry
 
 from .releases import ReleaseFile, check_release_files
@@ -264,13 +265,12 @@ def check_face(img: np.ndarray, lm: Any, role: str) -> tuple[np.ndarray, np.ndar
     if not np.isfinite(lm).all():
         raise ForgeryError(f"{role} landmarks are not finite")
     h, w = img.shape[:2]
-    if (
-        (lm[:, 0] < 0).any()
-        or (lm[:, 1] < 0).any()
-        or (lm[:, 0] > w - 1).any()
-        or (lm[:, 1] > h - 1).any()
-    ):
-        raise ForgeryError(f"{role} landmarks outside the crop")
+    outside = (lm[:, 0] < 0) | (lm[:, 1] < 0) | (lm[:, 0] > w - 1) | (lm[:, 1] > h - 1)
+    if outside.any():
+        # Named by face part, so a failure table shows what the crop cut (e.g. the chin).
+        raise ForgeryError(
+            f"{role} landmarks outside the crop: {parts_of(np.flatnonzero(outside))}"
+        )
     hull_area = float(cv2.contourArea(cv2.convexHull(lm.astype(np.float32))))
     # A face smaller than ~2% of the crop side between the eyes cannot be warped sensibly.
     if interocular(lm) < 0.02 * min(h, w) or hull_area < 0.002 * h * w:
