@@ -22,11 +22,14 @@ from fairforge.workflow import (
     encoder_checkpoint,
     encoder_training,
     encoder_training_inputs,
+    forgery_backend,
+    forgery_options,
     is_external,
     method_samples_inputs,
     model_input,
     predict_shard_samples,
     prediction_methods,
+    quality_comparisons,
     ranking_degradation,
     ranking_degradation_inputs,
     ranking_encoders,
@@ -85,6 +88,7 @@ wildcard_constraints:
     detector="|".join(DETECTORS),
     shard=r"\d+",
     method=r"[a-z0-9_]+",
+    backend=r"[a-z0-9_]+",
     variant="|".join(re.escape(v) for v in VARIANTS),
     encoder="|".join(re.escape(e) for e in RANKING_ENCODERS),
 
@@ -197,11 +201,16 @@ def get_dataset_root(wildcards):
 
 
 def get_forgery_backend(wildcards):
-    return config["forgery"]["backends"].get(wildcards.method, "classical")
+    return forgery_backend(config, wildcards.method)
 
 
 def get_forgery_options(wildcards):
-    return config["forgery"]["options"].get(wildcards.method, {})
+    return forgery_options(config, wildcards.method, get_forgery_backend(wildcards))
+
+
+def get_compared_options(wildcards):
+    """A backend the quality card compares: its options of the method's block."""
+    return forgery_options(config, wildcards.method, wildcards.backend)
 
 
 def get_forgeries(wildcards):
@@ -215,6 +224,14 @@ def get_forgery_quality_fakes(wildcards):
         result_path("forgery_quality_fakes", dataset=d, method=m)
         for d in DATASETS
         for m in METHODS_OF[d]
+    ]
+
+
+def get_forgery_quality_compared(wildcards):
+    return [
+        result_path("forgery_quality_compared", dataset=d, method=m, backend=b)
+        for d in DATASETS
+        for m, b in quality_comparisons(config, d)
     ]
 
 

@@ -3,9 +3,12 @@
 
 
 rule fairness_table:
-    """FairFD (naive, AA, UR) and textbook fairness per detector, on clean test predictions."""
+    """FairFD (naive, AA, UR) and textbook fairness per detector, on clean test predictions;
+    which detectors can be judged (training logs) and which forgeries fell short (failures)."""
     input:
-        CLEAN_PREDICTIONS,
+        predictions=CLEAN_PREDICTIONS,
+        training_logs=expand(result_path("training_log"), detector=RUN_DETECTORS),
+        failures=expand(result_path("failures"), dataset=DATASETS),
     output:
         table=report(
             result_path("fairness_table"),
@@ -20,6 +23,11 @@ rule fairness_table:
         ci=report(
             result_path("fairness_ci"),
             caption=caption_path("fairness_ci"),
+            category="Fairness",
+        ),
+        standing=report(
+            result_path("fairness_standing"),
+            caption=caption_path("fairness_standing"),
             category="Fairness",
         ),
     log:
@@ -201,12 +209,14 @@ rule detector_studies:
         detectors=DETECTORS,
         settings={d: detector_settings(config, d) for d in DETECTORS},
         train_datasets={d: train_dataset(config, d) for d in DETECTORS},
+        min_val_auc=config["metrics"]["min_val_auc"],
     script:
         "../scripts/detector_studies.py"
 
 
 rule failures_per_group:
-    """Face-detection and forgery failures per group, all datasets."""
+    """Face-detection and forgery failures per group, all datasets: each rate with its
+    interval, and per stage the test that every group fails at the same rate."""
     input:
         expand(result_path("failures"), dataset=DATASETS),
     output:
@@ -219,5 +229,7 @@ rule failures_per_group:
         log_path("metrics/failures_per_group.log"),
     conda:
         "../envs/fairforge.yaml"
+    params:
+        seed=config["seed"],
     script:
-        "../scripts/concat_tables.py"
+        "../scripts/failures_per_group.py"

@@ -1,6 +1,8 @@
 # The forgery quality card: per-fake measures per dataset and method, how far apart the
 # methods' fakes of the same faces are per dataset, then the card per dataset × method ×
-# group with subject-level intervals, and one figure per method.
+# backend × group with subject-level intervals, and one figure per method. A backend the card
+# compares (forgery.quality.compare_backends) forges the same pairs in its own job, for the
+# card only.
 
 
 rule forgery_quality_fakes:
@@ -25,6 +27,34 @@ rule forgery_quality_fakes:
         identity_per_group=config["forgery"]["quality"]["identity_per_group"],
     script:
         "../scripts/forgery_quality_fakes.py"
+
+
+rule forgery_quality_compared:
+    """The method's faces forged again with another backend, measured like its fakes."""
+    input:
+        sources=result_path("sources"),
+        faces=result_path("faces"),
+        pairs=result_path("pairs"),
+        forgery=result_path("forgery"),
+    output:
+        fakes=result_path("forgery_quality_compared"),
+        images=directory(result_path("forgery_quality_compared_images")),
+    log:
+        log_path("forgery/{dataset}/{method}/quality_{backend}.log"),
+    benchmark:
+        benchmark_path("forgery/{dataset}/{method}/quality_{backend}.tsv")
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(3000),
+        runtime=per_attempt(120),
+    params:
+        options=get_compared_options,
+        seed=config["seed"],
+        results=get_results_root,
+        identity_per_group=config["forgery"]["quality"]["identity_per_group"],
+    script:
+        "../scripts/forgery_quality_compared.py"
 
 
 rule forgery_separation:
@@ -52,6 +82,7 @@ rule forgery_quality:
     input:
         fakes=get_forgery_quality_fakes,
         separation=get_forgery_separations,
+        compared=get_forgery_quality_compared,
     output:
         table=result_path("forgery_quality"),
         figures=expand(result_path("forgery_quality_figure"), method=METHODS),

@@ -1,7 +1,9 @@
 rule sources_listing:
-    """Every source image with its subject, group and split (files not opened yet)."""
+    """Every source image with its subject, group and split (files not opened yet), and the
+    split's report: rows, videos and identities per split, and those two splits share."""
     output:
         result_path("listing"),
+        report=result_path("split_report"),
     log:
         log_path("sources/{dataset}/listing.log"),
     benchmark:

@@ -12,6 +12,7 @@ with logged(snakemake.log[0]):
         p.train_datasets,
         pd.read_csv(i.fairness),
         pd.read_csv(i.detection),
+        p.min_val_auc,
     )
     detectors.to_csv(o.detectors, index=False)
     balanced.to_csv(o.balanced, index=False, float_format="%.6g")

@@ -1,9 +1,10 @@
-"""Crops from any framing: a tightly framed real photograph, its crop's border fill, and the
-share of the crop that lies outside the photo, per row and per group in the report.
+"""Crops from any framing: a tightly framed real photograph, its crop's border fill, the
+share of the crop that lies outside the photo (per row and per group in the report), and the
+margin that never leaves a landmark outside the crop.
 
 The photographs are the Grace Hopper portrait matplotlib ships as sample data and
-scikit-image's astronaut (Eileen Collins), cut around the face box dlib finds in them, as
-UTKFace's chips and FairFace's padded images are cut.
+scikit-image's astronaut (Eileen Collins), cut around the face box dlib finds in them, and
+the astronaut cut as UTKFace cuts its chips (tests/released_cuts.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
-import skimage.data
 from matplotlib import cbook
 
 from fairforge.columns import FACES_COLUMNS
@@ -22,17 +22,23 @@ from fairforge.faces import detect_and_align, detection_rate_by_group, process_f
 from fairforge.faces.align import (
     BORDERS,
     DEFAULT_BORDER,
+    LANDMARK_BAND,
     alignment_matrix,
+    alignment_matrix_5,
     crop_inside,
     crop_matrix,
     fitted_margin,
+    landmark_margin,
     outside_fraction,
     template_points,
+    transform_points,
     warp_crop,
 )
-from fairforge.faces.landmarks import five_from_68
+from fairforge.faces.landmarks import five_from_68, parts_of
+from fairforge.forgery import ForgeryError, create_method
 from fairforge.images import load_image, write_image
 from fairforge.tables import crop_outside_cells
+from released_cuts import RealFace, real_faces, utkface_chip
 
 CROP = 128
 
@@ -127,39 +133,101 @@ def test_faces_rows_and_the_report_give_the_share_per_group(photo, tight, tmp_pa
     assert cells.iloc[0]["near"] == f"{share['tight']:.3f}"
 
 
-def utkface_chip(photo: np.ndarray, scale: float = 1.2, size: int = 200) -> np.ndarray:
-    """A ``size``-px square chip of ``photo`` around its dlib face box enlarged ``scale``
-    times: at 1.2 the default 0.25 margin puts about two thirds of a 128-px crop outside it,
-    as the issue measured on 765 real UTKFace chips (68%)."""
-    x0, y0, x1, y1 = detect_and_align(photo, crop_size=CROP).bbox
-    cx, cy, half = (x0 + x1) / 2, (y0 + y1) / 2, scale * (x1 - x0) / 2
-    cut = photo[int(cy - half) : int(cy + half), int(cx - half) : int(cx + half)]
-    return cv2.resize(np.ascontiguousarray(cut), (size, size), interpolation=cv2.INTER_AREA)
+@pytest.fixture(scope="module")
+def astronaut() -> RealFace:
+    (face,) = real_faces(("astronaut",))
+    return face
 
 
-def test_a_tight_chip_gives_a_crop_of_face_not_padding_by_default():
-    chip = utkface_chip(skimage.data.astronaut())
-    assert DEFAULT_BORDER == "shrink"
+def span(result) -> float:
+    """The width the 68 landmarks span in a crop: the face's scale."""
+    return float(np.ptp(result.landmarks[:, 0]))
+
+
+def inside_band(landmarks: np.ndarray, size: int) -> bool:
+    band = LANDMARK_BAND * size
+    return bool(landmarks.min() >= band - 1e-3 and landmarks.max() <= size - 1 - band + 1e-3)
+
+
+def test_a_tight_chip_keeps_the_face_where_every_other_crop_has_it(astronaut):
+    """By default a UTKFace chip's crop keeps the 0.25 margin, so the face has the scale it has
+    in the roomy photo; two thirds of the crop lie past the chip, filled by its edge, not
+    black. ``shrink`` trades that fill for a larger face, down to the margin that keeps
+    every landmark in the crop."""
+    chip, _ = utkface_chip(astronaut)
+    assert DEFAULT_BORDER == "replicate"
     default = detect_and_align(chip, crop_size=CROP)
     black = detect_and_align(chip, crop_size=CROP, border="constant")
-    assert default.ok and black.ok
-    # With the margin kept, two thirds of the crop is black padding.
-    assert black.outside_fraction > 0.6
+    shrunk = detect_and_align(chip, crop_size=CROP, border="shrink")
+    roomy = detect_and_align(astronaut.photo, crop_size=CROP)
+    assert default.ok and black.ok and shrunk.ok and roomy.outside_fraction == 0.0
+    assert default.outside_fraction > 0.6
     assert black_share(black.crop) == pytest.approx(black.outside_fraction, abs=0.02)
-    # Shrunk to what the chip holds, the crop is mostly the photo (the face and its hair);
-    # what the tight template box still misses above the brows is the edge repeated.
-    assert default.outside_fraction < 0.35
-    assert black_share(default.crop) < 0.02
+    assert black_share(default.crop) < 0.02  # the photo's own black pixels
+    np.testing.assert_array_equal(default.landmarks, black.landmarks)
+    # The face's scale does not depend on how tightly its photo was cut.
+    np.testing.assert_allclose(span(default), span(roomy), rtol=0.05)
+    # Shrunk: less fill, a larger face, and still every landmark inside the crop - at the
+    # margin that puts the outermost one (the chin) at the band's edge.
+    assert shrunk.outside_fraction < default.outside_fraction - 0.1
+    assert span(shrunk) > 1.15 * span(default)
+    assert inside_band(default.landmarks, CROP) and inside_band(shrunk.landmarks, CROP)
+    assert shrunk.landmarks[:, 1].max() == pytest.approx(CROP - 1 - LANDMARK_BAND * CROP, abs=0.01)
+    assert np.argmax(shrunk.landmarks[:, 1]) in range(6, 11)  # a chin point
 
-    # The face is larger in the crop: the 68 landmarks span more of it.
-    def span(result) -> float:
-        return float(np.ptp(result.landmarks[:, 0]))
 
-    assert span(default) > 1.3 * span(black)
-    # The same face in the roomy photo keeps its full margin, with nothing outside.
-    roomy = detect_and_align(skimage.data.astronaut(), crop_size=CROP)
-    assert roomy.outside_fraction == 0.0
-    np.testing.assert_allclose(span(roomy), span(black), rtol=0.1)
+def test_landmark_margin_is_the_smallest_that_keeps_the_face(astronaut):
+    points5 = five_from_68(astronaut.landmarks)
+    need = landmark_margin(astronaut.landmarks, points5, CROP)
+    assert 0.05 < need < 0.25  # the chin needs some margin; the default gives more
+
+    def placed(margin: float) -> np.ndarray:
+        return transform_points(astronaut.landmarks, alignment_matrix_5(points5, CROP, margin))
+
+    assert inside_band(placed(need), CROP) and not inside_band(placed(need - 0.005), CROP)
+    assert inside_band(placed(0.25), CROP)
+    # Shrunk in a photo too tight for any margin (60 px, the five points at its corner), the
+    # crop stops at the margin that keeps the face; the fill borders keep the margin asked
+    # for, even one that cuts the face (a recognition crop).
+    corner = points5.min(0)
+    tight = (60, 60, 3)
+    assert fitted_margin(points5 - corner, tight, CROP, 0.25) == 0.0
+    shrunk = crop_matrix(
+        points5 - corner, tight, CROP, 0.25, "shrink", astronaut.landmarks - corner
+    )
+    np.testing.assert_allclose(shrunk, alignment_matrix_5(points5 - corner, CROP, need))
+    for border in ("replicate", "reflect", "constant"):
+        matrix = crop_matrix(points5, astronaut.photo.shape, CROP, 0.0, border, astronaut.landmarks)
+        np.testing.assert_array_equal(matrix, alignment_matrix_5(points5, CROP, 0.0))
+    # Never above the margin asked for, and a roomy photo's crop keeps it.
+    small = crop_matrix(points5, tight, CROP, 0.02, "shrink", astronaut.landmarks)
+    np.testing.assert_array_equal(small, alignment_matrix_5(points5, CROP, 0.02))
+    roomy = crop_matrix(points5, astronaut.photo.shape, CROP, 0.25, "shrink", astronaut.landmarks)
+    np.testing.assert_array_equal(roomy, alignment_matrix_5(points5, CROP, 0.25))
+
+
+def test_a_face_cut_by_its_crop_is_refused_naming_the_part(astronaut):
+    """A recognition crop (margin 0) cuts the chin; a forgery method refuses it and says
+    which landmarks left the crop, for the source and for the target."""
+    points5 = five_from_68(astronaut.landmarks)
+    matrix = alignment_matrix_5(points5, CROP, 0.0)
+    crop = warp_crop(astronaut.photo, matrix, CROP)
+    cut = transform_points(astronaut.landmarks, matrix)
+    assert cut[:, 1].max() > CROP - 1
+    whole = detect_and_align(astronaut.photo, crop_size=CROP)
+    rng = np.random.default_rng(0)
+    with pytest.raises(
+        ForgeryError, match=r"^source landmarks outside the crop: chin \(points 6-10\)"
+    ):
+        create_method("sbi")(crop, cut, None, None, rng)
+    with pytest.raises(ForgeryError, match=r"^target landmarks outside the crop: .*chin"):
+        create_method("faceswap")(whole.crop, whole.landmarks, crop, cut, rng)
+    assert parts_of([7, 8, 12]) == "chin (points 6-10), jaw right (points 11-16)"
+    assert (
+        parts_of([19, 30, 50])
+        == "brow left (points 17-21), nose (points 27-35), mouth (points 48-67)"
+    )
+    assert parts_of([]) == ""
 
 
 def test_shrink_fits_the_margin_to_the_photo():
@@ -178,7 +246,7 @@ def test_shrink_fits_the_margin_to_the_photo():
     assert not crop_inside(alignment_matrix(landmarks, CROP, m + 0.01), (130, 130, 3), CROP)
     # Nothing fits: the tight template box, the rest filled with the edge.
     assert fitted_margin(five_from_68(landmarks), (90, 90, 3), CROP, 0.25) == 0.0
-    matrix = crop_matrix(five_from_68(landmarks), (90, 90, 3), CROP, 0.25)
+    matrix = crop_matrix(five_from_68(landmarks), (90, 90, 3), CROP, 0.25, "shrink")
     np.testing.assert_array_equal(matrix, alignment_matrix(landmarks, CROP, 0.0))
     assert outside_fraction(matrix, (90, 90, 3), CROP) > 0
     matrix = crop_matrix(five_from_68(landmarks), (90, 90, 3), CROP, 0.25, "constant")

@@ -83,13 +83,13 @@ def _kept(method, faces):
 
 def test_registry():
     assert set(CLASSICAL) <= set(list_methods())
-    assert list_backends("simswap") == ["classical", "onnx"]
+    assert list_backends("simswap") == ["classical", "official", "onnx"]
     with pytest.raises(UnknownName, match="unknown forgery method 'deepfacelab/classical'"):
         create_method("deepfacelab")
     with pytest.raises(UnknownName, match="unknown forgery method 'sbi/onnx'.*simswap/onnx"):
         create_method("sbi", backend="onnx")
     for name in ("faceswap", "simswap", "fastreen", "dualreen", "maskgan"):
-        assert {"classical", "onnx"} <= set(list_backends(name))
+        assert {"classical", "onnx"} <= set(list_backends(name))  # official where released
     with pytest.raises(ValueError, match="no option"):
         create_method("faceswap", blur=3)
     assert create_method("faceswap").replaces_identity

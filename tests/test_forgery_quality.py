@@ -159,7 +159,7 @@ def test_measure_forgeries_on_rendered_faces(rendered):
         ok = card[m].notna()
         assert (card.loc[ok, f"{m}_ci_low"] <= card.loc[ok, m] + 1e-9).all()
         assert (card.loc[ok, m] <= card.loc[ok, f"{m}_ci_high"] + 1e-9).all()
-    assert set(quality_verdicts(card).columns) == {"dataset", "method", "A", "B"}
+    assert set(quality_verdicts(card).columns) == {"dataset", "method", "backend", "A", "B"}
     assert len(quality_view(card)) == 4
 
 
@@ -204,6 +204,7 @@ def _frame(values_by_group, measure="change_energy", per_subject=3):
                 row.update(
                     dataset="d",
                     method="m",
+                    backend="classical",
                     group=group,
                     subject_id=f"{group}{s}",
                     identity_sampled=False,
@@ -233,6 +234,49 @@ def test_card_flags_a_group_that_differs_and_not_equal_groups():
     assert card["n_subjects"].tolist() == [8, 8, 8]
     # The constant measure (redetected: all True) is equal with p = 1.
     assert (card["redetected_p"] == 1.0).all() and (card["redetected"] == 1.0).all()
+
+
+def test_compared_backends_get_their_rows_and_the_same_draws(tmp_path):
+    """forgery.quality.compare_backends: the other backend's fakes make their own rows (no
+    separation: the methods were separated on the forged fakes), bootstrapped with the same
+    subject draws, so equal fakes give equal intervals."""
+    rng = np.random.default_rng(3)
+    values = {g: list(5 + rng.normal(0, 0.5, 6)) for g in "AB"}
+    main, other = _frame(values), _frame(values).assign(backend="official")
+    main.to_parquet(tmp_path / "m.parquet")
+    other.to_parquet(tmp_path / "m.official.parquet")
+    sep = pd.DataFrame(
+        [
+            {"dataset": "d", "method": "m", "other": "n", "group": g, "between": 4.0, "own": 5.0}
+            for g in "AB"
+        ]
+    )
+    sep.to_parquet(tmp_path / "sep.parquet")
+    card = card_from_files(
+        [tmp_path / "m.parquet"],
+        n_boot=100,
+        seed=2,
+        separation=[tmp_path / "sep.parquet"],
+        compared=[tmp_path / "m.official.parquet"],
+    )
+    assert list(card.columns) == card_columns()
+    assert card[["backend", "group"]].values.tolist() == [
+        ["classical", "A"],
+        ["classical", "B"],
+        ["official", "A"],
+        ["official", "B"],
+    ]
+    by_backend = card.set_index(["backend", "group"])
+    assert by_backend.loc[("classical", "A"), "separation"] == pytest.approx(0.8)
+    assert by_backend.loc["official", "separation"].isna().all()
+    assert (by_backend.loc["official", "n_separation"] == 0).all()
+    for col in ("change_energy", "change_energy_ci_low", "change_energy_ci_high"):
+        assert by_backend.loc["official", col].tolist() == by_backend.loc["classical", col].tolist()
+    verdicts = quality_verdicts(card)
+    assert verdicts[["method", "backend"]].values.tolist() == [
+        ["m", "classical"],
+        ["m", "official"],
+    ]
 
 
 def test_gap_closed_is_the_share_of_the_summed_gap():

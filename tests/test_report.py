@@ -16,6 +16,7 @@ from fairforge.tables import (
     balanced_twins,
     detection_table,
     detectors_frame,
+    failure_rates_table,
     fairness_outputs,
     fairness_under_perturbation,
     generalization_table,
@@ -70,6 +71,13 @@ CONFIG = {
     "ranking": {"enabled": True, "dataset": "synthetic"},
 }
 NO_RANKING = {**CONFIG, "ranking": {"enabled": False}}
+# fairness_outputs' keys -> the report's inputs
+FAIRNESS_OUTPUTS = {
+    "table": "fairness",
+    "per_group": "fairness_per_group",
+    "ci": "fairness_ci",
+    "standing": "standing",
+}
 # false-positive exposure per group of each encoder x setting: who the verdict must name
 FP_EXPOSURE = {
     ("dlib_resnet", "reidentification"): (0.30, 0.40, 0.20, 0.10),
@@ -198,13 +206,8 @@ def predictions(detector, variant, split, seed):
     return pd.DataFrame(rows)
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """What the rules write: tables, figures, a forgery manifest and failure counts."""
-    out = tmp_path_factory.mktemp("run") / "results"
-    at = report_inputs(out, ["synthetic"], ["faceswap"])
-    (out / "synthetic" / "forgeries").mkdir(parents=True)
-    preds = pd.concat(
+def all_predictions() -> pd.DataFrame:
+    return pd.concat(
         [
             predictions(d, v, split, seed=i * 2 + (split == "val"))
             for i, (d, v) in enumerate(ACCURACY)
@@ -212,21 +215,22 @@ def results(tmp_path_factory):
         ],
         ignore_index=True,
     )
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """What the rules write: tables, figures, a forgery manifest and failure counts."""
+    out = tmp_path_factory.mktemp("run") / "results"
+    at = report_inputs(out, ["synthetic"], ["faceswap"])
+    (out / "synthetic" / "forgeries").mkdir(parents=True)
+    preds = all_predictions()
     m = CONFIG["metrics"]
     clean = preds.loc[preds["variant"] == "clean"]
     test = clean.loc[clean["split"] == "test"]
     for name, frame in fairness_outputs(
         test, ur_denominator=m["ur_denominator"], bootstrap=m["bootstrap"]
     ).items():
-        frame.to_csv(
-            out
-            / {
-                "table": "fairness_table.csv",
-                "per_group": "fairness_per_group.csv",
-                "ci": "fairness_ci.csv",
-            }[name],
-            index=False,
-        )
+        frame.to_csv(at[FAIRNESS_OUTPUTS[name]], index=False)
     detection = detection_table(preds)
     detection.to_csv(at["detection"], index=False)
     robustness = robustness_table(detection)
@@ -286,20 +290,22 @@ def results(tmp_path_factory):
     per_probe.to_csv(at["exposure_per_probe_group"], index=False)
     ks.to_csv(at["exposure_ks"], index=False)
     write_image(at["exposure_figure"], sheet[::-1])
-    failures = pd.DataFrame(
-        [
-            {
-                "stage": stage,
-                "group": g,
-                "n": 20,
-                "n_failed": k,
-                "failure_rate": k / 20,
-                "reasons": "",
-                "dataset": "synthetic",
-            }
-            for stage in ("sources", "faces", "forgery:faceswap")
-            for k, g in enumerate(GROUPS)
-        ]
+    failures = failure_rates_table(
+        pd.DataFrame(
+            [
+                {
+                    "stage": stage,
+                    "group": g,
+                    "n": 20,
+                    "n_failed": k,
+                    "failure_rate": k / 20,
+                    "reasons": "",
+                    "dataset": "synthetic",
+                }
+                for stage in ("sources", "faces", "forgery:faceswap")
+                for k, g in enumerate(GROUPS)
+            ]
+        )
     )
     failures.to_csv(at["failures"], index=False)
     figures.robustness_figure(
@@ -328,6 +334,7 @@ def quality_fakes():
                 row.update(
                     dataset="synthetic",
                     method="faceswap",
+                    backend="classical",
                     group=g,
                     subject_id=f"{g}_{s}",
                     identity_sampled=k == 0,
@@ -514,7 +521,7 @@ def test_forgery_success_and_face_detection_rates(page):
     assert "forgery examples of synthetic" in page
     # The quality card: tone4's fakes change less, the other groups are equal.
     assert "Forgery quality per group" in text
-    assert "synthetic faceswap equal equal equal differs: change_energy" in text
+    assert "synthetic faceswap classical equal equal equal differs: change_energy" in text
     assert "forgery quality of faceswap" in page
     failures = section(page, "failures")
     assert "Face detection rate per group" in failures
@@ -593,3 +600,83 @@ def test_paired_comparisons_view_with_one_detector_is_empty(tmp_path):
     )
     one.to_csv(tmp_path / "p.csv", index=False)
     assert paired_comparisons(pd.read_csv(tmp_path / "p.csv")).empty
+
+
+def with_an_untrained_detector(results, work, keep):
+    """A copy of ``results`` whose fairness tables hold the ``keep`` detectors and
+    "untrained", trained here to a validation AUC of 0.53 and calling every face fake, and
+    whose faceswap made fakes for 7 of 20 tone2 images."""
+    import shutil
+
+    from fairforge.tables import TrainingRecord
+
+    shutil.copytree(results, work)
+    at = report_inputs(work, ["synthetic"], ["faceswap"])
+    preds = all_predictions()
+    untrained = preds.loc[preds["detector"] == "fair"].assign(detector="untrained")
+    rng = np.random.default_rng(0)
+    untrained["score"] = rng.uniform(0.51, 1.0, len(untrained)).astype(np.float32)
+    preds = pd.concat([preds.loc[preds["detector"].isin(keep)], untrained], ignore_index=True)
+    training = {d: TrainingRecord(0.9, True) for d in keep} | {
+        "untrained": TrainingRecord(0.53, True)
+    }
+    failures = pd.read_csv(at["failures"])
+    faceswap = (failures["stage"] == "forgery:faceswap") & (failures["group"] == "tone2")
+    failures.loc[faceswap, ["n_failed", "failure_rate"]] = [13, 13 / 20]
+    failures = failure_rates_table(
+        failures.drop(columns=["ci_low", "ci_high", "test", "p_value", "p_holm"])
+    )
+    failures.to_csv(at["failures"], index=False)
+    m = CONFIG["metrics"]
+    test = preds.loc[(preds["variant"] == "clean") & (preds["split"] == "test")]
+    out = fairness_outputs(
+        test,
+        ur_denominator=m["ur_denominator"],
+        bootstrap=m["bootstrap"],
+        training=training,
+        failures=failures,
+    )
+    for name, frame in out.items():
+        frame.to_csv(at[FAIRNESS_OUTPUTS[name]], index=False)
+    fairness_under_perturbation(preds, ur_denominator=m["ur_denominator"]).to_csv(
+        at["fairness_under_perturbation"], index=False
+    )
+    pvalue_table(preds, n_perm=200, ur_denominator=m["ur_denominator"]).to_csv(
+        at["pvalues"], index=False
+    )
+    return build_report(report_inputs(work, ["synthetic"], ["faceswap"]), NO_RANKING)
+
+
+UNTRAINED = (
+    "untrained (not trained enough to judge: validation AUC 0.53, under metrics.min_val_auc "
+    "0.7; constant predictions: 100% of real and 100% of fake samples called fake)"
+)
+
+
+def test_an_untrained_detector_is_left_out_of_the_ranking_and_a_short_forgery_named(
+    results, tmp_path
+):
+    page = with_an_untrained_detector(results, tmp_path / "run", ["fair", "fair_sd", "biased"])
+    verdict = section(page, "verdict")
+    assert f"Left out of the ranking, as they cannot be judged: {UNTRAINED}." in verdict
+    # its AADPD is 0, as fair's: ranked, the two would tie
+    assert "the fairest detector is fair: 0 [95% CI 0, 0]; next is fair_sd" in verdict
+    assert "tie" not in verdict and "untrained p=" not in verdict
+    assert (
+        "Forgeries made for under 90% of a group's images: faceswap made fakes for 7 of 20 "
+        "tone2 images (35%); faceswap made fakes for 17 of 20 tone4 images (85%)."
+    ) in verdict  # tone3's 18 of 20 reach the bar
+    assert "synthetic: the failure rate of forgery:faceswap depends on group" in verdict
+    failures = section(page, "failures")
+    assert "failed: tone1 0/20, tone2 13/20, tone3 2/20, tone4 3/20." in failures
+    assert "0.650 (13/20) [0.433, 0.819]" in failures  # Wilson 95%
+    fairness = section(page, "fairness")
+    assert "Which detectors can be judged" in fairness and "called_fake_real" in fairness
+
+
+def test_a_run_whose_only_detector_learned_nothing_ranks_none(results, tmp_path):
+    page = with_an_untrained_detector(results, tmp_path / "run", [])
+    verdict = section(page, "verdict")
+    assert f"No detector can be judged on fairness, so none is ranked: {UNTRAINED}." in verdict
+    assert "Only one detector" not in verdict and "AADPD =" not in verdict
+    assert "not evidence of fairness" in verdict

@@ -135,7 +135,7 @@ def test_group_by_unknown_attribute_is_named(rfw_root: Path):
 
 def test_unknown_adapter_lists_known():
     assert {"rfw", "utkface", "fairface", "diveface", "csv", "synthetic"} <= set(list_adapters())
-    with pytest.raises(UnknownName, match="valid: celebdf, csv, deeperforensics, dfdc, diveface"):
+    with pytest.raises(UnknownName, match="valid: celebdf, celebdf_v1, csv, deeperforensics, dfdc"):
         build_sources("celeba", ".", "x")
 
 
@@ -151,15 +151,19 @@ def test_adapter_names_are_unique():
 def test_every_adapter_is_registered_with_its_hooks():
     assert set(ADAPTERS.names()) == {
         "celebdf",
+        "celebdf_v1",
         "csv",
         "deeperforensics",
         "dfdc",
+        "dftimit",
         "diveface",
         "faceforensics",
         "fairface",
+        "forgerynet",
         "rfw",
         "synthetic",
         "synthetic_video",
+        "uadfv",
         "utkface",
         "vggface2",
         "video",

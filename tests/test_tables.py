@@ -630,3 +630,174 @@ def test_detectors_under_the_auc_bar_are_flagged_not_trained_enough():
 
     assert undertrained(pd.read_csv(io.StringIO(frame.to_csv(index=False)))) == ["b"]
     assert "trained_enough" not in detectors_frame(settings).columns
+
+
+# --------------------------------------------------------------------------- failures, standing
+
+
+def failure_rows(dataset, stage, failed, n=24):
+    return [
+        {
+            "stage": stage,
+            "group": g,
+            "n": n,
+            "n_failed": k,
+            "failure_rate": k / n,
+            "reasons": "",
+            "dataset": dataset,
+        }
+        for g, k in zip(GROUPS, failed)
+    ]
+
+
+def test_failure_rates_get_intervals_and_one_holm_adjusted_test_per_stage():
+    from fairforge.metrics.rates import equal_rates_test, wilson_interval
+    from fairforge.tables.failures import RATE_COLUMNS
+
+    failures = pd.DataFrame(
+        failure_rows("d1", "faces", [0, 1, 0, 0])
+        + failure_rows("d1", "forgery:maskgan", [17, 7, 0, 0])
+        + failure_rows("d2", "faces", [0, 0, 0, 0])
+    )
+    table = tables.failure_rates_table(failures)
+    assert list(table.columns) == [*failures.columns, *RATE_COLUMNS]
+    pd.testing.assert_frame_equal(table[failures.columns], failures)  # rows and values kept
+    low, high = wilson_interval(failures["n_failed"], failures["n"])
+    np.testing.assert_allclose(table["ci_low"], low)
+    np.testing.assert_allclose(table["ci_high"], high)
+    maskgan = table.loc[table["stage"] == "forgery:maskgan"]
+    reference = equal_rates_test([17, 7, 0, 0], [24] * 4)
+    assert set(maskgan["test"]) == {"chi-square"}  # expected counts 6 and 18
+    assert set(maskgan["p_value"]) == {reference.p_value}
+    # Holm over the three (dataset, stage) tests: the smallest p is multiplied by 3
+    assert maskgan["p_holm"].tolist() == pytest.approx([3 * reference.p_value] * 4)
+    faces = table.loc[(table["dataset"] == "d1") & (table["stage"] == "faces")]
+    assert set(faces["test"]) == {"Freeman-Halton exact"}
+    assert faces["p_value"].tolist() == pytest.approx([1.0] * 4)  # every table as likely
+    assert tables.group_dependent_failures(table, 0.05) == [
+        f"d1: the failure rate of forgery:maskgan depends on group (chi-square test, "
+        f"p={reference.p_value:.3g}, Holm-adjusted p={3 * reference.p_value:.3g}); failed: "
+        "g0 17/24, g1 7/24, g2 0/24, g3 0/24."
+    ]
+    assert tables.forgery_shortfalls(failures, 0.9) == {
+        "d1": [
+            "maskgan made fakes for 7 of 24 g0 images (29%)",
+            "maskgan made fakes for 17 of 24 g1 images (71%)",
+        ]
+    }
+    assert tables.forgery_shortfalls(failures, 0.3) == {
+        "d1": ["maskgan made fakes for 7 of 24 g0 images (29%)"]
+    }
+
+
+def constant_predictions(detector, seed=0, called="fake"):
+    """A detector that learned nothing: every sample on one side of the threshold."""
+    preds = predictions((1.0, 1.0, 1.0, 1.0), detector=detector, seed=seed)
+    rng = np.random.default_rng(seed)
+    low, high = (0.51, 1.0) if called == "fake" else (0.0, 0.49)
+    return preds.assign(score=rng.uniform(low, high, len(preds)))
+
+
+def test_an_untrained_detector_keeps_its_numbers_but_every_gap_says_why_it_is_not_judged():
+    from fairforge.tables.standing import NOT_JUDGED_ROWS, TrainingRecord
+
+    preds = pd.concat(
+        [predictions((0.95, 0.9, 0.95, 0.9), detector="good"), constant_predictions("untrained")]
+    )
+    training = {"good": TrainingRecord(0.91, True), "untrained": TrainingRecord(0.53, True)}
+    failures = pd.DataFrame(
+        failure_rows("data", "forgery:faceswap", [0, 17, 0, 0])
+        + failure_rows("data", "faces", [0, 1, 0, 0])
+    )
+    out = tables.fairness_outputs(preds, bootstrap=20, seed=1, training=training, failures=failures)
+    table = out["table"].set_index("metric")
+    # calling every face fake gives every group the same accuracy: the gaps are 0
+    assert table.loc["AADPD", "untrained"] == 0 and table.loc["DPD", "untrained"] == 0
+    why = (
+        "untrained: not trained enough to judge: validation AUC 0.53, under "
+        "metrics.min_val_auc 0.7; constant predictions: 100% of real and 100% of fake "
+        "samples called fake"
+    )
+    note = "faceswap made fakes for 7 of 24 g1 images (29%)"
+    for metric, reason in table["reason"].items():
+        if metric in NOT_JUDGED_ROWS:
+            assert reason == "", metric
+        else:
+            assert reason == f"{why}; {note}", metric  # "good" is judged: no reason of its own
+    ci = out["ci"].set_index(["detector", "metric"])
+    assert ci.loc[("untrained", "AADPD"), "reason"] == f"{why.removeprefix('untrained: ')}; {note}"
+    assert ci.loc[("good", "AADPD"), "reason"] == note
+    standing = out["standing"].set_index("detector")
+    assert standing["judged"].to_dict() == {"good": True, "untrained": False}
+    assert standing.loc["untrained", ["called_fake_real", "called_fake_fake"]].tolist() == [1, 1]
+    assert standing.loc["good", "val_auc"] == 0.91 and standing.loc["good", "reason"] == ""
+    # without training records and failures nothing is added to a judged detector's reasons
+    plain = tables.fairness_outputs(predictions((0.95, 0.9, 0.95, 0.9), detector="good"))
+    assert (plain["table"]["reason"] == "").all() and plain["standing"]["judged"].all()
+
+
+def test_standing_without_a_validation_auc_is_judged_on_the_evaluated_split():
+    from fairforge.tables.standing import TrainingRecord, detector_standing
+
+    chance = predictions((0.5, 0.5, 0.5, 0.5), seed=3)
+    good = predictions((0.95, 0.95, 0.9, 0.9), seed=3)
+    no_val = detector_standing(good, TrainingRecord(float("nan"), True))
+    assert not no_val["judged"]
+    assert no_val["reason"] == (
+        "not trained enough to judge: no validation AUC, its validation split had no real "
+        "or no fake sample"
+    )
+    imported = detector_standing(chance, TrainingRecord(float("nan"), False))
+    auc = roc_auc_score(chance["label"], chance["score"])
+    assert auc < 0.7 and not imported["judged"]
+    assert imported["reason"] == (
+        f"not trained enough to judge: AUC {auc:.3g} on the evaluated split, under "
+        "metrics.min_val_auc 0.7 (imported weights: no validation AUC)"
+    )
+    assert "(scores from a file: no validation AUC)" in detector_standing(chance, None)["reason"]
+    assert detector_standing(good, TrainingRecord(float("nan"), False))["judged"]
+    assert detector_standing(good, None, min_val_auc=0.99)["judged"] is False
+    real = detector_standing(constant_predictions("d", called="real"), None)
+    assert (
+        "constant predictions: 100% of real and 100% of fake samples called real"
+        in (real["reason"])
+    )
+    # mostly fakes, each class called right: not constant, although 19 of 20 are called fake
+    skewed = good.loc[(good["label"] == 1) | (good.groupby("label").cumcount() < 4)]
+    assert detector_standing(skewed, TrainingRecord(0.9, True))["judged"]
+
+
+def test_training_logs_give_the_best_validation_auc_or_say_imported(tmp_path):
+    from fairforge.tables.standing import TrainingRecord
+
+    trained = tmp_path / "models" / "a" / "training_log.csv"
+    trained.parent.mkdir(parents=True)
+    pd.DataFrame({"epoch": [1, 2, 3], "val_auc": [0.55, 0.62, np.nan]}).to_csv(trained, index=False)
+    one_class = tmp_path / "models" / "b" / "training_log.csv"
+    one_class.parent.mkdir(parents=True)
+    pd.DataFrame({"epoch": [1, 2], "val_auc": [np.nan, np.nan]}).to_csv(one_class, index=False)
+    imported = tmp_path / "models" / "c" / "training_log.csv"
+    imported.parent.mkdir(parents=True)
+    imported.write_text("imported,/weights/c.pt\n")  # as scripts/train.py writes it
+    records = tables.training_records([trained, one_class, imported])
+    assert records["a"] == TrainingRecord(0.62, True)
+    assert np.isnan(records["b"].val_auc) and records["b"].trained
+    assert np.isnan(records["c"].val_auc) and not records["c"].trained
+
+
+def test_the_config_defaults_are_the_bars_the_functions_use():
+    import inspect
+
+    from fairforge.config import load_schema, validate_config
+    from fairforge.tables.detectors import TRAINED_ENOUGH_AUC
+    from fairforge.tables.standing import MAX_CONSTANT_SHARE, MIN_FORGERY_SUCCESS
+
+    metrics = load_schema()["properties"]["metrics"]["properties"]
+    assert metrics["min_val_auc"]["default"] == TRAINED_ENOUGH_AUC
+    assert metrics["max_constant_share"]["default"] == MAX_CONSTANT_SHARE
+    assert metrics["min_forgery_success"]["default"] == MIN_FORGERY_SUCCESS
+    # the rule hands the validated metrics block to fairness_outputs as it is
+    config = validate_config({"metrics": {"min_val_auc": 0.6}}, check_references=False)
+    options = tables.fairness_options(config["metrics"])
+    assert options["min_val_auc"] == 0.6 and options["min_forgery_success"] == 0.9
+    assert set(options) <= set(inspect.signature(tables.fairness_outputs).parameters)

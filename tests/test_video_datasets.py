@@ -175,15 +175,31 @@ def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
     assert by_video.loc["Celeb-real_id2_0000", "split"] == "test"
     assert by_video.loc["YouTube-real_00001", "split"] == "test"
     assert by_video.loc["Celeb-real_id0_0000", "split"] == "train"
-    # id3 appears in the test fake id2_id3: its train videos are kept, unusable, with why.
-    assert by_video.loc["Celeb-real_id3_0000", "reason"] == "subject also in the test split"
-    assert not by_video.loc["Celeb-real_id3_0000", "ok"]
+    # The test list as published: id3 is in the test fake id2_id3, and its own video stays
+    # in train (Celeb-DF's protocol is not subject-disjoint).
+    assert by_video.loc["Celeb-real_id3_0000", ["split", "ok"]].tolist() == ["train", True]
     bad = by_video.loc["Celeb-synthesis_id9_0001"]
     assert not bad["ok"] and "unexpected Celeb-synthesis name" in bad["reason"]
     ok = df[df["ok"]]
-    check_subject_disjoint(ok)
     assert (ok.groupby("video_id").size() == 2).all()
     assert get_adapter("celebdf").imported_methods("cd", {}) == ["Celeb-synthesis"]
+    # Asked to be subject-disjoint, id3's training video is kept, unusable, with why.
+    strict = build_sources(
+        "celebdf",
+        out,
+        "cd",
+        split={"official": True, "subject_disjoint": True},
+        folder=str(cd),
+        frames_per_video=2,
+    ).drop_duplicates("video_id")
+    id3 = strict.set_index("video_id").loc["Celeb-real_id3_0000"]
+    assert (id3["ok"], id3["reason"]) == (False, "subject also in the test split")
+    check_subject_disjoint(strict[strict["ok"]])
+    (cd / "other_list.txt").write_text("1 Celeb-real/id7_0000.mp4\n")
+    with pytest.raises(SourceError, match="names none of the"):
+        build_sources(
+            "celebdf", out, "cd", split="official", folder=str(cd), test_list="other_list.txt"
+        )
 
 
 # ----------------------------------------------------------- the four video datasets, run

@@ -1,5 +1,6 @@
 """The workflow, run for real by Snakemake on the tiny config."""
 
+import html
 import shutil
 
 import numpy as np
@@ -108,6 +109,48 @@ def test_frame_variant_reruns_face_detection(tiny_run):
         assert set(preds["sample_id"]) == set(crops.loc[crops["ok"], "sample_id"])
         assert (preds["variant"] == "gaussian_blur@7~frame").all()
     assert "Face detection on degraded frames" in (results / "report.html").read_text()
+
+
+def test_an_untrained_detector_is_not_presented_as_fair(tiny_run):
+    """One epoch leaves the tiny run's meso4 near chance (its own training log says so): its
+    gaps keep their values but every one names why it cannot be judged, and the verdict
+    ranks no detector. The failure table carries intervals and tests, and a forgery method
+    that made fakes for under 90% of a group's images is named with its counts."""
+    from fairforge.tables.failures import RATE_COLUMNS
+    from fairforge.tables.standing import NOT_JUDGED_ROWS
+
+    results = tiny_run / "results"
+    best = pd.read_csv(results / "models/meso4/training_log.csv")["val_auc"].max()
+    assert best < 0.7, "the premise: one epoch on a few dozen crops learns nothing"
+    why = f"not trained enough to judge: validation AUC {best:.3g}, under metrics.min_val_auc 0.7"
+    standing = pd.read_csv(results / "fairness_standing.csv")
+    assert set(standing["dataset"]) == {"synthetic", "clips"}
+    assert not standing["judged"].any() and standing["reason"].str.startswith(why).all()
+    table = pd.read_csv(results / "fairness_table.csv", keep_default_na=False)
+    gaps = table["metric"].map(lambda m: m not in NOT_JUDGED_ROWS)
+    assert table.loc[gaps, "reason"].str.contains(f"meso4: {why}", regex=False).all()
+    assert (table.loc[~gaps, "reason"] == "").all()
+    ci = pd.read_csv(results / "fairness_ci.csv", keep_default_na=False)
+    ci_gaps = ci["metric"].map(lambda m: m not in NOT_JUDGED_ROWS)
+    assert ci.loc[ci_gaps, "reason"].str.startswith(why).all()
+    page = (results / "report.html").read_text()
+    verdict = page[page.index('<section id="verdict">') : page.index('<section id="run">')]
+    assert "No detector can be judged on fairness, so none is ranked: meso4" in verdict
+    assert "Only one detector" not in verdict
+
+    failures = pd.read_csv(results / "failures_per_group.csv")
+    assert list(failures.columns[-len(RATE_COLUMNS) :]) == RATE_COLUMNS
+    assert (failures["ci_low"] <= failures["failure_rate"]).all()
+    assert (failures["failure_rate"] <= failures["ci_high"]).all()
+    per_stage = failures.groupby(["dataset", "stage"])[["p_value", "p_holm"]].nunique()
+    assert (per_stage <= 1).all().all()  # one test per dataset and stage
+    forged = failures.loc[failures["stage"].str.startswith("forgery:")]
+    for row in forged.loc[(forged["n"] - forged["n_failed"]) < 0.9 * forged["n"]].itertuples():
+        made = row.n - row.n_failed
+        said = f"{row.stage[8:]} made fakes for {made} of {row.n} {row.group} images"
+        assert said in html.unescape(verdict), said
+        in_dataset = (table["dataset"] == row.dataset) & gaps
+        assert table.loc[in_dataset, "reason"].str.contains(said, regex=False).all(), said
 
 
 def test_nothing_left_to_do(repo_root, tiny_run):

@@ -5,6 +5,7 @@ fairforge metrics  --predictions P.parquet --out detection.csv
 fairforge faces    --sources sources.parquet --root DIR --results results --out faces.parquet
 fairforge forge    --method faceswap --faces faces.parquet --pairs pairs.parquet --results results --out fakes.parquet
 fairforge predict  --checkpoint model.pt --samples samples.parquet --results results --out preds.parquet
+fairforge convert-release simswap-arcface arcface_checkpoint.tar arcface.pth
 """
 
 from __future__ import annotations
@@ -146,6 +147,14 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_convert_release(args) -> int:
+    from fairforge.forgery.releases import convert_release
+
+    summary = convert_release(args.release, args.src, args.dst)
+    print(f"{args.release}: {summary}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fairforge", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -227,6 +236,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser(
+        "convert-release",
+        help="convert a released pickled model to the state dict an official backend reads",
+    )
+    p.add_argument(
+        "release", help="which release (fairforge.forgery.releases.CONVERSIONS): simswap-arcface"
+    )
+    p.add_argument("src", help="the file as released")
+    p.add_argument("dst", help="the state dict to write (weights_only)")
+    p.set_defaults(func=cmd_convert_release)
     return parser
 
 

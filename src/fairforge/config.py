@@ -17,6 +17,7 @@ import fairforge.video  # noqa: F401  (the video adapters register when it is im
 from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.faces.landmarks import LANDMARKERS
 from fairforge.forgery import FORGERY_METHODS, method_key
+from fairforge.forgery.base import check_method_options
 from fairforge.perturb.augment import AUGMENTATIONS
 from fairforge.recipes import RECIPES
 from fairforge.registry import Registry, UnknownName
@@ -117,16 +118,21 @@ def _check_registered_names(config: dict) -> None:
     for name, dataset in config["datasets"].items():
         _check_name(ADAPTERS, dataset["adapter"], f"datasets.{name}.adapter")
     backends = config["forgery"]["backends"]
+    compared = config["forgery"]["quality"]["compare_backends"]
+    extra = sorted(set(compared) - set(config["forgery"]["methods"]))
+    if extra:
+        raise ConfigError(
+            f"config: forgery.quality.compare_backends: {extra} not in forgery.methods"
+        )
     for method in config["forgery"]["methods"]:
-        backend = backends.get(method, "classical")
-        key = method_key(method, backend)
-        _check_name(FORGERY_METHODS, key, f"forgery.methods: {method}")
-        if FORGERY_METHODS.get(key).release_files:
-            # an official backend's weights are checked before any job is planned
-            try:
-                FORGERY_METHODS.get(key).check_options(config["forgery"]["options"].get(method, {}))
-            except (ValueError, FileNotFoundError) as err:
-                raise ConfigError(f"config: forgery.options.{method}: {err}") from None
+        used = list(dict.fromkeys([backends.get(method, "classical"), *compared.get(method, [])]))
+        for backend in used:
+            _check_name(FORGERY_METHODS, method_key(method, backend), f"forgery.methods: {method}")
+        # unknown options, and an official backend's weights, before any job is planned
+        try:
+            check_method_options(method, used, config["forgery"]["options"].get(method, {}))
+        except (ValueError, FileNotFoundError) as err:
+            raise ConfigError(f"config: forgery.options.{method}: {err}") from None
     _check_name(RECIPES, config["training"]["recipe"], "training.recipe")
     if "augment" in config["training"]:
         _check_name(AUGMENTATIONS, config["training"]["augment"], "training.augment")

@@ -15,6 +15,7 @@ RESULTS = "results"
 OUTPUTS = {
     # sources
     "listing": "{results}/{dataset}/listing.parquet",
+    "split_report": "{results}/{dataset}/split_report.csv",
     "sources_shard": "{results}/{dataset}/sources/shard_{shard}.parquet",
     "sources": "{results}/{dataset}/sources.parquet",
     # faces
@@ -40,6 +41,10 @@ OUTPUTS = {
     "train_copy_images": "{results}/{dataset}/train_copies/{method}",
     # forgery quality: per-fake measures, then the card over datasets, methods and groups
     "forgery_quality_fakes": "{results}/{dataset}/forgery_quality/{method}.parquet",
+    # ... of the same faces forged with another backend of the method, for the card only
+    # (forgery.quality.compare_backends), and those fakes
+    "forgery_quality_compared": "{results}/{dataset}/forgery_quality/{backend}/{method}.parquet",
+    "forgery_quality_compared_images": "{results}/{dataset}/forgery_quality/{backend}/{method}",
     # per two methods keeping the same image, how far apart their fakes of one face are
     "forgery_separation": "{results}/{dataset}/forgery_separation.parquet",
     "forgery_quality": "{results}/forgery_quality.csv",
@@ -73,6 +78,8 @@ OUTPUTS = {
     "fairness_table": "{results}/fairness_table.csv",
     "fairness_per_group": "{results}/fairness_per_group.csv",
     "fairness_ci": "{results}/fairness_ci.csv",
+    # per dataset x detector: whether its fairness numbers can be judged, and why not
+    "fairness_standing": "{results}/fairness_standing.csv",
     "fairness_pvalues": "{results}/fairness_pvalues.csv",
     "fairness_under_perturbation": "{results}/fairness_under_perturbation.csv",
     "grayscale_table": "{results}/grayscale_table.csv",
@@ -124,6 +131,7 @@ REPORT_TABLES = {
     "detection": "detection_table",
     "fairness": "fairness_table",
     "fairness_ci": "fairness_ci",
+    "standing": "fairness_standing",
     "fairness_per_group": "fairness_per_group",
     "pvalues": "fairness_pvalues",
     "robustness": "robustness_table",

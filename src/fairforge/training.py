@@ -144,7 +144,22 @@ def training_sets(samples: pd.DataFrame, cfg: TrainConfig) -> tuple[pd.DataFrame
     val = frames_per_video(
         training_frame(samples, "val", cfg.train_methods), cfg.frames_train, cfg.seed
     )
+    if val.empty:
+        raise ValueError(no_validation(samples, cfg))
     return train, val
+
+
+def no_validation(samples: pd.DataFrame, cfg: TrainConfig) -> str:
+    """Why a detector cannot train: its datasets give no validation samples, so the best
+    epoch (by validation AUC) could not be told and only the first would ever be kept."""
+    datasets = sorted(samples["dataset"].unique()) if "dataset" in samples.columns else []
+    per_split = samples.groupby("split").size().to_dict() if "split" in samples.columns else {}
+    return (
+        f"{cfg.arch}: no validation samples of methods {['real', *cfg.train_methods]} in "
+        f"dataset(s) {datasets} (samples per split: {per_split}); give each training "
+        "dataset a val split in datasets.<name>.split: a val fraction, or split.val_from_train "
+        "for an official or listed split, e.g. {official: true, val_from_train: 0.2}"
+    )
 
 
 def frames_per_video(frame: pd.DataFrame, frames: int | None, seed: int) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fairforge.faces.align import face_fraction
+from fairforge.forgery.base import backend_options
 from fairforge.paths import RESULTS, result_path
 from fairforge.perturb import (
     RANDOM,
@@ -68,6 +69,29 @@ def dataset_methods(config: dict, name: str) -> list[str]:
     if choice is False:
         return []
     return [m for m in methods if m in choice]
+
+
+def forgery_backend(config: dict, method: str) -> str:
+    """The backend that forges ``method``'s fakes (``forgery.backends``, else classical)."""
+    return config["forgery"]["backends"].get(method, "classical")
+
+
+def forgery_options(config: dict, method: str, backend: str) -> dict:
+    """The options of ``method`` that ``backend`` takes (``forgery.options.<method>`` holds
+    those of every backend the run uses for it)."""
+    return backend_options(method, backend, config["forgery"]["options"].get(method, {}))
+
+
+def quality_comparisons(config: dict, dataset: str) -> list[tuple[str, str]]:
+    """``(method, backend)`` of every backend the quality card compares on ``dataset``
+    (``forgery.quality.compare_backends``) besides the one that forges the method's fakes."""
+    compared = config["forgery"]["quality"]["compare_backends"]
+    return [
+        (method, backend)
+        for method in dataset_methods(config, dataset)
+        for backend in dict.fromkeys(compared.get(method, []))
+        if backend != forgery_backend(config, method)
+    ]
 
 
 def detector_settings(config: dict, name: str) -> dict:

@@ -63,18 +63,26 @@ def transform_points(points: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return pts @ matrix[:, :2].T + matrix[:, 2]
 
 
-# How a crop is framed and filled where its margin reaches past the photo: ``shrink`` lowers
-# the margin to what the photo holds (down to none, the tight template box) and repeats the
-# edge pixels over whatever still lies outside; the others keep the margin and fill with the
-# edge pixels repeated, the photo mirrored (without repeating its edge), or black.
+# How a crop is framed and filled where its margin reaches past the photo: ``replicate``,
+# ``reflect`` and ``constant`` keep the margin (every face at the same place and scale, however
+# the photo was framed) and fill with the edge pixels repeated, the photo mirrored (without
+# repeating its edge), or black; ``shrink`` lowers the margin toward what the photo holds,
+# but never below the margin that keeps every landmark in the crop (:func:`landmark_margin`;
+# the face is then larger in the crop the tighter its photo), and repeats the edge over the
+# rest.
 BORDERS = {
     "shrink": cv2.BORDER_REPLICATE,
     "replicate": cv2.BORDER_REPLICATE,
     "reflect": cv2.BORDER_REFLECT_101,
     "constant": cv2.BORDER_CONSTANT,
 }
-# A tight photo (UTKFace's chips, FairFace's 0.25 padding) gives a crop of face, not padding.
-DEFAULT_BORDER = "shrink"
+# One geometry for every photo, as DeepfakeBench's preprocessing (FairFD §5.1's training data)
+# aligns every face to one template and scale and pads past the frame; shrinking made the
+# face's scale, and whether its chin stayed in the crop, depend on the dataset's framing.
+DEFAULT_BORDER = "replicate"
+# Landmarks must lie this share of the crop side inside its edges: the forgery methods'
+# masks grow and feather a few pixels around the face's outline.
+LANDMARK_BAND = 0.02
 
 
 def warp_crop(
@@ -177,17 +185,43 @@ def fitted_margin(
     return lo
 
 
+def landmark_margin(
+    landmarks: np.ndarray, points5: np.ndarray, crop_size: int, band: float = LANDMARK_BAND
+) -> float:
+    """The smallest margin (0 or more) at which every one of ``landmarks`` (image pixels)
+    lies at least ``band`` times ``crop_size`` inside the edges of the crop aligned on
+    ``points5``.
+
+    A larger margin only scales the crop about its centre (the template's points move
+    toward it), so a point at ``c0`` in the crop of margin 0 lies at
+    ``(c0 + m S) / (1 + 2 m)`` at margin ``m`` (crop side ``S``): each bound solves for ``m``.
+    """
+    size = float(crop_size)
+    lo = max(band * size, 0.5)
+    hi = size - 1.0 - lo
+    c0 = transform_points(landmarks, alignment_matrix_5(points5, crop_size, 0.0))
+    need = np.concatenate([(lo - c0) / (size - 2.0 * lo), (c0 - hi) / (2.0 * hi - size)])
+    return max(0.0, float(need.max()))
+
+
 def crop_matrix(
     points5: np.ndarray,
     image_shape: tuple[int, ...],
     crop_size: int,
     margin: float,
     border: str = DEFAULT_BORDER,
+    landmarks: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The alignment matrix of a crop framed as ``border`` says: ``shrink`` fits the margin to
-    the photo (:func:`fitted_margin`), the other borders keep ``margin``."""
+    """The alignment matrix of a crop framed as ``border`` says: the fill borders keep
+    ``margin``; ``shrink`` fits it to the photo (:func:`fitted_margin`), and, given the face's
+    68 ``landmarks`` (image pixels), no lower than the margin that keeps all of them in the
+    crop (:func:`landmark_margin`; never above ``margin``): a forgery method needs the whole
+    face, and a tight photo must not cut its chin."""
     if border not in BORDERS:
         raise ValueError(f"unknown border {border!r}; expected one of {sorted(BORDERS)}")
     if border == "shrink":
-        margin = fitted_margin(points5, image_shape, crop_size, margin)
+        fitted = fitted_margin(points5, image_shape, crop_size, margin)
+        if landmarks is not None:
+            fitted = max(fitted, landmark_margin(landmarks, points5, crop_size))
+        margin = min(fitted, margin)
     return alignment_matrix_5(points5, crop_size, margin)

@@ -33,6 +33,32 @@ FIVE_POINT_NAMES = ("left_eye", "right_eye", "nose_tip", "mouth_left", "mouth_ri
 LEFT_EYE, RIGHT_EYE = slice(36, 42), slice(42, 48)
 NOSE_TIP, MOUTH_LEFT, MOUTH_RIGHT = 30, 48, 54
 
+# The 68 points by face part (first and last index), left and right as image sides (dlib's
+# point 0 is at the image's left): what a message names when points leave a crop.
+PARTS = (
+    ("jaw left", 0, 5),
+    ("chin", 6, 10),
+    ("jaw right", 11, 16),
+    ("brow left", 17, 21),
+    ("brow right", 22, 26),
+    ("nose", 27, 35),
+    ("eye left", 36, 41),
+    ("eye right", 42, 47),
+    ("mouth", 48, 67),
+)
+
+
+def parts_of(indices) -> str:
+    """The face parts that hold any of the 68-point ``indices``, each with its point range:
+    ``[7, 8, 12]`` -> ``'chin (points 6-10), jaw right (points 11-16)'``."""
+    chosen = {int(i) for i in np.asarray(indices).ravel()}
+    return ", ".join(
+        f"{name} (points {first}-{last})"
+        for name, first, last in PARTS
+        if chosen & set(range(first, last + 1))
+    )
+
+
 # insightface 2d106 index of each iBUG point, in iBUG order.
 MAP_2D106_TO_68 = np.array(
     # jaw (17)

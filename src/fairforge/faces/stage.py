@@ -85,9 +85,10 @@ def detect_and_align(
     """Detect faces, keep the largest, find its 68 landmarks with the backend registered as
     ``landmarks`` and align it by its five points to a ``crop_size`` square crop, framed and
     filled as ``border`` says where the margin reaches past the image
-    (:data:`fairforge.faces.align.BORDERS`: ``shrink``, the default, fits the margin to the
-    photo). ``models`` says where the backends find their files (without it, ``models_dir`` is
-    dlib's folder)."""
+    (:data:`fairforge.faces.align.BORDERS`: ``replicate``, the default, keeps the margin and
+    repeats the photo's edge; ``shrink`` fits the margin to the photo, never below the one
+    that keeps the 68 landmarks in the crop). ``models`` says where the backends find their
+    files (without it, ``models_dir`` is dlib's folder)."""
     name = detector_name(detector)
     models = models if models is not None else FaceModels(dlib_dir=models_dir)
     img = as_rgb(image_rgb)
@@ -104,7 +105,7 @@ def detect_and_align(
         return FaceResult(False, f"landmarks failed ({err})", name, n_faces=len(faces))
     points5 = alignment_points(points, face)
     try:
-        matrix = crop_matrix(points5, img.shape, crop_size, margin, border)
+        matrix = crop_matrix(points5, img.shape, crop_size, margin, border, points)
     except ValueError as err:
         return FaceResult(False, f"alignment failed ({err})", name, n_faces=len(faces))
     crop = warp_crop(img, matrix, crop_size, border)

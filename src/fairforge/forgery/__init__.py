@@ -10,18 +10,22 @@ head pose and expression), ``maskgan`` (part editing of the source), ``sbi`` (th
 blended with an augmented copy of itself; :func:`online_blend` draws fresh blends for a
 training loop), ``xray`` (another identity's face, nearest in landmarks, blended into the
 source), ``fwa`` (the source's face shrunk, blurred and warped back: face-warping
-artefacts).
+artefacts). Backends: ``classical`` (learning-free), ``onnx`` (a user's model,
+:mod:`.learned`), ``official`` (the authors' released network: :mod:`.simswap_official`).
 """
 
 from . import (  # noqa: F401  (registers)
     blend,
+    dualreen_official,
     faceswap,
+    fastreen_official,
     fwa,
     learned,
     maskgan,
     maskgan_official,
     reenact,
     simswap,
+    simswap_official,
 )
 from .base import (
     FORGERY_METHODS,

@@ -26,6 +26,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from fairforge.faces.landmarks import parts_of
 from fairforge.registry import Registry
 
 from .releases import ReleaseFile, check_release_files
@@ -201,6 +202,29 @@ def list_backends(name: str) -> list[str]:
     )
 
 
+def backend_options(name: str, backend: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``options`` (a config's ``forgery.options.<name>``) that ``name``'s
+    ``backend`` takes: a method compared across backends (``forgery.quality.compare_backends``)
+    holds the options of each in one block."""
+    defaults = FORGERY_METHODS.get(method_key(name, backend)).defaults
+    return {k: v for k, v in options.items() if k in defaults}
+
+
+def check_method_options(name: str, backends, options: dict[str, Any]) -> None:
+    """Check ``options`` of method ``name`` run with ``backends`` (the first its forgery's,
+    the others the quality card's): every option belongs to one of them, and each backend's
+    release files exist (:meth:`ForgeryMethod.check_options`)."""
+    classes = [FORGERY_METHODS.get(method_key(name, b)) for b in backends]
+    known = set().union(*(cls.defaults for cls in classes))
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(
+            f"{name} ({', '.join(backends)}) has no option(s) {unknown}; options: {sorted(known)}"
+        )
+    for backend, cls in zip(backends, classes):
+        cls.check_options(backend_options(name, backend, options))
+
+
 def create_method(name: str, backend: str = "classical", **options: Any) -> ForgeryMethod:
     """Build method ``name`` with ``backend``; an unknown pair raises
     :class:`~fairforge.registry.UnknownName`, which lists the ``method/backend`` pairs."""
@@ -241,13 +265,12 @@ def check_face(img: np.ndarray, lm: Any, role: str) -> tuple[np.ndarray, np.ndar
     if not np.isfinite(lm).all():
         raise ForgeryError(f"{role} landmarks are not finite")
     h, w = img.shape[:2]
-    if (
-        (lm[:, 0] < 0).any()
-        or (lm[:, 1] < 0).any()
-        or (lm[:, 0] > w - 1).any()
-        or (lm[:, 1] > h - 1).any()
-    ):
-        raise ForgeryError(f"{role} landmarks outside the crop")
+    outside = (lm[:, 0] < 0) | (lm[:, 1] < 0) | (lm[:, 0] > w - 1) | (lm[:, 1] > h - 1)
+    if outside.any():
+        # Named by face part, so a failure table shows what the crop cut (e.g. the chin).
+        raise ForgeryError(
+            f"{role} landmarks outside the crop: {parts_of(np.flatnonzero(outside))}"
+        )
     hull_area = float(cv2.contourArea(cv2.convexHull(lm.astype(np.float32))))
     # A face smaller than ~2% of the crop side between the eyes cannot be warped sensibly.
     if interocular(lm) < 0.02 * min(h, w) or hull_area < 0.002 * h * w:

@@ -110,6 +110,9 @@ class FaceWarpingArtefacts(ForgeryMethod):
     backend = "classical"
     kept = "source"
     needs_target = False
+    # Scale, kernel and region are drawn: a face with little fine detail (an upscaled photo)
+    # may show no artefact at one draw and a visible one at the next, as SBI's blends do.
+    random = True
     defaults = {
         "scale_range": (0.25, 0.6),  # the face is shrunk to this fraction of its size
         "kernels": BLUR_KERNELS,  # Gaussian kernel sizes, pixels

@@ -9,6 +9,7 @@ module imports no torch: planning stays light.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,3 +47,19 @@ def check_release_files(method: str, backend: str, files, options: dict) -> dict
             )
         found[spec.option] = str(value)
     return found
+
+
+# Releases that fairforge cannot read as published (a whole pickled model), converted once,
+# offline, to a weights-only state dict: name -> (module, function(src, dst) -> summary),
+# run by ``python -m fairforge convert-release NAME IN OUT``. The module is imported only then.
+CONVERSIONS = {
+    "simswap-arcface": ("fairforge.forgery.nets.arcface", "convert_release"),
+}
+
+
+def convert_release(name: str, src: str | Path, dst: str | Path) -> dict:
+    """Run the conversion ``name`` of :data:`CONVERSIONS` from ``src`` to ``dst``."""
+    if name not in CONVERSIONS:
+        raise ValueError(f"no conversion {name!r}; conversions: {sorted(CONVERSIONS)}")
+    module, function = CONVERSIONS[name]
+    return getattr(importlib.import_module(module), function)(src, dst)

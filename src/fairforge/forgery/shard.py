@@ -253,12 +253,24 @@ def read_forgery_shard(
 ) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
     """The shard's image ids, their pairs rows, and the faces of them and of their targets
     (which may lie in any shard) with subject, group and split: what one forgery job uses,
-    read alone, so its memory follows the shard, not the dataset. For a ``method`` whose
-    target is the nearest face (:func:`target_choice`), every real face is read: the
-    candidates are the whole group."""
+    read alone, so its memory follows the shard, not the dataset."""
     # The shard's real images: a labelled dataset's own fakes are no forgery's source.
     rows = read_shard(sources, shard, shard_size, ["image_id", *columns_in(sources, ["label"])])
     ids = real_only(rows)["image_id"].tolist()
+    return ids, *read_forgery_inputs(sources, faces, pairs, ids, method, backend)
+
+
+def read_forgery_inputs(
+    sources: str | Path,
+    faces: str | Path,
+    pairs: str | Path,
+    ids: list[str],
+    method: str | None = None,
+    backend: str = "classical",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The pairs rows of source images ``ids`` and the faces of them and of their targets,
+    with subject, group and split. For a ``method`` whose target is the nearest face
+    (:func:`target_choice`), every real face is read: the candidates are the whole group."""
     shard_pairs = read_ids(pairs, ids, PAIR_INPUTS, contract="pairs")
     wanted = sorted({*ids, *shard_pairs["target_image_id"].dropna()})
     if method is not None and target_choice(method, backend) == "nearest":
@@ -270,4 +282,4 @@ def read_forgery_shard(
         read_ids(sources, wanted, SOURCE_META, contract="sources"),
         read_ids(faces, wanted, FACE_INPUTS, contract="faces"),
     )
-    return ids, shard_pairs, shard_faces
+    return shard_pairs, shard_faces

@@ -1,4 +1,4 @@
-"""Metrics as plain functions over arrays and prediction frames (docs/metrics.md sections 2-5, 8).
+"""Metrics as plain functions over arrays and prediction frames (docs/metrics.md sections 2-5, 8, 11).
 
 - :mod:`.detection`: AUC, ACC, AP, EER, frame and video level.
 - :mod:`.fairness`: FairFD accuracy-matrix metrics (naive, AA, UR) and textbook pooled metrics;
@@ -6,6 +6,8 @@
 - :mod:`.uncertainty`: subject-level bootstrap intervals and permutation p-values.
 - :mod:`.thresholds`: per-group thresholds fitted on validation data.
 - :mod:`.multiplicity`: Holm's adjustment of p-values.
+- :mod:`.rates`: the Wilson interval of a rate and the test of equal rates across groups
+  (section 11).
 - :mod:`.exposure`: visibility and exposure of groups in face rankings.
 """
 

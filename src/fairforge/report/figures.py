@@ -329,20 +329,24 @@ def efficiency_figure(
 
 
 def forgery_quality_figure(card: pd.DataFrame, method: str, path: str | Path) -> Path:
-    """One method's quality card: a panel per measure (rows: datasets), per group the mean
-    and its subject-bootstrap interval; a group that differs is drawn red, and each panel's
-    title gives the Kruskal–Wallis p-value and whether the groups' fakes are equal."""
+    """One method's quality card: a panel per measure (rows: datasets, and backends where
+    the card compares them), per group the mean and its subject-bootstrap interval; a group
+    that differs is drawn red, and each panel's title gives the Kruskal–Wallis p-value and
+    whether the groups' fakes are equal."""
     rows = card.loc[card["method"] == method]
     if rows.empty:
         return _message(path, f"no fakes of {method} were measured")
-    datasets = sorted(rows["dataset"].unique())
+    panels = sorted(set(zip(rows["dataset"], rows["backend"])))
+    compared = rows["backend"].nunique() > 1
     measures = list(CARD_MEASURES)
     per_row = 4
-    lines = -(-len(measures) // per_row)  # panel rows per dataset
-    fig, axes = _grid(len(datasets) * lines, per_row, width=2.8, height=2.4)
+    lines = -(-len(measures) // per_row)  # panel rows per dataset (and backend)
+    fig, axes = _grid(len(panels) * lines, per_row, width=2.8, height=2.4)
     verdicts = []
-    for r, dataset in enumerate(datasets):
-        part = rows.loc[rows["dataset"] == dataset].sort_values("group")
+    for r, (dataset_name, backend) in enumerate(panels):
+        part = rows.loc[(rows["dataset"] == dataset_name) & (rows["backend"] == backend)]
+        part = part.sort_values("group")
+        dataset = f"{dataset_name} ({backend})" if compared else dataset_name
         x = np.arange(len(part))
         for c, measure in enumerate(measures):
             ax = axes[r * lines + c // per_row, c % per_row]

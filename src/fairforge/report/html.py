@@ -38,6 +38,7 @@ from fairforge.report.views import (
 from fairforge.sources import get_adapter
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC, undertrained
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
+from fairforge.tables.failures import group_dependent_failures
 from fairforge.tables.fairness import dropped_resamples_note
 from fairforge.tables.forgeries import (
     crop_outside_cells,
@@ -45,6 +46,7 @@ from fairforge.tables.forgeries import (
     forgery_success_table,
 )
 from fairforge.tables.forgery_quality import quality_verdicts, quality_view
+from fairforge.tables.standing import MIN_FORGERY_SUCCESS
 from fairforge.tables.variants import GRAYSCALE, sorted_variants, split_variants
 
 SYNTHETIC_NOTE = (
@@ -102,13 +104,13 @@ def _section(anchor: str, title: str, *parts: str) -> str:
     )
 
 
-def _undertrained_line(detectors: pd.DataFrame) -> str:
+def _undertrained_line(detectors: pd.DataFrame, min_val_auc: float) -> str:
     """A warning naming the detectors whose validation AUC stayed under the bar."""
     names = undertrained(detectors)
     if not names:
         return ""
     return _p(
-        f"Not trained enough to judge (best validation AUC under {TRAINED_ENOUGH_AUC}): "
+        f"Not trained enough to judge (best validation AUC under {min_val_auc:g}): "
         + ", ".join(names)
         + ". Their detection, robustness and fairness numbers describe a near-random "
         "classifier, not the architecture."
@@ -139,7 +141,7 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
         table_html(datasets),
         "<h3>Detectors</h3>",
         table_html(detectors),
-        _undertrained_line(detectors),
+        _undertrained_line(detectors, m.get("min_val_auc", TRAINED_ENOUGH_AUC)),
         "<h3>Forgeries and the backend that made them</h3>",
         table_html(backend_table(forgeries)),
         "<h3>Test-time variants</h3>",
@@ -190,6 +192,7 @@ def _detection_section(detection: pd.DataFrame, paths: Mapping) -> str:
 
 def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
     per_group = read_input(paths, "fairness_per_group")
+    standing = read_input(paths, "standing")
     undefined = undefined_metrics_lines(fairness)
     dropped = dropped_resamples_note(ci) if ci is not None else ""
     return _section(
@@ -204,6 +207,9 @@ def _fairness_section(paths: Mapping, fairness, ci, pvalues) -> str:
         *[_p("Undefined or partial: " + line, "warn") for line in undefined],
         _p(dropped, "warn" if "Warning" in dropped else "note") if dropped else "",
         table_html(fairness_with_uncertainty(fairness, ci, pvalues)),
+        "<h3>Which detectors can be judged</h3>",
+        caption_html("fairness_standing"),
+        table_html(standing),
         "<h3>Accuracy per approach and group</h3>",
         caption_html("per_group"),
         table_html(per_group_accuracy(per_group)),
@@ -328,12 +334,30 @@ def _generalization_section(generalization: pd.DataFrame) -> str:
     )
 
 
+def _group_dependence_lines(failures: pd.DataFrame) -> list[str]:
+    """The stages whose failure rate depends on group, or a note that none does."""
+    if failures.empty or "p_holm" not in failures.columns:
+        return []
+    lines = group_dependent_failures(failures, ALPHA)
+    if lines:
+        return [_p(line, "warn") for line in lines]
+    tested = failures.drop_duplicates(["dataset", "stage"])["p_holm"].notna().sum()
+    return [
+        _p(
+            f"No stage's failure rate depends on group (Holm-adjusted p >= {ALPHA} in each "
+            f"of the {tested} tests).",
+            "note",
+        )
+    ]
+
+
 def _failures_section(paths: Mapping, failures: pd.DataFrame) -> str:
     rates = face_detection_rates(paths.get("face_detection_rates", []))
     return _section(
         "failures",
         "Face-detection and forgery failures per group",
         caption_html("failures"),
+        *_group_dependence_lines(failures),
         table_html(failure_summary(failures)),
         figure_html(paths["failures_figure"], "failure rates per group"),
         "<h3>Face detection rate per group</h3>",
@@ -527,7 +551,18 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         for d in config.get("datasets", {}).values()
         if "adapter" in d
     )
-    verdict_lines = verdict(fairness, ci, pvalues, fup, ur)
+    verdict_lines = verdict(
+        fairness,
+        ci,
+        pvalues,
+        fup,
+        ur,
+        standing=read_input(paths, "standing"),
+        failures=read_input(paths, "failures"),
+        min_forgery_success=config.get("metrics", {}).get(
+            "min_forgery_success", MIN_FORGERY_SUCCESS
+        ),
+    )
     ranking = ranking_enabled(config)
     if ranking:
         verdict_lines += exposure_verdict(read_input(paths, "exposure_table"))

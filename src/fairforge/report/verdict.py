@@ -2,8 +2,11 @@
 sure that is (subject-bootstrap intervals by test inversion; paired subject-level
 comparisons of the detectors' gaps and permutation tests against chance, judged on
 Holm-adjusted p-values), whether the ranking holds under every test-time variant, and which
-group a face ranking exposes most. Pure functions from tables to plain sentences; the page
-escapes and lays them out. No sentence rests on whether two intervals overlap."""
+group a face ranking exposes most. Detectors that cannot be judged (not trained enough,
+constant predictions: ``fairness_standing.csv``) are named and left out of the ranking, and
+forgery methods that made fakes for too few of a group's images are named with the counts.
+Pure functions from tables to plain sentences; the page escapes and lays them out. No
+sentence rests on whether two intervals overlap."""
 
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ from fairforge.perturb import CLEAN
 from fairforge.report.text import format_number
 from fairforge.report.views import detector_columns
 from fairforge.tables.exposure import most_exposed_groups
+from fairforge.tables.failures import forgery_shortfalls, group_dependent_failures
 from fairforge.tables.fairness import VERDICT_METRICS
+from fairforge.tables.standing import MIN_FORGERY_SUCCESS, left_out
 from fairforge.tables.variants import sorted_variants
 
 # A Holm-adjusted p-value below this is reported as significant.
@@ -103,22 +108,60 @@ def _fairest(values: pd.Series) -> list[str]:
     return sorted(finite.index[np.isclose(finite.to_numpy(float), best, rtol=0, atol=1e-12)])
 
 
+def _standing_lines(
+    prefix: str, out: dict[str, str], n_detectors: int, shortfalls: list[str], bar: float
+) -> list[str]:
+    """Which detectors are left out of the ranking and why; which forgeries fell short."""
+    lines = []
+    if out:
+        said = "; ".join(f"{d} ({why})" for d, why in out.items())
+        if len(out) == n_detectors:
+            lines.append(
+                f"{prefix}No detector can be judged on fairness, so none is ranked: {said}. "
+                "Their gaps (in the tables, with this reason) are not evidence of fairness: "
+                "a detector that calls every face fake, or real, has no gap."
+            )
+        else:
+            lines.append(f"{prefix}Left out of the ranking, as they cannot be judged: {said}.")
+    if shortfalls:
+        lines.append(
+            f"{prefix}Forgeries made for under {bar:.0%} of a group's images: "
+            + "; ".join(shortfalls)
+            + ". Every gap of this dataset is measured on the fakes that were made and says "
+            "nothing about the faces left without one."
+        )
+    return lines
+
+
 def verdict(
     fairness: pd.DataFrame,
     ci: pd.DataFrame | None,
     pvalues: pd.DataFrame | None,
     fup: pd.DataFrame | None,
     ur_denominator: str,
+    standing: pd.DataFrame | None = None,
+    failures: pd.DataFrame | None = None,
+    min_forgery_success: float = MIN_FORGERY_SUCCESS,
 ) -> list[str]:
-    """Sentences a reader of the report alone can act on: which detector is fairest by each
-    verdict metric, how sure that is (paired comparisons and permutation tests, judged on
-    Holm-adjusted p-values), and under which test-time variants the fairest detector
-    changes."""
+    """Sentences a reader of the report alone can act on: which detectors cannot be judged
+    (``standing``: ``fairness_standing.csv``) and which forgeries fell short for a group
+    (``failures``: ``failures_per_group.csv``, methods under ``min_forgery_success``), which
+    of the others is fairest by each verdict metric, how sure that is (paired comparisons
+    and permutation tests, judged on Holm-adjusted p-values), under which test-time variants
+    the fairest detector changes, and which pipeline stages fail some group more often."""
     lines = []
-    detectors = detector_columns(fairness)
+    all_detectors = detector_columns(fairness)
+    shortfalls = forgery_shortfalls(failures, min_forgery_success) if failures is not None else {}
     for dataset, table in fairness.groupby("dataset", sort=True):
         table = table.set_index("metric")
         prefix = f"{dataset}: " if fairness["dataset"].nunique() > 1 else ""
+        out = {d: why for d, why in left_out(standing, dataset).items() if d in all_detectors}
+        lines += _standing_lines(
+            prefix, out, len(all_detectors), shortfalls.get(str(dataset), []), min_forgery_success
+        )
+        detectors = [d for d in all_detectors if d not in out]
+        if not detectors:
+            continue
         for base in VERDICT_METRICS:
             metric = _metric_name(base, ur_denominator)
             if metric not in table.index:
@@ -132,7 +175,8 @@ def verdict(
             described = {d: _with_ci(values[d], *low_high[d]) for d in detectors}
             if len(detectors) == 1:
                 d = detectors[0]
-                text = f"{prefix}Only one detector, {d}: {metric} = {described[d]}."
+                which = "Only one detector can be judged" if out else "Only one detector"
+                text = f"{prefix}{which}, {d}: {metric} = {described[d]}."
             elif len(fairest) > 1:
                 text = (
                     f"{prefix}By {metric} (lower is fairer) {', '.join(fairest)} tie at "
@@ -187,7 +231,12 @@ def verdict(
                     f"permutation test)? " + "; ".join(significance) + "."
                 )
             pairs = _tests(pvalues, "paired")
-            pairs = pairs.loc[(pairs["dataset"] == dataset) & (pairs["metric"] == metric)]
+            pairs = pairs.loc[
+                (pairs["dataset"] == dataset)
+                & (pairs["metric"] == metric)
+                & pairs["detector"].isin(detectors)
+                & pairs["detector_b"].isin(detectors)
+            ]
             if len(detectors) > 2 and len(pairs):
                 significant = [
                     f"{r.detector} vs {r.detector_b}"
@@ -204,9 +253,10 @@ def verdict(
                     )
                 )
             if fup is not None and not fup.empty and len(detectors) > 1 and metric in fup.columns:
-                lines.append(
-                    prefix + _ranking_changes(fup.loc[fup["dataset"] == dataset], metric, fairest)
-                )
+                ranked = fup.loc[(fup["dataset"] == dataset) & fup["detector"].isin(detectors)]
+                lines.append(prefix + _ranking_changes(ranked, metric, fairest))
+    if failures is not None:
+        lines += group_dependent_failures(failures, ALPHA)
     return lines
 
 

@@ -38,21 +38,41 @@ def backend_table(paths: Iterable[str | Path]) -> pd.DataFrame:
 
 
 def failure_summary(failures: pd.DataFrame) -> pd.DataFrame:
-    """Rows dataset x stage, one column per group: "rate (failed/n)"."""
+    """Rows dataset x stage, one column per group: "rate (failed/n)", with its 95% interval
+    "[low, high]" and, after the groups, the test of equal rates with its raw and
+    Holm-adjusted p-values where the table has them (``failures_per_group.csv``)."""
     if failures.empty:
         return failures
     frame = failures.assign(dataset=failures["dataset"] if "dataset" in failures else "data")
+    none = pd.Series(np.nan, index=frame.index)  # a table written before the intervals
     frame = frame.assign(
         cell=[
-            f"{r:.3f} ({f}/{n})"
-            for r, f, n in zip(frame["failure_rate"], frame["n_failed"], frame["n"])
+            f"{r:.3f} ({f}/{n})" + (f" [{lo:.3f}, {hi:.3f}]" if pd.notna(lo) else "")
+            for r, f, n, lo, hi in zip(
+                frame["failure_rate"],
+                frame["n_failed"],
+                frame["n"],
+                frame.get("ci_low", none),
+                frame.get("ci_high", none),
+            )
         ]
     )
     wide = frame.pivot_table(
         index=["dataset", "stage"], columns="group", values="cell", aggfunc="first", sort=False
     )
     wide.columns.name = None
-    return wide.reset_index()
+    wide = wide.reset_index()
+    if "p_holm" not in frame.columns:
+        return wide
+    tests = frame.drop_duplicates(["dataset", "stage"])[
+        ["dataset", "stage", "test", "p_value", "p_holm"]
+    ]
+    tests = tests.assign(
+        test=tests["test"].fillna(""),
+        p_value=tests["p_value"].map(lambda p: f"{p:.3g}" if pd.notna(p) else "–"),
+        p_holm=tests["p_holm"].map(lambda p: f"{p:.3g}" if pd.notna(p) else "–"),
+    ).rename(columns={"test": "test of equal rates", "p_value": "p", "p_holm": "Holm p"})
+    return wide.merge(tests, on=["dataset", "stage"], how="left")
 
 
 def per_group_accuracy(per_group: pd.DataFrame) -> pd.DataFrame:

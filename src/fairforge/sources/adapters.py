@@ -29,6 +29,7 @@ from fairforge.sources.base import (
     require_columns,
     subdirs,
 )
+from fairforge.sources.split import assign_subject_splits
 from fairforge.sources.synthetic import (
     render_listed,
     synthetic_listing,
@@ -224,12 +225,27 @@ def diveface_group(folder_name: str) -> dict[str, str] | None:
     return None
 
 
+# DiveFace's own split (Exposure §4, Data Preparation): "the original authors divided the
+# entire data set into two sets, a training set and a test set, containing 70% and 30% of
+# the identities". The release ships no list of them, so it is drawn by identity, per group.
+DIVEFACE_SPLIT = {"train": 0.7, "test": 0.3}
+
+
 @ADAPTERS.register("diveface")
 class DiveFace(SourceAdapter):
     """DiveFace: ``{root}/{Group}/{subject}/*.jpg`` (also ``{root}/4K_120/{Group}/...``)
-    with the six group folders mapped to race and gender as documented above."""
+    with the six group folders mapped to race and gender as documented above.
+    ``split: official`` is the dataset's 70/30 train/test split by identity
+    (:data:`DIVEFACE_SPLIT`), drawn from the run's seed within each of the six groups."""
 
     default_group_by = ("race", "gender")
+
+    def official_split(
+        self, listing: pd.DataFrame, root: Path, *, seed: int = 0, **options
+    ) -> pd.Series:
+        groups = listing["attributes"].map(lambda a: f"{a['race']}_{a['gender']}")
+        mapping = assign_subject_splits(listing["subject_id"], groups, DIVEFACE_SPLIT, seed)
+        return listing["subject_id"].astype(str).map(mapping).astype(object)
 
     def list(self, root: Path, *, seed: int = 0) -> pd.DataFrame:
         base = root

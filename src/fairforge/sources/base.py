@@ -46,6 +46,10 @@ class SourceAdapter:
     writes_images: ClassVar[bool] = False
     # Its faces are invented by the renderer, not photographs of people (the report says so).
     synthetic: ClassVar[bool] = False
+    # Whether the dataset's own split (split: official) keeps every identity in one split;
+    # a dataset that defines it otherwise (Celeb-DF's test list) says so, and the split is
+    # then taken as published unless the config asks for split.subject_disjoint.
+    official_subject_disjoint: ClassVar[bool] = True
 
     def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
         """The folder that the listed paths are relative to."""
@@ -74,7 +78,9 @@ class SourceAdapter:
 
     def official_split(self, listing: pd.DataFrame, root: Path, **options) -> pd.Series:
         """The dataset's own split of ``listing`` ('train', 'val', 'test', or '' for a row it
-        does not place), for ``split: official``; adapters of datasets without one refuse."""
+        does not place), for ``split: official`` (``options``: the listing options, and the
+        run's ``seed`` for a split the dataset defines by shares); adapters of datasets without
+        one refuse."""
         raise SourceError(
             f"adapter {type(self).__name__} has no official split; give fractions, "
             "test_only or split files"

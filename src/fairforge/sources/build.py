@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +32,14 @@ from fairforge.sources.base import (
     require_columns,
 )
 from fairforge.sources.split import (
-    OFFICIAL,
+    SplitError,
+    SplitSpec,
+    carve_val,
     check_subject_disjoint,
-    fractions_of,
     listed_split,
     most_frames,
+    parse_split,
+    ratio_frames,
     read_split_files,
     split_rows,
     thin_frames,
@@ -117,12 +121,14 @@ def list_sources(
     label the image. :func:`inspect_sources` adds what the files say, shard by shard.
 
     ``split`` (the dataset's own ``split:``, over ``split_fractions``, the global one) is
-    fractions, ``'test_only'``, ``'official'`` (the adapter's) or split files
-    (:func:`~fairforge.sources.split.fractions_of`; also a ratio ``'14:1:1'``). A video
-    adapter's ``frames_per_video`` may be given per split (``{train: 14, val: 1, test: 1}``:
+    fractions, ``'test_only'``, ``'official'`` (the adapter's) or split files, with the
+    options of :func:`~fairforge.sources.split.parse_split` (``subject_disjoint``,
+    ``val_from_train``, ``frame_ratio``; also a ratio ``'14:1:1'``). A video adapter's
+    ``frames_per_video`` may be given per split (``{train: 14, val: 1, test: 1}``:
     :func:`~fairforge.sources.split.thin_frames`). Fractions split by subject, keeping the
-    identities of a fake together; a listed split is made subject-disjoint, and a row it
-    cannot place keeps ``ok=False`` with the reason. A labelled dataset's
+    identities of a fake together (by video where not subject-disjoint); a listed split is
+    made subject-disjoint unless the spec or the dataset's own definition says otherwise
+    (:func:`resolved_split`), and a row it cannot place keeps ``ok=False`` with the reason. A labelled dataset's
     :data:`LABEL_COLUMNS` are carried; a row whose label and method disagree is ``ok=False``.
     """
     source = get_adapter(adapter)
@@ -132,10 +138,15 @@ def list_sources(
     group_by = list(group_by) if group_by else list(source.default_group_by)
     if split is None:
         split = dict(split_fractions) if split_fractions is not None else dict(DEFAULT_SPLIT)
-    fractions = fractions_of(split)
+    spec = resolved_split(adapter, split)
     # Frames per video per split: the adapter samples the most, the split then thins them.
     per_split = adapter_options.get("frames_per_video")
     if isinstance(per_split, Mapping):
+        if spec.frame_ratio is not None:
+            raise SplitError(
+                "give frames_per_video per split or split.frame_ratio, not both: the ratio "
+                "sets the frames per video of each split"
+            )
         adapter_options = {**adapter_options, "frames_per_video": most_frames(per_split, 0)}
 
     listing = source.list(root, seed=seed, **adapter_options)
@@ -165,33 +176,58 @@ def list_sources(
     )
     for column in labels:
         df[column] = listing[column].to_numpy()
+    for column in VIDEO_SOURCE_COLUMNS:
+        if column in listing.columns:
+            df[column] = listing[column].to_numpy()
     reasons = listing["reason"].astype(str).to_numpy(object)
     rows = np.full(len(df), "", dtype=object)
+    disjoint = bool(spec.subject_disjoint)
     if labelled.any():
         part = df[labelled]
-        if fractions is not None:
-            rows[labelled] = split_rows(part, fractions, seed).to_numpy(object)
+        if spec.fractions is not None:
+            rows[labelled] = split_rows(part, spec.fractions, seed, disjoint).to_numpy(object)
         else:
-            if split == OFFICIAL:
-                given = source.official_split(listing[labelled], root, **adapter_options)
+            if spec.official:
+                options = {**adapter_options, "seed": seed}
+                given = source.official_split(listing[labelled], root, **options)
             else:
-                subjects = read_split_files(split, image_root(root))
+                subjects = read_split_files(spec.listed, image_root(root))
                 given = part["subject_id"].map(subjects)
-            placed, why = listed_split(part, pd.Series(np.asarray(given, dtype=object)))
+            placed, why = listed_split(part, pd.Series(np.asarray(given, dtype=object)), disjoint)
+            placed = carve_val(part, placed.to_numpy(object), spec.val_from_train, seed, disjoint)
             rows[labelled] = placed.to_numpy(object)
             reasons[labelled] = np.asarray(why, dtype=object)
             labelled = labelled & (rows != "")
     df["split"] = rows
     df["ok"] = labelled
     df["reason"] = reasons
-    for column in VIDEO_SOURCE_COLUMNS:
-        if column in listing.columns:
-            df[column] = listing[column].to_numpy()
-    # Whatever the split's form, no identity is in two splits (the error names them).
-    check_subject_disjoint(df[df["ok"]])
-    if isinstance(per_split, Mapping) and set(VIDEO_FRAME_COLUMNS) <= set(df.columns):
-        df = thin_frames(df, per_split)
+    # Columns in the order the manifest has always had them: labels, then the video's.
+    df = df[
+        [c for c in df.columns if c not in VIDEO_SOURCE_COLUMNS]
+        + [c for c in VIDEO_SOURCE_COLUMNS if c in df.columns]
+    ]
+    if disjoint:
+        # No identity is in two splits, whatever the split's form (the error names them).
+        check_subject_disjoint(df[df["ok"]])
+    if set(VIDEO_FRAME_COLUMNS) <= set(df.columns):
+        if spec.frame_ratio is not None:
+            per_split = ratio_frames(df, spec.frame_ratio)
+        if isinstance(per_split, Mapping):
+            df = thin_frames(df, per_split)
+    elif spec.frame_ratio is not None:
+        raise SplitError(f"split.frame_ratio is for videos; adapter {adapter!r} lists images")
     return df.sort_values("image_id", kind="mergesort").reset_index(drop=True)
+
+
+def resolved_split(adapter: str, split: object) -> SplitSpec:
+    """A dataset's split spec read (:func:`~fairforge.sources.split.parse_split`), with
+    ``subject_disjoint`` resolved: as asked, else the adapter's own definition for its
+    official split (Celeb-DF's is not subject-disjoint), else true."""
+    spec = parse_split(split)
+    if spec.subject_disjoint is not None:
+        return spec
+    official = spec.official and not get_adapter(adapter).official_subject_disjoint
+    return replace(spec, subject_disjoint=not official)
 
 
 def check_labels(listing: pd.DataFrame) -> pd.DataFrame:

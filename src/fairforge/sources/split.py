@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -241,23 +242,108 @@ def ratio_fractions(spec: str) -> dict[str, float] | None:
     return check_fractions({s: p / sum(parts) for s, p in zip(SPLITS, parts)})
 
 
+# Keys of a mapping split spec that tune how a split is made rather than say what it is.
+SPLIT_OPTIONS = ("subject_disjoint", "val_from_train", "frame_ratio")
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """A dataset's ``split:`` read: ``fractions`` (by subject, or by video where
+    ``subject_disjoint`` is false), or a ``listed`` split (``'official'``: the adapter's own;
+    or ``{file: ..}`` / ``{files: ..}``), with its options: ``subject_disjoint`` (None: the
+    adapter's own definition for ``official``, else true), ``val_from_train`` (the share of
+    the train part's subjects, or videos, moved to val) and ``frame_ratio`` (train:val:test
+    shares of all frames, the per-video frame counts following from it)."""
+
+    fractions: dict[str, float] | None = None
+    listed: object = None
+    subject_disjoint: bool | None = None
+    val_from_train: float = 0.0
+    frame_ratio: dict[str, float] | None = None
+
+    @property
+    def official(self) -> bool:
+        return self.listed == OFFICIAL
+
+
+def _ratio_of(value, key: str) -> dict[str, float]:
+    """``'14:1:1'`` or ``{train: 14, val: 1, test: 1}`` as shares that sum to 1."""
+    if isinstance(value, str) and (ratio := ratio_fractions(value)) is not None:
+        return ratio
+    if isinstance(value, Mapping):
+        try:
+            parts = {s: float(value.get(s, 0)) for s in value}
+        except (TypeError, ValueError):
+            parts = {}
+        total = sum(parts.values())
+        if parts and total > 0 and all(v >= 0 for v in parts.values()):
+            return check_fractions({s: v / total for s, v in parts.items()})
+    raise SplitError(
+        f"split.{key} {value!r}: expected a ratio 'train:val:test' such as '14:1:1', or "
+        "{train: 14, val: 1, test: 1}"
+    )
+
+
+def parse_split(spec) -> SplitSpec:
+    """Read a split spec (:class:`SplitSpec`): fractions ``{train, val, test}``, a ratio
+    ``'14:1:1'``, ``test_only``, ``official``, ``{file: ..}`` or ``{files: ..}``; a mapping
+    form may add :data:`SPLIT_OPTIONS`, and ``{official: true, ..}`` is the official split with
+    options. Raises :class:`SplitError` naming what is wrong."""
+    if isinstance(spec, SplitSpec):
+        return spec
+    options: dict = {}
+    if isinstance(spec, Mapping):
+        options = {k: spec[k] for k in SPLIT_OPTIONS if k in spec}
+        spec = {k: v for k, v in spec.items() if k not in SPLIT_OPTIONS}
+        if "official" in spec:
+            if spec != {"official": True}:
+                raise SplitError(
+                    f"split {dict(spec)!r}: `official: true` takes only the options "
+                    f"{list(SPLIT_OPTIONS)}"
+                )
+            spec = OFFICIAL
+    if spec == TEST_ONLY:
+        fractions, listed = {"train": 0.0, "val": 0.0, "test": 1.0}, None
+    elif spec == OFFICIAL:
+        fractions, listed = None, OFFICIAL
+    elif isinstance(spec, str) and (ratio := ratio_fractions(spec)) is not None:
+        fractions, listed = ratio, None
+    elif isinstance(spec, Mapping) and {"file", "files"} & set(spec):
+        fractions, listed = None, dict(spec)
+    elif isinstance(spec, Mapping) and spec:
+        fractions, listed = check_fractions(spec), None
+    else:
+        raise SplitError(
+            f"split {spec!r}: expected fractions {{train, val, test}}, a ratio 'train:val:test' "
+            f"such as '14:1:1', {TEST_ONLY!r}, {OFFICIAL!r} (or {{official: true}}), "
+            "{file: subjects.csv} or {files: {train: .., val: .., test: ..}}"
+        )
+    disjoint = options.get("subject_disjoint")
+    if disjoint is not None and not isinstance(disjoint, bool):
+        raise SplitError(f"split.subject_disjoint must be true or false, got {disjoint!r}")
+    share = options.get("val_from_train", 0.0)
+    if not isinstance(share, (int, float)) or isinstance(share, bool) or not 0 <= share < 1:
+        raise SplitError(f"split.val_from_train must be a share in [0, 1), got {share!r}")
+    if share and listed is None:
+        raise SplitError(
+            "split.val_from_train carves val out of an official or listed split's train part; "
+            "with fractions, give val its own fraction"
+        )
+    ratio = options.get("frame_ratio")
+    return SplitSpec(
+        fractions=fractions,
+        listed=listed,
+        subject_disjoint=disjoint,
+        val_from_train=float(share),
+        frame_ratio=None if ratio is None else _ratio_of(ratio, "frame_ratio"),
+    )
+
+
 def fractions_of(spec) -> dict[str, float] | None:
     """The fractions a split spec gives (``test_only`` is all test, ``'14:1:1'`` a
     train:val:test ratio), or None for a spec that lists subjects (``official``, ``file``,
     ``files``)."""
-    if spec == TEST_ONLY:
-        return {"train": 0.0, "val": 0.0, "test": 1.0}
-    if isinstance(spec, str) and (ratio := ratio_fractions(spec)) is not None:
-        return ratio
-    if isinstance(spec, Mapping) and not ({"file", "files"} & set(spec)):
-        return check_fractions(spec)
-    if spec == OFFICIAL or (isinstance(spec, Mapping) and {"file", "files"} & set(spec)):
-        return None
-    raise SplitError(
-        f"split {spec!r}: expected fractions {{train, val, test}}, a ratio 'train:val:test' "
-        f"such as '14:1:1', {TEST_ONLY!r}, "
-        f"{OFFICIAL!r}, {{file: subjects.csv}} or {{files: {{train: .., val: .., test: ..}}}}"
-    )
+    return parse_split(spec).fractions
 
 
 def _flatten(value) -> list[str]:
@@ -302,21 +388,67 @@ def read_split_files(spec: Mapping, base: Path) -> dict[str, str]:
     return mapping
 
 
-def listed_split(df: pd.DataFrame, split: pd.Series) -> tuple[pd.Series, list[str]]:
-    """A split given per row (an official list, a split file) made subject-disjoint
-    (:func:`drop_overlaps`); rows it leaves without a split get the reason."""
+def listed_split(
+    df: pd.DataFrame, split: pd.Series, subject_disjoint: bool = True
+) -> tuple[pd.Series, list[str]]:
+    """A split given per row (an official list, a split file), made subject-disjoint
+    (:func:`drop_overlaps`) unless ``subject_disjoint`` is false (the list as given: Celeb-DF's
+    test list shows identities its training videos show too); rows it leaves without a split
+    get the reason."""
     missing = split.astype(object).fillna("").astype(str) == ""
-    split, reasons = drop_overlaps(split, df)
+    if subject_disjoint:
+        split, reasons = drop_overlaps(split, df)
+    else:
+        split, reasons = split.astype(object).fillna("").astype(str), [""] * len(split)
     reasons = [NOT_IN_SPLIT if m and not r else r for m, r in zip(missing, reasons)]
     return split, reasons
 
 
-def split_rows(df: pd.DataFrame, fractions: Mapping[str, float], seed: int) -> pd.Series:
+def split_units(df: pd.DataFrame, subject_disjoint: bool = True) -> pd.Series:
+    """What a split keeps together: the identities a fake links (:func:`linked_subjects`),
+    or, where the split need not be subject-disjoint, each video (each image of a dataset
+    of images): a video-level split such as the Benchmark's (Table 1)."""
+    if subject_disjoint:
+        return linked_subjects(df)
+    units = df["image_id"].astype(str)
+    if "video_id" in df.columns:
+        videos = df["video_id"]
+        units = videos.where(videos.notna() & (videos.astype(str) != ""), units).astype(str)
+    return units.astype(object)
+
+
+def split_rows(
+    df: pd.DataFrame, fractions: Mapping[str, float], seed: int, subject_disjoint: bool = True
+) -> pd.Series:
     """Fractions split by subject where identities a fake links (:func:`linked_subjects`) go
-    together; checked subject-disjoint."""
-    keyed = df.assign(subject_id=linked_subjects(df))
+    together, checked subject-disjoint; by video (:func:`split_units`) where
+    ``subject_disjoint`` is false."""
+    keyed = df.assign(subject_id=split_units(df, subject_disjoint))
     split = split_by_subject(keyed, fractions, seed)
-    check_subject_disjoint(df.assign(split=split))
+    if subject_disjoint:
+        check_subject_disjoint(df.assign(split=split))
+    return split
+
+
+def carve_val(
+    df: pd.DataFrame, split: pd.Series, share: float, seed: int, subject_disjoint: bool = True
+) -> pd.Series:
+    """``split`` with ``share`` of its train part moved to val: by subject (the identities a
+    fake links go together) or, where the split need not be subject-disjoint, by video;
+    stratified by group as fractions are (Assessment §5.1: Celeb-DF's rows off its test list,
+    80% train and 20% val)."""
+    split = pd.Series(np.asarray(split, dtype=object), index=df.index)
+    train = (split == "train").to_numpy()
+    if not share or not train.any():
+        return split
+    part = df[train]
+    units = split_units(part, subject_disjoint)
+    fractions = {"train": 1.0 - share, "val": share}
+    try:
+        mapping = assign_subject_splits(units, part["group"], fractions, seed)
+    except SplitError as err:
+        raise SplitError(f"split.val_from_train {share:g}: {err}") from None
+    split[train] = units.map(mapping).to_numpy(object)
     return split
 
 
@@ -364,3 +496,55 @@ def thin_frames(df: pd.DataFrame, per_split: Mapping[str, int]) -> pd.DataFrame:
         chosen = set(even_positions(len(order), int(per_split[s])))
         keep[[p for i, p in enumerate(order) if i not in chosen]] = False
     return df.loc[keep]
+
+
+def ratio_frames(df: pd.DataFrame, ratio: Mapping[str, float]) -> dict[str, int]:
+    """Frames to keep per video in each split so that the splits' frame totals follow
+    ``ratio`` (Benchmark §3.1.1: frames extracted from the split videos at a frame-level
+    ratio of 14:1:1): a split with fewer videos for its share keeps more frames of each, at
+    most as many as were sampled per video, at least one. Videos are counted among the
+    usable rows with a frame."""
+    usable = df[df["ok"].to_numpy(bool) & (df["frame_index"].to_numpy() >= 0)]
+    if usable.empty:
+        return {}
+    most = int(usable.groupby("video_id").size().max())
+    videos = usable.drop_duplicates("video_id")["split"].value_counts()
+    need = {s: ratio[s] / videos[s] for s in SPLITS if ratio.get(s, 0) > 0 and videos.get(s, 0)}
+    top = max(need.values(), default=0.0)
+    return {s: max(1, int(round(most * w / top))) for s, w in need.items()}
+
+
+def split_report(df: pd.DataFrame, dataset: str, subject_disjoint: bool) -> pd.DataFrame:
+    """One row per split of a sources listing (and ``none``: rows left without a split):
+    its rows, usable rows, videos, identities shown, fakes, the identities it shares with
+    another split (none where the split is subject-disjoint) and whether it was asked to be.
+    Written next to the listing, so that a protocol that voids rows or shares identities is
+    seen, not guessed."""
+    usable = df["ok"].to_numpy(bool) & (df["split"].astype(str) != "").to_numpy()
+    shows = row_subjects(df)
+    seen: dict[str, set[str]] = {}
+    for subjects, split, ok in zip(shows, df["split"].astype(str), usable):
+        if ok:
+            for x in subjects:
+                seen.setdefault(x, set()).add(split)
+    rows = []
+    for name in (*SPLITS, ""):
+        mine = (df["split"].astype(str) == name).to_numpy()
+        ok = mine & usable
+        identities = set().union(*(shows[i] for i in np.flatnonzero(ok))) if ok.any() else set()
+        videos = df.loc[mine, "video_id"].nunique() if "video_id" in df.columns else 0
+        fakes = int((df.loc[ok, "label"] == 1).sum()) if "label" in df.columns else 0
+        rows.append(
+            {
+                "dataset": dataset,
+                "split": name or "none",
+                "subject_disjoint": bool(subject_disjoint),
+                "rows": int(mine.sum()),
+                "usable": int(ok.sum()),
+                "videos": int(videos),
+                "subjects": len(identities),
+                "fake": fakes,
+                "shared_subjects": sum(1 for x in identities if len(seen[x]) > 1),
+            }
+        )
+    return pd.DataFrame(rows)

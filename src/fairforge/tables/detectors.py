@@ -17,7 +17,8 @@ from fairforge.perturb import CLEAN
 RUNTIME_SETTINGS = ("threads", "device", "num_workers")
 #: The generalization table's mean rows and column.
 AVERAGE = "average"
-#: A detector whose best validation AUC stays under this is not trained enough to judge.
+#: A detector whose best validation AUC stays under this is not trained enough to judge (the
+#: default of the config's ``metrics.min_val_auc``; docs/metrics.md section 11).
 TRAINED_ENOUGH_AUC = 0.7
 
 
@@ -101,11 +102,13 @@ DETECTOR_COLUMNS = [
 
 
 def detectors_frame(
-    settings: Mapping[str, Mapping], val_aucs: Mapping[str, float] | None = None
+    settings: Mapping[str, Mapping],
+    val_aucs: Mapping[str, float] | None = None,
+    min_val_auc: float = TRAINED_ENOUGH_AUC,
 ) -> pd.DataFrame:
     """One row per detector: what trained it, and the detector it is the SDAug or balanced
     twin of (empty when none); with ``val_aucs``, its best validation AUC and whether it is
-    ``trained_enough`` to judge (AUC >= :data:`TRAINED_ENOUGH_AUC`; empty when unknown)."""
+    ``trained_enough`` to judge (AUC >= ``min_val_auc``; empty when unknown)."""
     sdaug = {t: b for b, t in sdaug_twins(settings)}
     balanced = {t: b for b, t in balanced_twins(settings)}
     rows = []
@@ -120,7 +123,7 @@ def detectors_frame(
         if val_aucs is not None:
             value = float(val_aucs.get(name, float("nan")))
             row["val_auc"] = value
-            row["trained_enough"] = "" if value != value else bool(value >= TRAINED_ENOUGH_AUC)
+            row["trained_enough"] = "" if value != value else bool(value >= min_val_auc)
         rows.append(row)
     extra = ["val_auc", "trained_enough"] if val_aucs is not None else []
     return pd.DataFrame(
@@ -244,10 +247,12 @@ def detector_studies(
     train_datasets: Mapping,
     fairness: pd.DataFrame,
     detection: pd.DataFrame,
+    min_val_auc: float = TRAINED_ENOUGH_AUC,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The detectors' settings table, the balanced-training table and the generalization
-    table. ``models``: the checkpoint paths (``.../{detector}/model.pt``); detectors without
-    one (score files) take their settings from ``fallback``, the config."""
+    """The detectors' settings table (trained enough: best validation AUC >= ``min_val_auc``),
+    the balanced-training table and the generalization table. ``models``: the checkpoint
+    paths (``.../{detector}/model.pt``); detectors without one (score files) take their
+    settings from ``fallback``, the config."""
     by_name = {Path(path).parent.name: path for path in models}
     settings = detector_settings_table(
         {name: by_name.get(name) for name in detectors},
@@ -256,7 +261,7 @@ def detector_studies(
     )
     val_aucs = {name: checkpoint_val_auc(by_name.get(name)) for name in detectors}
     return (
-        detectors_frame(settings, val_aucs),
+        detectors_frame(settings, val_aucs, min_val_auc),
         balanced_table(fairness, balanced_twins(settings)),
         generalization_table(detection, settings),
     )

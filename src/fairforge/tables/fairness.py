@@ -1,7 +1,7 @@
 """The fairness tables.
 
-- :func:`fairness_outputs`: the clean fairness table, accuracy per group and the bootstrap
-  intervals of every metric.
+- :func:`fairness_outputs`: the clean fairness table, accuracy per group, the bootstrap
+  intervals of every metric and whether each detector can be judged.
 - :func:`fairness_under_perturbation`: every :func:`~fairforge.metrics.fairness_report`
   key per detector x variant.
 - :func:`pvalue_table`: every test the report makes: subject-level permutation p-values of
@@ -37,7 +37,17 @@ from fairforge.metrics.uncertainty import (
     stats_from_frame,
 )
 from fairforge.perturb import CLEAN
+from fairforge.tables.detectors import TRAINED_ENOUGH_AUC
+from fairforge.tables.failures import forgery_shortfalls
 from fairforge.tables.predictions import evaluation_rows, groups_of, table_from_files
+from fairforge.tables.standing import (
+    MAX_CONSTANT_SHARE,
+    MIN_FORGERY_SUCCESS,
+    NOT_JUDGED_ROWS,
+    TrainingRecord,
+    left_out,
+    standing_table,
+)
 from fairforge.tables.variants import GRAYSCALE, order_rows, with_variant_info
 
 log = logging.getLogger(__name__)
@@ -58,10 +68,22 @@ def fairness_outputs(
     *,
     threshold_rule: str = ">",
     eer: str = "interpolated",
+    training: Mapping[str, TrainingRecord] | None = None,
+    min_val_auc: float = TRAINED_ENOUGH_AUC,
+    max_constant_share: float = MAX_CONSTANT_SHARE,
+    failures: pd.DataFrame | None = None,
+    min_forgery_success: float = MIN_FORGERY_SUCCESS,
 ) -> dict[str, pd.DataFrame]:
-    """``table`` (rows: dataset × metric, columns: detectors), ``per_group`` and, when
-    ``bootstrap`` > 0, ``ci`` (subject-level bootstrap intervals of every metric)."""
-    tables, per_group, cis = [], [], []
+    """``table`` (rows: dataset × metric, columns: detectors), ``per_group``, ``ci``
+    (subject-level bootstrap intervals of every metric, when ``bootstrap`` > 0) and
+    ``standing`` (:func:`~fairforge.tables.standing.standing_table`: whether each detector
+    can be judged, from its ``training`` records and its predictions).
+
+    The ``reason`` of every gap of a detector that cannot be judged says why, and that of
+    every gap of a dataset names each forgery method that made fakes for under
+    ``min_forgery_success`` of a group's images (``failures``: the ``failures.csv`` rows)."""
+    tables, per_group, cis, standings = [], [], [], []
+    shortfalls = forgery_shortfalls(failures, min_forgery_success) if failures is not None else {}
     for dataset, part in _per_dataset(preds):
         if part["label"].nunique() < 2:
             # e.g. a split where no forgery succeeded: nothing to measure, say so
@@ -84,9 +106,26 @@ def fairness_outputs(
             report = table.set_index("metric")[detector].to_dict()
             for metric, why in fairness_reasons(det_part, report, threshold).items():
                 reasons[detector, metric] = why
+        standing = standing_table(
+            part,
+            training,
+            threshold,
+            threshold_rule,
+            min_val_auc=min_val_auc,
+            max_constant_share=max_constant_share,
+        )
+        standings.append(standing)
+        for detector, why in left_out(standing, dataset).items():
+            for metric in table["metric"]:
+                if metric not in NOT_JUDGED_ROWS:
+                    reasons[detector, metric] = _joined(reasons.get((detector, metric)), why)
+        notes = shortfalls.get(str(dataset), [])
         detectors = [c for c in table.columns if c not in ("dataset", "metric")]
         table["reason"] = [
-            "; ".join(f"{d}: {reasons[d, m]}" for d in detectors if (d, m) in reasons)
+            _joined(
+                *(f"{d}: {reasons[d, m]}" for d in detectors if (d, m) in reasons),
+                *(notes if m not in NOT_JUDGED_ROWS else []),
+            )
             for m in table["metric"]
         ]
         tables.append(table)
@@ -104,7 +143,10 @@ def fairness_outputs(
                 ur_denominator=ur_denominator,
                 threshold_rule=threshold_rule,
             ).assign(dataset=dataset)
-            ci["reason"] = [reasons.get((d, m), "") for d, m in zip(ci["detector"], ci["metric"])]
+            ci["reason"] = [
+                _joined(reasons.get((d, m)), *(notes if m not in NOT_JUDGED_ROWS else []))
+                for d, m in zip(ci["detector"], ci["metric"])
+            ]
             _warn_dropped(ci, dataset)
             cis.append(ci)
     if not tables:
@@ -114,6 +156,7 @@ def fairness_outputs(
     out = {
         "table": table[first + [c for c in table.columns if c not in first]],
         "per_group": _dataset_first(pd.concat(per_group, ignore_index=True)),
+        "standing": pd.concat(standings, ignore_index=True),
     }
     out["ci"] = (
         _dataset_first(pd.concat(cis, ignore_index=True))
@@ -137,6 +180,18 @@ def fairness_outputs(
         )
     )
     return out
+
+
+def fairness_options(metrics: Mapping) -> dict:
+    """Keyword arguments of :func:`fairness_outputs` from the config's ``metrics`` block."""
+    keys = ("threshold", "ur_denominator", "threshold_rule", "eer", "bootstrap")
+    keys += ("min_val_auc", "max_constant_share", "min_forgery_success")
+    return {key: metrics[key] for key in keys}
+
+
+def _joined(*parts: str | None) -> str:
+    """The non-empty ``parts``, joined by "; " (a reason column's separator)."""
+    return "; ".join(p for p in parts if p)
 
 
 # A share of dropped bootstrap resamples above this is warned about (log and report).

@@ -1,6 +1,8 @@
-"""The forgery quality card: per dataset, method and group, how good the fakes are.
+"""The forgery quality card: per dataset, method, backend and group, how good the fakes are.
 
-One row per dataset × method × group. For every measure of
+One row per dataset × method × backend × group (one backend per method unless the config
+compares several, ``forgery.quality.compare_backends``: :func:`measure_compared` forges the
+same pairs with the other backend). For every measure of
 :data:`fairforge.forgery.quality.CARD_MEASURES`: the mean over the group's fakes (for the
 ratio measures of :data:`~fairforge.forgery.quality.RATIO_MEASURES`, the ratio of the sums),
 a subject-level bootstrap interval (the group's subjects resampled with replacement, all of
@@ -10,13 +12,15 @@ groups on per-subject means (``{measure}_p``, the same in every group row of the
 A group ``differs`` in a measure when that p-value is below :data:`ALPHA` and the group's
 interval excludes the median of the groups' means (the typical group: with one odd group
 out of four, only that one is named; with two groups, both are). Why: if the fakes of one group are easier to
-spot, a detector's group gap measures the generator, not the detector.
+spot, a detector's group gap measures the generator, not the detector. The backends of a
+method are resampled with the same draws (the bootstrap's seed names no backend), so their
+intervals differ by their fakes, not by the luck of the resampling.
 
 Method separation (:func:`fairforge.forgery.quality.method_separation`, when given): per
 row, the other method whose fakes of the same faces are closest (``separation_from``), the
 ratio of their mean difference inside the union of masks to their mean change
 (``separation``; below 0.5 the two methods are one family) and the number of fakes compared
-(``n_separation``).
+(``n_separation``), on the rows of the backend that forged the method's fakes.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..forgery import forge_shard
 from ..forgery.quality import (
     CARD_MEASURES,
     IDENTITY_PER_GROUP,
@@ -59,11 +64,41 @@ def measure_method(
     )
 
 
+def measure_compared(
+    method: str,
+    backend: str,
+    inputs: tuple[str | Path, str | Path, str | Path],
+    ids: list[str],
+    results_dir: str | Path,
+    out_rel_dir: str,
+    dataset: str,
+    seed: int,
+    options: dict | None = None,
+    identity_per_group: int | None = IDENTITY_PER_GROUP,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The source images ``ids`` forged again by ``method`` with ``backend`` (the pairs, the
+    targets and the seeds of the method's own forgery), their fakes written under
+    ``out_rel_dir``; returns the per-fake measures (:func:`measure_method`) and the forgery
+    rows, failures included. ``inputs`` are the sources, faces and pairs manifests."""
+    from ..forgery.shard import read_forgery_inputs
+
+    sources, faces, pairs = inputs
+    pairs_df, faces_df = read_forgery_inputs(sources, faces, pairs, ids, method, backend)
+    made = forge_shard(
+        method, backend, pairs_df, faces_df, results_dir, out_rel_dir, seed, options, ids
+    )
+    measured = measure_method(
+        made, faces_df, results_dir, dataset, seed, identity_per_group=identity_per_group
+    )
+    return measured, made
+
+
 SEPARATION_CARD_COLUMNS = ["separation", "separation_from", "n_separation"]
+KEYS = ["dataset", "method", "backend", "group"]
 
 
 def card_columns() -> list[str]:
-    cols = ["dataset", "method", "group", "n_fakes", "n_subjects", "n_identity"]
+    cols = [*KEYS, "n_fakes", "n_subjects", "n_identity"]
     for m in CARD_MEASURES:
         cols += [m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p"]
     return cols + SEPARATION_CARD_COLUMNS + ["differs"]
@@ -152,19 +187,20 @@ def quality_card(
     level: float = LEVEL,
     separation: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The card (:func:`card_columns`) of per-fake measures of any datasets and methods,
-    with the method separation of ``separation`` (rows of
+    """The card (:func:`card_columns`) of per-fake measures of any datasets and methods, one
+    backend each, with the method separation of ``separation`` (rows of
     :func:`~fairforge.forgery.quality.method_separation`) where given."""
     rows = []
     lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
     fakes = fakes.assign(group=fakes["group"].astype(str))
-    for (dataset, method), frame in fakes.groupby(["dataset", "method"], sort=True):
+    for (dataset, method, backend), frame in fakes.groupby(KEYS[:3], sort=True):
         groups = sorted(frame["group"].unique())
         parts = {g: frame.loc[frame["group"] == g] for g in groups}
         per_group = {
             g: {
                 "dataset": dataset,
                 "method": method,
+                "backend": backend,
                 "group": g,
                 "n_fakes": len(p),
                 "n_subjects": p["subject_id"].nunique(),
@@ -213,30 +249,38 @@ def card_from_files(
     n_boot: int = 1000,
     seed: int = 0,
     separation: Iterable[str | Path] = (),
+    compared: Iterable[str | Path] = (),
 ):
     """The card of the per-fake parquet files of :func:`measure_method`, with the method
-    separation files of :func:`~fairforge.forgery.quality.method_separation`."""
-    frames = [pd.read_parquet(p) for p in paths]
-    frames = [f for f in frames if len(f)]
-    if not frames:
+    separation files of :func:`~fairforge.forgery.quality.method_separation`, and the rows of
+    the other backends' files of :func:`measure_compared` (no separation: their fakes are
+    not the ones the methods were separated by)."""
+
+    def read(files) -> pd.DataFrame | None:
+        frames = [f for f in (pd.read_parquet(p) for p in files) if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else None
+
+    fakes, others = read(paths), read(compared)
+    cards = [
+        quality_card(frame, n_boot=n_boot, seed=seed, separation=sep)
+        for frame, sep in ((fakes, read(separation)), (others, None))
+        if frame is not None
+    ]
+    if not cards:
         return pd.DataFrame(columns=card_columns())
-    seps = [f for f in (pd.read_parquet(p) for p in separation) if len(f)]
-    sep = pd.concat(seps, ignore_index=True) if seps else None
-    return quality_card(
-        pd.concat(frames, ignore_index=True), n_boot=n_boot, seed=seed, separation=sep
-    )
+    card = pd.concat(cards, ignore_index=True) if len(cards) > 1 else cards[0]
+    return card.sort_values(KEYS, kind="stable", ignore_index=True)
 
 
 def quality_verdicts(card: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset × method, one column per group: ``equal`` or ``differs: <measures>``."""
+    """Per dataset × method × backend, one column per group: ``equal`` or
+    ``differs: <measures>``."""
     if card.empty:
-        return pd.DataFrame(columns=["dataset", "method"])
+        return pd.DataFrame(columns=KEYS[:3])
     cells = card.assign(
         verdict=[f"differs: {d}" if isinstance(d, str) and d else "equal" for d in card["differs"]]
     )
-    wide = cells.pivot_table(
-        index=["dataset", "method"], columns="group", values="verdict", aggfunc="first"
-    )
+    wide = cells.pivot_table(index=KEYS[:3], columns="group", values="verdict", aggfunc="first")
     wide.columns.name = None
     return wide.reset_index()
 
@@ -245,7 +289,7 @@ def quality_view(card: pd.DataFrame) -> pd.DataFrame:
     """The card as the report shows it: per row, each measure as "mean [low, high]"."""
     if card.empty:
         return card
-    out = card[["dataset", "method", "group", "n_fakes", "n_subjects", "n_identity"]].copy()
+    out = card[[*KEYS, "n_fakes", "n_subjects", "n_identity"]].copy()
     for m in CARD_MEASURES:
         out[m] = [
             "–" if not np.isfinite(v) else f"{v:.3g} [{lo:.3g}, {hi:.3g}]"

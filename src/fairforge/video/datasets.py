@@ -1,4 +1,7 @@
-"""Adapters for the papers' labelled video datasets, in their released folder layouts.
+"""Adapters for the papers' labelled video datasets, in their released folder layouts, and
+the frame sampler that every labelled video adapter lists its frames with
+(:func:`labelled_video_listing`, registered on
+:data:`~fairforge.sources.videos.FRAME_SAMPLERS`).
 
 Each lists real and fake videos with their label and manipulation method (an approach of the
 fairness metrics) and, for fakes, the identities they were made from; a video is sampled into
@@ -13,19 +16,17 @@ of frames already extracted under the same name (``000/0000.png`` ...; kept wher
   with the face (or expressions) of 003; its subject is 000. ``split: official`` reads the
   released ``{train,val,test}.json`` (``[[id1, id2], ...]``) from ``options.splits``
   (default ``{root}/splits``).
-- ``celebdf`` (Celeb-DF v2): ``Celeb-real/id0_0000.mp4``, ``YouTube-real/00000.mp4``,
-  ``Celeb-synthesis/id0_id16_0000.mp4`` (target id0, face of id16; method
-  ``Celeb-synthesis``); ``split: official`` puts the videos of ``List_of_testing_videos.txt``
-  in test and the others in train.
 - ``dfdc``, ``deeperforensics``: the DeepFake Detection Challenge's part folders with their
   ``metadata.json``, and DeeperForensics-1.0's manipulated videos with the
   FaceForensics++ target videos they were made on (their classes' docstrings).
 
-FaceForensics++, Celeb-DF and DFDC ship no demographic labels: ``options.attributes`` names a
-csv with an ``id`` column (a video id as the dataset names it: ``000``, ``000_003``,
-``id0_0000``, or a Celeb-DF identity ``id0``) and attribute columns; a fake without its own
-row takes its target's (for Celeb-DF: the identity's row, else its first listed real video). Without it every video has
-``group: all``. A listed video that is missing or unreadable stays as a row with ``ok=False``.
+The adapters added since (Celeb-DF v1 and v2, UADFV, DF-TIMIT, ForgeryNet) are one file each
+in :mod:`fairforge.sources`: they only read layouts, and sample their frames here.
+
+FaceForensics++ and DFDC ship no demographic labels: ``options.attributes`` names a
+csv with an ``id`` column (a video id as the dataset names it: ``000``, ``000_003``, a DFDC
+file name) and attribute columns; a fake without its own row takes its target's. Without it
+every video has ``group: all``. A listed video that is missing or unreadable stays as a row with ``ok=False``.
 """
 
 from __future__ import annotations
@@ -39,60 +40,22 @@ import numpy as np
 import pandas as pd
 
 from fairforge.columns import VIDEO_LISTING_COLUMNS
-from fairforge.sources.base import (
-    ADAPTERS,
-    REAL_METHOD,
-    SourceError,
-    configured_root,
-    iter_images,
-    labelled_row,
-    listing_row,
-)
+from fairforge.sources.base import ADAPTERS, REAL_METHOD, SourceError, is_image_file, listing_row
 from fairforge.sources.split import even_positions, most_frames
-from fairforge.video.frames import (
+from fairforge.sources.videos import (
     DEFAULT_FRAMES_PER_VIDEO,
-    VideoSource,
-    frame_image_id,
-    frame_listing,
-    with_video_labels,
+    FRAME_SAMPLER,
+    FRAME_SAMPLERS,
+    UNANNOTATED,
+    VIDEO_SUFFIXES,
+    LabelledVideoDataset,
+    attributes_for,
+    find_items,
+    frame_files,
+    read_attributes,
+    video_row,
 )
-
-VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
-UNANNOTATED = {"group": "all"}
-
-
-def read_attributes(path: str | Path | None, base: Path) -> dict[str, dict]:
-    """Video id -> attributes from a csv with an ``id`` column (relative to ``base``)."""
-    if not path:
-        return {}
-    csv = Path(path) if Path(path).is_absolute() else base / path
-    if not csv.is_file():
-        raise SourceError(f"attributes csv not found: {csv}")
-    table = pd.read_csv(csv, dtype=str, keep_default_na=False)
-    if "id" not in table.columns:
-        raise SourceError(
-            f"attributes csv {csv} lacks an 'id' column; it has {list(table.columns)}"
-        )
-    return {
-        rec.pop("id").strip(): {k: v.strip() for k, v in rec.items()}
-        for rec in table.to_dict("records")
-    }
-
-
-def find_items(folder: Path) -> dict[str, Path]:
-    """Name -> video file or frame folder in ``folder`` (a frame folder wins over a video of
-    the same name, since its frames are what the user extracted)."""
-    items: dict[str, Path] = {}
-    if not folder.is_dir():
-        return items
-    for p in sorted(folder.iterdir()):
-        if p.name.startswith("."):
-            continue
-        if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES:
-            items.setdefault(p.stem, p)
-        elif p.is_dir():
-            items[p.name] = p
-    return items
+from fairforge.video.frames import frame_image_id, frame_listing, with_video_labels
 
 
 def labelled_video_listing(
@@ -100,15 +63,17 @@ def labelled_video_listing(
 ) -> pd.DataFrame:
     """Frame rows of ``videos`` (video_id, path, subject_id, attributes, label, method,
     source_subject, target_subject, ok, reason): files are decoded into ``root/frames``, frame
-    folders sampled in place; label columns follow each frame."""
-    is_folder = [Path(p).is_dir() for p in videos["path"]]
+    folders sampled in place, a single image is a one-frame video kept in place; label columns
+    follow each frame."""
+    in_place = [Path(p).is_dir() or is_image_file(Path(p)) for p in videos["path"]]
     parts = []
-    files = videos.loc[[not f for f in is_folder]]
+    files = videos.loc[[not f for f in in_place]]
     if len(files):
         parts.append(frame_listing(files, root, n_frames=frames_per_video, workers=workers))
     rows = []
-    for rec in videos.loc[is_folder].to_dict("records"):
-        frames = iter_images(Path(rec["path"]))
+    for rec in videos.loc[in_place].to_dict("records"):
+        path = Path(rec["path"])
+        frames = frame_files(path) if path.is_dir() else [path]
         video_id, subject = rec["video_id"], rec["subject_id"]
         if not frames or not rec["ok"]:
             reason = rec["reason"] or f"no frames in {rec['path']}"
@@ -131,68 +96,8 @@ def labelled_video_listing(
     return listing.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
 
-def video_row(
-    video_id: str,
-    path: Path | None,
-    subject: str,
-    attributes: Mapping,
-    label: int,
-    method: str = REAL_METHOD,
-    source: str = "",
-    target: str = "",
-    reason: str = "",
-) -> dict:
-    row = {
-        "video_id": video_id,
-        "path": str(path) if path is not None else "",
-        "subject_id": subject,
-        "attributes": dict(attributes),
-        "ok": path is not None and not reason,
-        "reason": reason or ("" if path is not None else "video not found"),
-    }
-    return labelled_row(row, label, method, source, target)
-
-
-class LabelledVideoDataset(VideoSource):
-    """What the labelled video datasets share: the dataset folder is ``options.folder``
-    (default: the config's ``root``), frames are written under the workflow's results."""
-
-    default_group_by = ("group",)
-
-    def listing_options(self, name: str, dataset_cfg: Mapping) -> dict:
-        options = dict(dataset_cfg.get("options") or {})
-        options.setdefault("folder", str(configured_root(name, dataset_cfg)))
-        return options
-
-    def videos(self, dataset: Path, **options) -> pd.DataFrame:
-        raise NotImplementedError
-
-    def count_items(self, name: str, dataset_cfg: Mapping) -> int:
-        options = self.listing_options(name, dataset_cfg)
-        n = most_frames(options.pop("frames_per_video", None), DEFAULT_FRAMES_PER_VIDEO)
-        options.pop("workers", None)
-        return len(self.videos(Path(options.pop("folder")), **options)) * n
-
-    def list(
-        self,
-        root: Path,
-        *,
-        seed: int = 0,
-        folder: str | Path | None = None,
-        frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
-        workers: int | None = None,
-        **options,
-    ) -> pd.DataFrame:
-        videos = self.videos(Path(folder) if folder is not None else Path(root), **options)
-        return labelled_video_listing(videos, Path(root), int(frames_per_video), workers)
-
-
-def attributes_for(annotations: Mapping[str, dict], own: str, *fallbacks: str) -> dict:
-    """The attributes of video ``own``: its row of the attributes csv, else the first of
-    ``fallbacks`` (its target, ...) that has one; ``{group: all}`` without a csv."""
-    if not annotations:
-        return dict(UNANNOTATED)
-    return dict(next((annotations[k] for k in (own, *fallbacks) if k in annotations), {}))
+# The labelled video adapters (here and in fairforge.sources) sample their frames with it.
+FRAME_SAMPLERS.register(FRAME_SAMPLER, labelled_video_listing)
 
 
 # ------------------------------------------------------------------------- FaceForensics++
@@ -287,85 +192,6 @@ class FaceForensics(LabelledVideoDataset):
                 for vid in pair if isinstance(pair, list) else [pair]:
                     owner[str(vid)] = split
         return listing["subject_id"].astype(str).map(owner).fillna("").astype(object)
-
-
-# --------------------------------------------------------------------------- Celeb-DF v2
-
-CELEBDF_METHOD = "Celeb-synthesis"
-CELEBDF_TEST_LIST = "List_of_testing_videos.txt"
-_CELEB_REAL = re.compile(r"^(id\d+)_\d+$")
-_CELEB_FAKE = re.compile(r"^(id\d+)_(id\d+)_\d+$")
-
-
-def identity_videos(annotations: Mapping[str, dict], identity: str) -> list[str]:
-    """The rows of an attributes csv that name a real Celeb-DF video of ``identity``
-    (``id0_0000`` for ``id0``), in order: where a fake or an unlisted video of that
-    identity finds its attributes when the csv lists videos, not identities."""
-    return sorted(k for k in annotations if (m := _CELEB_REAL.match(k)) and m.group(1) == identity)
-
-
-@ADAPTERS.register("celebdf")
-class CelebDF(LabelledVideoDataset):
-    """Celeb-DF v2 in its released layout (module docstring); options ``attributes``,
-    ``test_list`` (default List_of_testing_videos.txt), ``frames_per_video``."""
-
-    def videos(
-        self, dataset: Path, *, attributes: str | None = None, test_list: str | None = None
-    ) -> pd.DataFrame:
-        notes = read_attributes(attributes, dataset)
-        rows = []
-        for folder in ("Celeb-real", "YouTube-real", "Celeb-synthesis"):
-            for vid, path in find_items(dataset / folder).items():
-                if folder == "YouTube-real":
-                    subject = f"youtube_{vid}"
-                    rows.append(
-                        video_row(
-                            f"{folder}_{vid}", path, subject, attributes_for(notes, vid, vid), 0
-                        )
-                    )
-                    continue
-                pattern = _CELEB_REAL if folder == "Celeb-real" else _CELEB_FAKE
-                m = pattern.match(vid)
-                reason = "" if m else f"unexpected {folder} name {vid!r}"
-                target = m.group(1) if m else vid
-                source = m.group(2) if m and folder == "Celeb-synthesis" else ""
-                label, method = (
-                    (1, CELEBDF_METHOD) if folder == "Celeb-synthesis" else (0, REAL_METHOD)
-                )
-                rows.append(
-                    video_row(
-                        f"{folder}_{vid}",
-                        path,
-                        target,
-                        attributes_for(notes, vid, target, *identity_videos(notes, target)),
-                        label,
-                        method,
-                        source,
-                        target if label else "",
-                        reason,
-                    )
-                )
-        if not rows:
-            raise SourceError(
-                f"no Celeb-DF folders (Celeb-real, YouTube-real, Celeb-synthesis) under {dataset}"
-            )
-        return pd.DataFrame(rows)
-
-    def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
-        return [CELEBDF_METHOD]
-
-    def official_split(self, listing: pd.DataFrame, root: Path, **options) -> pd.Series:
-        dataset = Path(options.get("folder") or root)
-        path = dataset / (options.get("test_list") or CELEBDF_TEST_LIST)
-        if not path.is_file():
-            raise SourceError(f"Celeb-DF test list not found: {path}")
-        tested = set()
-        for line in path.read_text().splitlines():
-            parts = line.split()
-            if parts:
-                rel = Path(parts[-1])
-                tested.add(f"{rel.parent.name}_{rel.stem}")
-        return listing["video_id"].map(lambda v: "test" if v in tested else "train").astype(object)
 
 
 # ------------------------------------------------------------------------------------ DFDC

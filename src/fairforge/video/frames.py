@@ -36,7 +36,6 @@ from fairforge.images import write_image
 from fairforge.sources.adapters import CSV_LABEL_COLUMNS, csv_label, csv_methods
 from fairforge.sources.base import (
     ADAPTERS,
-    SourceAdapter,
     SourceError,
     configured_root,
     count_csv_rows,
@@ -47,10 +46,10 @@ from fairforge.sources.base import (
 )
 from fairforge.sources.split import most_frames
 from fairforge.sources.synthetic import DEFAULT_GENDERS, DEFAULT_TONES
+from fairforge.sources.videos import DEFAULT_FRAMES_PER_VIDEO, VideoSource
 from fairforge.video.clips import synthetic_videos
 from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, read_sampled
 
-DEFAULT_FRAMES_PER_VIDEO = 32
 FRAMES_SUBDIR = "frames"
 _FRAME_ID = re.compile(r"^(?P<video>.+)_f(?P<index>\d{4,})$")
 
@@ -166,19 +165,6 @@ def with_video_columns(sources: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------- adapters
-
-# Sampled frames are written under the workflow's results, next to the other stages.
-VIDEO_SOURCE_SUBDIR = "video_source"
-
-
-class VideoSource(SourceAdapter):
-    """What the video adapters share: they write frames into the root they are given."""
-
-    writes_images = True
-
-    def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
-        return Path(results_dir) / name / VIDEO_SOURCE_SUBDIR
-
 
 SYNTHETIC_VIDEO_DEFAULTS = {
     "subjects_per_group": 4,
