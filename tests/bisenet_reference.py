@@ -211,9 +211,11 @@ FACE = ["skin", "nose", "l_eye", "r_eye", "l_brow", "r_brow", "u_lip", "l_lip", 
 
 def random_bisenet(seed: int = 0) -> BiSeNet:
     """BiSeNet(19) with every parameter and BatchNorm statistic random (evaluation mode)."""
-    from maskgan_reference import randomise
+    from maskgan_reference import GAIN
+    from official_support import empty, loaded, random_state
 
-    return randomise(BiSeNet(19), seed).eval()
+    build = lambda: BiSeNet(19)  # noqa: E731
+    return loaded(build, random_state(empty(build), seed, GAIN))
 
 
 def random_face_parser(seed: int = 0, skin: float | None = None) -> BiSeNet:

@@ -13,12 +13,14 @@ the batch folded into channels; activations are modules (in place); the label en
 truncation. What is left out: the discriminators, the blend network, the losses and the CUDA
 placement (the demo creates its one-hot tensors on the GPU).
 
-``random_release(tmp_path)`` writes random-weight release files of the official backend
+``random_release(folder)`` writes random-weight release files of the official backend
 (a small generator and the full BiSeNet parser, in the releases' layouts) and returns the
 method options that load them.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -289,55 +291,37 @@ def demo_edit(netG, mask, mask_m, img, load_size=512, label_scaling="demo"):
 SMALL = {"ngf": 4, "n_downsample_global": 2, "n_blocks_global": 1}
 
 
-def randomise(net: nn.Module, seed: int) -> nn.Module:
-    """Every parameter and buffer drawn at random, so that no term of the function is left at
-    its initial value: weights with a variance of 1 / fan-in (activations neither vanish
-    nor explode through the depth), norm scales near 1, biases, shifts and running means
-    small, running variances in [0.5, 1.5]."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, t in net.state_dict().items():
-            if not t.is_floating_point():
-                continue
-            noise = torch.randn(t.shape, generator=g)
-            if name.endswith("running_var"):
-                t.copy_(0.5 + torch.rand(t.shape, generator=g))
-            elif t.ndim > 1:
-                fan_in = t.shape[1] * t[0, 0].numel()
-                if isinstance(_module_of(net, name), nn.ConvTranspose2d):
-                    fan_in = t.shape[0] * t[0, 0].numel()
-                t.copy_(noise * (1.0 / fan_in) ** 0.5)
-            elif name.endswith("weight"):
-                t.copy_(1.0 + 0.2 * noise)
-            else:
-                t.copy_(0.1 * noise)
-    return net
-
-
-def _module_of(net: nn.Module, key: str) -> nn.Module:
-    return net.get_submodule(key.rsplit(".", 1)[0])
-
-
 def save_release(state: dict, path) -> None:
     """A state dict as the 2019 releases were written (PyTorch's legacy, non-zip format)."""
     torch.save(state, path, _use_new_zipfile_serialization=False)
 
 
+# official_support.random_state's weights at this gain keep random activations of order one
+# through both releases' depths
+GAIN = 0.7
+
+
 def random_generator(seed: int = 0, sizes: dict = SMALL) -> nn.Module:
     """A random generator of ``sizes`` (the demo's options; ``{}``: the release's)."""
-    return randomise(define_G(**sizes), seed).eval()
+    from official_support import empty, loaded, random_state
+
+    return loaded(
+        lambda: define_G(**sizes), random_state(empty(lambda: define_G(**sizes)), seed, GAIN)
+    )
 
 
-def random_release(tmp_path, seed: int = 0, full: bool = False) -> dict:
-    """Random-weight release files of ``maskgan`` ``backend: official`` under ``tmp_path``:
-    ``latest_net_G.pth`` (a small generator, :data:`SMALL`, at a 64-pixel ``load_size``; with
+def random_release(folder, seed: int = 0, full: bool = False) -> dict:
+    """Random-weight release files of ``maskgan`` ``backend: official`` in ``folder`` (made if
+    missing): ``latest_net_G.pth`` (a small generator, :data:`SMALL`, at a 64-pixel ``load_size``; with
     ``full`` the release's sizes at 512, 360 MB) and ``79999_iter.pth`` (the full BiSeNet,
     its class scores tilted towards the face's classes so that the parsing of a crop holds
     skin and parts to edit); returns the method's options."""
     import bisenet_reference
 
-    generator = tmp_path / "latest_net_G.pth"
-    parser = tmp_path / "79999_iter.pth"
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    generator = folder / "latest_net_G.pth"
+    parser = folder / "79999_iter.pth"
     sizes = {} if full else SMALL
     save_release(random_generator(seed, sizes).state_dict(), generator)
     save_release(bisenet_reference.random_face_parser(seed).state_dict(), parser)

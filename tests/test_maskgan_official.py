@@ -22,20 +22,16 @@ from fairforge.forgery.maskgan import fairfd_edit
 from fairforge.forgery.nets import bisenet, maskgan
 from fairforge.forgery.parsing import CELEBAMASK_LABELS
 from fairforge.forgery.releases import ReleaseFileError
+from official_support import photographs
 
-CROP = 128
+CROP = 256  # official_support.photographs
 SIZE = 64  # the generator's load_size in these tests (the release's is 512)
 
 
 @pytest.fixture(scope="module")
 def astronaut():
-    """scikit-image's astronaut, aligned by the faces stage."""
-    import skimage.data
-
-    from fairforge.faces.stage import detect_and_align
-
-    face = detect_and_align(skimage.data.astronaut(), crop_size=CROP)
-    assert face.ok
+    """scikit-image's astronaut, aligned by the faces stage (256 px)."""
+    face = photographs()[1]
     return face.crop, face.landmarks
 
 

@@ -197,6 +197,7 @@ class MaskGAN(ForgeryMethod):
         "radius": RADIUS,  # dilate/erode radius range, inter-ocular distances
         "parser_path": None,  # the released BiSeNet parser (79999_iter.pth); landmarks if unset
         "device": "cpu",  # the parser's torch device
+        "threads": 1,  # the parser's torch threads on the CPU
     }
 
     def __init__(self, **options):
@@ -204,8 +205,12 @@ class MaskGAN(ForgeryMethod):
         check_parts(self.options["parts"], self.name)
         self.parser = None
         if self.options["parser_path"]:
+            import torch
+
             from .nets.bisenet import FaceParser
 
+            if self.options["device"] == "cpu" and self.options["threads"]:
+                torch.set_num_threads(int(self.options["threads"]))
             path = self.check_options(self.options)["parser_path"]
             self.parser = FaceParser(
                 path, release_text(self, FACE_PARSER, path), self.options["device"]

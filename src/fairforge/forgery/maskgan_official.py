@@ -84,6 +84,7 @@ class MaskGANOfficial(ForgeryMethod):
         "generator_path": None,  # latest_net_G.pth
         "parser_path": None,  # 79999_iter.pth
         "device": "cpu",  # torch device of both networks ("cuda")
+        "threads": 1,  # torch threads on the CPU (a job's share of the cores)
         "parts": FAIRFD_PARTS,  # candidate parts (FairFD §3.4)
         "radius": RADIUS,  # dilate/erode radius range, inter-ocular distances
         "paste": "image",  # "image": the whole output; "edited": over the edited parts only
@@ -106,6 +107,8 @@ class MaskGANOfficial(ForgeryMethod):
         from .nets import maskgan as nets
 
         self.device = torch.device(self.options["device"])
+        if self.device.type == "cpu" and self.options["threads"]:
+            torch.set_num_threads(int(self.options["threads"]))
         self.parser = bisenet.FaceParser(
             paths["parser_path"],
             release_text(self, FACE_PARSER, paths["parser_path"]),
@@ -113,8 +116,9 @@ class MaskGANOfficial(ForgeryMethod):
         )
         sizes = {k: self.options[k] for k in ("ngf", "n_downsample_global", "n_blocks_global")}
         what = release_text(self, GENERATOR, paths["generator_path"])
-        self.generator = nets.load_generator(paths["generator_path"], what, **sizes)
-        self.generator.to(self.device)
+        self.generator = nets.load_generator(
+            paths["generator_path"], what, self.options["device"], **sizes
+        )
         self.one_hot = nets.one_hot
 
     def image_ref(self, img: np.ndarray) -> np.ndarray:

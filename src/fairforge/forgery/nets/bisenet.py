@@ -31,9 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.checkpoints import load_exact, read_state_dict
+from fairforge.checkpoints import read_state_dict
 
 from ..parsing import CELEBAMASK_LABELS
+from . import load_released
 
 CLASSES = (
     "background",
@@ -216,9 +217,7 @@ class FaceParser:
 
     def __init__(self, path, what: str, device: str = "cpu"):
         self.device = torch.device(device)
-        self.net = BiSeNet()
-        load_exact(self.net, read_state_dict(path, what), what)
-        self.net.eval().to(self.device)
+        self.net = load_released(BiSeNet, read_state_dict(path, what), what, device)
         self.to_celebamask = np.array([CELEBAMASK_LABELS.index(c) for c in CLASSES], np.uint8)
 
     def __call__(self, img: np.ndarray, size: tuple[int, int] | None = None) -> np.ndarray:

@@ -31,7 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.checkpoints import load_exact, read_state_dict
+from fairforge.checkpoints import read_state_dict
+
+from . import load_released
 
 LABEL_NC = 19  # CelebAMask-HQ's classes (fairforge.forgery.parsing.CELEBAMASK_LABELS)
 # The demo's options (MaskGAN_demo/options/base_options.py defaults)
@@ -217,9 +219,10 @@ def one_hot(labels: torch.Tensor, label_nc: int = LABEL_NC) -> torch.Tensor:
     return F.one_hot(labels.long(), label_nc).permute(0, 3, 1, 2).float()
 
 
-def load_generator(path, what: str, **sizes) -> MaskGANGenerator:
-    """The generator of a release file (``latest_net_G.pth``), in evaluation mode;
-    ``sizes`` override :data:`RELEASE` for a checkpoint trained with other options."""
-    net = MaskGANGenerator(**{**RELEASE, **sizes})
-    load_exact(net, read_state_dict(path, what), what)
-    return net.eval()
+def load_generator(path, what: str, device: str = "cpu", **sizes) -> MaskGANGenerator:
+    """The generator of a release file (``latest_net_G.pth``) on ``device``, in evaluation
+    mode; ``sizes`` override :data:`RELEASE` for a checkpoint trained with other options."""
+    sizes = {**RELEASE, **sizes}
+    return load_released(
+        lambda: MaskGANGenerator(**sizes), read_state_dict(path, what), what, device
+    )
