@@ -150,6 +150,8 @@ class EfficientNetB4(Detector):
     default_input_size = 380
     mean = IMAGENET_MEAN
     std = IMAGENET_STD
+    #: outputs of the network's head (one logit; DeepfakeBench's ``sbi``: three classes)
+    num_classes = 1
 
     def __init__(
         self,
@@ -167,7 +169,9 @@ class EfficientNetB4(Detector):
         self.padding = padding
         import timm  # see fairforge.detectors
 
-        net = timm.create_model(backbone, pretrained=False, num_classes=1, drop_rate=drop_rate)
+        net = timm.create_model(
+            backbone, pretrained=False, num_classes=self.num_classes, drop_rate=drop_rate
+        )
         if padding == "deepfakebench":
             size = EFFICIENTNET_PYTORCH_SIZE.get(backbone, 380)
             self.backbone = static_padding(net, size, unpadded_stem=True)
@@ -209,16 +213,6 @@ class SBIDFB(EfficientNetB4DFB, AuxiliaryLossDetector):
     mean = IMAGENET_MEAN
     std = IMAGENET_STD
     num_classes = 3
-
-    def __init__(
-        self,
-        input_size: int = 256,
-        backbone: str = "tf_efficientnet_b4",
-        drop_rate: float = 0.0,
-        padding: str = "deepfakebench",
-    ):
-        super().__init__(input_size, backbone, drop_rate, padding)
-        self.backbone.reset_classifier(self.num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         classes = self.backbone(x)
