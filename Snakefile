@@ -11,8 +11,13 @@ min_version("9.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from fairforge.config import validate_config  # noqa: E402
 
+# The demo's config.yaml is the default config. A --configfile (a paper's file, then a second
+# file with local paths) replaces it instead of being merged over it, so that no demo key
+# leaks into a paper run; the demo's variants layer over it by naming it first
+# (--configfile config.yaml configs/mtcnn.yaml).
+if not workflow.overwrite_configfiles:
 
-configfile: "config.yaml"
+    configfile: "config.yaml"
 
 
 # A cluster job parses the workflow again; the planning process has checked the names.
