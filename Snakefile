@@ -55,7 +55,8 @@ rule all:
             result_path("face_detection_under_perturbation"),
             dataset=DATASETS if FRAME_VARIANTS else [],
         ),
-        expand(result_path("forgery_examples"), dataset=DATASETS),
+        # where forgeries are generated (none on a dataset with forgery: false)
+        expand(result_path("forgery_examples"), dataset=[d for d in DATASETS if METHODS_OF[d]]),
         result_path("exposure_table") if RANKING_ENABLED else [],
         result_path("random_intensity_table") if RANDOM_VARIANTS else [],
         REPORT_PREDICTIONS,
