@@ -10,6 +10,7 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from fairforge.config import validate_config  # noqa: E402
+from fairforge.workflow import select_config  # noqa: E402
 
 # The demo's config.yaml is the default config. A --configfile (a paper's file, then a second
 # file with local paths) replaces it instead of being merged over it, so that no demo key
@@ -22,6 +23,8 @@ if not workflow.overwrite_configfiles:
 
 # A cluster job parses the workflow again; the planning process has checked the names.
 validate_config(config, check_references=workflow.is_main_process)
+# `select:` keeps a part of the config (one detector of a paper): every process the same.
+select_config(config)
 
 
 include: "rules/common.smk"
