@@ -10,13 +10,21 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from fairforge.config import validate_config  # noqa: E402
+from fairforge.workflow import select_config  # noqa: E402
 
+# The demo's config.yaml is the default config. A --configfile (a paper's file, then a second
+# file with local paths) replaces it instead of being merged over it, so that no demo key
+# leaks into a paper run; the demo's variants layer over it by naming it first
+# (--configfile config.yaml configs/mtcnn.yaml).
+if not workflow.overwrite_configfiles:
 
-configfile: "config.yaml"
+    configfile: "config.yaml"
 
 
 # A cluster job parses the workflow again; the planning process has checked the names.
 validate_config(config, check_references=workflow.is_main_process)
+# `select:` keeps a part of the config (one detector of a paper): every process the same.
+select_config(config)
 
 
 include: "rules/common.smk"
@@ -50,7 +58,8 @@ rule all:
             result_path("face_detection_under_perturbation"),
             dataset=DATASETS if FRAME_VARIANTS else [],
         ),
-        expand(result_path("forgery_examples"), dataset=DATASETS),
+        # where forgeries are generated (none on a dataset with forgery: false)
+        expand(result_path("forgery_examples"), dataset=[d for d in DATASETS if METHODS_OF[d]]),
         result_path("exposure_table") if RANKING_ENABLED else [],
         result_path("random_intensity_table") if RANDOM_VARIANTS else [],
         REPORT_PREDICTIONS,

@@ -10,10 +10,12 @@ capsule squash over the capsule axis, the inclusive F3Net band edges, parameters
 never used). DeepfakeBench's Xception is the Cadene/FaceForensics++ port, the same network
 and parameter names as timm's ``legacy_xception``, so its layers are borrowed from timm.
 
-Each ``build_<model>(size)`` returns ``(module, score)`` where ``score(module, x)`` is
-DeepfakeBench's probability of "fake" for images ``x``; ``CONSTANTS`` lists the keys that
-DeepfakeBench stores as fixed parameters (DCT matrices, band masks, SRM kernels), which a test
-must not randomise. ``python tests/deepfakebench_reference.py`` rewrites the JSON files.
+``build(model, size)`` returns ``(module, score)`` where ``score(module, x)`` is DeepfakeBench's
+probability of "fake" for images ``x`` as its test code reads it (``pred_dict["prob"]``);
+:func:`dfb_inputs` normalises images as each detector config says (``mean``, ``std``:
+ImageNet's for ``sbi``, 0.5 for the others). ``CONSTANTS`` lists the keys that DeepfakeBench
+stores as fixed parameters (DCT matrices, band masks, SRM kernels), which a test must not
+randomise. ``python tests/deepfakebench_reference.py`` rewrites the JSON files.
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ from torch import nn
 DATA = Path(__file__).parent / "data" / "deepfakebench"
 DFB_SIZE = 256  # DeepfakeBench's resolution for these models but UIA-ViT
 RESOLUTION = {"uia_vit": 224}
+# ``mean`` and ``std`` of training/config/detector/<model>.yaml: 0.5 but for sbi
+HALF = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+NORMALISATION = {"sbi": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
+
+
+def normalisation(model: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(mean, std)`` on [0, 1] of DeepfakeBench's config for ``model``."""
+    return NORMALISATION.get(model, HALF)
+
 
 # --- Xception (training/networks/xception.py) -----------------------------------------------
 
@@ -283,10 +294,13 @@ class _EfficientNet(nn.Module):
 
 
 class EfficientNetB4(nn.Module):
-    def __init__(self):
+    """``backbone_config``: ``num_classes`` (2; ``sbi``: 3), ``mode: original`` (no
+    ``adjust_channel``), ``dropout: false``."""
+
+    def __init__(self, num_classes: int = 2):
         super().__init__()
         self.efficientnet = _EfficientNet()
-        self.last_layer = nn.Linear(1792, 2)
+        self.last_layer = nn.Linear(1792, num_classes)
 
     def forward(self, x):
         x = F.adaptive_avg_pool2d(self.efficientnet.extract_features(x), 1).flatten(1)
@@ -589,6 +603,11 @@ class Capsule(nn.Module):
         return F.softmax(z, dim=-1).mean(dim=1)  # DFB's 'cls': mean class probabilities
 
 
+def _capsule_score(m, x):
+    """DeepfakeBench's ``prob``: a softmax over the mean class probabilities."""
+    return _softmax_fake(m(x))
+
+
 # --- F3Net, DeepfakeBench's FAD-only form (training/detectors/f3net_detector.py) -------------
 
 
@@ -850,13 +869,22 @@ def _spsl_score(m, x):
 
 # --- Face X-ray (training/detectors/facexray_detector.py, networks/cls_hrnet.py) ------------
 # cls_hrnet is the official HRNet-Image-Classification code; timm's ``hrnet_w48`` is its port
-# with the same parameter names, so its modules are borrowed and DFB's ``features`` rewritten.
+# with the same parameter names but the ImageNet classifier (cls_hrnet's ``fc``, timm's
+# ``classifier``), so its modules are borrowed, the classifier renamed and DFB's ``features``
+# rewritten. The ImageNet head (incre/downsample modules, final layer, fc) is built and saved.
+
+
+def _cls_hrnet_w48() -> nn.Module:
+    net = timm.create_model("hrnet_w48", pretrained=False)
+    net.fc = net.classifier  # nn.Linear(2048, 1000), as cls_hrnet names it
+    del net.classifier
+    return net
 
 
 class FaceXray(nn.Module):
     def __init__(self, size: int = DFB_SIZE):
         super().__init__()
-        self.backbone = timm.create_model("hrnet_w48", pretrained=False)
+        self.backbone = _cls_hrnet_w48()
         self.post_process = nn.Sequential(
             nn.Conv2d(720, 256, 3, 1, 1),
             nn.BatchNorm2d(256),
@@ -916,12 +944,14 @@ def build(model: str, size: int = DFB_SIZE):
         return _Backboned(MesoInception4(size)), lambda m, x: _softmax_fake(m.backbone(x))
     if model == "efficientnetb4":
         return _Backboned(EfficientNetB4()), lambda m, x: _softmax_fake(m.backbone(x))
+    if model == "sbi":  # softmax over its three classes, class 1 (sbi_detector.py's forward)
+        return _Backboned(EfficientNetB4(num_classes=3)), lambda m, x: _softmax_fake(m.backbone(x))
     if model == "multi_attention":
         return MultiAttention(), lambda m, x: _softmax_fake(m(x))
     if model == "uia_vit":
         return UIAViT(size), lambda m, x: _softmax_fake(m(x))
     if model == "capsule_net":
-        return Capsule(), lambda m, x: m(x)[:, 1]
+        return Capsule(), _capsule_score
     if model == "f3net":
         return F3NetDFB(size), lambda m, x: _softmax_fake(m(x))
     if model == "srm":
@@ -948,13 +978,27 @@ def constants(model: str, size: int) -> dict:
 
 def build_random(model: str, size: int, seed: int):
     """``(module, score, state)``: DeepfakeBench's ``model`` holding a random state dict from
-    ``seed`` (built on the meta device, so nothing is initialised twice)."""
+    ``seed`` (built on the meta device, so nothing is initialised twice), its BatchNorm
+    statistics those of :func:`dfb_inputs` of :func:`images` from ``seed``."""
     with torch.device("meta"):
         net, score = build(model, size)
     state = random_state(key_table(net), seed, constants(model, size))
     net.load_state_dict(state, assign=True)
-    calibrate_batchnorm(net, score, size, seed)
+    calibrate_batchnorm(net, score, size, seed, dfb_inputs(model, images(size, seed)))
     return net.eval(), score, net.state_dict()
+
+
+def images(size: int, seed: int, n: int = 4) -> np.ndarray:
+    """``n`` random uint8 RGB images (n, size, size, 3) from ``seed``."""
+    return np.random.default_rng(seed).integers(0, 256, (n, size, size, 3), dtype=np.uint8)
+
+
+def dfb_inputs(model: str, batch: np.ndarray) -> torch.Tensor:
+    """uint8 RGB images as DeepfakeBench's data loader gives them to ``model``: ToTensor (to
+    [0, 1], channels first), then Normalize with its config's ``mean`` and ``std``."""
+    x = torch.from_numpy(batch).permute(0, 3, 1, 2).float() / 255.0
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in normalisation(model))
+    return (x - mean) / std
 
 
 def calibration_images(size: int, seed: int, n: int = 4) -> torch.Tensor:
@@ -963,20 +1007,43 @@ def calibration_images(size: int, seed: int, n: int = 4) -> torch.Tensor:
     return torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(seed)) * 2 - 1
 
 
-def calibrate_batchnorm(net: nn.Module, score, size: int, seed: int) -> None:
-    """Set every BatchNorm's running statistics to those of one batch of random images, so that
-    random weights give normalised activations and scores that depend on the input (random
-    statistics let deep networks saturate)."""
+VAR_FLOOR = 0.05
+
+
+def calibrate_batchnorm(
+    net: nn.Module, score, size: int, seed: int, x: torch.Tensor | None = None
+) -> None:
+    """Set every BatchNorm's running statistics to those of its own input when the network,
+    in evaluation mode, scores one batch of images ``x`` (by default
+    :func:`calibration_images`): each layer is set, in the order the forward pass reaches it,
+    from the input that the layers before it, already set, give it. Random weights then give
+    normalised activations and scores that depend on the input all the way through (random
+    statistics, or statistics from a training-mode pass whose tiny late maps normalise
+    differently, let deep networks saturate). A BatchNorm used twice keeps its first input's."""
     norms = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    for m in norms:
-        m.reset_running_stats()
-        m.momentum = None  # a cumulative average: one batch gives its own statistics
-    x = calibration_images(size, seed)
-    net.train()
-    with torch.no_grad():
-        score(net, x)
-    for m in norms:
-        m.momentum = 0.1
+    done: set[int] = set()
+
+    def set_from_input(module, inputs):
+        if id(module) in done:
+            return
+        done.add(id(module))
+        t = inputs[0].detach()
+        dims = [d for d in range(t.dim()) if d != 1]
+        module.running_mean.copy_(t.mean(dim=dims))
+        # a floor: a channel nearly constant over the batch (a late 1 × 1 map, a dead ReLU)
+        # would otherwise amplify float rounding by up to 1/√eps at every layer
+        module.running_var.copy_(t.var(dim=dims, unbiased=False).clamp(min=VAR_FLOOR))
+
+    hooks = [m.register_forward_pre_hook(set_from_input) for m in norms]
+    if x is None:
+        x = calibration_images(size, seed)
+    net.eval()
+    try:
+        with torch.no_grad():
+            score(net, x)
+    finally:
+        for hook in hooks:
+            hook.remove()
 
 
 MODELS = (
@@ -988,6 +1055,7 @@ MODELS = (
     "meso4",
     "meso4Inception",
     "efficientnetb4",
+    "sbi",
     "capsule_net",
     "f3net",
     "srm",
@@ -1033,10 +1101,14 @@ def main() -> None:
     for model in MODELS:
         size = RESOLUTION.get(model, DFB_SIZE)
         net, _ = build(model, size)
+        mean, std = normalisation(model)
         table = {
             "model": model,
-            "source": "SCLBD/DeepfakeBench training/detectors, training/networks",
+            "source": "SCLBD/DeepfakeBench training/detectors, training/networks, "
+            f"training/config/detector/{model}.yaml",
             "resolution": size,
+            "mean": list(mean),
+            "std": list(std),
             "parameters": sum(p.numel() for p in net.parameters()),
             "state_dict": key_table(net),
         }

@@ -1,5 +1,6 @@
 """Running Snakemake on the repository's workflow from tests."""
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -44,3 +45,18 @@ def snakemake(
             f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
         )
     return proc
+
+
+def repository_copy(repo: Path, dest: Path) -> Path:
+    """The repository's files at ``dest`` as a clone holds them (tracked, and new ones git
+    does not ignore), for a run from a repository root whose results stay out of ``repo``."""
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        if (repo / rel).is_file():  # a deleted file is still listed until committed
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo / rel, dest / rel)
+    return dest

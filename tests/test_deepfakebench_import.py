@@ -1,39 +1,71 @@
 """DeepfakeBench checkpoints load onto fairforge's detectors and compute DeepfakeBench's
-function: zero unmatched keys at DeepfakeBench's 256 px shapes, and equal outputs on a state
-dict in DeepfakeBench's names and shapes with random values (tests/deepfakebench_reference.py
-reconstructs DeepfakeBench's models; tests/data/deepfakebench/*.json records their keys)."""
+function: zero unmatched keys at DeepfakeBench's 256 px shapes, and equal outputs (max |diff|
+≤ 1e-5) on a state dict in DeepfakeBench's names and shapes with random values, each model fed
+the same uint8 images normalised as its DeepfakeBench config says and as fairforge's detector
+says (tests/deepfakebench_reference.py reconstructs DeepfakeBench's models;
+tests/data/deepfakebench/*.json records their keys, normalisation and resolution)."""
 
 import json
 import re
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import deepfakebench_reference as dfb
-from fairforge.detectors import create_detector
+from fairforge.data import to_tensor
+from fairforge.detectors import create_detector, detector_entry
 from fairforge.detectors.deepfakebench import (
+    LAYOUTS,
     CheckpointMismatch,
     deepfakebench_target,
     load_deepfakebench,
     map_deepfakebench_state,
 )
 from fairforge.detectors.f3net import MixBlock
-from fairforge.training import TrainConfig, import_checkpoint, load_checkpoint
+from fairforge.runtime import load_checkpoint
+from fairforge.training.detector import TrainConfig, import_checkpoint
 
 SMALL = 32  # the smallest input every model here takes (Xception: a 1×1 exit map)
 # Parameters DeepfakeBench builds but never uses (and no running statistics), or constants it
 # stores as parameters: the README's table explains the parameter counts with them.
 UNUSED = (
     r"^(backbone(_rgb|_srm)?\.adjust_channel\.|backbone_srm\.last_linear\."
-    r"|backbone\.(incre_modules|downsamp_modules|final_layer|classifier)\.)"
+    r"|backbone\.(incre_modules|downsamp_modules|final_layer|fc)\.)"
     r"|(_DCT_all|_DCT_all_T|\.base|kernel)$"
 )
+# The model options that score as DeepfakeBench does where fairforge's default differs
+DFB_OUTPUT = {"capsule_net": {"output": "deepfakebench"}}
 # DeepfakeBench's MesoNet applies Dropout2d to a flat vector (an identity at evaluation)
 pytestmark = pytest.mark.filterwarnings("ignore:dropout2d")
 
 
 def _recorded(model: str) -> dict:
     return json.loads((dfb.DATA / f"{model}.json").read_text())
+
+
+def _ours_inputs(images: np.ndarray, mean, std) -> torch.Tensor:
+    """uint8 images as fairforge's data loading gives them to a detector of ``mean``, ``std``."""
+    return torch.stack([to_tensor(im, im.shape[0], mean, std) for im in images])
+
+
+def _max_diff(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((got - expected).abs().max())
+
+
+def _scores(reference, score, ours, model: str, images: np.ndarray, mean=None, std=None):
+    """``(DeepfakeBench's, ours)`` probabilities of "fake" for uint8 ``images``, each model fed
+    them normalised its own way (ours: ``mean``, ``std``, by default its class's), in float64:
+    float32 rounding alone moves the reference's own outputs by up to 2e-4 through 30-odd
+    random-weight layers (measured against float64), so 1e-5 is checked where rounding is not
+    the question."""
+    mean, std = (ours.mean, ours.std) if mean is None else (mean, std)
+    with torch.no_grad():
+        expected = score(reference.double(), dfb.dfb_inputs(model, images).double())
+        got = torch.sigmoid(ours.double()(_ours_inputs(images, mean, std).double()))
+    return expected, got
 
 
 @pytest.mark.parametrize("model", dfb.MODELS)
@@ -46,6 +78,8 @@ def test_recorded_keys_map_with_nothing_left_over(model):
         reference, _ = dfb.build(model, recorded["resolution"])
         ours = create_detector(deepfakebench_target(model), input_size=recorded["resolution"])
     assert dfb.key_table(reference) == recorded["state_dict"]
+    assert [recorded["mean"], recorded["std"]] == [list(v) for v in dfb.normalisation(model)]
+    assert [recorded["mean"], recorded["std"]] == [list(ours.mean), list(ours.std)]
     state = {k: torch.empty(s, device="meta") for k, s in recorded["state_dict"].items()}
     mapped = map_deepfakebench_state(state, model, ours.state_dict())
     assert set(mapped) == set(ours.state_dict())
@@ -58,19 +92,100 @@ def test_recorded_keys_map_with_nothing_left_over(model):
     assert abs(here - (theirs - unused)) / theirs < 0.02, (here, theirs, unused)
 
 
+@pytest.mark.parametrize("model", sorted(LAYOUTS))
+def test_the_detector_normalises_as_deepfakebench_s_config(model):
+    """Every layout's detector takes DeepfakeBench's config ``mean`` and ``std`` (data loading
+    reads them from the detector class), ImageNet's for ``sbi``, 0.5 for the others."""
+    entry = detector_entry(deepfakebench_target(model))
+    mean, std = dfb.normalisation("capsule_net" if model == "capsule" else model)
+    assert (tuple(entry.mean), tuple(entry.std)) == (mean, std)
+
+
+def test_the_readme_names_every_imported_model_s_score():
+    """The README's DeepfakeBench table has a row for every detector a layout loads onto,
+    and its "score" column says which output that detector gives."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    header = "| detector | parameters here | DeepfakeBench model, parameters | import | score |"
+    table = readme[readme.index(header) :].split("\n\n")[0].splitlines()[2:]
+    rows = {}
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for name in re.findall(r"`(\w+)`", cells[0]):
+            rows[name] = cells
+    for model in LAYOUTS:
+        cells = rows[deepfakebench_target(model)]
+        assert cells[3] != "—" and "DeepfakeBench" in cells[4], (model, cells[4])
+    assert "output: deepfakebench" in rows["capsule"][4]
+
+
+def _imported(model: str, size: int, seed: int, **cfg):
+    """DeepfakeBench's ``model`` with random weights, our import of them, and one batch of
+    uint8 images (those its BatchNorm statistics come from)."""
+    reference, score, state = dfb.build_random(model, size, seed=seed)
+    ours = load_deepfakebench(
+        {"module." + k: v for k, v in state.items()}, model, input_size=size, **cfg
+    )
+    return reference, score, ours, dfb.images(size, seed)
+
+
 @pytest.mark.parametrize("model", dfb.MODELS)
 def test_outputs_equal_deepfakebench(model):
     # HRNet's 1×1 last branch saturates at 32 px; the multi-attention border mask leaves
     # nothing of an attention grid under 4 × 4 (DeepfakeBench's stem and paddings: 96 px → 6)
     size = {"facexray": 64, "multi_attention": 96}.get(model, SMALL)
-    reference, score, state = dfb.build_random(model, size, seed=7)
-    ours = load_deepfakebench({"module." + k: v for k, v in state.items()}, model, input_size=size)
-    x = dfb.calibration_images(size, seed=7)  # the images its BatchNorm statistics come from
-    with torch.no_grad():
-        expected = score(reference, x)
-        got = torch.sigmoid(ours(x))
+    reference, score, ours, images = _imported(model, size, 7, **DFB_OUTPUT.get(model, {}))
+    expected, got = _scores(reference, score, ours, model, images)
     assert expected.max() - expected.min() > 1e-3  # the scores depend on the image
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+    assert _max_diff(got, expected) <= 1e-5, _max_diff(got, expected)
+
+
+def test_sbi_keeps_its_three_classes_and_imagenet_normalisation():
+    """DeepfakeBench's ``sbi`` config: three classes (only 0 and 1 labelled), its probability
+    the softmax's class 1; ImageNet mean and std. The imported head keeps its three rows, the
+    logit is z₁ − log(e^z₀ + e^z₂), and training takes DeepfakeBench's three-class CE."""
+    reference, score, ours, images = _imported("sbi", SMALL, seed=11)
+    assert ours.name == "sbi_dfb"
+    head = reference.backbone.last_layer
+    assert ours.backbone.classifier.weight.shape == (3, 1792)
+    assert torch.equal(ours.backbone.classifier.weight, head.weight)
+    assert torch.equal(ours.backbone.classifier.bias, head.bias)
+    expected, got = _scores(reference, score, ours, "sbi", images)
+    assert _max_diff(got, expected) <= 1e-5
+    x = dfb.dfb_inputs("sbi", images).double()
+    with torch.no_grad():
+        probs = torch.softmax(reference.backbone(x), dim=1)
+    assert probs[:, 2].min() > 1e-3  # the third class takes part in the softmax
+    torch.testing.assert_close(probs[:, 1], expected)
+    # the two-class reading of the first two rows is another number
+    assert _max_diff(torch.softmax(probs[:, :2].log(), dim=1)[:, 1], expected) > 1e-3
+    # DeepfakeBench's normalisation of the other models would be another input
+    _, other = _scores(reference, score, ours, "sbi", images, *dfb.HALF)
+    assert _max_diff(other, expected) > 1e-3
+    # DeepfakeBench's loss: cross-entropy over the three classes
+    labels = torch.tensor([0, 1, 1, 0])
+    logits = ours(x)
+    classes = ours.backbone(x)
+    torch.testing.assert_close(ours.loss(logits, labels), F.cross_entropy(classes, labels))
+
+
+def test_capsule_scores_the_mean_vote_or_deepfakebench_s_probability():
+    """``capsule`` scores the paper's mean fake vote m unless ``output: deepfakebench``, which
+    gives DeepfakeBench's ``prob``, the softmax over (1 − m, m): sigmoid(2m − 1). Both order
+    images alike and agree on which side of 0.5 they fall."""
+    reference, score, paper, images = _imported("capsule_net", SMALL, seed=13)
+    _, _, theirs, _ = _imported("capsule_net", SMALL, seed=13, output="deepfakebench")
+    assert paper.output == "paper" and theirs.output == "deepfakebench"
+    expected, got_theirs = _scores(reference, score, theirs, "capsule_net", images)
+    # DeepfakeBench's 'cls', the mean class probabilities: the paper's mean vote is its fake one
+    votes, got_paper = _scores(reference, lambda m, x: m(x)[:, 1], paper, "capsule_net", images)
+    assert _max_diff(got_paper, votes) <= 1e-5
+    assert _max_diff(got_theirs, expected) <= 1e-5
+    torch.testing.assert_close(expected, torch.sigmoid(2 * votes - 1))
+    assert _max_diff(got_paper, got_theirs) > 1e-3
+    assert torch.equal(got_paper.argsort(), got_theirs.argsort())
+    assert torch.equal(got_paper > 0.5, got_theirs > 0.5)
+    with pytest.raises(ValueError, match="output"):
+        create_detector("capsule", input_size=SMALL, output="softmax")
 
 
 def test_a_wrong_checkpoint_lists_its_keys():
@@ -85,22 +200,39 @@ def test_a_wrong_checkpoint_lists_its_keys():
         load_deepfakebench(state, "nope")
 
 
-def test_the_workflow_import_keeps_deepfakebench_s_function(tmp_path):
+@pytest.mark.parametrize(
+    "model, arch, options",
+    [
+        ("meso4", "meso4_dfb", {}),
+        ("sbi", "sbi_dfb", {}),
+        ("capsule_net", "capsule", {"output": "deepfakebench"}),
+    ],
+)
+def test_the_workflow_import_keeps_deepfakebench_s_function(model, arch, options, tmp_path):
     """``checkpoint_format: deepfakebench`` with the detector DeepfakeBench's model loads onto
-    (``meso4_dfb``) writes a fairforge checkpoint with DeepfakeBench's outputs; naming
-    fairforge's own ``meso4`` (another network) stops with the detector to use."""
-    reference, score, state = dfb.build_random("meso4", SMALL, seed=5)
-    path = tmp_path / "meso4_best.pth"
+    writes a fairforge checkpoint whose options, mean and std give DeepfakeBench's outputs."""
+    reference, score, state = dfb.build_random(model, SMALL, seed=5)
+    path = tmp_path / f"{model}_best.pth"
     torch.save({"module." + k: v for k, v in state.items()}, path)
     out = tmp_path / "model.pt"
-    import_checkpoint(path, out, TrainConfig(arch="meso4_dfb", input_size=SMALL), "deepfakebench")
-    model, meta = load_checkpoint(out)
-    assert meta["arch"] == "meso4_dfb"
-    x = torch.rand(3, 3, SMALL, SMALL, generator=torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        torch.testing.assert_close(torch.sigmoid(model(x)), score(reference, x), atol=1e-5, rtol=0)
+    cfg = TrainConfig(arch=arch, input_size=SMALL, model=dict(options))
+    import_checkpoint(path, out, cfg, "deepfakebench")
+    loaded, meta = load_checkpoint(out)
+    assert meta["arch"] == arch
+    images = dfb.images(SMALL, seed=5)
+    expected, got = _scores(reference, score, loaded, model, images, meta["mean"], meta["std"])
+    assert _max_diff(got, expected) <= 1e-5
+
+
+def test_the_workflow_import_names_the_detector_to_use(tmp_path):
+    """Naming fairforge's own ``meso4`` (another network) for DeepfakeBench's stops with the
+    detector to use."""
+    _, _, state = dfb.build_random("meso4", SMALL, seed=5)
+    path = tmp_path / "meso4_best.pth"
+    torch.save(state, path)
     with pytest.raises(ValueError, match="arch: meso4_dfb"):
-        import_checkpoint(path, out, TrainConfig(arch="meso4", input_size=SMALL), "deepfakebench")
+        cfg = TrainConfig(arch="meso4", input_size=SMALL)
+        import_checkpoint(path, tmp_path / "model.pt", cfg, "deepfakebench")
 
 
 def test_published_capsule_freezes_its_vgg_and_f3net_mixes_its_streams():

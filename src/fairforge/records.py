@@ -112,8 +112,9 @@ def write_rule_graph(
         "--quiet",
         "all",
     ]
-    for path in configfiles:
-        cmd += ["--configfile", str(path)]
+    if configfiles:
+        # one flag for all: a second --configfile would replace the first's files
+        cmd += ["--configfile", *(str(path) for path in configfiles)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode == 0:
         start = proc.stdout.find("digraph")

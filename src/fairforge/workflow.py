@@ -107,7 +107,7 @@ def detector_settings(config: dict, name: str) -> dict:
     return {
         "arch": arch,
         "model": dict(det.get("model", {})),
-        "train_methods": list(det.get("train_methods", base["train_methods"])),
+        "train_methods": train_methods(config, name),
         "balanced": bool(det.get("balanced", False)),
         "num_workers": int(base["num_workers"]),
         "device": config["device"],
@@ -123,6 +123,12 @@ def detector_settings(config: dict, name: str) -> dict:
             det.get("recipe") or base.get("recipe", "deepfakebench"), arch, **overrides
         ),
     }
+
+
+def train_methods(config: dict, name: str) -> list[str]:
+    """The methods whose fakes a detector trains on (its own, else ``training``'s)."""
+    det = config["detectors"][name]
+    return list(det.get("train_methods", config["training"]["train_methods"]))
 
 
 def scoring_settings(config: dict, name: str) -> dict:
@@ -363,7 +369,7 @@ def ranking_encoders(config: dict) -> dict[str, dict]:
 
 
 def encoder_training(config: dict, label: str) -> dict:
-    """Keyword arguments of :func:`fairforge.encoders.trainable.train_encoder_on_faces` for
+    """Keyword arguments of :func:`fairforge.training.encoder.train_encoder_on_faces` for
     one trained encoder; far-trained encoders see faces at the ranking's distance, through
     the ranking's degradation (with ``ranking.degradation: learned``, the same near-to-far
     generator that degrades the probes)."""
@@ -384,3 +390,103 @@ def encoder_training_inputs(config: dict, label: str) -> list[str]:
     if encoder_training(config, label).get("degradation") == "learned":
         return ranking_degradation_inputs(config)
     return []
+
+
+# The parts of a config that `select:` names (docs/papers.md, "Run a part of a paper"):
+# select key -> where the config defines the names.
+SELECTABLE = {
+    "detectors": "detectors",
+    "datasets": "datasets",
+    "variants": "variants and variant_suites",
+    "encoders": "ranking.encoders",
+}
+
+
+def selectable_names(config: dict, key: str) -> list[str]:
+    """The names ``select.<key>`` may list: the ones the config defines, in its order."""
+    if key == "variants":
+        return all_variants(config)
+    if key == "encoders":
+        return list(config["ranking"]["encoders"])
+    return list(config[key])
+
+
+def trains(config: dict, name: str) -> bool:
+    """Whether a detector reads training samples: not scored elsewhere (``scores``) nor
+    given its weights as they are (``checkpoint`` without ``init: checkpoint``)."""
+    return not is_external(config, name) and bool(train_input(config, name)["samples"])
+
+
+def select_config(config: dict) -> dict:
+    """Keep the part of a validated config that ``select`` names, in place; return it.
+
+    Each of ``select.detectors``, ``datasets``, ``variants`` (after ``variant_suites`` are
+    expanded) and ``encoders`` (``ranking.encoders``) lists the names to keep; a missing
+    list keeps them all, ``clean`` stays with any variants, and the config's order is kept
+    (a detector without ``train_dataset`` still trains on the first dataset). A name the
+    config does not define is an error that lists the valid ones. What only unselected
+    detectors use goes too: a generated forgery method that some detector trains on from a
+    dataset, and no selected one does, is no longer generated there (FairFD's ``sbi`` blends
+    on FF++). A selected detector that trains on an unselected dataset, or a ranking on
+    one, is an error: leaving it out silently would change what the detector is."""
+    chosen = config.get("select") or {}
+    if not chosen:
+        return config
+    for key, where in SELECTABLE.items():
+        valid = selectable_names(config, key)
+        unknown = [n for n in chosen.get(key, []) if n not in valid]
+        if unknown:
+            raise ValueError(
+                f"config: select.{key}: {unknown} not defined in {where} (defined: {valid})"
+            )
+    keep = {key: set(chosen.get(key) or selectable_names(config, key)) for key in SELECTABLE}
+    keep["variants"].add("clean")
+    for name in (n for n in config["detectors"] if n in keep["detectors"]):
+        missing = [d for d in train_datasets(config, name) if d not in keep["datasets"]]
+        if missing and trains(config, name):
+            raise ValueError(
+                f"config: select.datasets: detector {name!r} trains on {missing} "
+                f"(detectors.{name}.train_dataset, default the first dataset), which "
+                "select.datasets leaves out: select it too, or leave the detector out"
+            )
+    ranking = config["ranking"]
+    ranked = ranking.get("dataset") or next(iter(config["datasets"]))
+    if ranking["enabled"] and ranked not in keep["datasets"]:
+        raise ValueError(
+            f"config: select.datasets: the ranking study ranks {ranked!r} (ranking.dataset), "
+            "which select.datasets leaves out: select it too, or set ranking.enabled: false"
+        )
+    unused = training_only_methods(config, keep["detectors"])
+    generated = {m for d in config["datasets"] for m in dataset_methods(config, d)}
+    for name in config["datasets"]:
+        dropped = unused.get(name, set())
+        if dropped:
+            config["datasets"][name]["forgery"] = [
+                m for m in dataset_methods(config, name) if m not in dropped
+            ]
+    config["datasets"] = {k: v for k, v in config["datasets"].items() if k in keep["datasets"]}
+    still = {m for d in config["datasets"] for m in dataset_methods(config, d)}
+    config["forgery"]["methods"] = [
+        m for m in config["forgery"]["methods"] if m in still or m not in generated
+    ]
+    config["detectors"] = {k: v for k, v in config["detectors"].items() if k in keep["detectors"]}
+    if "variants" in chosen:
+        config["variants"] = [v for v in all_variants(config) if v in keep["variants"]]
+        config["variant_suites"] = []
+    ranking["encoders"] = {k: v for k, v in ranking["encoders"].items() if k in keep["encoders"]}
+    return config
+
+
+def training_only_methods(config: dict, selected: set[str]) -> dict[str, set[str]]:
+    """Dataset -> the generated methods on it that detectors train on, none of them
+    ``selected``: fakes made only for unselected detectors' training."""
+    trainers: dict[tuple[str, str], set[str]] = {}
+    for name in filter(lambda n: trains(config, n), config["detectors"]):
+        for dataset in train_datasets(config, name):
+            for method in set(train_methods(config, name)) & set(dataset_methods(config, dataset)):
+                trainers.setdefault((dataset, method), set()).add(name)
+    out: dict[str, set[str]] = {}
+    for (dataset, method), names in trainers.items():
+        if not names & selected:
+            out.setdefault(dataset, set()).add(method)
+    return out

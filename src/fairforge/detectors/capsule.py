@@ -17,9 +17,21 @@ normalised with mean = std = 0.5. DeepfakeBench checkpoints load and give its ou
 
 Simplifications: VGG starts from random weights unless ImageNet weights are loaded (the paper
 uses ImageNet weights); the training-time noise on the routing weights and the routing
-dropout are left out. The logit returned is that of the mean fake probability, so
-sigmoid(logit) is exactly the paper's score (DeepfakeBench's own ``prob`` is a softmax over
-those mean probabilities, a monotone function of the same score).
+dropout are left out.
+
+``output`` picks the score (sigmoid of the logit returned):
+
+``"paper"`` (default)
+    the mean fake vote m, the paper's probability: the logit is logit(m);
+``"deepfakebench"``
+    DeepfakeBench's ``prob``, a softmax over the mean class votes (1 − m, m): sigmoid(2m − 1),
+    the logit 2m − 1.
+
+Both rank images alike and agree at 0.5 (m > 0.5 ⇔ 2m − 1 > 0), so AUC and decisions at 0.5
+are the same; the probabilities differ (DeepfakeBench's lie in [0.27, 0.73]). The default stays
+the paper's whatever the weights' origin, so a capsule's scores mean one thing in every table;
+an imported DeepfakeBench checkpoint reproduces DeepfakeBench's probabilities with
+``model: {output: deepfakebench}``.
 """
 
 from __future__ import annotations
@@ -101,6 +113,10 @@ class DynamicRouting(nn.Module):
         return outputs.squeeze(2)  # (B, n_out, d_out)
 
 
+#: the score conventions of ``output``
+OUTPUTS = ("paper", "deepfakebench")
+
+
 @register("capsule")
 class CapsuleForensics(AuxiliaryLossDetector):
     default_input_size = 256
@@ -113,9 +129,13 @@ class CapsuleForensics(AuxiliaryLossDetector):
         n_capsules: int = 10,
         routing_iterations: int = 2,
         freeze_vgg: bool = True,
+        output: str = "paper",
     ):
         super().__init__()
+        if output not in OUTPUTS:
+            raise ValueError(f"capsule model.output must be one of {OUTPUTS}, got {output!r}")
         self.input_size = input_size
+        self.output = output
         self.vgg = vgg19_head_layers(3)
         self.vgg.requires_grad_(not freeze_vgg)
         self.capsules = nn.ModuleList(_primary_capsule(256) for _ in range(n_capsules))
@@ -132,8 +152,10 @@ class CapsuleForensics(AuxiliaryLossDetector):
         primary = squash(torch.stack([c(feats) for c in self.capsules], dim=-1), dim=-1)
         out = self.routing(primary.transpose(1, 2))  # (B, 2, 4): (real, fake) × dims
         votes = out[:, 1, :] - out[:, 0, :]  # per-dimension fake-vs-real logits
-        p_fake = torch.sigmoid(votes).mean(dim=1).clamp(1e-6, 1 - 1e-6)
-        return self._keep(torch.logit(p_fake), votes=votes)
+        p_fake = torch.sigmoid(votes).mean(dim=1)  # the mean vote m
+        if self.output == "deepfakebench":  # softmax over (1 − m, m): sigmoid(2m − 1)
+            return self._keep(2.0 * p_fake - 1.0, votes=votes)
+        return self._keep(torch.logit(p_fake.clamp(1e-6, 1 - 1e-6)), votes=votes)
 
     def loss(self, logits, labels, batch=None):
         votes = self._outputs_for(logits)["votes"]

@@ -6,7 +6,8 @@ parameter names, identical to timm's ``legacy_xception``), detector-level module
 (FFD's ``map``, Capsule-Forensics' ``vgg_ext``/``fea_ext``/``routing_stats``) and a two-class
 head (``last_linear``: real, fake). fairforge detectors have one logit, so the head becomes
 ``w_fake − w_real`` and ``b_fake − b_real``: sigmoid of that logit equals DeepfakeBench's
-softmax probability of "fake".
+softmax probability of "fake". A head of another width is kept as it is (``sbi``'s three
+classes: ``sbi_dfb`` computes the logit from them).
 
 Layouts are named by DeepfakeBench's ``model_name``; each builds the fairforge detector that
 computes the same function (:data:`LAYOUTS`, :func:`deepfakebench_target`):
@@ -21,10 +22,14 @@ ffd                ffd                     the regression map
 meso4              meso4_dfb               DFB's shared BatchNorms, ReLU before BN
 meso4Inception     meso4inception_dfb
 efficientnetb4     efficientnet_b4_dfb     efficientnet_pytorch names → timm names
-capsule_net        capsule                 (``capsule`` is accepted too)
+sbi                sbi_dfb                 as efficientnetb4, three-class head kept,
+                                           ImageNet normalisation
+capsule_net        capsule                 (``capsule`` is accepted too); the paper's
+                                           mean vote unless ``output: deepfakebench``
 f3net              f3net_dfb               FAD only, one Xception
 srm                srm                     two streams, DFB's module names
-facexray           face_xray_dfb           HRNet-W48 (timm's names are the official ones)
+facexray           face_xray_dfb           HRNet-W48 (timm's names are the official ones
+                                           but the ImageNet classifier, ``fc`` there)
 multi_attention    multi_attention_dfb     on efficientnetb4's network; its warm-up head
                                            is ``warmup_head``
 uia_vit            uia_vit                 timm's ViT names; the patch Gaussians, not
@@ -33,9 +38,10 @@ uia_vit            uia_vit                 timm's ViT names; the patch Gaussians
 
 A fairforge detector name from the middle column selects its layout too (a config's
 ``arch``). Keys that DeepfakeBench builds but never uses (``adjust_channel``, SRM's second
-classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head) are dropped;
-any other key left over, any parameter of ours left unfilled, or a shape mismatch is an error
-that lists them. The model is built on the meta device and takes the checkpoint's tensors, so
+classifier and blur kernel, F3Net's transposed DCT copy, HRNet's ImageNet head:
+``incre_modules``, ``downsamp_modules``, ``final_layer``, ``fc``) are dropped; any other key
+left over, any parameter of ours left unfilled, or a shape mismatch is an error that lists
+them. The model is built on the meta device and takes the checkpoint's tensors, so
 nothing is initialised only to be overwritten.
 
     >>> model = load_deepfakebench("xception_best.pth", "xception", input_size=256)
@@ -82,6 +88,15 @@ def _effnet(match: re.Match) -> str:
 
 # DeepfakeBench's EfficientNet-B4 (efficientnet_pytorch) under ``backbone.efficientnet``
 _EFFNET_RULES = ((r"^backbone\.efficientnet\.(.+)$", _effnet),)
+# its ``efficientnetb4`` backbone with the head ``last_layer`` (``sbi``'s too)
+_EFFNETB4 = _Layout(
+    (
+        (r"^backbone\.last_layer\.(?:1\.)?(weight|bias)$", r"backbone.classifier.\1"),
+        *_EFFNET_RULES,
+    ),
+    (r"^backbone\.adjust_channel\.",),
+    head="backbone.classifier",
+)
 
 
 def _facexray_head(match: re.Match) -> str:
@@ -121,15 +136,8 @@ LAYOUTS: dict[str, _Layout] = {
     "capsule_net": _CAPSULE,
     "meso4": dataclasses.replace(_MESO, target="meso4_dfb"),
     "meso4Inception": dataclasses.replace(_MESO, target="meso4inception_dfb"),
-    "efficientnetb4": _Layout(
-        (
-            (r"^backbone\.last_layer\.(?:1\.)?(weight|bias)$", r"backbone.classifier.\1"),
-            *_EFFNET_RULES,
-        ),
-        (r"^backbone\.adjust_channel\.",),
-        head="backbone.classifier",
-        target="efficientnet_b4_dfb",
-    ),
+    "efficientnetb4": dataclasses.replace(_EFFNETB4, target="efficientnet_b4_dfb"),
+    "sbi": dataclasses.replace(_EFFNETB4, target="sbi_dfb"),
     "f3net": _Layout(
         (
             (r"^FAD_head\._DCT_all$", "fad.dct"),
@@ -160,7 +168,8 @@ LAYOUTS: dict[str, _Layout] = {
             (r"^(backbone)\.(.+)$", r"\1.\2"),
             (r"^(post_process|fc)\.(\d+)\.(.+)$", _facexray_head),
         ),
-        (r"^backbone\.(incre_modules|downsamp_modules|final_layer|classifier)\.",),
+        # HRNet's ImageNet head: built (``fc``: 2048 → 1000) and saved, never used
+        (r"^backbone\.(incre_modules|downsamp_modules|final_layer|fc)\.",),
         head="fc.7",
         target="face_xray_dfb",
     ),

@@ -1,5 +1,6 @@
 """EfficientNet-B4 (Tan & Le, ICML 2019), the classifier of Self-Blended Images (Shiohara &
-Yamasaki, CVPR 2022) and of DeepfakeBench's ``efficientnetb4`` and ``sbi``.
+Yamasaki, CVPR 2022) and of DeepfakeBench's ``efficientnetb4`` and ``sbi`` (``sbi_dfb``: its
+three-class head and ImageNet normalisation).
 
 Both SBI and DeepfakeBench build the network with ``efficientnet_pytorch``: TensorFlow's
 "same" padding, fixed when the network is built for the image size it assumes, and BatchNorm
@@ -31,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
 
 PADDINGS = ("same", "deepfakebench")
@@ -148,6 +150,8 @@ class EfficientNetB4(Detector):
     default_input_size = 380
     mean = IMAGENET_MEAN
     std = IMAGENET_STD
+    #: outputs of the network's head (one logit; DeepfakeBench's ``sbi``: three classes)
+    num_classes = 1
 
     def __init__(
         self,
@@ -165,7 +169,9 @@ class EfficientNetB4(Detector):
         self.padding = padding
         import timm  # see fairforge.detectors
 
-        net = timm.create_model(backbone, pretrained=False, num_classes=1, drop_rate=drop_rate)
+        net = timm.create_model(
+            backbone, pretrained=False, num_classes=self.num_classes, drop_rate=drop_rate
+        )
         if padding == "deepfakebench":
             size = EFFICIENTNET_PYTORCH_SIZE.get(backbone, 380)
             self.backbone = static_padding(net, size, unpadded_stem=True)
@@ -193,3 +199,25 @@ class EfficientNetB4DFB(EfficientNetB4):
         padding: str = "deepfakebench",
     ):
         super().__init__(input_size, backbone, drop_rate, padding)
+
+
+@register("sbi_dfb")
+class SBIDFB(EfficientNetB4DFB, AuxiliaryLossDetector):
+    """DeepfakeBench's ``sbi`` as its config builds it (``training/config/detector/sbi.yaml``):
+    the ``efficientnetb4`` network with a three-class head (``num_classes: 3``) and ImageNet
+    normalisation. Only classes 0 (real) and 1 (fake) are ever labelled; its probability of
+    "fake" is the softmax's class 1, so the logit returned is z₁ − log(e^z₀ + e^z₂) and its
+    sigmoid is that probability exactly. The loss is DeepfakeBench's: cross-entropy over the
+    three classes."""
+
+    mean = IMAGENET_MEAN
+    std = IMAGENET_STD
+    num_classes = 3
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        classes = self.backbone(x)
+        others = torch.cat((classes[:, :1], classes[:, 2:]), dim=1)
+        return self._keep(classes[:, 1] - torch.logsumexp(others, dim=1), classes=classes)
+
+    def loss(self, logits, labels, batch=None):
+        return F.cross_entropy(self._outputs_for(logits)["classes"], labels.long())

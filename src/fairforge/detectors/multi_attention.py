@@ -143,7 +143,9 @@ def attention_pool(features: torch.Tensor, attentions: torch.Tensor, norm: str) 
     pooled = torch.einsum("bmhw,bchw->bmc", attentions, features)
     if norm == "l2":
         return F.normalize(pooled, p=2, dim=-1)
-    return pooled / (attentions.sum(dim=(2, 3)).unsqueeze(-1) + 1e-8)
+    # DeepfakeBench's authors add the epsilon to every pixel of the map before summing it
+    mass = (attentions + 1e-8).sum(dim=(2, 3)).unsqueeze(-1)
+    return pooled / mass
 
 
 def gaussian_blur(x: torch.Tensor, kernel_size: int, sigma: float) -> torch.Tensor:

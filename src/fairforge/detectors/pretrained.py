@@ -122,7 +122,13 @@ _EFFICIENTNET_FILE = (
     " (what DeepfakeBench and the multi-attention authors start from) or timm's"
     " tf_efficientnet_b4.ap_in1k"
 )
-for _arch in ("efficientnet_b4", "efficientnet_b4_dfb", "multi_attention", "multi_attention_dfb"):
+for _arch in (
+    "efficientnet_b4",
+    "efficientnet_b4_dfb",
+    "sbi_dfb",
+    "multi_attention",
+    "multi_attention_dfb",
+):
     PRETRAINED_LAYOUTS.register(
         _arch,
         PretrainedLayout((PretrainedTarget("backbone", names=timm_names),), _EFFICIENTNET_FILE),
