@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fairforge.video  # noqa: F401  (registers the video adapters)
+import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.registry import DuplicateName, UnknownName
 from fairforge.sources import (
