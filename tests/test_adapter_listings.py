@@ -25,7 +25,7 @@ from fairforge.images import write_image
 from fairforge.sources import get_adapter, image_id_from_path, list_dataset, resolved_split
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_sources import folder_tree, write_jpeg  # noqa: E402
+from test_sources import folder_tree, vggface2_tree, write_jpeg  # noqa: E402
 from test_video_datasets import (  # noqa: E402
     deeperforensics_tree,
     dfdc_tree,
@@ -77,17 +77,7 @@ def diveface(base: Path) -> dict:
 
 
 def vggface2(base: Path) -> dict:
-    root = base / "vggface2"
-    identities = {"train": ["n000001", "n000002", "n000003"], "test": ["n000009"]}
-    for k, (folder, ids) in enumerate(identities.items()):
-        for i, identity in enumerate(ids):
-            for j in range(2):
-                write_jpeg(root / folder / identity / f"000{j}_01.jpg", seed=10 * k + i + j)
-    (root / "meta").mkdir()
-    (root / "meta" / "identity_meta.csv").write_text(
-        'Class_ID, Name, Sample_Num, Flag, Gender\nn000001, "A_B", 2, 1, m\n'
-        'n000002, "C_D", 2, 1, f\nn000009, "E_F", 2, 0, f\n'
-    )
+    root = vggface2_tree(base / "vggface2")
     return {"adapter": "vggface2", "root": str(root), "split": "official"}
 
 

@@ -237,6 +237,22 @@ def csv_label(label: str, method: str) -> tuple[int, str, str]:
     return value, method or REAL_METHOD, ""
 
 
+def with_csv_labels(row: dict, record: Mapping[str, str]) -> dict:
+    """``row`` with the label columns of a labelled csv's ``record`` (:func:`csv_label`,
+    ``source_subject`` and ``target_subject``); a usable row whose label and method
+    disagree becomes ``ok=False`` with the reason."""
+    label, method, bad = csv_label(record.get("label", ""), record.get("method", ""))
+    if bad and row["ok"]:
+        row = {**row, "ok": False, "reason": bad}
+    return labelled_row(
+        row,
+        label,
+        method,
+        record.get("source_subject", "").strip(),
+        record.get("target_subject", "").strip(),
+    )
+
+
 def csv_methods(csv: Path) -> list[str]:
     """The manipulation methods a labelled csv lists (its ``method`` column, 'real' left
     out; [] without one)."""

@@ -15,15 +15,14 @@ from fairforge.sources.base import (
     SourceError,
     configured_root,
     count_csv_rows,
-    csv_label,
     csv_methods,
     image_id_from_path,
     image_root,
-    labelled_row,
     listing_frame,
     listing_row,
     relative_or_absolute,
     require_columns,
+    with_csv_labels,
 )
 
 CSV_COLUMNS = ("path", "subject_id", "group")
@@ -109,15 +108,6 @@ class CsvTable(SourceAdapter):
                 image_id, rel, rec["subject_id"].strip() or image_id, attributes, not empty, reason
             )
             if labelled:
-                label, method, bad = csv_label(rec.get("label", ""), rec.get("method", ""))
-                if bad and row["ok"]:
-                    row.update(ok=False, reason=bad)
-                row = labelled_row(
-                    row,
-                    label,
-                    method,
-                    rec.get("source_subject", "").strip(),
-                    rec.get("target_subject", "").strip(),
-                )
+                row = with_csv_labels(row, rec)
             rows.append(row)
         return listing_frame(rows)

@@ -24,12 +24,11 @@ from fairforge.sources.base import (
     SourceError,
     configured_root,
     count_csv_rows,
-    csv_label,
     csv_methods,
     image_id_from_path,
-    labelled_row,
     relative_or_absolute,
     require_columns,
+    with_csv_labels,
 )
 from fairforge.sources.split import most_frames
 from fairforge.sources.videos import DEFAULT_FRAMES_PER_VIDEO, VideoSource, frame_sampler
@@ -73,16 +72,7 @@ def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.Data
             "reason": f"empty value(s) in {empty}" if empty else "",
         }
         if labelled:
-            label, method, bad = csv_label(rec.get("label", ""), rec.get("method", ""))
-            if bad and row["ok"]:
-                row.update(ok=False, reason=bad)
-            row = labelled_row(
-                row,
-                label,
-                method,
-                rec.get("source_subject", "").strip(),
-                rec.get("target_subject", "").strip(),
-            )
+            row = with_csv_labels(row, rec)
         rows.append(row)
     if not rows:
         raise SourceError(f"no videos listed in {labels}")
