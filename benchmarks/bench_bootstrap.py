@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fairforge.metrics import bootstrap_intervals, fairness_report, permutation_pvalues
-from fairforge.metrics.uncertainty import bootstrap_replicates, stats_from_frame
+from fairforge.metrics.resampling import bootstrap_replicates, stats_from_frame
 from fairforge.seeding import rng_for
 
 APPROACHES = ("real", "faceswap", "simswap", "fastreen", "dualreen", "maskgan")

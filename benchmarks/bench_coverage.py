@@ -35,16 +35,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-from fairforge.metrics.fairness import metrics_from_cell_counts
-from fairforge.metrics.uncertainty import (
-    NOT_GAPS,
-    NUISANCES,
-    SubjectStats,
-    basic_interval,
-    bootstrap_noise,
-    inverted_intervals,
-    point_estimates,
-)
+from fairforge.metrics.fairness import NOT_GAPS, metrics_from_cell_counts
+from fairforge.metrics.intervals import basic_interval
+from fairforge.metrics.inversion import NUISANCES, inverted_intervals
+from fairforge.metrics.resampling import SubjectStats, bootstrap_noise, point_estimates
 from fairforge.seeding import rng_for
 
 GROUPS = ("g0", "g1", "g2", "g3")

@@ -17,8 +17,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from fairforge.metrics.fairness import metrics_from_cell_counts
-from fairforge.metrics.uncertainty import NOT_GAPS, invert_on_cells
+from fairforge.metrics.fairness import NOT_GAPS, metrics_from_cell_counts
+from fairforge.metrics.inversion import invert_on_cells
 from fairforge.seeding import rng_for
 
 BASE = np.array([0.85, 0.75, 0.65])

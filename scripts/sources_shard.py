@@ -1,4 +1,4 @@
-import fairforge.video  # noqa: F401  (the video datasets' adapters register on import)
+import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.images import ImageLimits
 from fairforge.joblog import logged
 from fairforge.manifest import write_manifest

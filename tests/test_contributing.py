@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import torch
 
-import fairforge.video  # noqa: F401  (registers the video adapters)
+import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.config import ConfigError, validate_config
 from fairforge.detector_kinds import predict, train_detector
 from fairforge.detectors import DETECTORS, create_detector, detector_kind, list_detectors

@@ -14,7 +14,7 @@ from fairforge.columns import LABEL_COLUMNS, SAMPLE_COLUMNS
 from fairforge.config import ConfigError, validate_config
 from fairforge.samples import build_samples
 from fairforge.sources import build_sources, check_subject_disjoint, real_only
-from fairforge.sources.adapters import csv_label
+from fairforge.sources.base import csv_label
 from fairforge.sources.split import SplitError, linked_subjects
 from test_sources import SPLIT3, check_subject_split, write_jpeg
 

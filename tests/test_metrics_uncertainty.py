@@ -15,17 +15,15 @@ from fairforge.metrics import (
     subject_resample_indices,
     textbook_metrics,
 )
-from fairforge.metrics.uncertainty import (
+from fairforge.metrics.inversion import (
     PERTURB_MIN_ROWS,
-    SubjectStats,
     _accepted_range,
     _crossing,
-    counts_from_indices,
     inverted_intervals,
-    point_estimates,
     prepivot_quantiles,
     signal_share,
 )
+from fairforge.metrics.resampling import SubjectStats, counts_from_indices, point_estimates
 
 METHODS = ("real", "faceswap", "simswap")
 GAPS = (
@@ -230,7 +228,7 @@ def test_permutation_pvalues_under_null_and_alternative():
 
 
 def test_jackknife_equals_recomputing_without_each_subject():
-    from fairforge.metrics.uncertainty import jackknife_estimates
+    from fairforge.metrics.resampling import jackknife_estimates
 
     df = subject_predictions(4, 4, per_cell=(3, 7))
     stats = stats_from_frame(df)
@@ -243,7 +241,7 @@ def test_jackknife_equals_recomputing_without_each_subject():
 
 
 def test_basic_and_bca_intervals_by_hand():
-    from fairforge.metrics.uncertainty import basic_interval, bca_interval
+    from fairforge.metrics.intervals import basic_interval, bca_interval
 
     reps = np.r_[np.arange(1.0, 101.0), np.nan]  # the NaN (a dropped resample) is ignored
     q_lo, q_hi = np.quantile(np.arange(1.0, 101.0), [0.025, 0.975])
@@ -390,7 +388,7 @@ def test_prepivot_needs_enough_resamples_and_falls_back_without():
 
 
 def test_reported_interval_is_the_inversion_for_gaps_and_basic_for_accuracy():
-    from fairforge.metrics.uncertainty import bootstrap_noise
+    from fairforge.metrics.resampling import bootstrap_noise
 
     stats = stats_from_frame(subject_predictions(4, 15))
     table = bootstrap_intervals(stats, n_boot=200, seed=3)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fairforge.video  # noqa: F401  (registers the video adapters)
+import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.registry import DuplicateName, UnknownName
 from fairforge.sources import (
@@ -320,8 +320,8 @@ def test_diveface_unknown_folder_is_named(tmp_path: Path):
 # ------------------------------------------------------------------------------- vggface2
 
 
-def test_vggface2_identity_folders_labels_and_official_split(tmp_path: Path):
-    root = tmp_path / "vggface2"
+def vggface2_tree(root: Path) -> Path:
+    """Identity folders under train/ and test/, and the release's identity_meta.csv."""
     identities = {"train": ["n000001", "n000002", "n000003"], "test": ["n000009"]}
     for k, (folder, ids) in enumerate(identities.items()):
         for i, identity in enumerate(ids):
@@ -333,6 +333,11 @@ def test_vggface2_identity_folders_labels_and_official_split(tmp_path: Path):
         'Class_ID, Name, Sample_Num, Flag, Gender\nn000001, "A_B", 2, 1, m\n'
         'n000002, "C_D", 2, 1, f\nn000009, "E_F", 2, 0, f\n'
     )
+    return root
+
+
+def test_vggface2_identity_folders_labels_and_official_split(tmp_path: Path):
+    root = vggface2_tree(tmp_path / "vggface2")
     df = build_sources("vggface2", root, "vgg", split="official").set_index("image_id")
     assert df.loc["train__n000001__0000_01", ["subject_id", "group", "split"]].tolist() == [
         "n000001",

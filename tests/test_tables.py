@@ -226,7 +226,8 @@ def test_pvalues_small_for_a_real_gap_and_large_without_one():
 
 
 def test_paired_differences_use_the_same_resamples_for_both_detectors():
-    from fairforge.metrics.uncertainty import paired_differences, stats_from_frame
+    from fairforge.metrics.resampling import stats_from_frame
+    from fairforge.metrics.significance import paired_differences
 
     a = predictions((0.9, 0.6, 0.9, 0.6), detector="a", subjects=8, seed=3)
     b = a.assign(detector="b")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-import fairforge.video  # noqa: F401  (registers the video adapters)
+import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.config import validate_config
 from fairforge.images import read_image, write_image
 from fairforge.sources import SourceError, build_sources, check_subject_disjoint, get_adapter

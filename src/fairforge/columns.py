@@ -16,7 +16,7 @@ This module imports nothing from fairforge, so every layer may import it.
 
 from __future__ import annotations
 
-# sources: one row per image of a dataset (fairforge.sources.adapters.build_sources).
+# sources: one row per image of a dataset (fairforge.sources.build.build_sources).
 SOURCE_COLUMNS = (
     "image_id",
     "dataset",

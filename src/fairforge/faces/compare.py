@@ -25,7 +25,7 @@ from fairforge.faces.detect import Detection, FaceModels, detect_faces
 from fairforge.faces.landmarks import alignment_points, find_landmarks, inter_ocular
 from fairforge.faces.stage import as_rgb
 from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, load_image
-from fairforge.sources.adapters import image_root
+from fairforge.sources.base import image_root
 
 BACKEND_COLUMNS = (
     "image_id",

@@ -28,7 +28,7 @@ from fairforge.faces.align import (
 from fairforge.faces.detect import FaceModels, detect_faces, detector_name
 from fairforge.faces.landmarks import alignment_points, find_landmarks
 from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, load_image, write_image
-from fairforge.sources.adapters import image_root
+from fairforge.sources.base import image_root
 
 DEFAULT_MARGIN = 0.25
 DEFAULT_MIN_IMAGE_SIZE = 48

@@ -3,7 +3,10 @@
 - :mod:`.detection`: AUC, ACC, AP, EER, frame and video level.
 - :mod:`.fairness`: FairFD accuracy-matrix metrics (naive, AA, UR) and textbook pooled metrics;
   ``fairness_report`` / ``fairness_table`` / ``per_group_long`` over a predictions frame.
-- :mod:`.uncertainty`: subject-level bootstrap intervals and permutation p-values.
+- :mod:`.resampling`: the subject-level bootstrap and jackknife of the count-based metrics.
+- :mod:`.intervals`: bootstrap intervals (basic, BCa, percentile, and the reported one).
+- :mod:`.inversion`: intervals of the gap metrics by test inversion.
+- :mod:`.significance`: permutation p-values of the gaps and paired comparisons of detectors.
 - :mod:`.thresholds`: per-group thresholds fitted on validation data.
 - :mod:`.multiplicity`: Holm's adjustment of p-values.
 - :mod:`.rates`: the Wilson interval of a rate and the test of equal rates across groups
@@ -25,22 +28,20 @@ from .fairness import (
     per_group_table,
     textbook_metrics,
 )
+from .intervals import bootstrap_intervals, bootstrap_table
+from .resampling import (
+    SubjectStats,
+    bootstrap_replicates,
+    stats_from_frame,
+    subject_resample_indices,
+    subject_stats,
+)
+from .significance import permutation_pvalue, permutation_pvalues
 from .thresholds import (
     apply_group_thresholds,
     best_threshold,
     compare_thresholds,
     fit_group_thresholds,
-)
-from .uncertainty import (
-    SubjectStats,
-    bootstrap_intervals,
-    bootstrap_replicates,
-    bootstrap_table,
-    permutation_pvalue,
-    permutation_pvalues,
-    stats_from_frame,
-    subject_resample_indices,
-    subject_stats,
 )
 
 __all__ = [

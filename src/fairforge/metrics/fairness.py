@@ -68,6 +68,9 @@ REPORT_ORDER_NON_UR = (
     "AADEO",
     "AASTD",
 )
+# The count-based metrics of utility, not gaps between groups (a permutation of the groups
+# leaves them unchanged): they get no inverted interval and no permutation test.
+NOT_GAPS = ("ACC", "MeanAcc")
 
 Threshold = float | Mapping[str, float]
 

@@ -3,17 +3,35 @@
 ``build_sources('rfw', root, 'rfw', group_by=['race'], split_fractions={...}, seed=0)``
 returns the sources manifest (docs/architecture.md section 2): :func:`list_sources` (labels and
 splits, files unopened) then :func:`inspect_sources` (each file's size and hash), which the workflow
-runs shard by shard. Adapters are registered on :data:`ADAPTERS` (``list_adapters()``); the
-video adapters of FaceForensics++, DFDC and DeeperForensics-1.0 register when
-:mod:`fairforge.video` is imported; the video datasets added since (Celeb-DF v1 and v2, UADFV,
-DF-TIMIT, ForgeryNet) are one file each here, and sample their frames with the sampler
-:mod:`fairforge.video` registers (:mod:`fairforge.sources.videos`).
+runs shard by shard. Adapters are registered on :data:`ADAPTERS` (``list_adapters()``), one
+file each here: the image datasets (``rfw``, ``utkface``, ``fairface``, ``diveface``,
+``vggface2``), any csv of images (``csv_table``), the synthetic world
+(``synthetic/adapter``), the video datasets in their released layouts (``faceforensics``,
+``celebdf``, ``celebdf_v1``, ``dfdc``, ``deeperforensics``, ``uadfv``, ``dftimit``,
+``forgerynet``) and a labels csv of videos (``labelled_videos``). The video adapters read
+layouts only and sample their frames with the sampler :mod:`fairforge.video` registers
+(:mod:`fairforge.sources.videos`); ``synthetic_video``, which renders its videos, registers
+with :mod:`fairforge.video`.
 """
 
-# Importing the adapters module registers the image adapters, and each dataset's own file
-# registers its adapter (their frames are sampled by fairforge.video once it is imported).
-from fairforge.sources import celebdf, celebdf_v1, dftimit, forgerynet, uadfv  # noqa: F401
-from fairforge.sources.adapters import diveface_group, parse_utkface_name
+# Importing each adapter's module registers it.
+from fairforge.sources import (  # noqa: F401
+    celebdf,
+    celebdf_v1,
+    csv_table,
+    deeperforensics,
+    dfdc,
+    dftimit,
+    diveface,
+    faceforensics,
+    fairface,
+    forgerynet,
+    labelled_videos,
+    rfw,
+    uadfv,
+    utkface,
+    vggface2,
+)
 from fairforge.sources.base import (
     ADAPTERS,
     IMAGE_SUFFIXES,
@@ -36,6 +54,7 @@ from fairforge.sources.build import (
     list_sources,
     resolved_split,
 )
+from fairforge.sources.diveface import diveface_group
 from fairforge.sources.split import (
     SPLITS,
     SplitError,
@@ -48,6 +67,8 @@ from fairforge.sources.split import (
     split_counts,
     split_report,
 )
+from fairforge.sources.synthetic import adapter as synthetic_adapter  # noqa: F401
+from fairforge.sources.utkface import parse_utkface_name
 
 __all__ = [
     "ADAPTERS",

@@ -149,6 +149,15 @@ def image_id_from_path(rel_path: str | os.PathLike) -> str:
     return "__".join(_UNSAFE.sub("_", x) for x in parts)
 
 
+def relative_or_absolute(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` where it lies under it, else absolute (POSIX form):
+    how a listing names a file that a csv may place anywhere."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def is_image_file(path: Path) -> bool:
     # Hidden files include macOS '._x.jpg' resource forks, which carry an image suffix.
     return path.suffix.lower() in IMAGE_SUFFIXES and not path.name.startswith(".")
@@ -206,6 +215,53 @@ def labelled_row(
     }
 
 
+# Optional columns of a labelled csv (real and fake images or videos); not attributes.
+CSV_LABEL_COLUMNS = ("label", "method", "source_subject", "target_subject")
+_LABEL_WORDS = {"0": 0, "1": 1, "real": 0, "fake": 1}
+
+
+def csv_label(label: str, method: str) -> tuple[int, str, str]:
+    """(label, method, reason) of one csv row: ``label`` 0/1 (or real/fake), ``method`` the
+    fake's manipulation ('real', or empty, for a real image). Either column alone suffices:
+    a method other than 'real' makes a fake, a label 1 needs a method."""
+    label, method = label.strip().lower(), method.strip()
+    if not label:
+        return (0 if method in ("", REAL_METHOD) else 1), method or REAL_METHOD, ""
+    if label not in _LABEL_WORDS:
+        return 0, method or REAL_METHOD, f"label must be 0/1 or real/fake, got {label!r}"
+    value = _LABEL_WORDS[label]
+    if value == 1 and method in ("", REAL_METHOD):
+        return 1, method, "a fake (label 1) needs its method"
+    if value == 0 and method not in ("", REAL_METHOD):
+        return 0, method, f"a real image (label 0) has method {REAL_METHOD!r}, got {method!r}"
+    return value, method or REAL_METHOD, ""
+
+
+def with_csv_labels(row: dict, record: Mapping[str, str]) -> dict:
+    """``row`` with the label columns of a labelled csv's ``record`` (:func:`csv_label`,
+    ``source_subject`` and ``target_subject``); a usable row whose label and method
+    disagree becomes ``ok=False`` with the reason."""
+    label, method, bad = csv_label(record.get("label", ""), record.get("method", ""))
+    if bad and row["ok"]:
+        row = {**row, "ok": False, "reason": bad}
+    return labelled_row(
+        row,
+        label,
+        method,
+        record.get("source_subject", "").strip(),
+        record.get("target_subject", "").strip(),
+    )
+
+
+def csv_methods(csv: Path) -> list[str]:
+    """The manipulation methods a labelled csv lists (its ``method`` column, 'real' left
+    out; [] without one)."""
+    table = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    if "method" not in table.columns:
+        return []
+    return sorted({m.strip() for m in table["method"]} - {"", REAL_METHOD})
+
+
 def real_only(frame: pd.DataFrame) -> pd.DataFrame:
     """The real images of a listing or sources table (all of them where nothing is labelled):
     what forgeries are generated from."""
@@ -226,6 +282,26 @@ def listing_frame(rows: Iterable[dict]) -> pd.DataFrame:
         for column in ("source_subject", "target_subject"):
             frame[column] = frame[column].fillna("").astype(object)
     return frame
+
+
+def folder_listing(
+    base: Path, root: Path, group_dirs: Mapping[Path, Mapping[str, str]]
+) -> pd.DataFrame:
+    """Rows for a ``{group}/{subject}/**/*.jpg`` tree; ids are relative to ``base``, paths to
+    ``root`` (so ``{root}/data/{Race}`` and ``{root}/{Race}`` give the same ids)."""
+    rows = []
+    for group_dir, attributes in group_dirs.items():
+        for subject_dir in subdirs(group_dir):
+            for f in iter_images(subject_dir):
+                rows.append(
+                    listing_row(
+                        image_id_from_path(f.relative_to(base)),
+                        f.relative_to(root).as_posix(),
+                        subject_dir.name,
+                        attributes,
+                    )
+                )
+    return listing_frame(rows)
 
 
 def require_columns(table: pd.DataFrame, needed: Sequence[str], where: str) -> None:

@@ -42,7 +42,8 @@ DEFAULT_FRAMES_PER_VIDEO = 32
 VIDEO_SOURCE_SUBDIR = "video_source"
 
 # The function that turns a table of videos into frame rows: ``sampler(videos, root,
-# frames_per_video, workers)`` (fairforge.video.datasets.labelled_video_listing).
+# frames_per_video, workers, *, in_place=True)`` (fairforge.video.frames
+# .labelled_video_listing; in_place=False decodes folders and images with ffmpeg too).
 FRAME_SAMPLERS: Registry = Registry("frame sampler")
 FRAME_SAMPLER = "ffmpeg"
 

@@ -12,7 +12,7 @@ readable source images (:func:`fairforge.faces.compare.compare_backends`):
 
 Each comes with a 95% subject-level bootstrap interval (``*_low``, ``*_high``): subjects are
 resampled with replacement within each group, all of a subject's images together, by the
-resampling of :mod:`fairforge.metrics.uncertainty`, and the interval is its basic bootstrap
+resampling of :mod:`fairforge.metrics.resampling`, and the interval is its basic bootstrap
 interval. The last rows, group ``(all)``, pool the groups under the same resamples. A
 preprocessing step that fails more often on one group is itself a source of unfairness.
 """
@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from fairforge.faces.compare import alignment_errors
-from fairforge.metrics.uncertainty import (
+from fairforge.metrics.intervals import basic_interval
+from fairforge.metrics.resampling import (
     SubjectStats,
-    basic_interval,
     counts_from_indices,
     subject_resample_indices,
 )
@@ -85,7 +85,7 @@ def _per_image(outcomes: pd.DataFrame, sources: pd.DataFrame, primary: str) -> p
 
 def _subject_stats(frame: pd.DataFrame, backends: Sequence[str]) -> SubjectStats:
     """Per subject, per (backend, quantity): numerator as ``correct``, denominator as
-    ``total`` (SubjectStats' cells, so the bootstrap of uncertainty.py resamples them)."""
+    ``total`` (SubjectStats' cells, so the bootstrap of resampling.py resamples them)."""
     groups = tuple(sorted(frame["group"].unique()))
     subjects = frame.groupby("subject_id", sort=True)["group"].agg(["first", "nunique"])
     if (subjects["nunique"] > 1).any():

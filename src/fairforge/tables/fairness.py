@@ -28,14 +28,11 @@ from fairforge.metrics.fairness import (
     fairness_table,
     per_group_long,
 )
+from fairforge.metrics.intervals import bootstrap_table
 from fairforge.metrics.multiplicity import holm_adjust
+from fairforge.metrics.resampling import stats_from_frame
+from fairforge.metrics.significance import paired_differences, permutation_pvalues
 from fairforge.metrics.thresholds import compare_thresholds
-from fairforge.metrics.uncertainty import (
-    bootstrap_table,
-    paired_differences,
-    permutation_pvalues,
-    stats_from_frame,
-)
 from fairforge.perturb import CLEAN
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC
 from fairforge.tables.failures import forgery_shortfalls

@@ -6,7 +6,7 @@ same pairs with the other backend). For every measure of
 :data:`fairforge.forgery.quality.CARD_MEASURES`: the mean over the group's fakes (for the
 ratio measures of :data:`~fairforge.forgery.quality.RATIO_MEASURES`, the ratio of the sums),
 a subject-level bootstrap interval (the group's subjects resampled with replacement, all of
-a subject's fakes moving together, as :mod:`fairforge.metrics.uncertainty` does for the
+a subject's fakes moving together, as :mod:`fairforge.metrics.resampling` does for the
 fairness metrics) and the p-value of a Kruskal–Wallis test of equality across the method's
 groups on per-subject means (``{measure}_p``, the same in every group row of the method).
 A group ``differs`` in a measure when that p-value is below :data:`ALPHA` and the group's
@@ -39,7 +39,7 @@ from ..forgery.quality import (
     gap_terms,
     measure_forgeries,
 )
-from ..metrics.uncertainty import counts_from_indices
+from ..metrics.resampling import counts_from_indices
 from ..seeding import rng_for
 
 ALPHA = 0.05

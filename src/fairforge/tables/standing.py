@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from fairforge.metrics.detection import auc, predict_fake
-from fairforge.metrics.uncertainty import NOT_GAPS
+from fairforge.metrics.fairness import NOT_GAPS
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC
 
 #: Defaults of the config's ``metrics.max_constant_share`` and ``metrics.min_forgery_success``

@@ -6,8 +6,10 @@ and video variants at inference (docs/perturbations.md sections 3-4).
 - :mod:`.ops`: ``apply_video_op`` runs a video variant (``vid_h264@40``, ``vid_hflip@1``, ...;
   the operations are registered in :mod:`fairforge.perturb.video_ops`) on a file.
 - :mod:`.clips`: ``synthetic_videos``, the synthetic world as talking H.264 clips.
-- :mod:`.frames`: evenly spaced frames as a frame-level sources listing; adapters
-  ``synthetic_video`` and ``video`` (registered on import).
+- :mod:`.frames`: evenly spaced frames as a frame-level sources listing, and the frame
+  sampler of the video adapters of :mod:`fairforge.sources` (registered on import).
+- :mod:`.synthetic_video`: the ``synthetic_video`` adapter, the synthetic world as talking
+  clips (registered on import).
 - :mod:`.pairs`: ``video_pairs``, one target clip per source clip.
 - :mod:`.variants`: ``video_variant_samples`` and ``predict_samples_path`` for inference.
 - :mod:`.compressed`: ``compressed_copies``, the training crops of a dataset with
@@ -18,11 +20,11 @@ and video variants at inference (docs/perturbations.md sections 3-4).
   encode the original video (``degrade_source_video``); ``detection_under_perturbation``.
 """
 
+# Importing these registers the synthetic_video adapter and the frame sampler that the video
+# adapters of fairforge.sources list their frames with.
+from fairforge.video import frames, synthetic_video  # noqa: F401
 from fairforge.video.clips import render_clip, synthetic_videos
 from fairforge.video.compressed import CompressionError, compressed_copies
-
-# Importing the datasets module registers the labelled video adapters (FaceForensics++, ...).
-from fairforge.video.datasets import FF_METHODS
 from fairforge.video.ffmpeg import (
     FFmpegNotFound,
     VideoError,
@@ -87,7 +89,6 @@ __all__ = [
     "degraded_clip_file",
     "detection_under_perturbation",
     "evenly_spaced",
-    "FF_METHODS",
     "extract_frames",
     "ffmpeg_exe",
     "frame_image_id",

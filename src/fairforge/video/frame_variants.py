@@ -68,8 +68,7 @@ from fairforge.perturb.variants import (
     is_video_variant,
     op_for_variant,
 )
-from fairforge.sources.adapters import image_root
-from fairforge.sources.base import iter_images
+from fairforge.sources.base import image_root, iter_images
 from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, probe_video, read_video
 from fairforge.video.ops import video_op_for
 from fairforge.video.variants import (

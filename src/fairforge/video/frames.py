@@ -1,23 +1,19 @@
 """Frame sampling: videos become a frame-level sources table the image stages run on unchanged.
 
 Each video gives ``n`` evenly spaced frames (default 32, first and last included), written
-as PNGs ``{root}/frames/{video_id}/{video_id}_f{index:04d}.png``. The adapters below
-return the usual listing (image_id, path, subject_id, attributes, ok, reason) with three more
-columns, ``video_id``, ``frame_index`` and ``video_path`` (the file the frames came from,
-relative to the root where it lies under it: video operations re-encode it); :func:`fairforge.sources.build_sources` then
-forms groups, splits by subject (all frames of a subject, hence of a video, share a split)
-and hashes every frame. A video that cannot be decoded stays as one row with
-``image_id = video_id``, ``frame_index = -1``, ``ok=False`` and the reason.
+as PNGs ``{root}/frames/{video_id}/{video_id}_f{index:04d}.png``. :func:`frame_listing`
+returns the usual listing (image_id, path, subject_id, attributes, ok, reason) with three
+more columns, ``video_id``, ``frame_index`` and ``video_path`` (the file the frames came
+from, relative to the root where it lies under it: video operations re-encode it);
+:func:`fairforge.sources.build_sources` then forms groups, splits by subject (all frames of a
+subject, hence of a video, share a split) and hashes every frame. A video that cannot be
+decoded stays as one row with ``image_id = video_id``, ``frame_index = -1``, ``ok=False`` and
+the reason.
 
-Adapters:
-
-- ``synthetic_video``: renders the synthetic world as talking clips into ``{root}/videos``
-  (:func:`fairforge.video.clips.synthetic_videos`), then samples them.
-- ``video``: a folder of videos with a labels csv (``path``, ``subject_id``, optional
-  ``video_id``, every other column an attribute such as ``group``, ``race``, ``gender``).
-  A csv of real and fake videos adds ``label`` and/or ``method`` (and optionally
-  ``source_subject``, ``target_subject``), read as the ``csv`` adapter reads them
-  (:func:`fairforge.sources.adapters.csv_label`); every frame carries its video's labels.
+The video adapters of :mod:`fairforge.sources` read layouts and labels only; their frames are
+sampled by :func:`labelled_video_listing`, which this module registers on
+:data:`~fairforge.sources.videos.FRAME_SAMPLERS` when imported (with the frames of a folder
+of frames, or a single image, kept where they are).
 """
 
 from __future__ import annotations
@@ -33,22 +29,22 @@ import pandas as pd
 
 from fairforge.columns import LABEL_COLUMNS, VIDEO_LISTING_COLUMNS
 from fairforge.images import write_image
-from fairforge.sources.adapters import CSV_LABEL_COLUMNS, csv_label, csv_methods
 from fairforge.sources.base import (
     ADAPTERS,
     SourceError,
-    configured_root,
-    count_csv_rows,
-    image_id_from_path,
-    labelled_row,
+    is_image_file,
     listing_row,
+    relative_or_absolute,
     require_columns,
 )
-from fairforge.sources.split import most_frames
-from fairforge.sources.synthetic import DEFAULT_GENDERS, DEFAULT_TONES
-from fairforge.sources.videos import DEFAULT_FRAMES_PER_VIDEO, VideoSource
-from fairforge.video.clips import synthetic_videos
-from fairforge.video.ffmpeg import DEFAULT_FPS, VideoError, read_sampled
+from fairforge.sources.split import even_positions
+from fairforge.sources.videos import (
+    DEFAULT_FRAMES_PER_VIDEO,
+    FRAME_SAMPLER,
+    FRAME_SAMPLERS,
+    frame_files,
+)
+from fairforge.video.ffmpeg import VideoError, read_sampled
 
 FRAMES_SUBDIR = "frames"
 _FRAME_ID = re.compile(r"^(?P<video>.+)_f(?P<index>\d{4,})$")
@@ -84,13 +80,6 @@ def extract_frames(
     return pd.DataFrame(rows, columns=["image_id", "video_id", "frame_index", "path"])
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
 def frame_listing(
     videos: pd.DataFrame,
     root: str | Path,
@@ -113,7 +102,7 @@ def frame_listing(
         video_path = Path(rec["path"])
         full = video_path if video_path.is_absolute() else root / video_path
         video_id, subject = str(rec["video_id"]), str(rec["subject_id"])
-        source = _relative(full, root)
+        source = relative_or_absolute(full, root)
         failed = None
         if not rec.get("ok", True):
             failed = str(rec.get("reason", "")) or "unusable video"
@@ -128,7 +117,7 @@ def frame_listing(
         return [
             {
                 **listing_row(
-                    f.image_id, _relative(Path(f.path), root), subject, rec["attributes"]
+                    f.image_id, relative_or_absolute(Path(f.path), root), subject, rec["attributes"]
                 ),
                 "video_id": video_id,
                 "frame_index": int(f.frame_index),
@@ -164,133 +153,6 @@ def with_video_columns(sources: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-# ------------------------------------------------------------------------------- adapters
-
-SYNTHETIC_VIDEO_DEFAULTS = {
-    "subjects_per_group": 4,
-    "clips_per_subject": 2,
-    "seconds": 2.0,
-    "fps": DEFAULT_FPS,
-    "size": 256,
-    "tones": DEFAULT_TONES,
-    "genders": DEFAULT_GENDERS,
-    "crf": 18,
-    "frames_per_video": DEFAULT_FRAMES_PER_VIDEO,
-}
-
-
-@ADAPTERS.register("synthetic_video")
-class SyntheticVideo(VideoSource):
-    """Synthetic talking clips rendered into ``root/videos``, sampled into ``root/frames``
-    (options over :data:`SYNTHETIC_VIDEO_DEFAULTS`, plus ``workers``)."""
-
-    default_group_by = ("tone", "gender")
-    synthetic = True
-
-    def count_items(self, name: str, dataset_cfg: Mapping) -> int:
-        """Clips x min(frames_per_video, seconds x fps)."""
-        o = {**SYNTHETIC_VIDEO_DEFAULTS, **(dataset_cfg.get("options") or {})}
-        clips = (
-            len(o["tones"])
-            * len(o["genders"])
-            * int(o["subjects_per_group"])
-            * int(o["clips_per_subject"])
-        )
-        per_clip = max(1, int(round(float(o["seconds"]) * float(o["fps"]))))
-        return clips * min(most_frames(o["frames_per_video"], DEFAULT_FRAMES_PER_VIDEO), per_clip)
-
-    def list(
-        self, root: Path, *, seed: int = 0, workers: int | None = None, **options
-    ) -> pd.DataFrame:
-        unknown = sorted(set(options) - set(SYNTHETIC_VIDEO_DEFAULTS))
-        if unknown:
-            raise SourceError(
-                f"unknown synthetic_video option(s) {unknown}; valid: "
-                f"{sorted([*SYNTHETIC_VIDEO_DEFAULTS, 'workers'])}"
-            )
-        o = {**SYNTHETIC_VIDEO_DEFAULTS, **options}
-        root = Path(root)
-        videos = synthetic_videos(
-            root / "videos",
-            subjects_per_group=o["subjects_per_group"],
-            clips_per_subject=o["clips_per_subject"],
-            seed=seed,
-            seconds=o["seconds"],
-            fps=o["fps"],
-            size=o["size"],
-            tones=o["tones"],
-            genders=o["genders"],
-            crf=o["crf"],
-        )
-        table = pd.DataFrame(
-            {
-                "video_id": videos["video_id"],
-                "path": ("videos/" + videos["path"]).to_numpy(object),
-                "subject_id": videos["subject_id"],
-                "attributes": [
-                    {"tone": t, "gender": g} for t, g in zip(videos["tone"], videos["gender"])
-                ],
-            }
-        )
-        return frame_listing(table, root, n_frames=o["frames_per_video"], workers=workers)
-
-
-VIDEO_LABEL_COLUMNS = ("path", "subject_id")
-
-
-def video_table(labels: str | Path, videos: str | Path | None = None) -> pd.DataFrame:
-    """Read a labels csv into video_id, path (absolute), subject_id, attributes, ok, reason
-    (+ :data:`~fairforge.columns.LABEL_COLUMNS` when the csv has ``label`` or ``method``).
-
-    Relative video paths start at ``videos`` (default: the csv's folder). ``video_id``
-    defaults to the relative path without its suffix, made file-name safe. A row whose label
-    and method disagree is kept with ``ok=False`` and the reason.
-    """
-    labels = Path(labels)
-    if not labels.is_file():
-        raise SourceError(f"video labels csv not found: {labels}")
-    base = Path(videos) if videos is not None else labels.parent
-    frame = pd.read_csv(labels, dtype=str, keep_default_na=False)
-    require_columns(frame, VIDEO_LABEL_COLUMNS, f"video labels {labels}")
-    labelled = bool({"label", "method"} & set(frame.columns))
-    attribute_cols = [
-        c for c in frame.columns if c not in ("path", "subject_id", "video_id") + CSV_LABEL_COLUMNS
-    ]
-    rows = []
-    for rec in frame.to_dict("records"):
-        raw = Path(rec["path"].strip())
-        full = raw if raw.is_absolute() else base / raw
-        rel = _relative(full, base)
-        video_id = (rec.get("video_id") or "").strip() or image_id_from_path(
-            Path(rel).with_suffix("")
-        )
-        empty = [c for c in VIDEO_LABEL_COLUMNS if not rec[c].strip()]
-        row = {
-            "video_id": video_id,
-            "path": str(full),
-            "subject_id": rec["subject_id"].strip() or video_id,
-            "attributes": {c: rec[c] for c in attribute_cols},
-            "ok": not empty,
-            "reason": f"empty value(s) in {empty}" if empty else "",
-        }
-        if labelled:
-            label, method, bad = csv_label(rec.get("label", ""), rec.get("method", ""))
-            if bad and row["ok"]:
-                row.update(ok=False, reason=bad)
-            row = labelled_row(
-                row,
-                label,
-                method,
-                rec.get("source_subject", "").strip(),
-                rec.get("target_subject", "").strip(),
-            )
-        rows.append(row)
-    if not rows:
-        raise SourceError(f"no videos listed in {labels}")
-    columns = ["video_id", "path", "subject_id", "attributes", "ok", "reason"]
-    return pd.DataFrame(rows, columns=columns + (list(LABEL_COLUMNS) if labelled else []))
-
-
 def with_video_labels(listing: pd.DataFrame, videos: pd.DataFrame) -> pd.DataFrame:
     """Frame rows of ``listing`` with their video's :data:`~fairforge.columns.LABEL_COLUMNS`
     (``listing`` unchanged when ``videos`` has none)."""
@@ -302,59 +164,52 @@ def with_video_labels(listing: pd.DataFrame, videos: pd.DataFrame) -> pd.DataFra
     return out
 
 
-DEFAULT_VIDEO_LABELS = "labels.csv"
+def labelled_video_listing(
+    videos: pd.DataFrame,
+    root: Path,
+    frames_per_video: int,
+    workers: int | None = None,
+    *,
+    in_place: bool = True,
+) -> pd.DataFrame:
+    """Frame rows of ``videos`` (video_id, path, subject_id, attributes, ok, reason, and the
+    label columns where it has them): files are decoded into ``root/frames``, frame folders
+    sampled in place, a single image is a one-frame video kept in place; label columns
+    follow each frame. ``in_place=False`` decodes every path with ffmpeg (the ``video``
+    adapter's contract: its csv lists videos)."""
+    kept = [in_place and (Path(p).is_dir() or is_image_file(Path(p))) for p in videos["path"]]
+    parts = []
+    files = videos.loc[[not k for k in kept]]
+    if len(files):
+        parts.append(frame_listing(files, root, n_frames=frames_per_video, workers=workers))
+    rows = []
+    for rec in videos.loc[kept].to_dict("records"):
+        path = Path(rec["path"])
+        frames = frame_files(path) if path.is_dir() else [path]
+        video_id, subject = rec["video_id"], rec["subject_id"]
+        if not frames or not rec["ok"]:
+            reason = rec["reason"] or f"no frames in {rec['path']}"
+            row = listing_row(video_id, rec["path"], subject, rec["attributes"], False, reason)
+            rows.append({**row, "video_id": video_id, "frame_index": -1, "video_path": rec["path"]})
+            continue
+        for i in even_positions(len(frames), frames_per_video):
+            row = listing_row(
+                frame_image_id(video_id, i), frames[i].as_posix(), subject, rec["attributes"]
+            )
+            # the folder is the video: its frames in order, frame_index counting them
+            rows.append({**row, "video_id": video_id, "frame_index": i, "video_path": rec["path"]})
+    if rows:
+        parts.append(pd.DataFrame(rows, columns=list(VIDEO_LISTING_COLUMNS)))
+    listing = pd.concat(parts, ignore_index=True) if parts else None
+    if listing is None or listing.empty:
+        raise SourceError(f"no videos or frame folders found for {root}")
+    listing = with_video_labels(listing, videos)
+    listing["frame_index"] = listing["frame_index"].astype("int64")
+    return listing.sort_values("image_id", kind="mergesort").reset_index(drop=True)
 
 
-def labels_path(video_dir: str | Path, labels: str | Path = DEFAULT_VIDEO_LABELS) -> Path:
-    """The labels csv of a folder of videos: ``labels`` itself when absolute."""
-    return Path(labels) if Path(labels).is_absolute() else Path(video_dir) / labels
-
-
-@ADAPTERS.register("video")
-class LabelledVideos(VideoSource):
-    """Videos listed in a labels csv, sampled into ``root/frames``; a csv with ``label`` or
-    ``method`` lists real and fake videos (module docstring).
-
-    ``videos`` is the folder of the videos and of the csv (default: ``root`` itself; the
-    workflow passes the config's ``root``, since ``root`` is then where frames go); a
-    relative ``labels`` is looked up there. Frame paths are relative to ``root``.
-    """
-
-    def listing_options(self, name: str, dataset_cfg: Mapping) -> dict:
-        options = super().listing_options(name, dataset_cfg)
-        if "videos" not in options:
-            options["videos"] = str(configured_root(name, dataset_cfg))
-        return options
-
-    def count_items(self, name: str, dataset_cfg: Mapping) -> int:
-        """Rows of the labels csv x frames_per_video."""
-        options = self.listing_options(name, dataset_cfg)
-        csv = labels_path(options["videos"], options.get("labels", DEFAULT_VIDEO_LABELS))
-        if not csv.is_file():
-            raise SourceError(f"video labels csv not found: {csv}")
-        n = most_frames(options.get("frames_per_video"), DEFAULT_FRAMES_PER_VIDEO)
-        return count_csv_rows(csv) * n
-
-    def list(
-        self,
-        root: Path,
-        *,
-        seed: int = 0,
-        labels: str = DEFAULT_VIDEO_LABELS,
-        videos: str | Path | None = None,
-        frames_per_video: int = DEFAULT_FRAMES_PER_VIDEO,
-        workers: int | None = None,
-    ) -> pd.DataFrame:
-        root = Path(root)
-        video_dir = Path(videos) if videos is not None else root
-        table = video_table(labels_path(video_dir, labels), video_dir)
-        listing = frame_listing(table, root, n_frames=frames_per_video, workers=workers)
-        return with_video_labels(listing, table)
-
-    def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
-        options = self.listing_options(name, dataset_cfg)
-        csv = labels_path(options["videos"], options.get("labels", DEFAULT_VIDEO_LABELS))
-        return csv_methods(csv) if csv.is_file() else None
+# The video adapters of fairforge.sources sample their frames with it.
+FRAME_SAMPLERS.register(FRAME_SAMPLER, labelled_video_listing)
 
 
 def planned_frame_count(
