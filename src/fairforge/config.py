@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
+import fairforge.video  # noqa: F401  (registers the frame sampler the video adapters use)
 from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.faces.landmarks import LANDMARKERS
 from fairforge.forgery import FORGERY_METHODS, method_key

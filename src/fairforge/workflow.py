@@ -24,7 +24,7 @@ from fairforge.perturb import (
 from fairforge.recipes import RECIPE_KEYS, recipe_settings
 from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
-from fairforge.video import (  # importing the video package registers its adapters
+from fairforge.video import (  # importing the video package registers its frame sampler
     VIDEO_SUITE,
     is_video_variant,
     predict_samples_path,
