@@ -239,6 +239,7 @@ def test_conv_lstm_trains_on_sequences_and_scores_per_video(tmp_path):
         batch_size=8,
         train_methods=["faceswap"],
         precision="fp32",
+        init="random",  # no ImageNet InceptionV3 offline
     )
     ckpt = tmp_path / "m.pt"
     log = train_network(samples, tmp_path, cfg, ckpt)
