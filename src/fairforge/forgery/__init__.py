@@ -22,7 +22,6 @@ from . import (  # noqa: F401  (registers)
     fwa,
     learned,
     maskgan,
-    maskgan_official,
     reenact,
     simswap,
     simswap_official,
