@@ -16,7 +16,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from fairforge.config import ConfigError, validate_config
@@ -28,7 +27,6 @@ from fairforge.detectors.pretrained import (
     require_start,
     resolve_start,
 )
-from fairforge.images import write_image
 from fairforge.protocol import (
     CARD_COLUMNS,
     DATASET_KEYS,
@@ -52,7 +50,7 @@ from fairforge.report.views import protocol_lines, protocol_tables
 from fairforge.tables.detectors import card_starts, detectors_frame
 from fairforge.training.detector import TrainConfig, build_model, train_network
 from fairforge.workflow import detector_protocol, detector_settings
-from test_online_training import _video_frame
+from test_online_training import clip_samples
 
 REPO = Path(__file__).resolve().parents[1]
 #: One facts table per paper config: ``<config stem>.csv`` with section, name, key, value
@@ -362,18 +360,7 @@ def test_conv_lstm_trains_on_clips_by_the_benchmark_recipe(tmp_path):
     settings, sources = detector_protocol(config, "conv_lstm")
     assert (settings["optimizer"], settings["lr"], settings["batch_size"]) == ("adam", 1e-5, 4)
     assert sources["lr"].startswith("paper:Benchmark App. A")
-    rows = []
-    for split in ("train", "val"):
-        frame = _video_frame([3, 3, 3, 3], ["real", "real", "faceswap", "faceswap"])
-        frame["sample_id"] = split + "_" + frame["sample_id"]
-        frame["video_id"] = split + "_" + frame["video_id"]
-        rows.append(frame.assign(split=split, dataset="d"))
-    samples = pd.concat(rows, ignore_index=True)
-    rng = np.random.default_rng(0)
-    samples["path"] = samples["sample_id"] + ".png"
-    for sid, label in zip(samples["sample_id"], samples["label"]):
-        image = rng.integers(0, 256 if label else 64, (32, 32, 3)).astype(np.uint8)
-        write_image(tmp_path / f"{sid}.png", image)
+    samples = clip_samples(tmp_path)
     cfg = TrainConfig(
         **{
             **settings,

@@ -118,6 +118,12 @@ class Recipe:
             raise ValueError(f"cite names no recipe key: {unknown}")
 
 
+def cited(where: str, *keys: str, **notes: str) -> dict[str, str]:
+    """A recipe's ``cite`` table: each of ``keys`` stated by ``where``, and each key of
+    ``notes`` by ``where`` with its note in brackets."""
+    return {**dict.fromkeys(keys, where), **{k: f"{where} ({n})" for k, n in notes.items()}}
+
+
 #: Fields that say where a recipe comes from, not how to train.
 PROVENANCE = ("per_arch", "init", "source", "cite")
 #: The keys a config may override (every training field).

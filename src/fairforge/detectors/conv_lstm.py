@@ -44,7 +44,7 @@ from fairforge.detectors.base import (
     PretrainedTarget,
     register,
 )
-from fairforge.recipes import Recipe
+from fairforge.recipes import Recipe, cited
 
 MIN_FRAME_SIZE = 75  # the smallest frame InceptionV3's stride-32 layout takes
 
@@ -82,10 +82,8 @@ class LSTM(nn.Module):
         init="imagenet",
         source=BENCHMARK_APP_A,
         cite={
-            "optimizer": BENCHMARK_APP_A,
-            "lr": BENCHMARK_APP_A,
-            "batch_size": BENCHMARK_APP_A + " (4 sequences of 20 frames)",
-            "input_size": BENCHMARK_TABLE_3 + " (229.48 GFLOPs per 20 frames: 299 px)",
+            **cited(BENCHMARK_APP_A, "optimizer", "lr", batch_size="4 sequences of 20 frames"),
+            **cited(BENCHMARK_TABLE_3, input_size="229.48 GFLOPs per 20 frames: 299 px"),
             "init": "paper:Conv-LSTM (Güera & Delp 2018): ImageNet-pretrained InceptionV3",
         },
     ),

@@ -31,7 +31,7 @@ from fairforge.detectors.base import (
     PretrainedTarget,
     register,
 )
-from fairforge.recipes import Recipe
+from fairforge.recipes import Recipe, cited
 
 
 @register(
@@ -45,11 +45,14 @@ from fairforge.recipes import Recipe
         init="imagenet",
         source=BENCHMARK_APP_A,
         cite={
-            "lr": BENCHMARK_APP_A + " (fine-tuning stage; hard mining from 1e-4 is not run)",
-            "batch_size": BENCHMARK_APP_A,
-            "schedule": BENCHMARK_APP_A + " (decay rate 0.95 every adaptive number of steps)",
-            "gamma": BENCHMARK_APP_A,
-            "input_size": BENCHMARK_TABLE_3 + " (8.24 GFLOPs: 224 px)",
+            **cited(
+                BENCHMARK_APP_A,
+                "batch_size",
+                "gamma",
+                lr="fine-tuning stage; hard mining from 1e-4 is not run",
+                schedule="decay rate 0.95 every adaptive number of steps",
+            ),
+            **cited(BENCHMARK_TABLE_3, input_size="8.24 GFLOPs: 224 px"),
             "init": "paper:FWA (Li & Lyu 2019): ImageNet-pretrained ResNet-50",
         },
     ),

@@ -18,7 +18,7 @@ from fairforge.detectors.base import (
     Detector,
     register,
 )
-from fairforge.recipes import Recipe
+from fairforge.recipes import Recipe, cited
 
 
 def _benchmark_recipe(gflops: str) -> Recipe:
@@ -33,13 +33,15 @@ def _benchmark_recipe(gflops: str) -> Recipe:
         init="random",
         source=BENCHMARK_APP_A,
         cite={
-            "optimizer": BENCHMARK_APP_A,
-            "lr": BENCHMARK_APP_A,
-            "batch_size": BENCHMARK_APP_A,
-            "schedule": BENCHMARK_APP_A + " (divided by 10 every adaptive number of iterations, "
-            "down to 1e-6)",
-            "gamma": BENCHMARK_APP_A,
-            "input_size": f"{BENCHMARK_TABLE_3} ({gflops} GFLOPs: 256 px)",
+            **cited(
+                BENCHMARK_APP_A,
+                "optimizer",
+                "lr",
+                "batch_size",
+                "gamma",
+                schedule="divided by 10 every adaptive number of iterations, down to 1e-6",
+            ),
+            **cited(BENCHMARK_TABLE_3, input_size=f"{gflops} GFLOPs: 256 px"),
             "init": "paper:MesoNet (Afchar et al. 2018): trained from scratch",
         },
     )

@@ -37,7 +37,7 @@ from fairforge.detectors.xception import (
     XCEPTION_TRUNK_RULES,
     xception_net,
 )
-from fairforge.recipes import Recipe
+from fairforge.recipes import Recipe, cited
 
 _PATCH = "paper:Patch-Forensics (Chai et al. 2020)"
 #: Patch-Forensics' training as the Benchmark paper restates it (App. A): batches of 16 real
@@ -55,14 +55,19 @@ PATCH_FORENSICS = Recipe(
     init="imagenet",
     source=BENCHMARK_APP_A,
     cite={
-        "optimizer": BENCHMARK_APP_A,
-        "lr": BENCHMARK_APP_A + " (Adam's default learning rate)",
-        "betas": BENCHMARK_APP_A + " (Adam's default parameters)",
-        "batch_size": BENCHMARK_APP_A,
-        "balanced_batches": BENCHMARK_APP_A + " (16 real and 16 fake images)",
-        "epochs": _PATCH + ", fairforge's reading (not stated in the Benchmark paper)",
-        "patience": _PATCH + ", fairforge's reading (not stated in the Benchmark paper)",
-        "input_size": BENCHMARK_TABLE_3 + " (2.10 and 3.34 GFLOPs: 299 px)",
+        **cited(
+            BENCHMARK_APP_A,
+            "optimizer",
+            "batch_size",
+            lr="Adam's default learning rate",
+            betas="Adam's default parameters",
+            balanced_batches="16 real and 16 fake images",
+        ),
+        **dict.fromkeys(
+            ("epochs", "patience"),
+            _PATCH + ", fairforge's reading (not stated in the Benchmark paper)",
+        ),
+        **cited(BENCHMARK_TABLE_3, input_size="2.10 and 3.34 GFLOPs: 299 px"),
         "init": _PATCH + ": truncated ImageNet-pretrained classifiers",
     },
 )

@@ -26,7 +26,7 @@ from fairforge.detectors.base import (
     PretrainedTarget,
     register,
 )
-from fairforge.recipes import Recipe
+from fairforge.recipes import Recipe, cited
 
 STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")
 ENTRY = ("block1", "block2", "block3")  # to 728 channels, stride 16
@@ -96,11 +96,14 @@ def xception_features(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
         init="imagenet",
         source=BENCHMARK_APP_A,
         cite={
-            "optimizer": BENCHMARK_APP_A,
-            "lr": BENCHMARK_APP_A,
-            "batch_size": BENCHMARK_APP_A,
-            "patience": BENCHMARK_APP_A + " (10 validation checks without a better AUC)",
-            "input_size": BENCHMARK_TABLE_3 + " (16.84 GFLOPs: 299 px)",
+            **cited(
+                BENCHMARK_APP_A,
+                "optimizer",
+                "lr",
+                "batch_size",
+                patience="10 validation checks without a better AUC",
+            ),
+            **cited(BENCHMARK_TABLE_3, input_size="16.84 GFLOPs: 299 px"),
             "init": "paper:FaceForensics++ (Rössler et al. 2019): XceptionNet pre-trained on "
             "ImageNet",
         },
