@@ -216,7 +216,6 @@ def detector_card(config: dict, name: str) -> dict:
         return {**card, "sources": sources}
     settings, recipe_sources = detector_protocol(config, name)
     init = det.get("init")
-    fine_tune = det.get("checkpoint") if init == "checkpoint" else None
     imported = "checkpoint" in det and init != "checkpoint"
     if kind == "network":
         start = resolve_start(arch, init, det.get("pretrained"), det.get("checkpoint"))
@@ -233,8 +232,6 @@ def detector_card(config: dict, name: str) -> dict:
         sources["init"] = f"n/a: a {kind} detector"
     card["pretrained"] = det.get("pretrained")
     sources["pretrained"] = CONFIG if "pretrained" in det else DEFAULT
-    if fine_tune and kind == "network":
-        sources["init"] = CONFIG
     values, value_sources = _recipe_values(settings, recipe_sources, arch)
     if kind == "network" and not imported:
         card.update(values)

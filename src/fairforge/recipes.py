@@ -91,11 +91,12 @@ class Recipe:
     # -- where the recipe comes from (not training keys)
     #: the start the recipe's model takes: ``random``, ``imagenet``; None: not stated
     init: str | None = None
-    #: the origin of every value the recipe states (default ``recipe:<name>``)
+    #: the paper the recipe states (a detector's published recipe): the origin of every value
+    #: it sets, and a value it neither cites nor sets is ``unstated, fairforge default``;
+    #: empty for a named recipe, whose values are ``recipe:<name>`` and the others ``default``
     source: str = ""
-    #: per key (or ``init``, ``normalisation``), where the paper states it, e.g.
-    #: ``{"lr": "paper:Benchmark App. A"}``. A recipe that cites is a paper's statement: a
-    #: key it neither cites nor sets is ``unstated, fairforge default``.
+    #: per key (or ``init``, ``normalisation``), where its value is stated, also a value
+    #: equal to the fairforge default, e.g. ``{"lr": "paper:Benchmark App. A"}``
     cite: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -142,6 +143,22 @@ RECIPES.register(
         frames_train=32,
         frames_test=32,
         augment="deepfakebench",
+        # its detector configs state these, the defaults among them (Adam's betas, no lr
+        # scheduler)
+        cite=cited(
+            "recipe:deepfakebench",
+            "optimizer",
+            "lr",
+            "betas",
+            "weight_decay",
+            "schedule",
+            "epochs",
+            "batch_size",
+            "input_size",
+            "frames_train",
+            "frames_test",
+            "augment",
+        ),
     ),
     paper="DeepfakeBench's detector configs; FairFD trains this way",
 )
@@ -175,12 +192,12 @@ def stated(recipe: Recipe, arch: str | None = None) -> set[str]:
 def origin(recipe: Recipe, name: str, key: str, arch: str | None = None) -> str:
     """Where ``recipe``'s value of ``key`` (or ``init``) comes from: its citation, else the
     recipe's source (``recipe:<name>`` unless it names one); a value it does not state is
-    the fairforge default, ``unstated`` by a recipe that cites its paper."""
+    the fairforge default, ``unstated`` by a recipe that states a paper."""
     if key in recipe.cite:
         return recipe.cite[key]
     if key in stated(recipe, arch) or (key == "init" and recipe.init is not None):
         return recipe.source or f"recipe:{name}"
-    return UNSTATED if recipe.cite else DEFAULT
+    return UNSTATED if recipe.source else DEFAULT
 
 
 def resolve_recipe(
