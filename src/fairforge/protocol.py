@@ -136,16 +136,16 @@ _PARTS = {
 }
 
 
-def _parts_source(key: str, values: dict, sources: dict, parts=None) -> str:
-    """The source of a card key made of several recipe keys: each differing origin once,
-    a part's origin named after it when it is not the main key's."""
-    parts = parts or _PARTS.get(key, (key,))
+def _parts_source(key: str, values: dict, sources: dict) -> str:
+    """The source of a card key made of several recipe keys (those in use): each differing
+    origin once, a part's origin named after it when it is not the main key's."""
+    parts = _PARTS.get(key, (key,))
     if key == "schedule":
         parts = parts.get(values["schedule"], ("schedule", "warmup_epochs"))
-    if key == "augment" and values["augment"] == "none":
-        parts = ("augment",)
-    if key == "sam" and not values["sam"]:
-        parts = ("sam",)
+    unused = {"augment": values["augment"] == "none", "sam": not values["sam"]}
+    unused["batch_size"] = not values["balanced_batches"]
+    if unused.get(key):
+        parts = (key,)
     main = sources[parts[0]]
     extra = [
         f"{part}: {sources[part]}"
@@ -164,10 +164,6 @@ def _recipe_values(values: dict, sources: dict, arch: str) -> tuple[dict, dict]:
         size = getattr(entry, "default_input_size", None)
         size_source = _joined(size_source, "the architecture's default")
     batch = values["batch_size"]
-    if not values["balanced_batches"]:
-        parts_batch = ("batch_size",)
-    else:
-        parts_batch = ("batch_size", "balanced_batches")
     if values["balanced_batches"]:
         batch = f"{batch} = {batch // 2} real + {batch // 2} fake"
     augment = values["augment"]
@@ -193,7 +189,6 @@ def _recipe_values(values: dict, sources: dict, arch: str) -> tuple[dict, dict]:
         "sam": f"rho {values['sam_rho']:g}" if values["sam"] else False,
     }
     out_sources = {key: _parts_source(key, values, sources) for key in card}
-    out_sources["batch_size"] = _parts_source("batch_size", values, sources, parts_batch)
     out_sources["input_size"] = size_source
     if values["optimizer"] == "sgd" and sources["momentum"] != sources["optimizer"]:
         out_sources["optimizer"] = _joined(
