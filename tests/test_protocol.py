@@ -325,6 +325,21 @@ def test_the_card_says_what_the_paper_says(stem, paper_cards):
             assert fact["citation"].split(" (")[0] in source, (where, source)
 
 
+def test_config_files_layer_as_snakemake_layers_them(tmp_path):
+    """The first file replaces config.yaml (nothing of the demo), the next merges over it
+    key by key, and ``select:`` keeps a part: one detector of the Benchmark on one dataset."""
+    part = tmp_path / "part.yaml"
+    part.write_text(
+        "select: {detectors: [conv_lstm_celebdf], datasets: [celebdf]}\n"
+        "datasets: {celebdf: {options: {frames_per_video: 4}}}\n"
+    )
+    card = protocol_card(layered_config([REPO / "configs" / "benchmark_paper.yaml", part]))
+    assert [d["detector"] for d in card["detectors"]] == ["conv_lstm_celebdf"]
+    (celebdf,) = card["datasets"]
+    assert celebdf["frames"] == 4 and celebdf["split"]["val_from_train"] == 0.071
+    assert card["detectors"][0]["train_datasets"] == ["celebdf"]
+
+
 def test_the_long_card_is_what_the_workflow_writes():
     card = protocol_card(layered_config([REPO / "config.yaml"]))
     frame = card_frame(card)
