@@ -52,6 +52,7 @@ rule all:
         result_path("fairness_ci"),
         result_path("failures_per_group"),
         result_path("versions"),
+        result_path("protocol"),
         result_path("efficiency"),
         expand(result_path("face_detection_rate"), dataset=DATASETS),
         expand(

@@ -109,6 +109,7 @@ localrules:
     failures_per_group,
     detector_studies,
     pipeline_info,
+    protocol,
     forgery_examples,
     efficiency_figure,
     report_html,
@@ -352,6 +353,12 @@ def get_encoder_training_inputs(wildcards):
 
 
 # ----------------------------------------------------------------------- report
+
+
+def get_protocol_config(wildcards):
+    """What the protocol card reads: the run's config, validated and selected (one job for
+    every detector, so a change of any detector's settings rewrites the card)."""
+    return config
 
 
 def get_report_inputs(wildcards):

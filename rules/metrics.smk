@@ -183,6 +183,7 @@ rule detector_studies:
     """What trained each detector; balanced twins (FairFD Table 4); train-on x test-on AUC."""
     input:
         models=expand(result_path("model"), detector=RUN_DETECTORS),
+        protocol=result_path("protocol"),
         fairness=result_path("fairness_table"),
         detection=result_path("detection_table"),
     output:

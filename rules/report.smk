@@ -106,6 +106,21 @@ rule report_html:
         "../scripts/report_html.py"
 
 
+rule protocol:
+    """The protocol card: every detector's resolved training protocol and every dataset's
+    split, each value with its source (paper section, recipe, config or default)."""
+    output:
+        report(result_path("protocol"), caption=caption_path("protocol"), category="Detectors"),
+    log:
+        log_path("report/protocol.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    params:
+        config=get_protocol_config,
+    script:
+        "../scripts/protocol.py"
+
+
 rule pipeline_info:
     """Versions, git commit, config hash and the resolved config of this run."""
     output:

@@ -13,6 +13,7 @@ with logged(snakemake.log[0]):
         pd.read_csv(i.fairness),
         pd.read_csv(i.detection),
         p.min_val_auc,
+        pd.read_csv(i.protocol),
     )
     detectors.to_csv(o.detectors, index=False)
     balanced.to_csv(o.balanced, index=False, float_format="%.6g")

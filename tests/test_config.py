@@ -7,7 +7,7 @@ from fairforge.config import ConfigError, load_config, validate_config
 def test_defaults_are_filled_in_nested_blocks():
     config = validate_config({"detectors": {"m": {"arch": "meso4"}}})
     assert config["training"]["recipe"] == "deepfakebench"
-    assert config["detectors"]["m"]["init"] == "scratch"
+    assert "init" not in config["detectors"]["m"]  # unset: as the architecture's paper
     assert config["metrics"]["ur_denominator"] == "one_plus_acc"
 
 

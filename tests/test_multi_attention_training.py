@@ -172,6 +172,7 @@ def test_the_training_loop_warms_up_then_logs_every_loss(tmp_path):
         batch_size=4,
         device="cpu",
         precision="fp32",
+        init="random",  # no ImageNet weights offline
     )
     log = train_network(pd.DataFrame(rows), tmp_path, cfg, tmp_path / "m.pt").set_index("epoch")
     terms = [f"train_loss_{name}" for name in ("bce", "ril", "agda_bce", "match")]

@@ -216,8 +216,9 @@ def test_video_scores_and_one_row_per_video():
     assert list(per_video["subject_id"]) == ["s0", "s1"]
 
 
-def test_conv_lstm_trains_on_sequences_and_scores_per_video(tmp_path):
-    """Two real and two fake videos of three 32 px frames each, per split; sequences of 2."""
+def clip_samples(root) -> pd.DataFrame:
+    """Two real and two fake videos of three 32 px frames each, per split (train, val), the
+    fakes brighter noise, written under ``root``."""
     rows = []
     for split in ("train", "val"):
         frame = _video_frame([3, 3, 3, 3], ["real", "real", "faceswap", "faceswap"])
@@ -229,7 +230,13 @@ def test_conv_lstm_trains_on_sequences_and_scores_per_video(tmp_path):
     samples["path"] = samples["sample_id"] + ".png"
     for sid, label in zip(samples["sample_id"], samples["label"]):
         img = rng.integers(0, 256 if label else 64, (32, 32, 3)).astype(np.uint8)
-        write_image(tmp_path / f"{sid}.png", img)
+        write_image(root / f"{sid}.png", img)
+    return samples
+
+
+def test_conv_lstm_trains_on_sequences_and_scores_per_video(tmp_path):
+    """Sequences of 2 of the clips' frames; one score per video."""
+    samples = clip_samples(tmp_path)
     cfg = TrainConfig(
         arch="conv_lstm",
         model={"hidden": 8},
@@ -239,6 +246,7 @@ def test_conv_lstm_trains_on_sequences_and_scores_per_video(tmp_path):
         batch_size=8,
         train_methods=["faceswap"],
         precision="fp32",
+        init="random",  # no ImageNet InceptionV3 offline
     )
     ckpt = tmp_path / "m.pt"
     log = train_network(samples, tmp_path, cfg, ckpt)

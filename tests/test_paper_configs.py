@@ -32,6 +32,7 @@ from snakemake_run import SNAKEMAKE, repository_copy
 from test_adapters_workflow import face
 from test_sources import write_jpeg
 from test_video_datasets import face_video, identity, noise_video
+from test_video_layouts import dftimit_tree, forgerynet_tree, uadfv_tree
 
 PAPER_CONFIGS = ("fairfd", "benchmark_paper", "assessment", "exposure")
 FF_METHODS = ("Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures", "FaceShifter")
@@ -193,6 +194,14 @@ def deeperforensics(mnt: Path) -> None:
         (root / "lists" / "splits" / f"{split}.txt").write_text(f"{name}.mp4\n")
 
 
+def benchmark_more(mnt: Path) -> None:
+    """The Benchmark's other standard datasets as released: UADFV, DF-TIMIT with its VidTIMIT
+    reals, ForgeryNet (noise: for plans)."""
+    uadfv_tree(mnt / "UADFV", pairs=3)
+    dftimit_tree(mnt / "DeepfakeTIMIT", mnt / "VidTIMIT", lower=False)
+    forgerynet_tree(mnt / "ForgeryNet")
+
+
 def identity_folders(root: Path, groups: list[str], per_group: int = 2) -> None:
     for g, group in enumerate(groups):
         for s in range(per_group):
@@ -218,7 +227,7 @@ def exposure_data(mnt: Path) -> None:
 
 FIXTURES = {
     "fairfd": (faceforensics_faces, rfw),
-    "benchmark_paper": (faceforensics, celebdf, dfdc, deeperforensics),
+    "benchmark_paper": (faceforensics, celebdf, dfdc, deeperforensics, benchmark_more),
     "assessment": (faceforensics, celebdf),
     "exposure": (exposure_data,),
 }

@@ -222,7 +222,8 @@ def test_recipe_per_detector_with_overrides():
             "detectors": {
                 "x": {"arch": "xception"},
                 "c": {"arch": "capsule", "recipe": "assessment", "lr": 1e-4},
-                "s": {"arch": "efficientnet_b4", "recipe": "sbi"},
+                # SBI's own recipe (its registration's), trained here from random weights
+                "s": {"arch": "efficientnet_b4", "recipe": "sbi", "init": "random"},
             },
         }
     )
@@ -241,7 +242,7 @@ def test_recipe_per_detector_with_overrides():
     assert recipe_settings("assessment", "capsule")["epochs"] == 25
     assert recipe_settings("assessment", "uia_vit")["lr"] == 3e-5
     with pytest.raises(KeyError, match="not recipe keys"):
-        recipe_settings("sbi", epoch=3)
+        recipe_settings("deepfakebench", epoch=3)
 
 
 def test_geometric_augmentation_moves_the_mask_and_waits_its_warmup(tmp_path):

@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairforge.config import validate_config
 from fairforge.forgery.quality import QUALITY_MEASURES
 from fairforge.images import write_image
+from fairforge.protocol import card_frame, protocol_card
 from fairforge.report import build_report, figures, report_inputs
 from fairforge.tables import (
     balanced_table,
@@ -71,6 +73,16 @@ CONFIG = {
     "ranking": {"enabled": True, "dataset": "synthetic"},
 }
 NO_RANKING = {**CONFIG, "ranking": {"enabled": False}}
+# the config that trained SETTINGS, as the protocol card reads it
+PROTOCOL_CONFIG = {
+    "datasets": CONFIG["datasets"],
+    "training": {"epochs": 1, "lr": 2e-4},
+    "detectors": {
+        "fair": {"arch": "meso4", "input_size": 64},
+        "fair_sd": {"arch": "meso4", "input_size": 64, "augment": "sdaug"},
+        "biased": {"arch": "meso4", "input_size": 64, "balanced": True},
+    },
+}
 # fairness_outputs' keys -> the report's inputs
 FAIRNESS_OUTPUTS = {
     "table": "fairness",
@@ -246,6 +258,7 @@ def results(tmp_path_factory):
     )
     detectors = detectors_frame(SETTINGS)
     detectors.to_csv(at["detectors"], index=False)
+    card_frame(protocol_card(validate_config(PROTOCOL_CONFIG))).to_csv(at["protocol"], index=False)
     balanced_table(pd.read_csv(out / "fairness_table.csv"), balanced_twins(SETTINGS)).to_csv(
         at["balanced"], index=False
     )
@@ -370,6 +383,7 @@ def test_every_section_table_and_figure_is_in_the_report(page, results):
     for anchor in (
         "verdict",
         "run",
+        "protocol",
         "detection",
         "fairness",
         "robustness",
@@ -680,3 +694,17 @@ def test_a_run_whose_only_detector_learned_nothing_ranks_none(results, tmp_path)
     assert f"No detector can be judged on fairness, so none is ranked: {UNTRAINED}." in verdict
     assert "Only one detector" not in verdict and "AADPD =" not in verdict
     assert "not evidence of fairness" in verdict
+
+
+def test_the_report_carries_the_protocol_card(page):
+    """Every detector's protocol with the source of each value: MesoNet's start is its
+    paper's (random weights), the run's lr the config's, DeepfakeBench's frames its recipe's."""
+    text = section(page, "protocol")
+    for marker in (
+        "paper:MesoNet (Afchar et al. 2018): trained from scratch",
+        "recipe:deepfakebench",
+        "sdaug (p 1)",
+        "synthetic",
+    ):
+        assert marker in text, marker
+    assert "Started from random weights" not in text  # MesoNet's paper starts so too

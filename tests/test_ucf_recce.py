@@ -369,6 +369,7 @@ def test_training_step_through_the_shared_loop(arch, terms, two_method_samples, 
         epochs=1,
         batch_size=8,
         device="cpu",
+        init="random",  # no ImageNet Xception offline
     )
     path = tmp_path / "model.pt"
     log = train_network(samples, root, cfg, path)

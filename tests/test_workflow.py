@@ -41,6 +41,24 @@ def test_outputs_follow_the_contracts(tiny_run):
     assert set(preds["split"]) <= {"val", "test"}
 
 
+def test_the_run_writes_its_protocol_card(tiny_run):
+    """results/protocol.csv is the card of the run's config, the one the CLI prints; the
+    detectors table says how each detector started."""
+    from fairforge.protocol import card_frame, layered_config, protocol_card
+
+    results = tiny_run / "results"
+    written = pd.read_csv(results / "protocol.csv", dtype=str, keep_default_na=False)
+    card = card_frame(protocol_card(layered_config([tiny_run / "config.yaml"])))
+    pd.testing.assert_frame_equal(written, card.astype(str), check_dtype=False)
+    meso4 = written.loc[written["name"] == "meso4"].set_index("key")
+    assert meso4.loc["init", "value"] == "random"
+    assert meso4.loc["init", "source"].startswith("paper:MesoNet")
+    assert (meso4.loc["epochs", "value"], meso4.loc["epochs", "source"]) == ("1", "config")
+    assert set(written.loc[written["section"] == "dataset", "name"]) == {"synthetic", "clips"}
+    detectors = pd.read_csv(results / "detectors.csv").set_index("detector")
+    assert detectors.loc["meso4", "init"] == "random"
+
+
 def test_forgery_quality_card_carries_the_acceptance_numbers(tiny_run):
     """The acceptance numbers of the forgeries, read from the run's own quality card: a row
     per method × group, near-invisible fakes under 1% per method, maskgan's skin colour

@@ -11,6 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+#: A pretrained start named ``timm:<model name>``: timm's own ImageNet weights, which timm
+#: downloads and caches (not a file of the config's).
+TIMM_PREFIX = "timm:"
+
 # Containers that checkpoints wrap their tensors in, looked into in this order (a release
 # with another wrapper passes its own).
 STATE_CONTAINERS = ("state_dict", "model", "net")

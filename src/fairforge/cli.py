@@ -6,6 +6,7 @@ fairforge faces    --sources sources.parquet --root DIR --results results --out 
 fairforge forge    --method faceswap --faces faces.parquet --pairs pairs.parquet --results results --out fakes.parquet
 fairforge predict  --checkpoint model.pt --samples samples.parquet --results results --out preds.parquet
 fairforge convert-release simswap-arcface arcface_checkpoint.tar arcface.pth
+fairforge protocol --configfile configs/benchmark_paper.yaml [MORE.yaml ...] [--format json]
 """
 
 from __future__ import annotations
@@ -155,6 +156,14 @@ def cmd_convert_release(args) -> int:
     return 0
 
 
+def cmd_protocol(args) -> int:
+    from fairforge.protocol import layered_config, protocol_card, render
+
+    card = protocol_card(layered_config(args.configfile))
+    sys.stdout.write(render(card, args.format))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fairforge", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -247,6 +256,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", help="the file as released")
     p.add_argument("dst", help="the state dict to write (weights_only)")
     p.set_defaults(func=cmd_convert_release)
+
+    p = sub.add_parser(
+        "protocol",
+        help="the training protocol a config resolves to, per detector and dataset, with the "
+        "source of every value",
+    )
+    p.add_argument(
+        "--configfile",
+        nargs="+",
+        required=True,
+        help="config files as Snakemake takes them: the first replaces config.yaml, the "
+        "others merge over it in order; select: applies",
+    )
+    p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
+    p.set_defaults(func=cmd_protocol)
     return parser
 
 

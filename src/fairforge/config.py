@@ -14,6 +14,7 @@ import jsonschema
 import yaml
 
 import fairforge.video  # noqa: F401  (registers the frame sampler the video adapters use)
+from fairforge.checkpoints import TIMM_PREFIX
 from fairforge.faces.detect import FACE_DETECTORS
 from fairforge.faces.landmarks import LANDMARKERS
 from fairforge.forgery import FORGERY_METHODS, method_key
@@ -106,10 +107,7 @@ def validate_config(
 
 
 def _check_name(registry: Registry, name: str, where: str) -> None:
-    try:
-        registry.check(name)
-    except UnknownName as err:
-        raise ConfigError(f"config: {where}: {err}") from None
+    _check_name_by(registry.check, name, where)
 
 
 def _check_registered_names(config: dict) -> None:
@@ -133,23 +131,75 @@ def _check_registered_names(config: dict) -> None:
             check_method_options(method, used, config["forgery"]["options"].get(method, {}))
         except (ValueError, FileNotFoundError) as err:
             raise ConfigError(f"config: forgery.options.{method}: {err}") from None
-    _check_name(RECIPES, config["training"]["recipe"], "training.recipe")
     if "augment" in config["training"]:
         _check_name(AUGMENTATIONS, config["training"]["augment"], "training.augment")
     for name, det in config["detectors"].items():
-        if "recipe" in det:
-            _check_name(RECIPES, det["recipe"], f"detectors.{name}.recipe")
+        _check_recipe(config, name)
         if "augment" in det:
             _check_name(AUGMENTATIONS, det["augment"], f"detectors.{name}.augment")
         if "pretrained" in det:
-            # the layouts live with the networks (torch): imported only when one is asked for
-            from fairforge.detectors.pretrained import PRETRAINED_LAYOUTS
-
-            _check_name(PRETRAINED_LAYOUTS, det.get("arch", name), f"detectors.{name}.pretrained")
+            _check_pretrained(name, det)
     _check_name(FACE_DETECTORS, config["faces"]["detector"], "faces.detector")
     _check_name(LANDMARKERS, config["faces"]["landmarks"], "faces.landmarks")
     for backend in config["faces"]["compare_backends"]:
         _check_name(FACE_DETECTORS, backend, "faces.compare_backends")
+
+
+def _check_recipe(config: dict, name: str) -> None:
+    """A detector's recipe: a named one, or one its architecture (or another detector)
+    declares on its registration; and, for a recipe of the detector's own, its start: a
+    paper that starts from ImageNet weights needs them (``pretrained``) or ``init: random``.
+    Detectors on a named recipe have their start checked when training starts: asking the
+    registrations here would import torch into every plan."""
+    det = config["detectors"][name]
+    where = f"detectors.{name}.recipe" if "recipe" in det else "training.recipe"
+    chosen = det.get("recipe") or config["training"]["recipe"]
+    trained = "scores" not in det and ("checkpoint" not in det or det.get("init") == "checkpoint")
+    if chosen in RECIPES or not trained:
+        return
+    # the detectors' own recipes live with the networks (torch): imported only when asked for
+    from fairforge.detectors.base import DETECTORS, declared_recipe
+    from fairforge.detectors.pretrained import StartError, require_start
+
+    arch = det.get("arch", name)
+    _check_name(DETECTORS, arch, f"detectors.{name}.arch")
+    try:
+        declared_recipe(chosen, arch)
+    except UnknownName as err:
+        raise ConfigError(f"config: {where}: {err}") from None
+    if DETECTORS.metadata(arch)["kind"] != "network":
+        return
+    init = det.get("init")
+    fine_tune = det.get("checkpoint") if init == "checkpoint" else None
+    try:
+        require_start(name, arch, init, det.get("pretrained"), fine_tune)
+    except StartError as err:
+        raise ConfigError(f"config: {err}") from None
+
+
+def _check_pretrained(name: str, det: dict) -> None:
+    """The architecture takes pretrained weights (its registration's layout), and a
+    ``timm:<model>`` names a timm model."""
+    # the layouts live with the networks (torch): imported only when one is asked for
+    from fairforge.detectors.pretrained import pretrained_layout
+
+    _check_name_by(pretrained_layout, det.get("arch", name), f"detectors.{name}.pretrained")
+    source = str(det["pretrained"])
+    if source.startswith(TIMM_PREFIX):
+        import timm
+
+        if not timm.is_model(source[len(TIMM_PREFIX) :]):
+            raise ConfigError(
+                f"config: detectors.{name}.pretrained: timm has no model "
+                f"{source[len(TIMM_PREFIX) :]!r} (timm.list_models() lists them)"
+            )
+
+
+def _check_name_by(lookup, name: str, where: str) -> None:
+    try:
+        lookup(name)
+    except UnknownName as err:
+        raise ConfigError(f"config: {where}: {err}") from None
 
 
 def _check_datasets(config: dict) -> set[str] | None:

@@ -93,6 +93,8 @@ OUTPUTS = {
     "detection_per_method": "{results}/detection_per_method.csv",
     "cross_manipulation": "{results}/cross_manipulation.csv",
     "detectors": "{results}/detectors.csv",
+    # the training protocol of every detector and dataset, with the source of each value
+    "protocol": "{results}/protocol.csv",
     "balanced_table": "{results}/balanced_table.csv",
     "generalization": "{results}/generalization.csv",
     "failures_per_group": "{results}/failures_per_group.csv",
@@ -128,6 +130,7 @@ OUTPUTS = {
 # What the report reads (its key -> the output above); per-dataset entries are lists.
 REPORT_TABLES = {
     "detectors": "detectors",
+    "protocol": "protocol",
     "detection": "detection_table",
     "fairness": "fairness_table",
     "fairness_ci": "fairness_ci",

@@ -2,22 +2,51 @@
 
 A :class:`Recipe` is the optimizer (``adam``, ``adamw``, ``sgd``; ``sam: true`` wraps any of
 them in Sharpness-Aware Minimization; the names are :data:`fairforge.optimizers.OPTIMIZERS`'),
-the learning-rate schedule (:data:`fairforge.optimizers.SCHEDULES`: ``constant``, ``step``,
-``multistep``, ``cosine``, ``linear_decay``, each after an optional linear warm-up), early stopping (``patience`` epochs without a better
-validation AUC), the number of epochs, batch size, input size, frames per training and test
-video, the augmentation (with the probability it fires and the epochs it waits) and
-class-balanced batches (half real, half fake). Recipes are registered by name on
-:data:`RECIPES`; a config picks one with ``training.recipe`` or ``detectors.X.recipe`` and may
-override any key (:func:`recipe_settings`). The README's Detectors section lists them next to
-their papers.
+its betas, the learning-rate schedule (:data:`fairforge.optimizers.SCHEDULES`: ``constant``,
+``step``, ``multistep``, ``cosine``, ``linear_decay``, each after an optional linear
+warm-up), early stopping (``patience`` epochs without a better validation AUC), the number of
+epochs, batch size, input size, frames per training and test video, the augmentation (with
+the probability it fires and the epochs it waits) and class-balanced batches (half real, half
+fake); and where it comes from: the start it assumes (``init``: ``random`` or ``imagenet``),
+the ``source`` of its values and, per value, the paper section that states it (``cite``).
+
+Two kinds of recipe, one mechanism (:func:`resolve_recipe`):
+
+- a detector's own published recipe lives with the detector, on its registration
+  (``@register("xception", recipe=Recipe(...))`` in ``fairforge/detectors/xception.py``,
+  :func:`fairforge.detectors.base.declared_recipe`); a config selects it with
+  ``recipe: published`` or by the name the detector gives it (``sbi``);
+- a paper's protocol that trains many detectors one way (DeepfakeBench's, the Assessment's)
+  is a named recipe here, on :data:`RECIPES`, that the paper's config selects by name.
+
+A config picks one with ``training.recipe`` or ``detectors.X.recipe`` and may override any
+key; :func:`resolve_recipe` gives every value with its origin (``paper:<short name> §x``,
+``recipe:<name>``, ``config``, ``default``, or ``unstated, fairforge default`` where a cited
+recipe's paper leaves a value unstated), the one resolution the training rule and the
+protocol card (:mod:`fairforge.protocol`) share.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from fairforge.optimizers import OPTIMIZERS, SCHEDULES
+from fairforge.optimizers import ADAM_BETAS, OPTIMIZERS, SCHEDULES
 from fairforge.registry import Registry
+
+#: ``recipe: published`` selects the architecture's own recipe (its registration's).
+PUBLISHED = "published"
+#: Origins of a resolved value besides a recipe's citations.
+CONFIG = "config"
+DEFAULT = "default"
+UNSTATED = "unstated, fairforge default"
+#: The flag of a detector trained from random weights where its paper starts from ImageNet.
+NOT_PAPER_INIT = "not the paper's initialisation"
+#: How a recipe's model starts: from random weights or from ImageNet weights.
+INITS = ("random", "imagenet")
+#: What a recipe may cite besides its keys: its start, and the normalisation the
+#: architecture's class attributes hold.
+CITED_FACTS = ("init", "normalisation")
 
 
 @dataclass(frozen=True)
@@ -25,8 +54,10 @@ class Recipe:
     optimizer: str = "adam"
     lr: float = 2e-4
     weight_decay: float = 0.0
-    #: SGD's momentum (Adam's betas stay at torch's defaults, as every recipe here uses them)
+    #: SGD's momentum
     momentum: float = 0.9
+    #: Adam's and AdamW's betas (torch's defaults unless a paper says otherwise)
+    betas: tuple[float, float] = ADAM_BETAS
     sam: bool = False
     sam_rho: float = 0.05
     schedule: str = "constant"
@@ -57,6 +88,16 @@ class Recipe:
     balanced_batches: bool = False
     #: per-architecture overrides, e.g. ``{"capsule": {"epochs": 25, "lr": 5e-4}}``
     per_arch: dict = field(default_factory=dict)
+    # -- where the recipe comes from (not training keys)
+    #: the start the recipe's model takes: ``random``, ``imagenet``; None: not stated
+    init: str | None = None
+    #: the paper the recipe states (a detector's published recipe): the origin of every value
+    #: it sets, and a value it neither cites nor sets is ``unstated, fairforge default``;
+    #: empty for a named recipe, whose values are ``recipe:<name>`` and the others ``default``
+    source: str = ""
+    #: per key (or ``init``, ``normalisation``), where its value is stated, also a value
+    #: equal to the fairforge default, e.g. ``{"lr": "paper:Benchmark App. A"}``
+    cite: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -69,10 +110,25 @@ class Recipe:
             raise ValueError(f"augment_prob must lie in [0, 1], got {self.augment_prob}")
         if self.balanced_batches and self.batch_size % 2:
             raise ValueError(f"balanced batches need an even batch_size, got {self.batch_size}")
+        if self.init not in (None, *INITS):
+            raise ValueError(f"init must be one of {INITS} or None, got {self.init!r}")
+        if len(tuple(self.betas)) != 2:
+            raise ValueError(f"betas must be two numbers, got {self.betas!r}")
+        unknown = sorted(set(self.cite) - set(RECIPE_KEYS) - set(CITED_FACTS))
+        if unknown:
+            raise ValueError(f"cite names no recipe key: {unknown}")
 
 
-#: The keys a config may override (every field but the per-architecture table).
-RECIPE_KEYS = tuple(f.name for f in fields(Recipe) if f.name != "per_arch")
+def cited(where: str, *keys: str, **notes: str) -> dict[str, str]:
+    """A recipe's ``cite`` table: each of ``keys`` stated by ``where``, and each key of
+    ``notes`` by ``where`` with its note in brackets."""
+    return {**dict.fromkeys(keys, where), **{k: f"{where} ({n})" for k, n in notes.items()}}
+
+
+#: Fields that say where a recipe comes from, not how to train.
+PROVENANCE = ("per_arch", "init", "source", "cite")
+#: The keys a config may override (every training field).
+RECIPE_KEYS = tuple(f.name for f in fields(Recipe) if f.name not in PROVENANCE)
 
 RECIPES: Registry = Registry("recipe")
 
@@ -87,6 +143,22 @@ RECIPES.register(
         frames_train=32,
         frames_test=32,
         augment="deepfakebench",
+        # its detector configs state these, the defaults among them (Adam's betas, no lr
+        # scheduler)
+        cite=cited(
+            "recipe:deepfakebench",
+            "optimizer",
+            "lr",
+            "betas",
+            "weight_decay",
+            "schedule",
+            "epochs",
+            "batch_size",
+            "input_size",
+            "frames_train",
+            "frames_test",
+            "augment",
+        ),
     ),
     paper="DeepfakeBench's detector configs; FairFD trains this way",
 )
@@ -107,45 +179,54 @@ RECIPES.register(
     ),
     paper="Assessment paper (Adam, 300 px, 100 / 32 frames per training / test video)",
 )
-RECIPES.register(
-    "sbi",
-    Recipe(
-        optimizer="sgd",
-        sam=True,
-        lr=1e-3,
-        momentum=0.9,
-        epochs=100,
-        batch_size=32,
-        input_size=380,
-        schedule="linear_decay",
-        decay_start=0.75,
-        frames_train=8,
-        frames_test=32,
-    ),
-    paper="Self-Blended Images (SAM over SGD, lr 1e-3, batch 32, 100 epochs)",
-)
-RECIPES.register(
-    "patch_forensics",
-    Recipe(lr=1e-3, epochs=50, batch_size=32, balanced_batches=True, patience=10),
-    paper="Patch-Forensics (Adam, batches of 16 real + 16 fake, early stopping)",
-)
+
+
+def stated(recipe: Recipe, arch: str | None = None) -> set[str]:
+    """The keys ``recipe`` states for ``arch``: those it cites, sets away from the default,
+    or sets for the architecture."""
+    default = Recipe()
+    keys = {k for k in RECIPE_KEYS if getattr(recipe, k) != getattr(default, k)}
+    return keys | (set(recipe.cite) & set(RECIPE_KEYS)) | set(recipe.per_arch.get(arch, {}))
+
+
+def origin(recipe: Recipe, name: str, key: str, arch: str | None = None) -> str:
+    """Where ``recipe``'s value of ``key`` (or ``init``) comes from: its citation, else the
+    recipe's source (``recipe:<name>`` unless it names one); a value it does not state is
+    the fairforge default, ``unstated`` by a recipe that states a paper."""
+    if key in recipe.cite:
+        return recipe.cite[key]
+    if key in stated(recipe, arch) or (key == "init" and recipe.init is not None):
+        return recipe.source or f"recipe:{name}"
+    return UNSTATED if recipe.source else DEFAULT
+
+
+def resolve_recipe(
+    recipe: Recipe, name: str, arch: str | None = None, *layers: tuple[str, Mapping]
+) -> tuple[dict, dict]:
+    """``recipe`` (registered as ``name``) resolved for ``arch``: its values, then its
+    per-architecture values, then each ``(origin, overrides)`` layer in turn (``None``
+    values are ignored). Returns the flat values (:data:`RECIPE_KEYS` plus ``recipe``) and,
+    per key, where the value comes from (:func:`origin`, or the layer's origin)."""
+    values = dict(recipe.per_arch.get(arch, {}))
+    sources = {k: origin(recipe, name, k, arch) for k in RECIPE_KEYS}
+    for where, overrides in layers:
+        unknown = sorted(set(overrides) - set(RECIPE_KEYS))
+        if unknown:
+            raise KeyError(f"not recipe keys: {unknown}; recipe keys are {list(RECIPE_KEYS)}")
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
+        sources.update(dict.fromkeys(given, where))
+    for key in ("milestones", "betas"):
+        if key in values:
+            values[key] = tuple(values[key])
+    resolved = {k: v for k, v in asdict(replace(recipe, **values)).items() if k in RECIPE_KEYS}
+    resolved["milestones"] = list(resolved["milestones"])
+    resolved["betas"] = list(resolved["betas"])
+    return {"recipe": name, **resolved}, sources
 
 
 def recipe_settings(name: str, arch: str | None = None, **overrides) -> dict:
-    """The resolved recipe ``name`` for ``arch``: its values, then its per-architecture
-    values, then ``overrides`` (``None`` values are ignored); a flat dict of
-    :data:`RECIPE_KEYS` plus ``recipe``."""
-    unknown = sorted(set(overrides) - set(RECIPE_KEYS))
-    if unknown:
-        raise KeyError(f"not recipe keys: {unknown}; recipe keys are {list(RECIPE_KEYS)}")
-    recipe = RECIPES.get(name)
-    values = {
-        **recipe.per_arch.get(arch, {}),
-        **{k: v for k, v in overrides.items() if v is not None},
-    }
-    if "milestones" in values:
-        values["milestones"] = tuple(values["milestones"])
-    resolved = asdict(replace(recipe, **values))
-    resolved.pop("per_arch")
-    resolved["milestones"] = list(resolved["milestones"])
-    return {"recipe": name, **resolved}
+    """The resolved named recipe ``name`` (:data:`RECIPES`) for ``arch``: its values, then
+    its per-architecture values, then ``overrides`` (``None`` values are ignored); a flat
+    dict of :data:`RECIPE_KEYS` plus ``recipe``."""
+    return resolve_recipe(RECIPES.get(name), name, arch, (CONFIG, overrides))[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fairforge.checkpoints import TIMM_PREFIX
 from fairforge.faces.align import face_fraction
 from fairforge.forgery.base import backend_options
 from fairforge.paths import RESULTS, result_path
@@ -21,7 +22,7 @@ from fairforge.perturb import (
     is_random_variant,
     suite,
 )
-from fairforge.recipes import RECIPE_KEYS, recipe_settings
+from fairforge.recipes import CONFIG, RECIPE_KEYS, RECIPES, Recipe, resolve_recipe
 from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
 from fairforge.video import (  # importing the video package registers its frame sampler
@@ -94,18 +95,41 @@ def quality_comparisons(config: dict, dataset: str) -> list[tuple[str, str]]:
     ]
 
 
-def detector_settings(config: dict, name: str) -> dict:
-    """The resolved training settings of one detector: its recipe (``recipe``, else
-    ``training.recipe``), overridden by the recipe keys set in ``training``, then by those
-    set in the detector's block; and its start (``pretrained``, ``init``)."""
+def detector_recipe(config: dict, name: str) -> tuple[str, Recipe]:
+    """The recipe a detector trains by (``recipe``, else ``training.recipe``), by name: a
+    paper's named recipe (:data:`~fairforge.recipes.RECIPES`), or one declared on a
+    detector's registration (``published``: its architecture's own; ``sbi``, ...)."""
+    det = config["detectors"][name]
+    chosen = det.get("recipe") or config["training"].get("recipe", "deepfakebench")
+    if chosen in RECIPES:
+        return chosen, RECIPES.get(chosen)
+    # declared with the networks (torch): imported only for a config that asks for one
+    from fairforge.detectors.base import declared_recipe
+
+    return chosen, declared_recipe(chosen, det.get("arch", name))
+
+
+def detector_protocol(config: dict, name: str) -> tuple[dict, dict]:
+    """The resolved training settings of one detector and, for each recipe key, where its
+    value comes from: its recipe (:func:`detector_recipe`), overridden by the recipe keys
+    set in ``training``, then by those set in the detector's block
+    (:func:`fairforge.recipes.resolve_recipe`); and its start (``pretrained``, ``init``).
+    The one resolution of the training rule and of the protocol card."""
     det = config["detectors"][name]
     base = config["training"]
     arch = det.get("arch", name)
-    overrides = {k: base[k] for k in RECIPE_KEYS if k in base}
-    overrides.update({k: det[k] for k in RECIPE_KEYS if k in det})
-    init = det.get("init", "scratch")
-    return {
+    recipe_name, recipe = detector_recipe(config, name)
+    values, sources = resolve_recipe(
+        recipe,
+        recipe_name,
+        arch,
+        (CONFIG, {k: base[k] for k in RECIPE_KEYS if k in base}),
+        (CONFIG, {k: det[k] for k in RECIPE_KEYS if k in det}),
+    )
+    init = det.get("init")
+    settings = {
         "arch": arch,
+        "detector": name,
         "model": dict(det.get("model", {})),
         "train_methods": train_methods(config, name),
         "balanced": bool(det.get("balanced", False)),
@@ -119,10 +143,15 @@ def detector_settings(config: dict, name: str) -> dict:
         "init": init,
         "init_checkpoint": det.get("checkpoint") if init == "checkpoint" else None,
         "init_format": det.get("checkpoint_format", "fairforge"),
-        **recipe_settings(
-            det.get("recipe") or base.get("recipe", "deepfakebench"), arch, **overrides
-        ),
+        **values,
     }
+    return settings, sources
+
+
+def detector_settings(config: dict, name: str) -> dict:
+    """The resolved training settings of one detector (:func:`detector_protocol`), the
+    keyword arguments of :class:`fairforge.training.detector.TrainConfig`."""
+    return detector_protocol(config, name)[0]
 
 
 def train_methods(config: dict, name: str) -> list[str]:
@@ -289,7 +318,7 @@ def train_input(config: dict, name: str) -> dict[str, list[str]]:
     training methods (and nothing else, so that a new forgery method, variant or dataset leaves
     a trained detector as it is)."""
     det = config["detectors"][name]
-    fine_tune = det.get("init", "scratch") == "checkpoint"
+    fine_tune = det.get("init") == "checkpoint"
     if det.get("checkpoint") and not fine_tune:
         return {"weights": [det["checkpoint"]], "samples": []}
     wanted = detector_settings(config, name)["train_methods"]
@@ -300,7 +329,9 @@ def train_input(config: dict, name: str) -> dict[str, list[str]]:
         share = "train_copies" if train_compression(config, dataset) else "method_samples"
         samples += [result_path(share, dataset=dataset, method=m) for m in [CROPS, *methods]]
     starts = [det.get("pretrained"), det.get("checkpoint") if fine_tune else None]
-    return {"weights": [path for path in starts if path], "samples": samples}
+    # timm's ImageNet weights (timm:<model>) are timm's download, not a file of the config's
+    files = [path for path in starts if path and not str(path).startswith(TIMM_PREFIX)]
+    return {"weights": files, "samples": samples}
 
 
 def train_compression(config: dict, dataset: str) -> str | None:

@@ -12,21 +12,39 @@ Every detector is registered on :data:`DETECTORS` with its ``kind`` as metadata:
 
 How each kind is trained, scored and costed is written once per kind, in
 :mod:`fairforge.detector_kinds`, so adding a detector of an existing kind is one registration.
+
+A registration also carries, as data, what the detector's papers say about training it (the
+timm habit of a default config beside each model's registration, DeepfakeBench's one
+training yaml per detector): its published :class:`~fairforge.recipes.Recipe` (``recipe``;
+``recipe_name`` lets a config select it by a name of its own, ``sbi``), how ImageNet (or the
+authors') weights map onto it (``pretrained``, a :class:`PretrainedLayout`, applied by
+:mod:`fairforge.detectors.pretrained`), and how DeepfakeBench checkpoints map onto it
+(``deepfakebench``: DeepfakeBench ``model_name`` → :class:`DeepfakeBenchLayout`, applied by
+:mod:`fairforge.detectors.deepfakebench`). Those two modules and :mod:`fairforge.recipes`
+keep only the mechanism.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.registry import Registry
+from fairforge.recipes import PUBLISHED, Recipe
+from fairforge.registry import Registry, UnknownName
 
 DETECTORS: Registry = Registry("detector")
 
 KINDS = ("network", "classical", "external")
+
+# Where the registrations' recipes cite their values (docs/papers.md's short names).
+BENCHMARK_APP_A = "paper:Benchmark App. A"
+BENCHMARK_TABLE_3 = "paper:Benchmark Table 3"
+DEEPFAKEBENCH_IMAGENET = "DeepfakeBench (Yan et al. 2023): every model but MesoNet from ImageNet"
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -100,16 +118,127 @@ def weighted_loss(
     return total, terms
 
 
-def register(name: str, kind: str = "network") -> Callable[[type], type]:
-    """Register a detector class of ``kind`` under ``name`` (the class learns its name)."""
+@dataclass(frozen=True)
+class PretrainedTarget:
+    """One module of a detector (dotted attribute path) filled from a pretrained file."""
+
+    module: str
+    #: (regex on the file's key, replacement) tried in order; a key no rule matches is kept
+    rules: tuple[tuple[str, str], ...] = ()
+    #: the module is the first stages of the pretrained network: unused file keys are fine
+    partial: bool = False
+    #: instead of ``rules``: ``names(file keys, module) -> {file key: module key}``, for
+    #: mappings that depend on the module (efficientnet_pytorch's block numbers)
+    names: Callable[[Iterable[str], nn.Module], dict[str, str]] | None = None
+
+
+@dataclass(frozen=True)
+class PretrainedLayout:
+    """Which modules of a detector take pretrained weights, and how the file's names map."""
+
+    targets: tuple[PretrainedTarget, ...]
+    #: the file each published model starts from (for the docs, the card and the error
+    #: that asks for it)
+    source: str = ""
+    #: the timm model whose ImageNet weights fit (``pretrained: timm:<name>``)
+    timm: str = ""
+
+
+@dataclass(frozen=True)
+class DeepfakeBenchLayout:
+    """How one DeepfakeBench model's state dict maps onto the detector registered with it."""
+
+    rules: tuple[tuple[str, object], ...]  # (regex on DeepfakeBench key, replacement)
+    ignore: tuple[str, ...] = ()  # DeepfakeBench keys with no counterpart
+    # our single-logit linear layer(s) from DeepfakeBench's two-class ones, if any
+    head: str | tuple[str, ...] | None = None
+    # our buffers DeepfakeBench does not save (regex, their initial value from the shape)
+    fill: tuple[tuple[str, Callable[[torch.Size], torch.Tensor]], ...] = ()
+
+
+def register(
+    name: str,
+    kind: str = "network",
+    *,
+    recipe: Recipe | None = None,
+    recipe_name: str | None = None,
+    pretrained: PretrainedLayout | None = None,
+    deepfakebench: Mapping[str, DeepfakeBenchLayout] | None = None,
+) -> Callable[[type], type]:
+    """Register a detector class of ``kind`` under ``name`` (the class learns its name),
+    with its published ``recipe`` (selected by ``recipe: published``, or by ``recipe_name``),
+    its ``pretrained`` layout and its ``deepfakebench`` layouts (by DeepfakeBench
+    ``model_name``)."""
     if kind not in KINDS:
         raise ValueError(f"detector {name!r}: kind must be one of {KINDS}, got {kind!r}")
+    if recipe is None and recipe_name is not None:
+        raise ValueError(f"detector {name!r}: recipe_name {recipe_name!r} names no recipe")
+    if recipe_name is not None and not re.fullmatch(r"[a-z0-9_]+", recipe_name):
+        raise ValueError(f"detector {name!r}: recipe_name must be a lowercase name")
 
     def wrap(cls: type) -> type:
         cls.name = name
-        return DETECTORS.register(name, cls, kind=kind)
+        return DETECTORS.register(
+            name,
+            cls,
+            kind=kind,
+            recipe=recipe,
+            recipe_name=recipe_name,
+            pretrained=pretrained,
+            deepfakebench=dict(deepfakebench or {}),
+        )
 
     return wrap
+
+
+def stated_start(init: str, where: str) -> Recipe:
+    """The published recipe of a detector whose papers, as fairforge reads them, state how it
+    starts (``init``, cited to ``where``) and no training value: every other value is
+    ``unstated, fairforge default`` on the protocol card."""
+    return Recipe(init=init, source=where, cite={"init": where})
+
+
+def declared_recipes() -> dict[str, tuple[str, Recipe]]:
+    """Recipe name → (detector, recipe) of every published recipe a detector names
+    (``recipe_name``), e.g. ``sbi``."""
+    out: dict[str, tuple[str, Recipe]] = {}
+    for arch in DETECTORS.names():
+        meta = DETECTORS.metadata(arch)
+        name = meta.get("recipe_name")
+        if name and name in out and out[name][1] is not meta["recipe"]:
+            raise ValueError(f"recipe {name!r} is declared by {out[name][0]} and {arch}")
+        if name and name not in out:
+            out[name] = (arch, meta["recipe"])
+    return out
+
+
+def declared_recipe(name: str, arch: str) -> Recipe:
+    """A recipe declared on a registration: ``published``, ``arch``'s own; else the one a
+    detector names ``name``. Unknown names (or a network without a published recipe) are
+    :class:`~fairforge.registry.UnknownName`, listing the valid names; a detector of another
+    kind (``classical``, ``external``) trains by no recipe and gets an empty one."""
+    if name == PUBLISHED:
+        meta = DETECTORS.metadata(arch)
+        recipe = meta.get("recipe")
+        if recipe is None and meta["kind"] != "network":
+            return Recipe()  # a landmark model or a score file trains by no recipe
+        if recipe is None:
+            with_recipe = [a for a in DETECTORS.names() if DETECTORS.metadata(a).get("recipe")]
+            raise UnknownName("published recipe (recipe: published) of detector", arch, with_recipe)
+        return recipe
+    named = declared_recipes()
+    if name not in named:
+        raise UnknownName("recipe", name, [PUBLISHED, *sorted(named)])
+    return named[name][1]
+
+
+def paper_init(arch: str) -> tuple[str | None, str]:
+    """How ``arch``'s published model starts (``random``, ``imagenet``; None: its recipe
+    does not say, or it has none) and where that is stated."""
+    recipe = DETECTORS.metadata(arch).get("recipe")
+    if recipe is None or recipe.init is None:
+        return None, ""
+    return recipe.init, recipe.cite.get("init") or recipe.source
 
 
 def list_detectors(kind: str | None = None) -> list[str]:

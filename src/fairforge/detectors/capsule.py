@@ -41,7 +41,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import register
+from fairforge.detectors.base import (
+    DeepfakeBenchLayout,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+    stated_start,
+)
 
 
 def vgg19_head_layers(n_pools: int = 3) -> nn.Sequential:
@@ -117,7 +123,27 @@ class DynamicRouting(nn.Module):
 OUTPUTS = ("paper", "deepfakebench")
 
 
-@register("capsule")
+_CAPSULE_DFB = DeepfakeBenchLayout(
+    (
+        (r"^vgg_ext\.vgg_1\.(.+)$", r"vgg.\1"),
+        (r"^fea_ext\.capsules\.(.+)$", r"capsules.\1"),
+        (r"^routing_stats\.route_weights$", "routing.route_weights"),
+    )
+)
+
+
+@register(
+    "capsule",
+    recipe=stated_start(
+        "imagenet", "paper:Capsule-Forensics (Nguyen et al. 2019): ImageNet-pretrained VGG-19"
+    ),
+    pretrained=PretrainedLayout(
+        (PretrainedTarget("vgg", ((r"^features\.", ""),), partial=True),),
+        "ImageNet VGG-19 (torchvision vgg19 or timm vgg19)",
+        "vgg19.tv_in1k",
+    ),
+    deepfakebench={"capsule_net": _CAPSULE_DFB, "capsule": _CAPSULE_DFB},
+)
 class CapsuleForensics(AuxiliaryLossDetector):
     default_input_size = 256
     mean = (0.5, 0.5, 0.5)

@@ -25,8 +25,9 @@ one shard (:func:`fairforge.sharding.video_shards`), so every video gets exactly
 The LSTM is written with two linear gate projections (the same parameters as ``nn.LSTM``:
 input and recurrent weights with a bias each), so the FLOP counter sees its multiply-adds;
 ``hidden`` = 512 is the size the Benchmark paper's parameter count implies (Güera & Delp used
-2048 units and a 512-unit dense layer). Weights start random (``pretrained=False``); the
-authors start InceptionV3 from ImageNet weights.
+2048 units and a 512-unit dense layer). The network is built with random weights
+(``pretrained=False``); the authors start InceptionV3 from ImageNet weights (``pretrained:``, or
+``init: random`` to train without).
 """
 
 from __future__ import annotations
@@ -35,7 +36,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.detectors.base import Detector, register
+from fairforge.detectors.base import (
+    BENCHMARK_APP_A,
+    BENCHMARK_TABLE_3,
+    Detector,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+)
+from fairforge.recipes import Recipe, cited
 
 MIN_FRAME_SIZE = 75  # the smallest frame InceptionV3's stride-32 layout takes
 
@@ -62,7 +71,28 @@ class LSTM(nn.Module):
         return h
 
 
-@register("conv_lstm")
+@register(
+    "conv_lstm",
+    # App. A's "sequence of 20 images" is the model's ``frames`` (its default)
+    recipe=Recipe(
+        optimizer="adam",
+        lr=1e-5,
+        batch_size=4,
+        input_size=299,
+        init="imagenet",
+        source=BENCHMARK_APP_A,
+        cite={
+            **cited(BENCHMARK_APP_A, "optimizer", "lr", batch_size="4 sequences of 20 frames"),
+            **cited(BENCHMARK_TABLE_3, input_size="229.48 GFLOPs per 20 frames: 299 px"),
+            "init": "paper:Conv-LSTM (Güera & Delp 2018): ImageNet-pretrained InceptionV3",
+        },
+    ),
+    pretrained=PretrainedLayout(
+        (PretrainedTarget("cnn"),),
+        "ImageNet InceptionV3 (timm inception_v3)",
+        "inception_v3.tv_in1k",
+    ),
+)
 class ConvLSTM(Detector):
     default_input_size = 299
     #: Inputs are clips (B, T, 3, H, W), not frames: the loaders must stack frame sequences.

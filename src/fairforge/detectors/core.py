@@ -22,8 +22,13 @@ import torch
 import torch.nn.functional as F
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import register
-from fairforge.detectors.xception import xception_features, xception_net
+from fairforge.detectors.base import DEEPFAKEBENCH_IMAGENET, register, stated_start
+from fairforge.detectors.xception import (
+    XCEPTION_DFB,
+    XCEPTION_PRETRAINED,
+    xception_features,
+    xception_net,
+)
 from fairforge.seeding import rng_for
 
 
@@ -48,7 +53,12 @@ def crop_flip_view(
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
 
 
-@register("core")
+@register(
+    "core",
+    recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
+    pretrained=XCEPTION_PRETRAINED,
+    deepfakebench={"core": XCEPTION_DFB},
+)
 class CORE(AuxiliaryLossDetector):
     default_input_size = 256
 

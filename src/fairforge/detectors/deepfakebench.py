@@ -9,8 +9,10 @@ head (``last_linear``: real, fake). fairforge detectors have one logit, so the h
 softmax probability of "fake". A head of another width is kept as it is (``sbi``'s three
 classes: ``sbi_dfb`` computes the logit from them).
 
-Layouts are named by DeepfakeBench's ``model_name``; each builds the fairforge detector that
-computes the same function (:data:`LAYOUTS`, :func:`deepfakebench_target`):
+Layouts are named by DeepfakeBench's ``model_name`` and declared, as data, on the registration
+of the fairforge detector that computes the same function (``@register(...,
+deepfakebench={"meso4": DeepfakeBenchLayout(...)})`` on ``meso4_dfb``); this module keeps the
+mechanism (:data:`LAYOUTS`, :func:`deepfakebench_target`):
 
 =================  ======================  ============================================
 DeepfakeBench      fairforge detector      notes
@@ -49,164 +51,32 @@ nothing is initialised only to be overwritten.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from fairforge.checkpoints import CheckpointMismatch, listing, unwrap_state
-from fairforge.detectors import recce, ucf
-from fairforge.detectors.base import Detector, create_detector
-from fairforge.detectors.efficientnet import B4_REPEATS, efficientnet_pytorch_to_timm
+from fairforge.detectors.base import DETECTORS, DeepfakeBenchLayout, Detector, create_detector
 
 
-@dataclass(frozen=True)
-class _Layout:
-    rules: tuple[tuple[str, object], ...]  # (regex on DeepfakeBench key, replacement)
-    ignore: tuple[str, ...] = ()  # DeepfakeBench keys with no counterpart
-    # our single-logit linear layer(s) from DeepfakeBench's two-class ones, if any
-    head: str | tuple[str, ...] | None = None
-    target: str | None = None  # the fairforge detector built, when its name differs
-    # our buffers DeepfakeBench does not save (regex, their initial value from the shape)
-    fill: tuple[tuple[str, Callable[[torch.Size], torch.Tensor]], ...] = ()
+def deepfakebench_layouts() -> dict[str, tuple[str, DeepfakeBenchLayout]]:
+    """DeepfakeBench ``model_name`` → (the fairforge detector it loads onto, its layout):
+    every ``deepfakebench`` layout the detectors declare on their registrations."""
+    out = {}
+    for arch in DETECTORS.names():
+        for model, layout in DETECTORS.metadata(arch).get("deepfakebench", {}).items():
+            if model in out:
+                raise ValueError(
+                    f"DeepfakeBench model {model!r} is declared by {out[model][0]} and {arch}"
+                )
+            out[model] = (arch, layout)
+    return dict(sorted(out.items()))
 
 
-_XCEPTION_RULES = (
-    (r"^backbone\.last_linear\.(?:1\.)?(weight|bias)$", r"backbone.fc.\1"),
-    (r"^backbone\.(.+)$", r"backbone.\1"),
-)
-_XCEPTION_IGNORE = (r"^backbone\.adjust_channel\.",)
-
-
-def _effnet(match: re.Match) -> str:
-    name = efficientnet_pytorch_to_timm(match.group(1), B4_REPEATS)
-    return f"backbone.{name}" if name else f"<no counterpart: {match.group(0)}>"
-
-
-# DeepfakeBench's EfficientNet-B4 (efficientnet_pytorch) under ``backbone.efficientnet``
-_EFFNET_RULES = ((r"^backbone\.efficientnet\.(.+)$", _effnet),)
-# its ``efficientnetb4`` backbone with the head ``last_layer`` (``sbi``'s too)
-_EFFNETB4 = _Layout(
-    (
-        (r"^backbone\.last_layer\.(?:1\.)?(weight|bias)$", r"backbone.classifier.\1"),
-        *_EFFNET_RULES,
-    ),
-    (r"^backbone\.adjust_channel\.",),
-    head="backbone.classifier",
-)
-
-
-def _facexray_head(match: re.Match) -> str:
-    module, index, rest = match.group(1), int(match.group(2)), match.group(3)
-    if module == "fc" and index == 6:
-        index = 7  # our dropout sits before the last layer
-    return f"{module}.{index}.{rest}"
-
-
-_MESO = _Layout(((r"^backbone\.(.+)$", r"\1"),), head="fc2")
-_CAPSULE = _Layout(
-    (
-        (r"^vgg_ext\.vgg_1\.(.+)$", r"vgg.\1"),
-        (r"^fea_ext\.capsules\.(.+)$", r"capsules.\1"),
-        (r"^routing_stats\.route_weights$", "routing.route_weights"),
-    ),
-    target="capsule",
-)
-
-LAYOUTS: dict[str, _Layout] = {
-    "xception": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
-    "core": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
-    "spsl": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc"),
-    # DeepfakeBench's FWA is an Xception trained on face-warping fakes (fairforge's ``fwa`` is
-    # the Benchmark paper's ResNet-50): its checkpoint loads onto ``xception``
-    "fwa": _Layout(_XCEPTION_RULES, _XCEPTION_IGNORE, head="backbone.fc", target="xception"),
-    "ffd": _Layout(
-        (
-            (r"^map\.c\.conv1\.weight$", "attention.0.weight"),
-            (r"^map\.c\.pointwise\.weight$", "attention.1.weight"),
-            *_XCEPTION_RULES,
-        ),
-        _XCEPTION_IGNORE,
-        head="backbone.fc",
-    ),
-    "capsule": _CAPSULE,
-    "capsule_net": _CAPSULE,
-    "meso4": dataclasses.replace(_MESO, target="meso4_dfb"),
-    "meso4Inception": dataclasses.replace(_MESO, target="meso4inception_dfb"),
-    "efficientnetb4": dataclasses.replace(_EFFNETB4, target="efficientnet_b4_dfb"),
-    "sbi": dataclasses.replace(_EFFNETB4, target="sbi_dfb"),
-    "f3net": _Layout(
-        (
-            (r"^FAD_head\._DCT_all$", "fad.dct"),
-            (r"^FAD_head\.filters\.(\d+)\.(base|learnable)$", r"fad.filters.\1.\2"),
-            *_XCEPTION_RULES,
-        ),
-        (*_XCEPTION_IGNORE, r"^FAD_head\._DCT_all_T$"),
-        head="backbone.fc",
-        target="f3net_dfb",
-    ),
-    "srm": _Layout(
-        (
-            (r"^backbone_rgb\.last_linear\.(?:1\.)?(weight|bias)$", r"backbone_rgb.fc.\1"),
-            (
-                r"^(backbone_(?:rgb|srm)|srm_conv\d|srm_sa|srm_sa_post|dual_cma\d|fusion)\.(.+)$",
-                r"\1.\2",
-            ),
-        ),
-        (
-            r"^backbone_(?:rgb|srm)\.adjust_channel\.",
-            r"^backbone_srm\.last_linear\.",  # built, never used
-            r"^blur\.weight$",  # Gaussian smoothing built, never called
-        ),
-        head="backbone_rgb.fc",
-    ),
-    "facexray": _Layout(
-        (
-            (r"^(backbone)\.(.+)$", r"\1.\2"),
-            (r"^(post_process|fc)\.(\d+)\.(.+)$", _facexray_head),
-        ),
-        # HRNet's ImageNet head: built (``fc``: 2048 → 1000) and saved, never used
-        (r"^backbone\.(incre_modules|downsamp_modules|final_layer|fc)\.",),
-        head="fc.7",
-        target="face_xray_dfb",
-    ),
-}
-
-LAYOUTS["multi_attention"] = _Layout(
-    (
-        *_EFFNET_RULES,
-        (
-            r"^(attention_generation|texture_enhance|projection_local|projection_final"
-            r"|ensemble_classifier_fc)\.(.+)$",
-            r"\1.\2",
-        ),
-        # the EfficientNet's own head, trained only in the warm-up epochs
-        (r"^backbone\.last_layer\.(weight|bias)$", r"warmup_head.\1"),
-    ),
-    head=("ensemble_classifier_fc.2", "warmup_head"),
-    target="multi_attention_dfb",
-)
-LAYOUTS["uia_vit"] = _Layout(
-    (
-        (r"^model\.(head|norm_middle)\.(weight|bias)$", r"\1.\2"),
-        (r"^model\.(c_real|c_fake|c_cross)$", r"\1"),
-        (r"^model\.(.+)$", r"vit.\1"),
-    ),
-    head="head",
-    # DeepfakeBench keeps its patch Gaussians outside the state dict: they start unseen
-    fill=(
-        (r"^(real|fake)_mean$", torch.zeros),
-        (r"^(real|fake)_cov$", lambda shape: torch.eye(shape[0])),
-        (r"^(real|fake)_seen$", lambda shape: torch.zeros(shape, dtype=torch.bool)),
-    ),
-)
-LAYOUTS["ucf"] = _Layout(ucf.DEEPFAKEBENCH_RULES)  # two-class head kept (fake − real in forward)
-LAYOUTS["recce"] = _Layout(
-    recce.DEEPFAKEBENCH_RULES, recce.DEEPFAKEBENCH_IGNORE, head=recce.DEEPFAKEBENCH_HEAD
-)
+#: The DeepfakeBench models that load, read off the registrations (the package imports every
+#: detector before this module runs).
+LAYOUTS = deepfakebench_layouts()
 
 
 def _layout_name(arch: str) -> str:
@@ -214,23 +84,21 @@ def _layout_name(arch: str) -> str:
     a layout builds (``meso4_dfb`` → ``meso4``), so a config's ``arch`` works too."""
     if arch in LAYOUTS:
         return arch
-    for name, layout in LAYOUTS.items():
-        if layout.target == arch:
+    for name, (target, _) in LAYOUTS.items():
+        if target == arch:
             return name
     raise KeyError(f"no DeepfakeBench layout for {arch!r}; supported: {sorted(LAYOUTS)}")
 
 
 def deepfakebench_target(model: str) -> str:
     """The fairforge detector that DeepfakeBench's ``model`` (or a detector name) loads onto."""
-    name = _layout_name(model)
-    return LAYOUTS[name].target or name
+    return LAYOUTS[_layout_name(model)][0]
 
 
 def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     """Rename a DeepfakeBench state dict to ``arch``'s names and check it against ``target``
     (our model's state dict); raises :class:`CheckpointMismatch` listing what does not fit."""
-    target_name = deepfakebench_target(arch)
-    layout = LAYOUTS[_layout_name(arch)]
+    target_name, layout = LAYOUTS[_layout_name(arch)]
     mapped, unmatched = {}, []
     for key, value in unwrap_state(state).items():
         if any(re.search(p, key) for p in layout.ignore):

@@ -18,8 +18,10 @@ padding computed the way efficientnet_pytorch does (:class:`StaticSamePadConv2d`
 
 The self-blending of SBI is a training-data method, not part of the network, and is not done
 here (train it on whatever ``train_methods`` the config gives). ``backbone`` picks another
-``tf_efficientnet_*`` (``tf_efficientnet_b0`` for CPU-sized runs). Weights start random; SBI
-and DeepfakeBench start from ImageNet weights (see the detector table in the README).
+``tf_efficientnet_*`` (``tf_efficientnet_b0`` for CPU-sized runs). The network is built with
+random weights; SBI and DeepfakeBench start from ImageNet weights (``pretrained:``, or
+``init: random`` to train without). SBI's training (SAM over SGD, 100 epochs, 380 px) is this
+architecture's published recipe, selected as ``recipe: sbi`` (or ``published``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
+from fairforge.detectors.base import (
+    DEEPFAKEBENCH_IMAGENET,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    DeepfakeBenchLayout,
+    Detector,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+    stated_start,
+)
+from fairforge.recipes import Recipe
 
 PADDINGS = ("same", "deepfakebench")
 #: blocks per stage of EfficientNet-B4 (efficientnet_pytorch numbers its 32 blocks 0..31)
@@ -88,6 +101,54 @@ def timm_names(state_keys, model: nn.Module) -> dict[str, str]:
 
 
 EFFICIENTNET_PYTORCH_SIZE = {"tf_efficientnet_b0": 224, "tf_efficientnet_b4": 380}
+
+
+#: ImageNet EfficientNet-B4 with AdvProp, as the published models start, and its layout.
+EFFICIENTNET_PRETRAINED = PretrainedLayout(
+    (PretrainedTarget("backbone", names=timm_names),),
+    "ImageNet EfficientNet-B4 with AdvProp: efficientnet_pytorch's adv-efficientnet-b4-44fb3a87.pth"
+    " (what DeepfakeBench and the multi-attention authors start from) or timm's"
+    " tf_efficientnet_b4.ap_in1k",
+    "tf_efficientnet_b4.ap_in1k",
+)
+
+_SBI = "paper:SBI (Shiohara & Yamasaki 2022)"
+#: Self-Blended Images' training (SAM over SGD, 100 epochs, lr falling linearly after 75).
+SBI_RECIPE = Recipe(
+    optimizer="sgd",
+    sam=True,
+    lr=1e-3,
+    momentum=0.9,
+    epochs=100,
+    batch_size=32,
+    input_size=380,
+    schedule="linear_decay",
+    decay_start=0.75,
+    frames_train=8,
+    frames_test=32,
+    init="imagenet",
+    source=_SBI,
+    cite={"init": _SBI + ": ImageNet-pretrained EfficientNet-B4"},
+)
+
+
+def _effnet_key(match: re.Match) -> str:
+    name = efficientnet_pytorch_to_timm(match.group(1), B4_REPEATS)
+    return f"backbone.{name}" if name else f"<no counterpart: {match.group(0)}>"
+
+
+#: DeepfakeBench's EfficientNet-B4 (efficientnet_pytorch) under ``backbone.efficientnet``.
+EFFNET_DFB_RULES = ((r"^backbone\.efficientnet\.(.+)$", _effnet_key),)
+# its ``efficientnetb4`` backbone with the head ``last_layer`` (``sbi``'s too)
+_EFFNETB4_DFB = DeepfakeBenchLayout(
+    (
+        (r"^backbone\.last_layer\.(?:1\.)?(weight|bias)$", r"backbone.classifier.\1"),
+        *EFFNET_DFB_RULES,
+    ),
+    (r"^backbone\.adjust_channel\.",),
+    head="backbone.classifier",
+)
+_DFB_START = stated_start("imagenet", DEEPFAKEBENCH_IMAGENET)
 
 
 def same_pad(size: int, kernel: int, stride: int) -> tuple[int, int, int, int]:
@@ -145,7 +206,9 @@ def static_padding(model: nn.Module, size: int, unpadded_stem: bool = False) -> 
     return model
 
 
-@register("efficientnet_b4")
+@register(
+    "efficientnet_b4", recipe=SBI_RECIPE, recipe_name="sbi", pretrained=EFFICIENTNET_PRETRAINED
+)
 class EfficientNetB4(Detector):
     default_input_size = 380
     mean = IMAGENET_MEAN
@@ -182,7 +245,12 @@ class EfficientNetB4(Detector):
         return self.backbone(x).squeeze(1)
 
 
-@register("efficientnet_b4_dfb")
+@register(
+    "efficientnet_b4_dfb",
+    recipe=_DFB_START,
+    pretrained=EFFICIENTNET_PRETRAINED,
+    deepfakebench={"efficientnetb4": _EFFNETB4_DFB},
+)
 class EfficientNetB4DFB(EfficientNetB4):
     """DeepfakeBench's ``efficientnetb4``: ``padding="deepfakebench"`` and its normalisation
     (mean = std = 0.5); its input size is DeepfakeBench's 256 px."""
@@ -201,7 +269,12 @@ class EfficientNetB4DFB(EfficientNetB4):
         super().__init__(input_size, backbone, drop_rate, padding)
 
 
-@register("sbi_dfb")
+@register(
+    "sbi_dfb",
+    recipe=_DFB_START,
+    pretrained=EFFICIENTNET_PRETRAINED,
+    deepfakebench={"sbi": _EFFNETB4_DFB},
+)
 class SBIDFB(EfficientNetB4DFB, AuxiliaryLossDetector):
     """DeepfakeBench's ``sbi`` as its config builds it (``training/config/detector/sbi.yaml``):
     the ``efficientnetb4`` network with a three-class head (``num_classes: 3``) and ImageNet

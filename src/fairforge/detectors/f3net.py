@@ -24,8 +24,8 @@ DeepfakeBench's normalisation; its checkpoints load exactly
 (:mod:`fairforge.detectors.deepfakebench`).
 
 The band filters hold N×N learnable weights, so a model only takes inputs of its
-``input_size``. Simplification: random initialisation (the paper and DeepfakeBench start the
-Xceptions from ImageNet weights).
+``input_size``. The paper and DeepfakeBench start the Xceptions from ImageNet weights
+(``pretrained:``, or ``init: random`` to train without).
 """
 
 from __future__ import annotations
@@ -36,13 +36,26 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.detectors.base import Detector, register
+from fairforge.detectors.base import (
+    DEEPFAKEBENCH_IMAGENET,
+    DeepfakeBenchLayout,
+    Detector,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+    stated_start,
+)
 from fairforge.detectors.xception import (
     ENTRY,
     EXIT,
     FEATURE_CHANNELS,
+    IMAGENET_XCEPTION,
     MIDDLE,
     STEM,
+    XCEPTION_DFB_IGNORE,
+    XCEPTION_DFB_RULES,
+    XCEPTION_PRETRAINED,
+    XCEPTION_TIMM,
     run_stages,
     xception_net,
 )
@@ -171,7 +184,17 @@ def _check_size(model: Detector, x: torch.Tensor) -> None:
         )
 
 
-@register("f3net")
+@register(
+    "f3net",
+    recipe=stated_start(
+        "imagenet", "paper:F3-Net (Qian et al. 2020): ImageNet-pretrained Xception"
+    ),
+    pretrained=PretrainedLayout(
+        (PretrainedTarget("fad_net"), PretrainedTarget("lfs_net")),
+        IMAGENET_XCEPTION + ", into both streams",
+        XCEPTION_TIMM,
+    ),
+)
 class F3Net(Detector):
     default_input_size = 256
     precision = "fp32"  # frequency features (FAD, LFS)
@@ -209,7 +232,22 @@ class F3Net(Detector):
         return self.head(pooled.flatten(1)).squeeze(1)
 
 
-@register("f3net_dfb")
+@register(
+    "f3net_dfb",
+    recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
+    pretrained=XCEPTION_PRETRAINED,
+    deepfakebench={
+        "f3net": DeepfakeBenchLayout(
+            (
+                (r"^FAD_head\._DCT_all$", "fad.dct"),
+                (r"^FAD_head\.filters\.(\d+)\.(base|learnable)$", r"fad.filters.\1.\2"),
+                *XCEPTION_DFB_RULES,
+            ),
+            (*XCEPTION_DFB_IGNORE, r"^FAD_head\._DCT_all_T$"),
+            head="backbone.fc",
+        )
+    },
+)
 class F3NetDFB(Detector):
     """DeepfakeBench's ``f3net``: the FAD head and one 12-channel Xception (dropout 0.5 before
     its head, as DeepfakeBench's config sets)."""

@@ -20,21 +20,33 @@ is :class:`fairforge.data.OnlineForgeryDataset`, a fresh blend of each real face
 epoch), and the batch then carries each blend's own X-ray map (``xray``), the pixel target.
 Trained on offline fakes instead (``online_forgery: none``, ``train_methods: [xray]``), the
 target is rebuilt from the hard mask (the samples table carries ``mask_path`` only), so the
-boundary width is ``boundary_sigma`` rather than the blend's own blur. Weights start random
-(``pretrained=False``), the paper starts from ImageNet weights. ``backbone`` picks another
+boundary width is ``boundary_sigma`` rather than the blend's own blur. The network is built
+with random weights (``pretrained=False``); the paper starts from ImageNet weights
+(``pretrained:``, or ``init: random`` to train without). ``backbone`` picks another
 timm HRNet (``hrnet_w18_small`` for CPU-sized runs).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector, batch_mask
-from fairforge.detectors.base import register
+from fairforge.detectors.base import (
+    BENCHMARK_APP_A,
+    BENCHMARK_TABLE_3,
+    DEEPFAKEBENCH_IMAGENET,
+    DeepfakeBenchLayout,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+    stated_start,
+)
+from fairforge.recipes import Recipe, cited
 
 
 def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
@@ -56,7 +68,46 @@ def xray_target(mask: torch.Tensor, size: tuple[int, int], sigma: float) -> torc
     return 4.0 * m * (1.0 - m)
 
 
-@register("face_xray")
+def _facexray_head(match: re.Match) -> str:
+    """DeepfakeBench's ``post_process`` and ``fc`` indices → ours (our dropout sits before
+    the last layer)."""
+    module, index, rest = match.group(1), int(match.group(2)), match.group(3)
+    if module == "fc" and index == 6:
+        index = 7
+    return f"{module}.{index}.{rest}"
+
+
+_HRNET = PretrainedLayout(
+    (PretrainedTarget("backbone", partial=True),),
+    "ImageNet HRNet-W48-C (timm hrnet_w48)",
+    "hrnet_w48.ms_in1k",
+)
+
+
+@register(
+    "face_xray",
+    recipe=Recipe(
+        optimizer="adam",
+        lr=2e-4,
+        batch_size=32,
+        schedule="linear_decay",
+        input_size=256,
+        init="imagenet",
+        source=BENCHMARK_APP_A,
+        cite={
+            **cited(
+                BENCHMARK_APP_A,
+                "optimizer",
+                "lr",
+                "batch_size",
+                schedule="linearly decayed to 0 over the last, adaptive, iterations",
+            ),
+            **cited(BENCHMARK_TABLE_3, input_size="42.58 GFLOPs: 256 px"),
+            "init": "paper:Face X-ray (Li et al. 2020): ImageNet-pretrained HRNet",
+        },
+    ),
+    pretrained=_HRNET,
+)
 class FaceXRay(AuxiliaryLossDetector):
     default_input_size = 256
     needs_masks = True
@@ -135,7 +186,22 @@ class FaceXRay(AuxiliaryLossDetector):
         return loss
 
 
-@register("face_xray_dfb")
+@register(
+    "face_xray_dfb",
+    recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
+    pretrained=_HRNET,
+    deepfakebench={
+        "facexray": DeepfakeBenchLayout(
+            (
+                (r"^(backbone)\.(.+)$", r"\1.\2"),
+                (r"^(post_process|fc)\.(\d+)\.(.+)$", _facexray_head),
+            ),
+            # HRNet's ImageNet head: built (``fc``: 2048 → 1000) and saved, never used
+            (r"^backbone\.(incre_modules|downsamp_modules|final_layer|fc)\.",),
+            head="fc.7",
+        )
+    },
+)
 class FaceXRayDFB(FaceXRay):
     """DeepfakeBench's ``facexray``, so its checkpoints load: the same HRNet-W48 representation
     (720 channels at 1/4 of the input), then its ``post_process`` (3×3 conv 720→256, BN, ReLU,

@@ -10,8 +10,8 @@ loss = BCE + ``map_weight`` · L1(sigmoid(M), mask).
 When a batch carries no masks the map term falls back to weak supervision, as the paper does
 without ground-truth maps: real maps are pulled to 0 and the maximum of fake maps to 1.
 
-Simplifications: random initialisation instead of ImageNet weights; only the regression map
-(not the template-based maps) is implemented.
+Simplification: only the regression map (not the template-based maps) is implemented. The
+paper starts from an ImageNet Xception (``pretrained:``, or ``init: random`` to train without).
 """
 
 from __future__ import annotations
@@ -21,14 +21,54 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector, batch_mask
-from fairforge.detectors.base import register
-from fairforge.detectors.xception import ENTRY, EXIT, MIDDLE, STEM, run_stages, xception_net
+from fairforge.detectors.base import (
+    BENCHMARK_APP_A,
+    BENCHMARK_TABLE_3,
+    DeepfakeBenchLayout,
+    register,
+)
+from fairforge.detectors.xception import (
+    ENTRY,
+    EXIT,
+    MIDDLE,
+    STEM,
+    XCEPTION_DFB_IGNORE,
+    XCEPTION_DFB_RULES,
+    XCEPTION_PRETRAINED,
+    run_stages,
+    xception_net,
+)
+from fairforge.recipes import Recipe
 
 _BEFORE_MAP = STEM + ENTRY + MIDDLE[:4]  # through block 7
 _AFTER_MAP = MIDDLE[4:] + EXIT
 
 
-@register("ffd")
+@register(
+    "ffd",
+    # Benchmark App. A states FFD's backbone and map (Xception, direct regression), no values
+    recipe=Recipe(
+        input_size=299,
+        init="imagenet",
+        source=BENCHMARK_APP_A,
+        cite={
+            "input_size": BENCHMARK_TABLE_3 + " (16.84 GFLOPs: 299 px)",
+            "init": "paper:FFD (Dang et al. 2020): ImageNet-pretrained XceptionNet",
+        },
+    ),
+    pretrained=XCEPTION_PRETRAINED,
+    deepfakebench={
+        "ffd": DeepfakeBenchLayout(
+            (
+                (r"^map\.c\.conv1\.weight$", "attention.0.weight"),
+                (r"^map\.c\.pointwise\.weight$", "attention.1.weight"),
+                *XCEPTION_DFB_RULES,
+            ),
+            XCEPTION_DFB_IGNORE,
+            head="backbone.fc",
+        )
+    },
+)
 class FFD(AuxiliaryLossDetector):
     default_input_size = 256
     needs_masks = True

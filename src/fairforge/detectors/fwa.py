@@ -11,19 +11,55 @@ synthetic face carries.
 the real training faces and their landmarks, a new artefact each epoch
 (:class:`fairforge.data.OnlineForgeryDataset`); ``online_forgery: none`` with
 ``train_methods: [fwa]`` trains on the forgery stage's offline fakes instead, one artefact
-per real face. Weights start random
-(``pretrained=False``); the paper starts from ImageNet weights. The paper's 224 px input is the
-default.
+per real face. The network is built with random weights (``pretrained=False``); the paper
+starts from ImageNet weights (``pretrained:``, or ``init: random`` to train without). The
+paper's 224 px input is the default. Its recipe is the Benchmark paper's reading (App. A) of
+the fine-tuning stage; the hard-mining stage that follows (lr 1e-4) is not run.
 """
 
 from __future__ import annotations
 
 import torch
 
-from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, Detector, register
+from fairforge.detectors.base import (
+    BENCHMARK_APP_A,
+    BENCHMARK_TABLE_3,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    Detector,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+)
+from fairforge.recipes import Recipe, cited
 
 
-@register("fwa")
+@register(
+    "fwa",
+    recipe=Recipe(
+        lr=1e-3,
+        batch_size=64,
+        schedule="step",
+        gamma=0.95,
+        input_size=224,
+        init="imagenet",
+        source=BENCHMARK_APP_A,
+        cite={
+            **cited(
+                BENCHMARK_APP_A,
+                "batch_size",
+                "gamma",
+                lr="fine-tuning stage; hard mining from 1e-4 is not run",
+                schedule="decay rate 0.95 every adaptive number of steps",
+            ),
+            **cited(BENCHMARK_TABLE_3, input_size="8.24 GFLOPs: 224 px"),
+            "init": "paper:FWA (Li & Lyu 2019): ImageNet-pretrained ResNet-50",
+        },
+    ),
+    pretrained=PretrainedLayout(
+        (PretrainedTarget("backbone"),), "ImageNet ResNet-50 (timm resnet50)", "resnet50.tv_in1k"
+    ),
+)
 class FWA(Detector):
     default_input_size = 224
     mean = IMAGENET_MEAN

@@ -11,7 +11,48 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.detectors.base import Detector, register
+from fairforge.detectors.base import (
+    BENCHMARK_APP_A,
+    BENCHMARK_TABLE_3,
+    DeepfakeBenchLayout,
+    Detector,
+    register,
+)
+from fairforge.recipes import Recipe, cited
+
+
+def _benchmark_recipe(gflops: str) -> Recipe:
+    """MesoNet's training as the Benchmark paper restates it (App. A), at Table 3's size."""
+    return Recipe(
+        optimizer="adam",
+        lr=1e-3,
+        batch_size=75,
+        schedule="step",
+        gamma=0.1,
+        input_size=256,
+        init="random",
+        source=BENCHMARK_APP_A,
+        cite={
+            **cited(
+                BENCHMARK_APP_A,
+                "optimizer",
+                "lr",
+                "batch_size",
+                "gamma",
+                schedule="divided by 10 every adaptive number of iterations, down to 1e-6",
+            ),
+            **cited(BENCHMARK_TABLE_3, input_size=f"{gflops} GFLOPs: 256 px"),
+            "init": "paper:MesoNet (Afchar et al. 2018): trained from scratch",
+        },
+    )
+
+
+#: DeepfakeBench's MesoNets: the network under ``backbone.``, its two-class ``fc2``.
+_MESO_DFB = DeepfakeBenchLayout(((r"^backbone\.(.+)$", r"\1"),), head="fc2")
+#: DeepfakeBench's MesoNet configs start from random weights, as the paper does.
+_MESO_DFB_RECIPE = Recipe(
+    init="random", source="DeepfakeBench", cite={"init": "DeepfakeBench: no pretrained MesoNet"}
+)
 
 
 def _block(cin: int, cout: int, kernel: int, pool: int) -> nn.Sequential:
@@ -23,7 +64,7 @@ def _block(cin: int, cout: int, kernel: int, pool: int) -> nn.Sequential:
     )
 
 
-@register("meso4")
+@register("meso4", recipe=_benchmark_recipe("0.12"))
 class Meso4(Detector):
     default_input_size = 256
 
@@ -75,7 +116,7 @@ class _InceptionLayer(nn.Module):
         return self.out(torch.cat(branches, dim=1))
 
 
-@register("meso4inception")
+@register("meso4inception", recipe=_benchmark_recipe("0.11"))
 class MesoInception4(Detector):
     """MesoInception-4: Meso-4 with its first two blocks replaced by inception layers
     (1, 4, 4, 2 and 2, 4, 4, 2 filters; dilations 1, 2, 3), as in the paper."""
@@ -106,7 +147,7 @@ class MesoInception4(Detector):
         return self.head(self.features(x)).squeeze(1)
 
 
-@register("meso4_dfb")
+@register("meso4_dfb", recipe=_MESO_DFB_RECIPE, deepfakebench={"meso4": _MESO_DFB})
 class Meso4DFB(Detector):
     """Meso-4 exactly as DeepfakeBench builds it (``training/networks/mesonet.py``), so its
     checkpoints load: convolutions without bias, each followed by ReLU and then BatchNorm, as
@@ -142,7 +183,9 @@ class Meso4DFB(Detector):
         return self.fc2(self.dropout(x)).squeeze(1)
 
 
-@register("meso4inception_dfb")
+@register(
+    "meso4inception_dfb", recipe=_MESO_DFB_RECIPE, deepfakebench={"meso4Inception": _MESO_DFB}
+)
 class MesoInception4DFB(Detector):
     """MesoInception-4 exactly as DeepfakeBench builds it, so its checkpoints load: inception
     convolutions without bias or inner ReLU, BatchNorm then max-pooling after each inception

@@ -56,8 +56,8 @@ Training follows the authors' code and DeepfakeBench's copy of it:
 Loss = BCE + ``ril_weight`` · RIL + ``agda_weight`` · BCE(AGDA) + ``match_weight`` · match
 (:meth:`MultiAttention.losses`, one term each). Differences from the authors' code: the RIL
 centres' rate does not decay (``alpha_decay``), the authors' attention dropout (whole maps
-dropped) is DeepfakeBench's element-wise dropout on P, and weights start random
-(``pretrained=False``).
+dropped) is DeepfakeBench's element-wise dropout on P. The authors start from an ImageNet
+EfficientNet-B4 (``pretrained:``, or ``init: random`` to train without).
 DeepfakeBench trains on the AGDA images instead of the originals (one pass, no match loss);
 here the authors' two passes are used for both forms. The default input is the authors' 380 px
 (DeepfakeBench uses 256, the Benchmark paper's cost table 299); any size ≥ 64 px works.
@@ -79,8 +79,23 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register, weighted_loss
-from fairforge.detectors.efficientnet import EFFICIENTNET_PYTORCH_SIZE, PADDINGS, static_padding
+from fairforge.detectors.base import (
+    DEEPFAKEBENCH_IMAGENET,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    DeepfakeBenchLayout,
+    register,
+    stated_start,
+    weighted_loss,
+)
+from fairforge.detectors.efficientnet import (
+    EFFICIENTNET_PRETRAINED,
+    EFFICIENTNET_PYTORCH_SIZE,
+    EFFNET_DFB_RULES,
+    PADDINGS,
+    static_padding,
+)
+from fairforge.recipes import Recipe
 
 SHALLOW_STAGES = 2  # texture from the end of stage 2 (stride 4)
 ATTENTION_STAGES = 5  # attention from the end of stage 5 (stride 16)
@@ -211,7 +226,22 @@ def _keep_old_checkpoints_loading(module, state_dict, prefix, *args) -> None:
         state_dict.setdefault(f"{prefix}warmup_head.{name}", value.detach().clone())
 
 
-@register("multi_attention")
+@register(
+    "multi_attention",
+    # Benchmark App. A states the backbone and SL_t, SL_a (the architecture's stages), no
+    # training value
+    recipe=Recipe(
+        input_size=380,
+        init="imagenet",
+        source="paper:Multiple-attention (Zhao et al. 2021)",
+        cite={
+            "input_size": "paper:Multiple-attention (Zhao et al. 2021), the authors' 380 px",
+            "init": "paper:Multiple-attention (Zhao et al. 2021): ImageNet-pretrained "
+            "EfficientNet-B4",
+        },
+    ),
+    pretrained=EFFICIENTNET_PRETRAINED,
+)
 class MultiAttention(AuxiliaryLossDetector):
     default_input_size = 380
     mean = IMAGENET_MEAN
@@ -403,7 +433,26 @@ class MultiAttention(AuxiliaryLossDetector):
         return weighted_loss(self, logits, labels, batch)[0]
 
 
-@register("multi_attention_dfb")
+@register(
+    "multi_attention_dfb",
+    recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
+    pretrained=EFFICIENTNET_PRETRAINED,
+    deepfakebench={
+        "multi_attention": DeepfakeBenchLayout(
+            (
+                *EFFNET_DFB_RULES,
+                (
+                    r"^(attention_generation|texture_enhance|projection_local|projection_final"
+                    r"|ensemble_classifier_fc)\.(.+)$",
+                    r"\1.\2",
+                ),
+                # the EfficientNet's own head, trained only in the warm-up epochs
+                (r"^backbone\.last_layer\.(weight|bias)$", r"warmup_head.\1"),
+            ),
+            head=("ensemble_classifier_fc.2", "warmup_head"),
+        )
+    },
+)
 class MultiAttentionDFB(MultiAttention):
     """DeepfakeBench's ``multi_attention``: its EfficientNet-B4 (unpadded stem,
     efficientnet_pytorch's paddings for 380 px, ``padding="deepfakebench"``), mean = std = 0.5,

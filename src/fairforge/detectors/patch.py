@@ -8,9 +8,10 @@ logit.
 ``patch_resnet``: ResNet-18 through ``layer1`` (64 channels, stride 4).
 ``patch_xception``: Xception through block 2 (256 channels, stride 8).
 
-Simplifications: random initialisation; the paper averages patch *softmax* outputs, here the
-logits are averaged, which keeps one logit per image and ranks the same way for confident
-patches.
+Simplification: the paper averages patch *softmax* outputs, here the logits are averaged, which
+keeps one logit per image and ranks the same way for confident patches. The truncated networks
+start from ImageNet weights, as in the paper (``pretrained:``, or ``init: random``); the
+training recipe (``recipe: patch_forensics`` or ``published``) is the Benchmark paper's.
 """
 
 from __future__ import annotations
@@ -20,8 +21,56 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import IMAGENET_MEAN, IMAGENET_STD, register
-from fairforge.detectors.xception import STEM, xception_net
+from fairforge.detectors.base import (
+    BENCHMARK_APP_A,
+    BENCHMARK_TABLE_3,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+)
+from fairforge.detectors.xception import (
+    IMAGENET_XCEPTION,
+    STEM,
+    XCEPTION_TIMM,
+    XCEPTION_TRUNK_RULES,
+    xception_net,
+)
+from fairforge.recipes import Recipe, cited
+
+_PATCH = "paper:Patch-Forensics (Chai et al. 2020)"
+#: Patch-Forensics' training as the Benchmark paper restates it (App. A): batches of 16 real
+#: and 16 fake images, Adam with its default parameters and learning rate; early stopping
+#: on the validation set as the authors' code does.
+PATCH_FORENSICS = Recipe(
+    optimizer="adam",
+    lr=1e-3,
+    betas=(0.9, 0.999),
+    batch_size=32,
+    balanced_batches=True,
+    epochs=50,
+    patience=10,
+    input_size=299,
+    init="imagenet",
+    source=BENCHMARK_APP_A,
+    cite={
+        **cited(
+            BENCHMARK_APP_A,
+            "optimizer",
+            "batch_size",
+            lr="Adam's default learning rate",
+            betas="Adam's default parameters",
+            balanced_batches="16 real and 16 fake images",
+        ),
+        **dict.fromkeys(
+            ("epochs", "patience"),
+            _PATCH + ", fairforge's reading (not stated in the Benchmark paper)",
+        ),
+        **cited(BENCHMARK_TABLE_3, input_size="2.10 and 3.34 GFLOPs: 299 px"),
+        "init": _PATCH + ": truncated ImageNet-pretrained classifiers",
+    },
+)
 
 
 class _PatchClassifier(AuxiliaryLossDetector):
@@ -42,7 +91,22 @@ class _PatchClassifier(AuxiliaryLossDetector):
         return F.binary_cross_entropy_with_logits(patches, target)
 
 
-@register("patch_resnet")
+@register(
+    "patch_resnet",
+    recipe=PATCH_FORENSICS,
+    recipe_name="patch_forensics",
+    pretrained=PretrainedLayout(
+        (
+            PretrainedTarget(
+                "trunk",
+                ((r"^conv1\.", "0."), (r"^bn1\.", "1."), (r"^layer1\.", "4.")),
+                partial=True,
+            ),
+        ),
+        "ImageNet ResNet (timm/torchvision resnet18, or the configured backbone)",
+        "resnet18.tv_in1k",
+    ),
+)
 class PatchResNet(_PatchClassifier):
     default_input_size = 256
     mean = IMAGENET_MEAN
@@ -59,7 +123,16 @@ class PatchResNet(_PatchClassifier):
         self.classifier = nn.Conv2d(channels, 1, 1)
 
 
-@register("patch_xception")
+@register(
+    "patch_xception",
+    recipe=PATCH_FORENSICS,
+    recipe_name="patch_forensics",
+    pretrained=PretrainedLayout(
+        (PretrainedTarget("trunk", XCEPTION_TRUNK_RULES, partial=True),),
+        IMAGENET_XCEPTION,
+        XCEPTION_TIMM,
+    ),
+)
 class PatchXception(_PatchClassifier):
     default_input_size = 256
 

@@ -6,7 +6,8 @@ a timm or torchvision ImageNet model's ``state_dict()``, or the file the origina
 1×1 convolutions, as DeepfakeBench does; efficientnet_pytorch's EfficientNet files, whose
 ``_conv_stem``/``_blocks.N._depthwise_conv``/``_bn0`` names are translated to timm's with the
 detector's own stage depths, so a B0 file fits a ``tf_efficientnet_b0`` backbone). Each architecture has a :class:`PretrainedLayout`
-on :data:`PRETRAINED_LAYOUTS` saying which of its modules receive the weights and how the
+on its registration (``@register(..., pretrained=PretrainedLayout(...))``) saying which of its
+modules receive the weights and how the
 file's names map onto them (e.g. Patch-Forensics' truncated trunk is an ``nn.Sequential``
 of the backbone's first stages, so ``layer1.*`` becomes ``trunk.4.*``).
 
@@ -23,7 +24,16 @@ The rules, the same for every layout:
 
 Anything else stops with :class:`PretrainedMismatch`, listing the unmatched keys; a missing
 file stops with ``FileNotFoundError`` naming the path. MesoNet has no layout: its authors
-train it from scratch.
+train it from scratch. ``pretrained: timm:<model name>`` takes timm's ImageNet weights
+through timm's own download and cache (an offline machine is told the cache path).
+
+Honest starts: a detector whose paper starts from ImageNet weights (its published recipe's
+``init``) does not silently train from random ones. Without ``pretrained`` it stops
+(:func:`require_start`: the config check for the detectors whose recipe is their own, the
+training job for every detector) naming the file it expects and the two ways out, the
+weights or ``init: random``, which the protocol card, ``detectors.csv`` and the report then
+flag as :data:`NOT_PAPER_INIT`. A frozen part is never frozen at random weights
+(:func:`check_frozen_start`).
 """
 
 from __future__ import annotations
@@ -31,17 +41,16 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from fairforge.checkpoints import CheckpointMismatch, listing, read_state_dict
-from fairforge.detectors.base import DETECTORS
-from fairforge.detectors.efficientnet import timm_names
-from fairforge.registry import Registry
+from fairforge.checkpoints import TIMM_PREFIX, CheckpointMismatch, listing, read_state_dict
+from fairforge.detectors.base import DETECTORS, PretrainedLayout, paper_init
+from fairforge.recipes import NOT_PAPER_INIT, UNSTATED
+from fairforge.registry import UnknownName
 
 log = logging.getLogger(__name__)
 
@@ -49,117 +58,18 @@ log = logging.getLogger(__name__)
 HEAD_PATTERN = re.compile(r"^(_?fc|classifier|last_linear|head|head\.fc)\.(weight|bias)$")
 
 
-@dataclass(frozen=True)
-class PretrainedTarget:
-    """One module of a detector (dotted attribute path) filled from the file."""
-
-    module: str
-    #: (regex on the file's key, replacement) tried in order; a key no rule matches is kept
-    rules: tuple[tuple[str, str], ...] = ()
-    #: the module is the first stages of the pretrained network: unused file keys are fine
-    partial: bool = False
-    #: instead of ``rules``: ``names(file keys, module) -> {file key: module key}``, for
-    #: mappings that depend on the module (efficientnet_pytorch's block numbers)
-    names: Callable[[Iterable[str], nn.Module], dict[str, str]] | None = None
+def pretrained_archs() -> list[str]:
+    """The detectors that declare a pretrained layout."""
+    return [a for a in DETECTORS.names() if DETECTORS.metadata(a).get("pretrained")]
 
 
-@dataclass(frozen=True)
-class PretrainedLayout:
-    targets: tuple[PretrainedTarget, ...]
-    #: the file each published model starts from (for the docs and configs/benchmark.yaml)
-    source: str = ""
-
-
-PRETRAINED_LAYOUTS: Registry = Registry("pretrained layout")
-
-# The Sequential indices of the Xception stem and first blocks (fairforge.detectors.xception).
-_XCEPTION_TRUNK = (
-    (r"^conv1\.", "0."),
-    (r"^bn1\.", "1."),
-    (r"^conv2\.", "3."),
-    (r"^bn2\.", "4."),
-    (r"^block1\.", "6."),
-    (r"^block2\.", "7."),
-    (r"^block3\.", "8."),
-)
-_RESNET_TRUNK = ((r"^conv1\.", "0."), (r"^bn1\.", "1."), (r"^layer1\.", "4."))
-_XCEPTION_FILE = "ImageNet Xception (timm legacy_xception, or Cadene's xception-b5690688.pth)"
-
-for _arch in ("xception", "core", "ffd", "recce", "spsl"):
-    PRETRAINED_LAYOUTS.register(
-        _arch, PretrainedLayout((PretrainedTarget("backbone"),), _XCEPTION_FILE)
-    )
-PRETRAINED_LAYOUTS.register(
-    "f3net",
-    PretrainedLayout(
-        (PretrainedTarget("fad_net"), PretrainedTarget("lfs_net")),
-        _XCEPTION_FILE + ", into both streams",
-    ),
-)
-PRETRAINED_LAYOUTS.register(
-    "ucf",
-    PretrainedLayout(
-        (
-            PretrainedTarget("encoder_f"),
-            PretrainedTarget("encoder_c", _XCEPTION_TRUNK, partial=True),
-        ),
-        _XCEPTION_FILE + ", into both encoders",
-    ),
-)
-PRETRAINED_LAYOUTS.register(
-    "patch_xception",
-    PretrainedLayout((PretrainedTarget("trunk", _XCEPTION_TRUNK, partial=True),), _XCEPTION_FILE),
-)
-PRETRAINED_LAYOUTS.register(
-    "patch_resnet",
-    PretrainedLayout(
-        (PretrainedTarget("trunk", _RESNET_TRUNK, partial=True),),
-        "ImageNet ResNet (timm/torchvision resnet18, or the configured backbone)",
-    ),
-)
-_EFFICIENTNET_FILE = (
-    "ImageNet EfficientNet-B4 with AdvProp: efficientnet_pytorch's adv-efficientnet-b4-44fb3a87.pth"
-    " (what DeepfakeBench and the multi-attention authors start from) or timm's"
-    " tf_efficientnet_b4.ap_in1k"
-)
-for _arch in (
-    "efficientnet_b4",
-    "efficientnet_b4_dfb",
-    "sbi_dfb",
-    "multi_attention",
-    "multi_attention_dfb",
-):
-    PRETRAINED_LAYOUTS.register(
-        _arch,
-        PretrainedLayout((PretrainedTarget("backbone", names=timm_names),), _EFFICIENTNET_FILE),
-    )
-PRETRAINED_LAYOUTS.register(
-    "capsule",
-    PretrainedLayout(
-        (PretrainedTarget("vgg", ((r"^features\.", ""),), partial=True),),
-        "ImageNet VGG-19 (torchvision vgg19 or timm vgg19)",
-    ),
-)
-PRETRAINED_LAYOUTS.register(
-    "fwa", PretrainedLayout((PretrainedTarget("backbone"),), "ImageNet ResNet-50 (timm resnet50)")
-)
-PRETRAINED_LAYOUTS.register(
-    "srm", PretrainedLayout((PretrainedTarget("backbone"),), "ImageNet ResNet (timm, backbone)")
-)
-PRETRAINED_LAYOUTS.register(
-    "face_xray",
-    PretrainedLayout(
-        (PretrainedTarget("backbone", partial=True),), "ImageNet HRNet-W48-C (timm hrnet_w48)"
-    ),
-)
-PRETRAINED_LAYOUTS.register(
-    "uia_vit",
-    PretrainedLayout((PretrainedTarget("vit"),), "ImageNet ViT-B/16 (timm vit_base_patch16_224)"),
-)
-PRETRAINED_LAYOUTS.register(
-    "conv_lstm",
-    PretrainedLayout((PretrainedTarget("cnn"),), "ImageNet InceptionV3 (timm inception_v3)"),
-)
+def pretrained_layout(arch: str) -> PretrainedLayout:
+    """``arch``'s pretrained layout (its registration's); :class:`UnknownName` for an
+    architecture without one, listing those with one."""
+    layout = DETECTORS.metadata(arch).get("pretrained")
+    if layout is None:
+        raise UnknownName("pretrained layout", arch, pretrained_archs())
+    return layout
 
 
 class PretrainedMismatch(CheckpointMismatch):
@@ -224,20 +134,143 @@ def map_pretrained_state(state: dict, model: nn.Module, layout: PretrainedLayout
     return mapped
 
 
-def apply_pretrained(model: nn.Module, arch: str, path: str | Path) -> int:
-    """Load the pretrained file ``path`` onto ``model`` (an ``arch`` detector) by its
-    layout; returns the number of tensors loaded."""
-    if arch not in PRETRAINED_LAYOUTS:
-        raise KeyError(
-            f"{arch!r} has no pretrained layout (its authors train it from scratch); "
-            f"layouts exist for {PRETRAINED_LAYOUTS.names()}"
-        )
-    DETECTORS.get(arch)  # an unknown architecture is named as such
-    state = read_state_dict(path, f"pretrained weights for {arch}")
+def timm_cache(name: str) -> str:
+    """Where timm keeps the weights of ``name`` once downloaded: the Hugging Face hub cache
+    (``$HF_HUB_CACHE``) for weights on the hub, else torch's hub cache (``$TORCH_HOME``)."""
+    from timm.models import get_pretrained_cfg
+
+    cfg = get_pretrained_cfg(name)
+    if cfg is None:
+        raise KeyError(f"timm has no pretrained weights named {name!r}")
+    if cfg.hf_hub_id:
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        return str(Path(HF_HUB_CACHE) / ("models--" + cfg.hf_hub_id.replace("/", "--")))
+    return str(Path(torch.hub.get_dir()) / "checkpoints" / Path(str(cfg.url)).name)
+
+
+def timm_state_dict(name: str) -> dict:
+    """The ImageNet state dict of timm's ``name`` (a model, optionally with its weights' tag:
+    ``resnet50.tv_in1k``), through timm's own download and cache (``weights_only`` or
+    safetensors); a machine that cannot download them is told where the cache is."""
+    import timm
+
+    if not timm.is_model(name):
+        raise KeyError(f"pretrained: {TIMM_PREFIX}{name}: timm has no model {name!r}")
     try:
-        mapped = map_pretrained_state(state, model, PRETRAINED_LAYOUTS.get(arch))
+        return timm.create_model(name, pretrained=True).state_dict()
+    except (OSError, RuntimeError, ValueError) as err:  # offline: connection or cache miss
+        raise FileNotFoundError(
+            f"pretrained: {TIMM_PREFIX}{name}: timm could not download its weights and they "
+            f"are not in its cache ({timm_cache(name)}): {type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}. On a machine with network access "
+            f"run python -c \"import timm; timm.create_model('{name}', pretrained=True)\" and "
+            "copy that cache folder here, or give pretrained: PATH (a state dict file)"
+        ) from None
+
+
+def pretrained_state(arch: str, source: str | Path) -> dict:
+    """The state dict that ``source`` names: a file (``weights_only=True``), or
+    ``timm:<model name>``, timm's ImageNet weights."""
+    text = str(source)
+    if text.startswith(TIMM_PREFIX):
+        return timm_state_dict(text[len(TIMM_PREFIX) :])
+    return read_state_dict(source, f"pretrained weights for {arch}")
+
+
+def apply_pretrained(model: nn.Module, arch: str, path: str | Path) -> int:
+    """Load the pretrained weights ``path`` (a file, or ``timm:<model name>``) onto
+    ``model`` (an ``arch`` detector) by its layout; returns the number of tensors loaded."""
+    layout = pretrained_layout(arch)
+    state = pretrained_state(arch, path)
+    try:
+        mapped = map_pretrained_state(state, model, layout)
     except PretrainedMismatch as err:
         raise PretrainedMismatch(f"pretrained weights {path} do not fit {arch}: {err}") from None
     model.load_state_dict(mapped, strict=False)
     log.info("%s: %d pretrained tensors loaded from %s", arch, len(mapped), path)
     return len(mapped)
+
+
+# ----------------------------------------------------------------------- honest starts
+
+#: A start the config leaves to the paper, which starts from ImageNet weights none give.
+MISSING = "imagenet:missing"
+
+
+class StartError(ValueError):
+    """A detector that cannot start as configured: its paper's ImageNet weights are not
+    given, or a part it freezes would stay random."""
+
+
+@dataclass(frozen=True)
+class Start:
+    """How a detector starts: ``init`` is ``random``, ``imagenet:<source>`` or
+    ``checkpoint:<path>``; ``source`` where that comes from (``config``, or the paper);
+    ``note`` :data:`NOT_PAPER_INIT` when the config departs from the paper's ImageNet start."""
+
+    init: str
+    source: str
+    note: str = ""
+
+    @property
+    def missing(self) -> bool:
+        return self.init == MISSING
+
+
+def resolve_start(
+    arch: str,
+    init: str | None = None,
+    pretrained: str | None = None,
+    checkpoint: str | None = None,
+) -> Start:
+    """How ``arch`` starts under a detector block's ``init``, ``pretrained`` and
+    ``checkpoint``: a checkpoint (imported, or fine-tuned with ``init: checkpoint``), the
+    ``pretrained`` weights, ``init: random``, or else what its paper does
+    (:func:`~fairforge.detectors.base.paper_init`): random weights, or ImageNet weights that
+    no key gives (:data:`MISSING`: training stops, :func:`require_start`)."""
+    paper, where = paper_init(arch)
+    if checkpoint and (init == "checkpoint" or init is None):
+        return Start(f"checkpoint:{checkpoint}", "config")
+    if pretrained:
+        return Start(f"imagenet:{pretrained}", f"config, as {where}" if where else "config")
+    if init == "random":
+        return Start("random", "config", NOT_PAPER_INIT if paper == "imagenet" else "")
+    if paper == "imagenet":
+        return Start(MISSING, where)
+    return Start("random", where or UNSTATED)
+
+
+def require_start(
+    name: str,
+    arch: str,
+    init: str | None = None,
+    pretrained: str | None = None,
+    checkpoint: str | None = None,
+) -> Start:
+    """:func:`resolve_start`, or :class:`StartError` for a detector (``detectors.<name>``)
+    whose paper starts from ImageNet weights that the config does not give: the message
+    names the detector, the file its layout expects and the two ways out."""
+    start = resolve_start(arch, init, pretrained, checkpoint)
+    if start.missing:
+        layout = pretrained_layout(arch)
+        timm_hint = f" or pretrained: {TIMM_PREFIX}{layout.timm}" if layout.timm else ""
+        raise StartError(
+            f"detectors.{name} ({arch}): its paper starts from ImageNet weights "
+            f"({start.source}) and none are configured; expected {layout.source}. Set "
+            f"detectors.{name}.pretrained: PATH (that state dict file){timm_hint} (timm's "
+            f"download, cached under $HF_HUB_CACHE or $TORCH_HOME), or train from random "
+            f"weights with detectors.{name}.init: random (flagged as {NOT_PAPER_INIT!r})"
+        )
+    return start
+
+
+def check_frozen_start(name: str, model: nn.Module, start: Start) -> None:
+    """A part the detector freezes (Capsule's VGG) is never frozen at random weights."""
+    frozen = sorted({n.split(".")[0] for n, p in model.named_parameters() if not p.requires_grad})
+    if frozen and start.init == "random":
+        raise StartError(
+            f"detectors.{name}: {', '.join(frozen)} is frozen, and would stay at random weights "
+            f"(init: random); give its ImageNet weights with pretrained:, or unfreeze it in "
+            "the model's options"
+        )

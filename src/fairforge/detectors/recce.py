@@ -28,8 +28,8 @@ paper's λ₁ = λ₂ = 0.1):
 
 DeepfakeBench trains RECCE with the cross-entropy alone; the auxiliary losses follow the paper.
 In training, as in both implementations, half of the images get white noise (σ = 1e-6) before
-the encoder, drawn from torch's generator (seeded by the training loop). Weights start random
-unless a checkpoint is imported (the paper starts from ImageNet Xception).
+the encoder, drawn from torch's generator (seeded by the training loop). The paper starts from
+an ImageNet Xception (``pretrained:``, or ``init: random`` to train without).
 """
 
 from __future__ import annotations
@@ -39,8 +39,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import register, weighted_loss
-from fairforge.detectors.xception import STEM, run_stages, xception_net
+from fairforge.detectors.base import (
+    DeepfakeBenchLayout,
+    register,
+    stated_start,
+    weighted_loss,
+)
+from fairforge.detectors.xception import STEM, XCEPTION_PRETRAINED, run_stages, xception_net
 
 #: DeepfakeBench ``RecceDetector`` state-dict names → ours (regex, replacement). Its
 #: ``backbone.*`` (a second Xception the detector builds but never runs) and the encoder's
@@ -180,7 +185,16 @@ def real_reconstruction_l1(
     return (per_image * real).sum() / real.sum().clamp_min(1.0)
 
 
-@register("recce")
+@register(
+    "recce",
+    recipe=stated_start("imagenet", "paper:RECCE (Cao et al. 2022): ImageNet-pretrained Xception"),
+    pretrained=XCEPTION_PRETRAINED,
+    deepfakebench={
+        "recce": DeepfakeBenchLayout(
+            DEEPFAKEBENCH_RULES, DEEPFAKEBENCH_IGNORE, head=DEEPFAKEBENCH_HEAD
+        )
+    },
+)
 class RECCE(AuxiliaryLossDetector):
     default_input_size = 256
 

@@ -13,8 +13,17 @@ from __future__ import annotations
 
 import torch
 
-from fairforge.detectors.base import Detector, register
-from fairforge.detectors.xception import ENTRY, EXIT, MIDDLE, STEM, run_stages, xception_net
+from fairforge.detectors.base import DEEPFAKEBENCH_IMAGENET, Detector, register, stated_start
+from fairforge.detectors.xception import (
+    ENTRY,
+    EXIT,
+    MIDDLE,
+    STEM,
+    XCEPTION_DFB,
+    XCEPTION_PRETRAINED,
+    run_stages,
+    xception_net,
+)
 
 
 def phase_image(x: torch.Tensor) -> torch.Tensor:
@@ -24,7 +33,12 @@ def phase_image(x: torch.Tensor) -> torch.Tensor:
     return torch.fft.ifft2(torch.exp(1j * phase)).real.to(x.dtype)
 
 
-@register("spsl")
+@register(
+    "spsl",
+    recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
+    pretrained=XCEPTION_PRETRAINED,
+    deepfakebench={"spsl": XCEPTION_DFB},
+)
 class SPSL(Detector):
     default_input_size = 256
     precision = "fp32"  # phase spectrum

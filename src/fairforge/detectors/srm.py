@@ -25,8 +25,8 @@ unused classifier, and its fixed SRM kernels are stored as parameters; without t
 counts are equal.
 
 Simplifications: the paper trains with an AM-softmax loss (m = 0.45, s = 30); here the
-shared binary cross-entropy on one logit; random initialisation (the paper and DeepfakeBench
-start both Xceptions from ImageNet weights).
+shared binary cross-entropy on one logit. The paper and DeepfakeBench start both Xceptions from
+ImageNet weights (``pretrained:``, or ``init: random`` to train without).
 """
 
 from __future__ import annotations
@@ -35,8 +35,22 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.detectors.base import Detector, register
-from fairforge.detectors.xception import ENTRY, MIDDLE, run_stages, xception_net
+from fairforge.detectors.base import (
+    DeepfakeBenchLayout,
+    Detector,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+    stated_start,
+)
+from fairforge.detectors.xception import (
+    ENTRY,
+    IMAGENET_XCEPTION,
+    MIDDLE,
+    XCEPTION_TIMM,
+    run_stages,
+    xception_net,
+)
 
 
 def srm_filters() -> torch.Tensor:
@@ -214,7 +228,33 @@ def entry_flow_side(size: int) -> int:
 _TAIL = ("conv3", "bn3", "act3", "conv4", "bn4")  # the exit flow before its last ReLU
 
 
-@register("srm")
+@register(
+    "srm",
+    recipe=stated_start("imagenet", "paper:SRM (Luo et al. 2021): ImageNet-pretrained Xceptions"),
+    pretrained=PretrainedLayout(
+        (PretrainedTarget("backbone_rgb"), PretrainedTarget("backbone_srm")),
+        IMAGENET_XCEPTION + ", into both streams",
+        XCEPTION_TIMM,
+    ),
+    deepfakebench={
+        "srm": DeepfakeBenchLayout(
+            (
+                (r"^backbone_rgb\.last_linear\.(?:1\.)?(weight|bias)$", r"backbone_rgb.fc.\1"),
+                (
+                    r"^(backbone_(?:rgb|srm)|srm_conv\d|srm_sa|srm_sa_post|dual_cma\d|fusion)"
+                    r"\.(.+)$",
+                    r"\1.\2",
+                ),
+            ),
+            (
+                r"^backbone_(?:rgb|srm)\.adjust_channel\.",
+                r"^backbone_srm\.last_linear\.",  # built, never used
+                r"^blur\.weight$",  # Gaussian smoothing built, never called
+            ),
+            head="backbone_rgb.fc",
+        )
+    },
+)
 class SRMDetector(Detector):
     default_input_size = 256
     precision = "fp32"  # high-pass residuals

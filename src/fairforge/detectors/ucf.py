@@ -35,8 +35,8 @@ label in the batch (cyclically; within the batch when it holds one label only) a
 partners are drawn within label (or method) groups. The random draws (partners, DeepfakeBench's
 p = 0.7 shuffle of common features within each label before reconstruction) use torch's
 generator, which the training loop seeds from the detector's id. Evaluation runs the
-fingerprint branch only, with the common loss (DeepfakeBench's test loss). Weights start random
-unless a checkpoint is imported (DeepfakeBench starts both encoders from ImageNet Xception).
+fingerprint branch only, with the common loss (DeepfakeBench's test loss). DeepfakeBench starts
+both encoders from an ImageNet Xception (``pretrained:``, or ``init: random`` to train without).
 """
 
 from __future__ import annotations
@@ -46,8 +46,25 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import register, weighted_loss
-from fairforge.detectors.xception import ENTRY, MIDDLE, STEM, run_stages, xception_net
+from fairforge.detectors.base import (
+    DEEPFAKEBENCH_IMAGENET,
+    DeepfakeBenchLayout,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+    stated_start,
+    weighted_loss,
+)
+from fairforge.detectors.xception import (
+    ENTRY,
+    IMAGENET_XCEPTION,
+    MIDDLE,
+    STEM,
+    XCEPTION_TIMM,
+    XCEPTION_TRUNK_RULES,
+    run_stages,
+    xception_net,
+)
 
 #: Xception's exit flow up to ``bn4``: DeepfakeBench's ``features`` skips the last ReLU when
 #: ``adjust_channel`` follows.
@@ -194,7 +211,20 @@ def _mean_per_label(per_image: torch.Tensor, labels: torch.Tensor) -> torch.Tens
     return total
 
 
-@register("ucf")
+@register(
+    "ucf",
+    recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
+    pretrained=PretrainedLayout(
+        (
+            PretrainedTarget("encoder_f"),
+            PretrainedTarget("encoder_c", XCEPTION_TRUNK_RULES, partial=True),
+        ),
+        IMAGENET_XCEPTION + ", into both encoders",
+        XCEPTION_TIMM,
+    ),
+    # two-class head kept (fake − real in forward)
+    deepfakebench={"ucf": DeepfakeBenchLayout(DEEPFAKEBENCH_RULES)},
+)
 class UCF(AuxiliaryLossDetector):
     default_input_size = 256
     needs_method_labels = True

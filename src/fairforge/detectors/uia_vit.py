@@ -33,8 +33,8 @@ probability that the fake Gaussian explains it better).
 
 Simplifications: the Gaussians are moving averages of batch statistics with a shrunk
 covariance, not Ledoit-Wolf fits of the features collected over half an epoch; the training
-progress t advances per epoch, not per batch. Weights start random unless ``pretrained:``
-names the ImageNet ViT-B/16 file (the authors start from ImageNet-21k weights). The Assessment
+progress t advances per epoch, not per batch. The authors start from ImageNet-21k weights
+(``pretrained:`` the ViT-B/16 file, or ``init: random`` to train without). The Assessment
 paper trains it at 300 px (18 × 18 patches: the last 12 pixels of each side are dropped by the
 stride-16 patch embedding). DeepfakeBench's checkpoints load exactly
 (:mod:`fairforge.detectors.deepfakebench`, two-class head → one logit).
@@ -47,7 +47,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import register
+from fairforge.detectors.base import (
+    DeepfakeBenchLayout,
+    PretrainedLayout,
+    PretrainedTarget,
+    register,
+    stated_start,
+)
 
 
 def mahalanobis(x: torch.Tensor, mean: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
@@ -64,7 +70,33 @@ def central_patches(grid: tuple[int, int], device=None) -> torch.Tensor:
     return mask.flatten()
 
 
-@register("uia_vit")
+@register(
+    "uia_vit",
+    recipe=stated_start(
+        "imagenet", "paper:UIA-ViT (Zhuang et al. 2022): ViT-B/16 pre-trained on ImageNet-21k"
+    ),
+    pretrained=PretrainedLayout(
+        (PretrainedTarget("vit"),),
+        "ImageNet ViT-B/16 (timm vit_base_patch16_224)",
+        "vit_base_patch16_224.augreg_in21k_ft_in1k",
+    ),
+    deepfakebench={
+        "uia_vit": DeepfakeBenchLayout(
+            (
+                (r"^model\.(head|norm_middle)\.(weight|bias)$", r"\1.\2"),
+                (r"^model\.(c_real|c_fake|c_cross)$", r"\1"),
+                (r"^model\.(.+)$", r"vit.\1"),
+            ),
+            head="head",
+            # DeepfakeBench keeps its patch Gaussians outside the state dict: they start unseen
+            fill=(
+                (r"^(real|fake)_mean$", torch.zeros),
+                (r"^(real|fake)_cov$", lambda shape: torch.eye(shape[0])),
+                (r"^(real|fake)_seen$", lambda shape: torch.zeros(shape, dtype=torch.bool)),
+            ),
+        )
+    },
+)
 class UIAViT(AuxiliaryLossDetector):
     default_input_size = 224
 

@@ -30,6 +30,8 @@ from fairforge.report.views import (
     measured_on,
     paired_comparisons,
     per_group_accuracy,
+    protocol_lines,
+    protocol_tables,
     rates_with_reasons,
     side_by_side,
     undefined_metrics_lines,
@@ -173,6 +175,26 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
         + "</ul>",
     ]
     return _section("run", "What was run", *parts)
+
+
+def _protocol_section(protocol: pd.DataFrame) -> str:
+    """The protocol card: how each detector was trained and each dataset split, and where
+    every value comes from."""
+    tables = protocol_tables(protocol)
+    lines = protocol_lines(protocol)
+    flagged = [line for line in lines if line.startswith("Started from random weights")]
+    return _section(
+        "protocol",
+        "How each detector was trained (the protocol card)",
+        caption_html("protocol"),
+        "".join(_p(line, "warn") for line in flagged),
+        table_html(tables["detectors"]),
+        "<h3>Where each value comes from</h3>",
+        table_html(tables["sources"]),
+        "<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in lines if t not in flagged) + "</ul>",
+        "<h3>Datasets</h3>",
+        table_html(tables["datasets"]),
+    )
 
 
 def _detection_section(detection: pd.DataFrame, paths: Mapping) -> str:
@@ -569,6 +591,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     links = [
         ("verdict", "Verdict"),
         ("run", "Run"),
+        ("protocol", "Protocol"),
         ("detection", "Detection"),
         ("fairness", "Fairness"),
         ("robustness", "Robustness"),
@@ -602,6 +625,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
             caption_html("verdict"),
         ),
         _run_section(config, paths, read_input(paths, "detectors")),
+        _protocol_section(read_input(paths, "protocol")),
         _detection_section(detection, paths),
         _fairness_section(paths, fairness, ci, pvalues),
         _robustness_section(paths, robustness),

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fairforge.recipes import NOT_PAPER_INIT, UNSTATED
 from fairforge.report.text import format_number
 from fairforge.tables.efficiency import clean_metric
 from fairforge.tables.forgeries import rate_cells
@@ -297,3 +298,47 @@ def encoder_facts(table: pd.DataFrame, encoders: Mapping) -> list[str]:
                 "far faces are found less often is ranked on worse chips."
             )
     return facts
+
+
+def protocol_tables(protocol: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The protocol card (``protocol.csv``, long: section, name, key, value, source) wide:
+    ``detectors`` and ``datasets`` (one row each, one column per key, in the card's order)
+    and ``sources`` (the detectors' sources, laid out the same)."""
+
+    def wide(section: str, column: str) -> pd.DataFrame:
+        part = protocol.loc[protocol["section"] == section]
+        if part.empty:
+            return pd.DataFrame()
+        keys = list(dict.fromkeys(part["key"]))
+        names = list(dict.fromkeys(part["name"]))
+        table = part.pivot(index="name", columns="key", values=column)
+        table = table.reindex(index=names, columns=keys).fillna("")
+        label = "detector" if section == "detector" else "dataset"
+        return table.rename_axis(index=label, columns=None).reset_index()
+
+    return {
+        "detectors": wide("detector", "value"),
+        "sources": wide("detector", "source"),
+        "datasets": wide("dataset", "value"),
+    }
+
+
+def protocol_lines(protocol: pd.DataFrame) -> list[str]:
+    """Facts of the protocol card in sentences: detectors that start from random weights
+    where their paper starts from ImageNet weights, and the values a paper leaves unstated."""
+    detectors = protocol.loc[protocol["section"] == "detector"].astype({"source": str})
+    lines = []
+    flagged = detectors.loc[
+        (detectors["key"] == "init") & detectors["source"].str.contains(NOT_PAPER_INIT)
+    ]
+    if not flagged.empty:
+        lines.append(
+            f"Started from random weights, {NOT_PAPER_INIT} (its paper starts from ImageNet "
+            "weights): " + ", ".join(flagged["name"]) + "."
+        )
+    unstated = detectors.loc[detectors["source"].str.contains(UNSTATED, regex=False)]
+    for name, part in unstated.groupby("name", sort=False):
+        lines.append(
+            f"{name}: its paper leaves {', '.join(part['key'])} unstated (fairforge defaults)."
+        )
+    return lines

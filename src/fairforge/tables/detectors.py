@@ -1,4 +1,5 @@
-"""The detectors themselves: what trained each one, its twins (detectors whose settings
+"""The detectors themselves: what trained each one (and how it started, from the protocol
+card: flagged where it departs from its paper's ImageNet start), its twins (detectors whose settings
 differ in one key only: ``balanced``, ``augment``), FairFD Table 4 (standard versus balanced
 twin) and the train-on x test-on generalization table (families differing only in
 ``train_dataset``)."""
@@ -12,9 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from fairforge.perturb import CLEAN
+from fairforge.recipes import NOT_PAPER_INIT
 
-# Settings that say where and how fast a model was trained, not what was trained.
-RUNTIME_SETTINGS = ("threads", "device", "num_workers")
+# Settings that say where and how fast a model was trained, not what was trained (and the
+# detector's own name, which every detector's settings carry).
+RUNTIME_SETTINGS = ("threads", "device", "num_workers", "detector")
 #: The generalization table's mean rows and column.
 AVERAGE = "average"
 #: A detector whose best validation AUC stays under this is not trained enough to judge (the
@@ -101,14 +104,27 @@ DETECTOR_COLUMNS = [
 ]
 
 
+def card_starts(protocol: pd.DataFrame) -> dict[str, str]:
+    """Per detector of the protocol card (``protocol.csv``), how it started (``init``),
+    with :data:`~fairforge.recipes.NOT_PAPER_INIT` in brackets where the card flags it."""
+    rows = protocol.loc[(protocol["section"] == "detector") & (protocol["key"] == "init")]
+    return {
+        str(name): str(value if isinstance(value, str) else "")
+        + (f" ({NOT_PAPER_INIT})" if NOT_PAPER_INIT in str(source) else "")
+        for name, value, source in zip(rows["name"], rows["value"], rows["source"])
+    }
+
+
 def detectors_frame(
     settings: Mapping[str, Mapping],
     val_aucs: Mapping[str, float] | None = None,
     min_val_auc: float = TRAINED_ENOUGH_AUC,
+    starts: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per detector: what trained it, and the detector it is the SDAug or balanced
     twin of (empty when none); with ``val_aucs``, its best validation AUC and whether it is
-    ``trained_enough`` to judge (AUC >= ``min_val_auc``; empty when unknown)."""
+    ``trained_enough`` to judge (AUC >= ``min_val_auc``; empty when unknown); with
+    ``starts`` (:func:`card_starts`), how it started, after its architecture (``init``)."""
     sdaug = {t: b for b, t in sdaug_twins(settings)}
     balanced = {t: b for b, t in balanced_twins(settings)}
     rows = []
@@ -118,6 +134,8 @@ def detectors_frame(
         for col in DETECTOR_COLUMNS:
             value = s.get(col)
             row[col] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+        if starts is not None:
+            row["init"] = starts.get(name, "")
         row["sdaug_twin_of"] = sdaug.get(name, "")
         row["balanced_twin_of"] = balanced.get(name, "")
         if val_aucs is not None:
@@ -126,9 +144,12 @@ def detectors_frame(
             row["trained_enough"] = "" if value != value else bool(value >= min_val_auc)
         rows.append(row)
     extra = ["val_auc", "trained_enough"] if val_aucs is not None else []
+    described = list(DETECTOR_COLUMNS)
+    if starts is not None:
+        described.insert(described.index("arch") + 1, "init")
     return pd.DataFrame(
         rows,
-        columns=["detector", *DETECTOR_COLUMNS, "sdaug_twin_of", "balanced_twin_of", *extra],
+        columns=["detector", *described, "sdaug_twin_of", "balanced_twin_of", *extra],
     )
 
 
@@ -248,11 +269,12 @@ def detector_studies(
     fairness: pd.DataFrame,
     detection: pd.DataFrame,
     min_val_auc: float = TRAINED_ENOUGH_AUC,
+    protocol: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The detectors' settings table (trained enough: best validation AUC >= ``min_val_auc``),
-    the balanced-training table and the generalization table. ``models``: the checkpoint
-    paths (``.../{detector}/model.pt``); detectors without one (score files) take their
-    settings from ``fallback``, the config."""
+    """The detectors' settings table (trained enough: best validation AUC >= ``min_val_auc``;
+    with the ``protocol`` card, how each started), the balanced-training table and the
+    generalization table. ``models``: the checkpoint paths (``.../{detector}/model.pt``);
+    detectors without one (score files) take their settings from ``fallback``, the config."""
     by_name = {Path(path).parent.name: path for path in models}
     settings = detector_settings_table(
         {name: by_name.get(name) for name in detectors},
@@ -261,7 +283,12 @@ def detector_studies(
     )
     val_aucs = {name: checkpoint_val_auc(by_name.get(name)) for name in detectors}
     return (
-        detectors_frame(settings, val_aucs, min_val_auc),
+        detectors_frame(
+            settings,
+            val_aucs,
+            min_val_auc,
+            None if protocol is None else card_starts(protocol),
+        ),
         balanced_table(fairness, balanced_twins(settings)),
         generalization_table(detection, settings),
     )

@@ -38,7 +38,7 @@ from fairforge.detectors.deepfakebench import (
     load_deepfakebench,
     map_deepfakebench_state,
 )
-from fairforge.detectors.pretrained import apply_pretrained
+from fairforge.detectors.pretrained import apply_pretrained, check_frozen_start, require_start
 from fairforge.manifest import read_manifest
 from fairforge.metrics.detection import auc
 from fairforge.optimizers import epoch_lr, make_optimizer, set_lr
@@ -69,6 +69,8 @@ class TrainConfig:
 
     arch: str
     model: dict = field(default_factory=dict)
+    #: the detector's name in the config (``detectors.<name>``), for the errors that name it
+    detector: str | None = None
     input_size: int | None = None
     train_methods: list[str] = field(default_factory=lambda: ["faceswap"])
     augment: str = "none"
@@ -89,16 +91,20 @@ class TrainConfig:
     #: frames per training sequence of a video detector (``sequence_input``); None: the
     #: model's ``frames``
     frames_per_sequence: int | None = None
-    # -- the start (fairforge.detectors.pretrained): a backbone file, or a whole checkpoint
+    # -- the start (fairforge.detectors.pretrained): a backbone file (or ``timm:<model>``), or
+    # a whole checkpoint
     pretrained: str | None = None
-    #: ``scratch`` (random or ``pretrained``) or ``checkpoint`` (fine-tune ``init_checkpoint``)
-    init: str = "scratch"
+    #: None (as the architecture's paper: ImageNet weights from ``pretrained``, or random),
+    #: ``random`` (random weights, whatever the paper does) or ``checkpoint`` (fine-tune
+    #: ``init_checkpoint``)
+    init: str | None = None
     init_checkpoint: str | None = None
     init_format: str = "fairforge"
     # -- the rest of the recipe (fairforge.recipes.Recipe; these defaults change nothing)
     recipe: str | None = None
     optimizer: str = "adam"
     momentum: float = 0.9
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
     sam: bool = False
     sam_rho: float = 0.05
     schedule: str = "constant"
@@ -315,17 +321,24 @@ def build_model(cfg: TrainConfig) -> tuple[torch.nn.Module, dict, int]:
 
 
 def initialise(model: torch.nn.Module, cfg: TrainConfig) -> None:
-    """The start of training: the ``pretrained`` backbone file (by the architecture's
+    """The start of training: the ``pretrained`` backbone weights (by the architecture's
     layout), then, with ``init: checkpoint``, the whole detector from ``init_checkpoint``
     (a fairforge or DeepfakeBench checkpoint) to fine-tune. A missing file names its path;
-    a file that does not fit lists the unmatched keys."""
-    if cfg.init not in ("scratch", "checkpoint"):
-        raise ValueError(f"{cfg.arch}: init must be scratch or checkpoint, got {cfg.init!r}")
+    a file that does not fit lists the unmatched keys. A detector whose paper starts from
+    ImageNet weights that the config does not give stops here, unless ``init: random``
+    (:func:`fairforge.detectors.pretrained.require_start`), and a frozen part never stays
+    at random weights."""
+    if cfg.init not in (None, "random", "checkpoint"):
+        raise ValueError(f"{cfg.arch}: init must be random or checkpoint, got {cfg.init!r}")
+    if cfg.init == "checkpoint" and not cfg.init_checkpoint:
+        raise ValueError(f"{cfg.arch}: init: checkpoint needs a checkpoint path to start from")
+    name = cfg.detector or cfg.arch
+    fine_tune = cfg.init_checkpoint if cfg.init == "checkpoint" else None
+    start = require_start(name, cfg.arch, cfg.init, cfg.pretrained, fine_tune)
+    check_frozen_start(name, model, start)
     if cfg.pretrained:
         apply_pretrained(model, cfg.arch, cfg.pretrained)
     if cfg.init == "checkpoint":
-        if not cfg.init_checkpoint:
-            raise ValueError(f"{cfg.arch}: init: checkpoint needs a checkpoint path to start from")
         model.load_state_dict(init_state(model, cfg))
         log.info("%s: fine-tuning from %s (%s)", cfg.arch, cfg.init_checkpoint, cfg.init_format)
 
