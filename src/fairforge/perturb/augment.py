@@ -350,7 +350,39 @@ class DeepfakeBenchAug(Augmentation):
         return self.apply(image, plan)
 
 
+@AUGMENTATIONS.register("fairfd")
+class FairFDAug(DeepfakeBenchAug):
+    """FairFD's training augmentation (§5.1: "image compression, horizontal flip and
+    rotation"): DeepfakeBench's flip, rotation and JPEG steps without its blur and
+    brightness/contrast. FairFD gives no probabilities or ranges; these are DeepfakeBench's
+    detector configs' (flip p 0.5; rotation p 0.5 within ±10°, as the configs of RECCE, UCF,
+    F3Net, SPSL, SRM, FFD, CORE and Capsule set it; JPEG p 0.5 at quality 40-100)."""
+
+    name = "fairfd"
+
+    def __init__(
+        self,
+        seed: int = 0,
+        p_flip: float = 0.5,
+        p_rotate: float = 0.5,
+        rotate_limit: float = 10.0,
+        p_jpeg: float = 0.5,
+        quality_range: tuple[int, int] = (40, 100),
+    ):
+        super().__init__(
+            seed,
+            p_flip=p_flip,
+            p_rotate=p_rotate,
+            rotate_limit=rotate_limit,
+            p_blur=0.0,
+            p_brightness=0.0,
+            p_jpeg=p_jpeg,
+            quality_range=quality_range,
+        )
+
+
 def create_augment(name: str | None, **kwargs) -> Augmentation:
-    """``'none'`` (or ``None``), ``'sdaug'``, ``'daug'`` or ``'deepfakebench'``, as named in a training config
-    (any case); an unknown name raises :class:`~fairforge.registry.UnknownName`."""
+    """``'none'`` (or ``None``), ``'sdaug'``, ``'daug'``, ``'deepfakebench'`` or ``'fairfd'``,
+    as named in a training config (any case); an unknown name raises
+    :class:`~fairforge.registry.UnknownName`."""
     return AUGMENTATIONS.create("none" if name is None else str(name).lower(), **kwargs)
