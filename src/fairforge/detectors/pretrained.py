@@ -61,6 +61,9 @@ class PretrainedTarget:
     #: instead of ``rules``: ``names(file keys, module) -> {file key: module key}``, for
     #: mappings that depend on the module (efficientnet_pytorch's block numbers)
     names: Callable[[Iterable[str], nn.Module], dict[str, str]] | None = None
+    #: regexes of the module's own keys that keep their initialisation (layers the detector
+    #: adds to the pretrained network, e.g. UCF's 2048 -> 512 ``adjust_channel``)
+    own: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,13 @@ _XCEPTION_TRUNK = (
 _RESNET_TRUNK = ((r"^conv1\.", "0."), (r"^bn1\.", "1."), (r"^layer1\.", "4."))
 _XCEPTION_FILE = "ImageNet Xception (timm legacy_xception, or Cadene's xception-b5690688.pth)"
 
-for _arch in ("xception", "core", "ffd", "recce", "spsl"):
+for _arch in ("xception", "core", "ffd", "spsl"):
     PRETRAINED_LAYOUTS.register(
         _arch, PretrainedLayout((PretrainedTarget("backbone"),), _XCEPTION_FILE)
     )
+PRETRAINED_LAYOUTS.register(  # DeepfakeBench's Recce builds its encoder as ImageNet Xception
+    "recce", PretrainedLayout((PretrainedTarget("encoder"),), _XCEPTION_FILE)
+)
 PRETRAINED_LAYOUTS.register(
     "f3net",
     PretrainedLayout(
@@ -96,14 +102,14 @@ PRETRAINED_LAYOUTS.register(
         _XCEPTION_FILE + ", into both streams",
     ),
 )
-PRETRAINED_LAYOUTS.register(
+PRETRAINED_LAYOUTS.register(  # as DeepfakeBench's UCF: each encoder a whole ImageNet Xception
     "ucf",
     PretrainedLayout(
         (
-            PretrainedTarget("encoder_f"),
-            PretrainedTarget("encoder_c", _XCEPTION_TRUNK, partial=True),
+            PretrainedTarget("encoder_f", own=(r"^adjust_channel\.",)),
+            PretrainedTarget("encoder_c", own=(r"^adjust_channel\.",)),
         ),
-        _XCEPTION_FILE + ", into both encoders",
+        _XCEPTION_FILE + ", into both encoders (their 2048 -> 512 reductions start random)",
     ),
 )
 PRETRAINED_LAYOUTS.register(
@@ -144,7 +150,11 @@ PRETRAINED_LAYOUTS.register(
     "fwa", PretrainedLayout((PretrainedTarget("backbone"),), "ImageNet ResNet-50 (timm resnet50)")
 )
 PRETRAINED_LAYOUTS.register(
-    "srm", PretrainedLayout((PretrainedTarget("backbone"),), "ImageNet ResNet (timm, backbone)")
+    "srm",
+    PretrainedLayout(
+        (PretrainedTarget("backbone_rgb"), PretrainedTarget("backbone_srm")),
+        _XCEPTION_FILE + ", into both streams (DeepfakeBench's srm loads it into each)",
+    ),
 )
 PRETRAINED_LAYOUTS.register(
     "face_xray",
@@ -193,7 +203,11 @@ def map_pretrained_state(state: dict, model: nn.Module, layout: PretrainedLayout
     mapped, used, missing, wrong = {}, set(), [], []
     for target in layout.targets:
         module = model.get_submodule(target.module)
-        wanted = {k: v for k, v in module.state_dict().items() if not HEAD_PATTERN.match(k)}
+        wanted = {
+            k: v
+            for k, v in module.state_dict().items()
+            if not HEAD_PATTERN.match(k) and not any(re.search(p, k) for p in target.own)
+        }
         if target.names is not None:
             renamed = {v: k for k, v in target.names(body, module).items()}
         else:

@@ -25,8 +25,8 @@ unused classifier, and its fixed SRM kernels are stored as parameters; without t
 counts are equal.
 
 Simplifications: the paper trains with an AM-softmax loss (m = 0.45, s = 30); here the
-shared binary cross-entropy on one logit; random initialisation (the paper and DeepfakeBench
-start both Xceptions from ImageNet weights).
+shared binary cross-entropy on one logit. Both Xceptions start random unless ``pretrained``
+names an ImageNet Xception file, which fills both streams as DeepfakeBench does.
 """
 
 from __future__ import annotations
