@@ -262,15 +262,17 @@ def test_twins_differ_in_one_setting_only():
     settings = {
         "m": BASE,
         "m_bal": {**BASE, "balanced": True, "threads": 8},
-        "m_bal_long": {**BASE, "balanced": True, "epochs": 9},
+        # FairFD's balanced twin trains longer on its smaller set (§5.3.1): still a twin
+        "m_bal_long": {**BASE, "balanced": {"subjects": 26, "groups": None}, "epochs": 9},
+        "m_bal_lr": {**BASE, "balanced": True, "lr": 1.0},
         "m_sd": {**BASE, "augment": "sdaug"},
         "x": {**BASE, "arch": "xception"},
     }
-    assert balanced_twins(settings) == [("m", "m_bal")]
+    assert balanced_twins(settings) == [("m", "m_bal"), ("m", "m_bal_long")]
     assert sdaug_twins(settings) == [("m", "m_sd")]
     assert find_twins(settings, "augment", "none", "daug") == []
     frame = detectors_frame(settings)
-    assert twins_from_frame(frame, "balanced") == [("m", "m_bal")]
+    assert twins_from_frame(frame, "balanced") == [("m", "m_bal"), ("m", "m_bal_long")]
     assert twins_from_frame(frame, "sdaug") == [("m", "m_sd")]
     assert frame.set_index("detector").loc["m", "train_methods"] == "faceswap"
 

@@ -108,7 +108,7 @@ def detector_settings(config: dict, name: str) -> dict:
         "arch": arch,
         "model": dict(det.get("model", {})),
         "train_methods": train_methods(config, name),
-        "balanced": bool(det.get("balanced", False)),
+        "balanced": balanced_setting(det.get("balanced", False)),
         "num_workers": int(base["num_workers"]),
         "device": config["device"],
         "seed": int(config["seed"]),
@@ -123,6 +123,14 @@ def detector_settings(config: dict, name: str) -> dict:
             det.get("recipe") or base.get("recipe", "deepfakebench"), arch, **overrides
         ),
     }
+
+
+def balanced_setting(value) -> bool | dict:
+    """A detector's ``balanced``: a flag, or ``{"subjects": N, "groups": [...] or None}``."""
+    if isinstance(value, dict):
+        groups = value.get("groups")
+        return {"subjects": int(value["subjects"]), "groups": list(groups) if groups else None}
+    return bool(value)
 
 
 def train_methods(config: dict, name: str) -> list[str]:
