@@ -279,11 +279,14 @@ def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> s
 
 
 def _thresholds_section(thresholds: pd.DataFrame) -> str:
-    body = (
-        _p(str(thresholds["note"].iloc[0]))
-        if "note" in thresholds.columns
-        else table_html(side_by_side(thresholds, "detector", ["global", "per_group"]))
-    )
+    if "note" in thresholds.columns:
+        body = _p(str(thresholds["note"].iloc[0]))
+    else:
+        fitted = thresholds.reindex(columns=["dataset", "fitted_on"]).dropna().drop_duplicates()
+        body = "".join(
+            _p(f"{dataset}: per-group thresholds fitted on {where}.", "note")
+            for dataset, where in fitted.itertuples(index=False)
+        ) + table_html(side_by_side(thresholds, "detector", ["global", "per_group"]))
     return _section(
         "thresholds",
         "Per-group thresholds (FairFD Table 5)",
