@@ -400,6 +400,44 @@ def encoder_training_inputs(config: dict, label: str) -> list[str]:
     return []
 
 
+def feature_jobs(config: dict) -> list[tuple[str, str]]:
+    """``(detector, dataset)`` of every features file the run draws (``metrics.features``):
+    its detectors on its datasets (default every dataset), those ``select:`` kept."""
+    block = config["metrics"]["features"]
+    datasets = block.get("datasets") or list(config["datasets"])
+    return [
+        (detector, dataset)
+        for detector in block["detectors"]
+        if detector in config["detectors"]
+        for dataset in datasets
+        if dataset in config["datasets"]
+    ]
+
+
+def feature_settings(config: dict) -> dict:
+    """What one features job draws: the approaches, samples per approach and group, the
+    evaluated split and the run's seed (FairFD A.7)."""
+    block = config["metrics"]["features"]
+    return {
+        "methods": list(block["methods"]),
+        "per_group": int(block["per_group"]),
+        "split": config["metrics"]["evaluation_split"],
+        "seed": int(config["seed"]),
+    }
+
+
+def feature_analysis_settings(config: dict) -> dict:
+    """The keyword arguments of the feature tables (MMD reference group and permutations,
+    t-SNE perplexity) and the run's seed."""
+    block = config["metrics"]["features"]
+    return {
+        "reference_group": block.get("reference_group"),
+        "permutations": int(block["mmd_permutations"]),
+        "perplexity": float(block["tsne_perplexity"]),
+        "seed": int(config["seed"]),
+    }
+
+
 # The parts of a config that `select:` names (docs/papers.md, "Run a part of a paper"):
 # select key -> where the config defines the names.
 SELECTABLE = {
