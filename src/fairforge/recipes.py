@@ -90,7 +90,7 @@ RECIPES.register(
         frames_test=32,
         augment="deepfakebench",
     ),
-    paper="DeepfakeBench's detector configs; FairFD trains this way",
+    paper="DeepfakeBench's detector configs",
 )
 RECIPES.register(
     "fairfd",

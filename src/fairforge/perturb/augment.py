@@ -267,10 +267,11 @@ class GeometricPlan:
 
 @AUGMENTATIONS.register("deepfakebench")
 class DeepfakeBenchAug(Augmentation):
-    """DeepfakeBench's training augmentation (FairFD trains with it): horizontal flip,
-    rotation, Gaussian blur, brightness/contrast and JPEG, each firing on its own
-    (probabilities and ranges of DeepfakeBench's detector configs; the rotation's
-    probability is 0.5 as in several of those configs; Xception's own sets 0).
+    """DeepfakeBench's training augmentation: horizontal flip, rotation, Gaussian blur,
+    brightness/contrast and JPEG, each firing on its own (probabilities and ranges of
+    DeepfakeBench's detector configs; the rotation's probability is 0.5 as in several of
+    those configs; Xception's own sets 0). FairFD's (:class:`FairFDAug`) keeps three of
+    these steps.
 
     Flip and rotation move the face: :meth:`apply_geometry` moves its mask the same way
     (the training dataset calls it for detectors that learn from masks).
