@@ -357,29 +357,18 @@ class FairFDAug(DeepfakeBenchAug):
     rotation"): DeepfakeBench's flip, rotation and JPEG steps without its blur and
     brightness/contrast. FairFD gives no probabilities or ranges; these are DeepfakeBench's
     detector configs' (flip p 0.5; rotation p 0.5 within ±10°, as the configs of RECCE, UCF,
-    F3Net, SPSL, SRM, FFD, CORE and Capsule set it; JPEG p 0.5 at quality 40-100)."""
+    F3Net, SPSL, SRM, FFD, CORE and Capsule set it; JPEG p 0.5 at quality 40-100), and
+    ``steps`` may change them (:class:`DeepfakeBenchAug`'s flip, rotation and JPEG keywords)."""
 
     name = "fairfd"
+    #: the steps FairFD leaves out
+    OMITTED = ("p_blur", "blur_limit", "p_brightness", "brightness_limit", "contrast_limit")
 
-    def __init__(
-        self,
-        seed: int = 0,
-        p_flip: float = 0.5,
-        p_rotate: float = 0.5,
-        rotate_limit: float = 10.0,
-        p_jpeg: float = 0.5,
-        quality_range: tuple[int, int] = (40, 100),
-    ):
-        super().__init__(
-            seed,
-            p_flip=p_flip,
-            p_rotate=p_rotate,
-            rotate_limit=rotate_limit,
-            p_blur=0.0,
-            p_brightness=0.0,
-            p_jpeg=p_jpeg,
-            quality_range=quality_range,
-        )
+    def __init__(self, seed: int = 0, **steps):
+        omitted = sorted(set(steps) & set(self.OMITTED))
+        if omitted:
+            raise TypeError(f"fairfd augmentation has no blur or brightness step: {omitted}")
+        super().__init__(seed, **steps, p_blur=0.0, p_brightness=0.0)
 
 
 def create_augment(name: str | None, **kwargs) -> Augmentation:
