@@ -537,19 +537,18 @@ def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
     assert row["exposure of b"] == pytest.approx(0.02)
 
 
-def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_paper():
-    """FairFD Table 5(b) at threshold 0.5: the Real and FaceSwap rows of the Xception
-    accuracy matrix, UR denominator Ā (config metrics.thresholds)."""
+def fairfd_xception_predictions(splits=("val", "test"), per_cell: int = 10_000):
+    """Xception's accuracy matrix of FairFD Table 1 (tests/data/fairfd_xception.json) as
+    predictions: per split, approach and race, ``per_cell`` samples of which the published
+    share is right (scores 0.9 and 0.1: four-decimal accuracies are exact counts of 10 000).
+    Returns the predictions and the reference."""
     import json
     from pathlib import Path
 
-    from fairforge.tables.fairness import thresholds_options
-
     reference = Path(__file__).resolve().parent / "data" / "fairfd_xception.json"
     ref = json.loads(reference.read_text())
-    per_cell = 10_000  # four-decimal accuracies are exact counts of 10 000
     parts = []
-    for split in ("val", "test"):
+    for split in splits:
         for r, row in enumerate(ref["rows"]):  # every row: the study must drop the others
             label = ref["row_labels"][row]
             method = "real" if row == "Real" else row.lower()
@@ -572,7 +571,16 @@ def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_pape
                         }
                     )
                 )
-    preds = pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True), ref
+
+
+def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_paper():
+    """FairFD Table 5(b) at threshold 0.5: the Real and FaceSwap rows of the Xception
+    accuracy matrix, UR denominator Ā (config metrics.thresholds)."""
+    from fairforge.tables.fairness import thresholds_options
+
+    per_cell = 10_000
+    preds, ref = fairfd_xception_predictions(per_cell=per_cell)
     metrics = {
         "threshold": 0.5,
         "ur_denominator": "one_plus_acc",  # the run's; the study overrides it
