@@ -512,3 +512,19 @@ def test_features_follow_the_config_and_select(fairfd):
     bad["detectors"]["x"] = {"arch": "headpose"}
     with pytest.raises(ConfigError, match="not a network detector"):
         validate_config(bad)
+
+
+def test_the_commented_official_backends_name_their_options():
+    """The file's commented `official` example, uncommented, is refused only for its
+    missing release files: every option it names is one the backend takes."""
+    import re
+
+    text = (ROOT / "configs" / "fairfd.yaml").read_text()
+    block = text[text.index("  # backends: {simswap") : text.index("  # MaskGAN")]
+    example = yaml.safe_load("\n".join(re.sub(r"^  # ?", "", line) for line in block.splitlines()))
+    for method in example["backends"]:
+        config = yaml.safe_load(text)
+        config["forgery"]["backends"] = {method: "official"}
+        config["forgery"]["options"] = {method: example["options"][method]}
+        with pytest.raises(ConfigError, match=rf"{method} backend 'official': \w+_path expected"):
+            validate_config(config)
