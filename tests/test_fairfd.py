@@ -37,7 +37,7 @@ from fairforge.tables.features import (
     subject_rates_table,
     tsne_coordinates,
 )
-from fairforge.training import TrainConfig, save_checkpoint, training_sets
+from fairforge.training.detector import TrainConfig, save_checkpoint, training_sets
 from fairforge.workflow import detector_settings, feature_jobs, select_config
 from test_report import CONFIG as REPORT_CONFIG
 from test_report import results  # noqa: F401  (the report's results tree, a fixture)
@@ -520,8 +520,9 @@ def test_the_commented_official_backends_name_their_options():
     import re
 
     text = (ROOT / "configs" / "fairfd.yaml").read_text()
-    block = text[text.index("  # backends: {simswap") : text.index("  # MaskGAN")]
+    block = text[text.index("  # backends: {simswap") : text.index("  methods: [faceswap")]
     example = yaml.safe_load("\n".join(re.sub(r"^  # ?", "", line) for line in block.splitlines()))
+    assert set(example["backends"]) == {"simswap", "fastreen", "dualreen", "maskgan"}
     for method in example["backends"]:
         config = yaml.safe_load(text)
         config["forgery"]["backends"] = {method: "official"}

@@ -23,8 +23,8 @@ from torch.utils.data import DataLoader
 from fairforge.columns import FEATURE_COLUMNS
 from fairforge.data import FaceDataset
 from fairforge.inference import prepare_model
+from fairforge.runtime import load_checkpoint, pick_device
 from fairforge.seeding import derive_seed
-from fairforge.training import load_checkpoint, pick_device
 
 
 def feature_sample(
