@@ -29,7 +29,8 @@ paper's λ₁ = λ₂ = 0.1):
 DeepfakeBench trains RECCE with the cross-entropy alone; the auxiliary losses follow the paper.
 In training, as in both implementations, half of the images get white noise (σ = 1e-6) before
 the encoder, drawn from torch's generator (seeded by the training loop). Weights start random
-unless a checkpoint is imported (the paper starts from ImageNet Xception).
+unless a checkpoint is imported or ``pretrained`` names ImageNet Xception, which fills the
+encoder (as the paper and DeepfakeBench start).
 """
 
 from __future__ import annotations

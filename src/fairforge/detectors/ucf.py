@@ -36,7 +36,8 @@ partners are drawn within label (or method) groups. The random draws (partners, 
 p = 0.7 shuffle of common features within each label before reconstruction) use torch's
 generator, which the training loop seeds from the detector's id. Evaluation runs the
 fingerprint branch only, with the common loss (DeepfakeBench's test loss). Weights start random
-unless a checkpoint is imported (DeepfakeBench starts both encoders from ImageNet Xception).
+unless a checkpoint is imported or ``pretrained`` names ImageNet Xception, which fills both
+encoders as DeepfakeBench does (their 2048 -> 512 reductions stay random).
 """
 
 from __future__ import annotations
