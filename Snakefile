@@ -40,6 +40,7 @@ include: "rules/video.smk"
 include: "rules/perturb.smk"
 include: "rules/degradation.smk"
 include: "rules/metrics.smk"
+include: "rules/features.smk"
 include: "rules/ranking.smk"
 include: "rules/report.smk"
 

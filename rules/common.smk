@@ -22,6 +22,9 @@ from fairforge.workflow import (
     encoder_checkpoint,
     encoder_training,
     encoder_training_inputs,
+    feature_analysis_settings,
+    feature_jobs,
+    feature_settings,
     forgery_backend,
     forgery_options,
     is_external,
@@ -79,6 +82,11 @@ RANDOM_VARIANTS = [v for v in REPORT_VARIANTS if is_random_variant(v)]
 CLEAN_PREDICTIONS = expand(
     result_path("predictions"), detector=DETECTORS, dataset=DATASETS, variant="clean"
 )
+# FairFD A.6 and A.7 (metrics.subject_rates, metrics.features): per-subject rates, and the
+# (detector, dataset) pairs whose penultimate features are drawn.
+SUBJECT_RATES = bool(config["metrics"]["subject_rates"])
+FEATURE_JOBS = feature_jobs(config)
+FEATURE_DETECTORS = sorted({d for d, _ in FEATURE_JOBS})
 # The resource that a GPU job asks for: none on a CPU run.
 GPU = 0 if config["device"] == "cpu" else 1
 
@@ -352,6 +360,21 @@ def get_encoder_training_inputs(wildcards):
     return encoder_training_inputs(config, wildcards.encoder)
 
 
+# ----------------------------------------------------------------------- features
+
+
+def get_feature_settings(wildcards):
+    return feature_settings(config)
+
+
+def get_feature_files(wildcards):
+    return [result_path("features", detector=d, dataset=s) for d, s in FEATURE_JOBS]
+
+
+def get_feature_analysis_settings(wildcards):
+    return feature_analysis_settings(config)
+
+
 # ----------------------------------------------------------------------- report
 
 
@@ -369,6 +392,8 @@ def get_report_inputs(wildcards):
         METHODS,
         ranking=RANKING_ENABLED,
         face_backends=bool(config["faces"]["compare_backends"]),
+        subjects=SUBJECT_RATES,
+        features=bool(FEATURE_JOBS),
     )
     # Forgeries and their example sheets exist only where methods are generated.
     paths["forgeries"] = [

@@ -8,7 +8,8 @@ of the repository (its ``config.yaml`` there, as in a clone; its results stay in
 the plan (``snakemake all -n``) must hold exactly the paper's datasets and detectors, every
 detector trained once and tested on every dataset under every variant, and nothing of the
 demo's. FairFD's one-detector walk-through (``select:``) plans one detector, and runs for
-real to the fairness table on faces rendered into FaceForensics++ videos and RFW photos.
+real through ``all`` on faces rendered into FaceForensics++ videos and RFW photos, with a race
+annotation and random-weight ImageNet files in the released layouts.
 """
 
 from __future__ import annotations
@@ -147,6 +148,36 @@ def faceforensics_faces(mnt: Path) -> None:
     ff_splits(mnt)
 
 
+# The race of each fixture video (FairFD's Table 4 balances by it), as the csv names it.
+FF_RACES = {"000": "Caucasian", "001": "Asian", "002": "African", "003": "Indian"}
+FF_RACES |= {"004": "Caucasian", "005": "Others"}
+
+
+def ff_races(mnt: Path) -> None:
+    """The race annotation of FaceForensics++ that FairFD's walk-through names."""
+    path = mnt / "annotations" / "ffpp_race.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("id,race\n" + "".join(f"{v},{r}\n" for v, r in FF_RACES.items()))
+
+
+def imagenet_weights(mnt: Path) -> None:
+    """Random-weight files in the layouts of the ImageNet files FairFD's detectors start
+    from: timm's legacy_xception with its 1000-class head (Cadene's names), and torchvision's
+    VGG-19 ``features`` up to the layers Capsule takes."""
+    import timm
+    import torch
+    import torchvision
+
+    weights = mnt / "weights"
+    weights.mkdir()
+    xception = timm.create_model("legacy_xception", pretrained=False, num_classes=1000)
+    torch.save(xception.state_dict(), weights / "xception-b5690688.pth")
+    vgg = torchvision.models.vgg19(weights=None).features[:19]
+    torch.save(
+        {f"features.{k}": v for k, v in vgg.state_dict().items()}, weights / "vgg19-dcbb9e9d.pth"
+    )
+
+
 def rfw(mnt: Path) -> None:
     """RFW as its archive unpacks: test/data/<Race>/m.0xxx/m.0xxx_000N.jpg and test/txts/,
     rendered faces, two identities per race (a face swap's target is the other one)."""
@@ -226,7 +257,7 @@ def exposure_data(mnt: Path) -> None:
 
 
 FIXTURES = {
-    "fairfd": (faceforensics_faces, rfw),
+    "fairfd": (faceforensics_faces, ff_races, rfw, imagenet_weights),
     "benchmark_paper": (faceforensics, celebdf, dfdc, deeperforensics, benchmark_more),
     "assessment": (faceforensics, celebdf),
     "exposure": (exposure_data,),
@@ -329,6 +360,10 @@ def test_the_documented_command_plans_only_the_paper(walked, paper):
     jobs = job_counts(out)
     assert jobs["train"] == len(detectors)
     assert jobs["sources_listing"] == len(datasets)
+    if paper == "fairfd":  # §5.1's nine and Table 4's four twins; A.6 and A.7's analyses
+        assert len(detectors) == 13
+        assert jobs["features"] == 1 and planned(out, "detector") >= {"xception"}
+        assert jobs["subject_rates"] == jobs["feature_analysis"] == jobs["thresholds_table"] == 1
     # every variant whose weights exist at planning (exposure's far_learned@1 is not among
     # them: docs/papers.md)
     variants, _ = split_variants(all_variants(config))
@@ -350,50 +385,82 @@ def test_the_fairfd_subset_plans_one_detector(walked):
     out = run["plans"][LAPTOP]
     assert run["codes"][LAPTOP] == 0, out[-6000:]
     jobs = job_counts(out)
-    assert jobs["train"] == 1 and planned(out, "detector") == {"meso4"}
+    assert jobs["train"] == 1 and planned(out, "detector") == {"xception"}
     assert planned(out, "dataset") == {"ffpp", "rfw"}
     assert planned(out, "variant") == {"clean"}
-    assert jobs["predictions"] == 2  # meso4 on ffpp and rfw, clean
-    # the sbi blends on FF++ were only the sbi detector's training fakes
-    methods = planned(out, "method")
-    assert "sbi" not in methods
-    assert {"faceswap", "simswap", "fastreen", "dualreen", "maskgan"} <= methods
+    assert jobs["predictions"] == 2  # xception on ffpp and rfw, clean
+    assert jobs["features"] == 1  # Figs. 6 and 7: Xception's features on RFW
+    # FairFD's five test approaches on RFW, nothing generated on FF++
+    assert planned(out, "method") == {
+        "crops",
+        "faceswap",
+        "simswap",
+        "fastreen",
+        "dualreen",
+        "maskgan",
+    }
 
 
 @pytest.mark.workflow
-def test_fairfd_runs_one_detector_to_the_fairness_table(walked):
-    """The laptop walk-through for real, as written: FF++'s c23 videos and split files and
-    RFW's archive layout, one detector, CPU, to the fairness table; the results stay in the
-    copy."""
+def test_fairfd_runs_one_detector_through_all(walked):
+    """The laptop walk-through for real, as written: FF++'s c23 videos, split files and race
+    annotation and RFW's archive layout, Xception from its ImageNet file, CPU, through
+    ``all``; the results stay in the copy."""
     run = walked["fairfd"]
     (line,) = [c for c in run["docs"]["fairfd"][1]["commands"] if " -n " not in c]
+    assert shlex.split(line)[1] == "all"
     copy, results = run["copy"], run["copy"] / "results"
-    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
-    assert sorted(p.name for p in (results / "models").iterdir()) == ["meso4"]
+    assert sorted(p.name for p in (results / "models").iterdir()) == ["xception"]
     table = pd.read_csv(results / "fairness_table.csv")
     assert set(table["dataset"]) == {"ffpp", "rfw"}
-    assert set(table.columns) - {"dataset", "metric", "reason"} == {"meso4"}
-    # FF++ through its official split files, every method's videos read
+    assert set(table.columns) - {"dataset", "metric", "reason"} == {"xception"}
+    # FF++ through its official split files and race annotation, every method's videos read
     ff = pd.read_parquet(results / "ffpp" / "sources.parquet")
     usable = ff[ff["ok"]]
     assert set(usable["method"]) == {"real", *FF_METHODS[:4]}
     assert set(usable["split"]) == {"train", "val", "test"}
+    assert set(usable["group"]) == set(FF_RACES.values())
     # RFW's four races, real and FairFD's approaches (a forgery that fails for a face stays in
     # its manifest with the reason, so not every approach need reach the predictions)
-    preds = pd.read_parquet(results / "predictions" / "meso4" / "rfw" / "clean.parquet")
+    preds = pd.read_parquet(results / "predictions" / "xception" / "rfw" / "clean.parquet")
     assert set(preds["group"]) == set(RFW_RACES) and set(preds["split"]) == {"test"}
     approaches = {"faceswap", "simswap", "fastreen", "dualreen", "maskgan"}
     assert "real" in set(preds["method"]) and set(preds["method"]) - {"real"} <= approaches
     assert set(preds["method"]) & approaches
-    # trained as the paper's file says, with the laptop file's epochs: nothing of the demo's
-    # (its meso4 is 64 px without dropout, at lr 1e-3)
+    # trained as the paper's file says (its recipe, from the ImageNet file), with the laptop
+    # file's epochs and input size: nothing of the demo's
     config = resolved(copy, config_files(line))
-    trained = read_checkpoint(results / "models" / "meso4" / "model.pt", mmap=True)
-    settings = detector_settings(config, "meso4")
-    assert trained["input_size"] == 256 and trained["train_config"]["model"] == {}
-    for key in ("epochs", "lr", "batch_size", "weight_decay", "train_methods", "recipe"):
+    trained = read_checkpoint(results / "models" / "xception" / "model.pt", mmap=True)
+    settings = detector_settings(config, "xception")
+    assert trained["input_size"] == 64 and trained["train_config"]["model"] == {}
+    keys = ("epochs", "lr", "batch_size", "weight_decay", "train_methods", "recipe", "augment")
+    for key in (*keys, "pretrained"):
         assert trained["train_config"][key] == settings[key], key
+    assert settings["recipe"] == "fairfd" and settings["augment"] == "fairfd"
     assert settings["epochs"] == 1 and settings["lr"] == 0.0002
+    assert settings["pretrained"] == str(run["mnt"] / "weights" / "xception-b5690688.pth")
+    # Table 5 on the test-only RFW: each race's threshold fitted on the evaluated set, named so
+    thresholds = pd.read_csv(results / "thresholds_table.csv")
+    on_rfw = thresholds.loc[thresholds["dataset"] == "rfw"].set_index("metric")
+    assert set(on_rfw["fitted_on"]) == {"test (the evaluated set)"}
+    assert {f"threshold[{race}]" for race in RFW_RACES} <= set(on_rfw.index)
+    assert {f"accuracy[faceswap][{race}]" for race in RFW_RACES} <= set(on_rfw.index)
+    assert on_rfw["per_group"].notna().all()
+    # Figs. 5-7: per-subject rates, Xception's features on RFW, their t-SNE and MMD
+    rates = pd.read_csv(results / "subject_rates.csv")
+    assert set(rates["dataset"]) == {"ffpp", "rfw"} and set(rates["detector"]) == {"xception"}
+    features = pd.read_parquet(results / "features" / "xception" / "rfw.parquet")
+    assert set(features["method"]) <= {"real", "faceswap", "fastreen"}
+    assert set(features["group"]) == set(RFW_RACES)
+    assert len({len(v) for v in features["feature"]}) == 1  # one width: the penultimate layer
+    mmd = pd.read_csv(results / "feature_mmd.csv")
+    assert set(mmd["reference_group"]) == {"Caucasian"}
+    assert set(mmd["group"]) <= set(RFW_RACES) - {"Caucasian"}
+    for name in ("subject_rates", "feature_tsne", "feature_mmd"):
+        assert (results / "figures" / f"{name}.png").stat().st_size > 1000, name
+    report = (results / "report.html").read_text()
+    assert "Subjects and feature space" in report and "fitted on test (the evaluated set)" in report
     # the run's record of its rule graph, from the same config files
     assert "digraph" in (results / "pipeline_info" / "rulegraph.dot").read_text()

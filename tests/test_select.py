@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fairforge.config import validate_config
-from fairforge.workflow import all_variants, dataset_methods, select_config
+from fairforge.workflow import all_variants, dataset_methods, feature_jobs, select_config
 
 
 def paper(repo_root, name: str, select: dict | None = None) -> dict:
@@ -30,11 +30,11 @@ def test_no_selection_leaves_the_config_as_it_is(repo_root):
     assert select_config(copy.deepcopy(demo)) == demo
 
 
-def test_one_fairfd_detector_keeps_its_data_and_drops_the_sbi_blends(repo_root):
-    config = select_config(paper(repo_root, "fairfd", {"detectors": ["meso4"]}))
-    assert list(config["detectors"]) == ["meso4"]
+def test_one_fairfd_detector_keeps_its_data_and_the_test_approaches(repo_root):
+    config = select_config(paper(repo_root, "fairfd", {"detectors": ["f3net"]}))
+    assert list(config["detectors"]) == ["f3net"]
     assert list(config["datasets"]) == ["ffpp", "rfw"]
-    # sbi was generated on FF++ only for the sbi detector's training
+    # nothing is generated on FF++; RFW keeps FairFD's five approaches
     assert dataset_methods(config, "ffpp") == []
     assert dataset_methods(config, "rfw") == [
         "faceswap",
@@ -43,14 +43,12 @@ def test_one_fairfd_detector_keeps_its_data_and_drops_the_sbi_blends(repo_root):
         "dualreen",
         "maskgan",
     ]
-    assert "sbi" not in config["forgery"]["methods"]
     assert config["variants"] == ["clean", "grayscale@1"]
-    # the sbi detector keeps them
-    kept = select_config(paper(repo_root, "fairfd", {"detectors": ["sbi", "xception"]}))
-    assert dataset_methods(kept, "ffpp") == ["sbi"] and list(kept["detectors"]) == [
-        "xception",
-        "sbi",
-    ]
+    # Xception's feature analysis (Figs. 6 and 7) goes with Xception
+    assert feature_jobs(config) == []
+    kept = select_config(paper(repo_root, "fairfd", {"detectors": ["f3net", "xception"]}))
+    assert list(kept["detectors"]) == ["xception", "f3net"]
+    assert feature_jobs(kept) == [("xception", "rfw")]
 
 
 def test_selection_is_idempotent(repo_root):
@@ -76,16 +74,16 @@ def test_an_unknown_name_names_the_key_and_the_valid_names(repo_root, name, sele
 def test_the_valid_names_are_listed(repo_root):
     with pytest.raises(ValueError) as err:
         select_config(paper(repo_root, "fairfd", {"detectors": ["mesonet"]}))
-    for name in ("xception", "meso4", "meso4inception", "capsule", "sbi"):
+    for name in ("xception", "capsule", "spsl", "srm", "xception_balanced"):
         assert repr(name) in str(err.value)
 
 
 def test_a_detector_whose_training_dataset_is_left_out_is_an_error(repo_root):
     # FairFD's detectors train on ffpp; rfw alone leaves them nothing to train on
     with pytest.raises(
-        ValueError, match=r"select\.datasets: detector 'meso4' trains on \['ffpp'\]"
+        ValueError, match=r"select\.datasets: detector 'xception' trains on \['ffpp'\]"
     ):
-        select_config(paper(repo_root, "fairfd", {"detectors": ["meso4"], "datasets": ["rfw"]}))
+        select_config(paper(repo_root, "fairfd", {"detectors": ["xception"], "datasets": ["rfw"]}))
     # Assessment's detectors train on the first dataset without naming it
     with pytest.raises(ValueError, match=r"detector 'xception' trains on \['ffpp_c23'\]"):
         select_config(paper(repo_root, "assessment", {"datasets": ["celebdf"]}))

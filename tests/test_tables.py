@@ -263,15 +263,17 @@ def test_twins_differ_in_one_setting_only():
     settings = {
         "m": BASE,
         "m_bal": {**BASE, "balanced": True, "threads": 8},
-        "m_bal_long": {**BASE, "balanced": True, "epochs": 9},
+        # FairFD's balanced twin trains longer on its smaller set (§5.3.1): still a twin
+        "m_bal_long": {**BASE, "balanced": {"subjects": 26, "groups": None}, "epochs": 9},
+        "m_bal_lr": {**BASE, "balanced": True, "lr": 1.0},
         "m_sd": {**BASE, "augment": "sdaug"},
         "x": {**BASE, "arch": "xception"},
     }
-    assert balanced_twins(settings) == [("m", "m_bal")]
+    assert balanced_twins(settings) == [("m", "m_bal"), ("m", "m_bal_long")]
     assert sdaug_twins(settings) == [("m", "m_sd")]
     assert find_twins(settings, "augment", "none", "daug") == []
     frame = detectors_frame(settings)
-    assert twins_from_frame(frame, "balanced") == [("m", "m_bal")]
+    assert twins_from_frame(frame, "balanced") == [("m", "m_bal"), ("m", "m_bal_long")]
     assert twins_from_frame(frame, "sdaug") == [("m", "m_sd")]
     assert frame.set_index("detector").loc["m", "train_methods"] == "faceswap"
 
@@ -536,19 +538,18 @@ def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
     assert row["exposure of b"] == pytest.approx(0.02)
 
 
-def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_paper():
-    """FairFD Table 5(b) at threshold 0.5: the Real and FaceSwap rows of the Xception
-    accuracy matrix, UR denominator Ā (config metrics.thresholds)."""
+def fairfd_xception_predictions(splits=("val", "test"), per_cell: int = 10_000):
+    """Xception's accuracy matrix of FairFD Table 1 (tests/data/fairfd_xception.json) as
+    predictions: per split, approach and race, ``per_cell`` samples of which the published
+    share is right (scores 0.9 and 0.1: four-decimal accuracies are exact counts of 10 000).
+    Returns the predictions and the reference."""
     import json
     from pathlib import Path
 
-    from fairforge.tables.fairness import thresholds_options
-
     reference = Path(__file__).resolve().parent / "data" / "fairfd_xception.json"
     ref = json.loads(reference.read_text())
-    per_cell = 10_000  # four-decimal accuracies are exact counts of 10 000
     parts = []
-    for split in ("val", "test"):
+    for split in splits:
         for r, row in enumerate(ref["rows"]):  # every row: the study must drop the others
             label = ref["row_labels"][row]
             method = "real" if row == "Real" else row.lower()
@@ -571,7 +572,16 @@ def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_pape
                         }
                     )
                 )
-    preds = pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True), ref
+
+
+def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_paper():
+    """FairFD Table 5(b) at threshold 0.5: the Real and FaceSwap rows of the Xception
+    accuracy matrix, UR denominator Ā (config metrics.thresholds)."""
+    from fairforge.tables.fairness import thresholds_options
+
+    per_cell = 10_000
+    preds, ref = fairfd_xception_predictions(per_cell=per_cell)
     metrics = {
         "threshold": 0.5,
         "ur_denominator": "one_plus_acc",  # the run's; the study overrides it

@@ -132,6 +132,10 @@ PREDICTION_COLUMNS = [
     "score",
 ]
 
+# features: a detector's penultimate features on a seeded sample of the evaluated split
+# (fairforge.features; FairFD A.7): who each sample is, and its feature vector (float32).
+FEATURE_COLUMNS = [c for c in PREDICTION_COLUMNS if c not in ("variant", "score")] + ["feature"]
+
 # What the CLI's fairness and metrics commands need of a user's predictions file, after
 # detector and dataset have defaulted to the file name and "data".
 PREDICTION_FILE_COLUMNS = [
@@ -201,4 +205,5 @@ CONTRACTS: dict[str, tuple[str, ...]] = {
         "variant",
         "score",
     ),
+    "features": tuple(FEATURE_COLUMNS),
 }

@@ -259,9 +259,36 @@ def _check_references(config: dict) -> None:
             f"config: ranking.dataset: unknown dataset {ranking_ds!r} (configured: {datasets})"
         )
     _check_trained_encoders(config["ranking"])
+    _check_features(config)
     total = sum(config["split"][k] for k in ("train", "val", "test"))
     if abs(total - 1.0) > 1e-6:
         raise ConfigError(f"config: split: fractions must sum to 1, got {total:g}")
+
+
+def _check_features(config: dict) -> None:
+    """``metrics.features`` names configured network detectors and datasets."""
+    block = config["metrics"]["features"]
+    for name in block["detectors"]:
+        det = config["detectors"].get(name)
+        if det is None:
+            raise ConfigError(
+                f"config: metrics.features.detectors: unknown detector {name!r} "
+                f"(configured: {list(config['detectors'])})"
+            )
+        # the kinds live with the networks (torch): imported only when features are asked for
+        from fairforge.detectors import detector_kind
+
+        if "scores" in det or detector_kind(det.get("arch", name)) != "network":
+            raise ConfigError(
+                f"config: metrics.features.detectors: {name!r} is not a network detector "
+                "run here: penultimate features need its network"
+            )
+    unknown = sorted(set(block.get("datasets") or []) - set(config["datasets"]))
+    if unknown:
+        raise ConfigError(
+            f"config: metrics.features.datasets: unknown dataset(s) {unknown} "
+            f"(configured: {list(config['datasets'])})"
+        )
 
 
 def _check_trained_encoders(ranking: dict) -> None:

@@ -99,6 +99,10 @@ OUTPUTS = {
     "generalization": "{results}/generalization.csv",
     "failures_per_group": "{results}/failures_per_group.csv",
     "efficiency": "{results}/efficiency.csv",
+    # FairFD A.6 and A.7: per-subject rates; penultimate features, their MMD and t-SNE
+    "subject_rates": "{results}/subject_rates.csv",
+    "features": "{results}/features/{detector}/{dataset}.parquet",
+    "feature_mmd": "{results}/feature_mmd.csv",
     # the ranking study
     "encoder_model": "{results}/encoders/{encoder}/model.pt",
     "encoder_training_log": "{results}/encoders/{encoder}/training_log.csv",
@@ -120,6 +124,9 @@ OUTPUTS = {
     "forgery_examples": "{results}/figures/{dataset}/forgery_examples.png",
     "face_backends_figure": "{results}/figures/{dataset}/face_backends.png",
     "forgery_quality_figure": "{results}/figures/forgery_quality/{method}.png",
+    "subject_rates_figure": "{results}/figures/subject_rates.png",
+    "feature_tsne_figure": "{results}/figures/feature_tsne.png",
+    "feature_mmd_figure": "{results}/figures/feature_mmd.png",
     "report": "{results}/report.html",
     # run records
     "versions": "{results}/pipeline_info/versions.yml",
@@ -162,6 +169,17 @@ REPORT_EXPOSURE = {
     "exposure_figure": "exposure_figure",
 }
 
+# Written only when config metrics.subject_rates, and metrics.features names detectors.
+REPORT_SUBJECTS = {
+    "subject_rates": "subject_rates",
+    "subject_rates_figure": "subject_rates_figure",
+}
+REPORT_FEATURES = {
+    "feature_mmd": "feature_mmd",
+    "feature_tsne_figure": "feature_tsne_figure",
+    "feature_mmd_figure": "feature_mmd_figure",
+}
+
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -188,11 +206,17 @@ def report_paths(
     methods: Sequence[str] = (),
     ranking: bool = True,
     face_backends: bool = False,
+    subjects: bool = False,
+    features: bool = False,
 ) -> dict:
     """Every file the report reads, by the report's key; the ranking study's outputs only
     with ``ranking``, the face-backend comparison only with ``face_backends`` (config
-    ``faces.compare_backends`` not empty)."""
+    ``faces.compare_backends`` not empty), the subject rates only with ``subjects`` and the
+    feature analyses only with ``features``."""
     tables = {**REPORT_TABLES, **(REPORT_EXPOSURE if ranking else {})}
+    tables.update(
+        {**(REPORT_SUBJECTS if subjects else {}), **(REPORT_FEATURES if features else {})}
+    )
     paths: dict = {key: result_path(name, results) for key, name in tables.items()}
     paths["forgeries"] = [
         result_path("forgery", results, dataset=d, method=m) for d in datasets for m in methods

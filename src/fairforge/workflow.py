@@ -132,7 +132,7 @@ def detector_protocol(config: dict, name: str) -> tuple[dict, dict]:
         "detector": name,
         "model": dict(det.get("model", {})),
         "train_methods": train_methods(config, name),
-        "balanced": bool(det.get("balanced", False)),
+        "balanced": balanced_setting(det.get("balanced", False)),
         "num_workers": int(base["num_workers"]),
         "device": config["device"],
         "seed": int(config["seed"]),
@@ -152,6 +152,14 @@ def detector_settings(config: dict, name: str) -> dict:
     """The resolved training settings of one detector (:func:`detector_protocol`), the
     keyword arguments of :class:`fairforge.training.detector.TrainConfig`."""
     return detector_protocol(config, name)[0]
+
+
+def balanced_setting(value) -> bool | dict:
+    """A detector's ``balanced``: a flag, or ``{"subjects": N, "groups": [...] or None}``."""
+    if isinstance(value, dict):
+        groups = value.get("groups")
+        return {"subjects": int(value["subjects"]), "groups": list(groups) if groups else None}
+    return bool(value)
 
 
 def train_methods(config: dict, name: str) -> list[str]:
@@ -421,6 +429,44 @@ def encoder_training_inputs(config: dict, label: str) -> list[str]:
     if encoder_training(config, label).get("degradation") == "learned":
         return ranking_degradation_inputs(config)
     return []
+
+
+def feature_jobs(config: dict) -> list[tuple[str, str]]:
+    """``(detector, dataset)`` of every features file the run draws (``metrics.features``):
+    its detectors on its datasets (default every dataset), those ``select:`` kept."""
+    block = config["metrics"]["features"]
+    datasets = block.get("datasets") or list(config["datasets"])
+    return [
+        (detector, dataset)
+        for detector in block["detectors"]
+        if detector in config["detectors"]
+        for dataset in datasets
+        if dataset in config["datasets"]
+    ]
+
+
+def feature_settings(config: dict) -> dict:
+    """What one features job draws: the approaches, samples per approach and group, the
+    evaluated split and the run's seed (FairFD A.7)."""
+    block = config["metrics"]["features"]
+    return {
+        "methods": list(block["methods"]),
+        "per_group": int(block["per_group"]),
+        "split": config["metrics"]["evaluation_split"],
+        "seed": int(config["seed"]),
+    }
+
+
+def feature_analysis_settings(config: dict) -> dict:
+    """The keyword arguments of the feature tables (MMD reference group and permutations,
+    t-SNE perplexity) and the run's seed."""
+    block = config["metrics"]["features"]
+    return {
+        "reference_group": block.get("reference_group"),
+        "permutations": int(block["mmd_permutations"]),
+        "perplexity": float(block["tsne_perplexity"]),
+        "seed": int(config["seed"]),
+    }
 
 
 # The parts of a config that `select:` names (docs/papers.md, "Run a part of a paper"):

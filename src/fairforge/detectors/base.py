@@ -82,6 +82,36 @@ class Detector(nn.Module):
         ``epochs``); detectors whose training changes with the epoch (warm-up phases,
         schedules inside the model) override it. Nothing by default."""
 
+    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate features ``(B, D)`` of a normalised batch (the feature space of FairFD
+        A.7): by default the input of the last linear layer the forward pass runs (the
+        classifier of every linear head), flattened per image. A detector whose final layer
+        is not linear overrides it (Capsule). Call it in eval mode under ``torch.no_grad``,
+        as inference runs the model."""
+        captured: list[torch.Tensor] = []
+        hooks = [
+            m.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
+            for m in self.modules()
+            if isinstance(m, nn.Linear)
+        ]
+        try:
+            self(x)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        if not captured:
+            raise NotImplementedError(
+                f"{type(self).__name__} runs no linear layer: it must override "
+                "Detector.penultimate to name its penultimate features"
+            )
+        last = captured[-1]
+        if last.shape[0] != x.shape[0]:
+            raise NotImplementedError(
+                f"{type(self).__name__}'s last linear layer sees {tuple(last.shape)} for a "
+                f"batch of {x.shape[0]}: it must override Detector.penultimate"
+            )
+        return last.reshape(x.shape[0], -1)
+
     def loss(
         self, logits: torch.Tensor, labels: torch.Tensor, batch: dict | None = None
     ) -> torch.Tensor:
@@ -130,6 +160,9 @@ class PretrainedTarget:
     #: instead of ``rules``: ``names(file keys, module) -> {file key: module key}``, for
     #: mappings that depend on the module (efficientnet_pytorch's block numbers)
     names: Callable[[Iterable[str], nn.Module], dict[str, str]] | None = None
+    #: regexes of the module's own keys that keep their initialisation (layers the detector
+    #: adds to the pretrained network, e.g. UCF's 2048 -> 512 ``adjust_channel``)
+    own: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -173,9 +173,18 @@ class CapsuleForensics(AuxiliaryLossDetector):
                 nn.init.normal_(m.weight, 1.0, 0.02)
                 nn.init.zeros_(m.bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _primary(self, x: torch.Tensor) -> torch.Tensor:
+        """The primary capsules, (B, 8, n_capsules)."""
         feats = self.vgg(x)
-        primary = squash(torch.stack([c(feats) for c in self.capsules], dim=-1), dim=-1)
+        return squash(torch.stack([c(feats) for c in self.capsules], dim=-1), dim=-1)
+
+    def penultimate(self, x: torch.Tensor) -> torch.Tensor:
+        """The primary capsules that the routing (the final layer) reads, (B, 8·n_capsules):
+        what :meth:`Detector.penultimate` takes of a linear head."""
+        return self._primary(x).transpose(1, 2).flatten(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        primary = self._primary(x)
         out = self.routing(primary.transpose(1, 2))  # (B, 2, 4): (real, fake) × dims
         votes = out[:, 1, :] - out[:, 0, :]  # per-dimension fake-vs-real logits
         p_fake = torch.sigmoid(votes).mean(dim=1)  # the mean vote m

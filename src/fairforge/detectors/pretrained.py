@@ -103,7 +103,11 @@ def map_pretrained_state(state: dict, model: nn.Module, layout: PretrainedLayout
     mapped, used, missing, wrong = {}, set(), [], []
     for target in layout.targets:
         module = model.get_submodule(target.module)
-        wanted = {k: v for k, v in module.state_dict().items() if not HEAD_PATTERN.match(k)}
+        wanted = {
+            k: v
+            for k, v in module.state_dict().items()
+            if not HEAD_PATTERN.match(k) and not any(re.search(p, k) for p in target.own)
+        }
         if target.names is not None:
             renamed = {v: k for k, v in target.names(body, module).items()}
         else:

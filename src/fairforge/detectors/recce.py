@@ -41,11 +41,19 @@ from torch import nn
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
     DeepfakeBenchLayout,
+    PretrainedLayout,
+    PretrainedTarget,
     register,
     stated_start,
     weighted_loss,
 )
-from fairforge.detectors.xception import STEM, XCEPTION_PRETRAINED, run_stages, xception_net
+from fairforge.detectors.xception import (
+    IMAGENET_XCEPTION,
+    STEM,
+    XCEPTION_TIMM,
+    run_stages,
+    xception_net,
+)
 
 #: DeepfakeBench ``RecceDetector`` state-dict names → ours (regex, replacement). Its
 #: ``backbone.*`` (a second Xception the detector builds but never runs) and the encoder's
@@ -188,7 +196,8 @@ def real_reconstruction_l1(
 @register(
     "recce",
     recipe=stated_start("imagenet", "paper:RECCE (Cao et al. 2022): ImageNet-pretrained Xception"),
-    pretrained=XCEPTION_PRETRAINED,
+    # its encoder is the whole ImageNet Xception, as DeepfakeBench's Recce builds it
+    pretrained=PretrainedLayout((PretrainedTarget("encoder"),), IMAGENET_XCEPTION, XCEPTION_TIMM),
     deepfakebench={
         "recce": DeepfakeBenchLayout(
             DEEPFAKEBENCH_RULES, DEEPFAKEBENCH_IGNORE, head=DEEPFAKEBENCH_HEAD

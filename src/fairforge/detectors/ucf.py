@@ -61,7 +61,6 @@ from fairforge.detectors.xception import (
     MIDDLE,
     STEM,
     XCEPTION_TIMM,
-    XCEPTION_TRUNK_RULES,
     run_stages,
     xception_net,
 )
@@ -216,10 +215,10 @@ def _mean_per_label(per_image: torch.Tensor, labels: torch.Tensor) -> torch.Tens
     recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
     pretrained=PretrainedLayout(
         (
-            PretrainedTarget("encoder_f"),
-            PretrainedTarget("encoder_c", XCEPTION_TRUNK_RULES, partial=True),
+            PretrainedTarget("encoder_f", own=(r"^adjust_channel\.",)),
+            PretrainedTarget("encoder_c", own=(r"^adjust_channel\.",)),
         ),
-        IMAGENET_XCEPTION + ", into both encoders",
+        IMAGENET_XCEPTION + ", into both encoders (their 2048 -> 512 reductions start random)",
         XCEPTION_TIMM,
     ),
     # two-class head kept (fake − real in forward)

@@ -12,6 +12,9 @@
 - :mod:`.rates`: the Wilson interval of a rate and the test of equal rates across groups
   (section 11).
 - :mod:`.exposure`: visibility and exposure of groups in face rankings.
+- :mod:`.subjects`: true-positive and true-negative rates per subject (FairFD Fig. 5).
+- :mod:`.mmd`: maximum mean discrepancy between feature samples, RBF kernel with the median
+  heuristic (FairFD Fig. 7).
 """
 
 from .detection import acc, ap, auc, detection_metrics, eer, roc_points, video_level, video_scores

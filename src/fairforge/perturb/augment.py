@@ -267,10 +267,11 @@ class GeometricPlan:
 
 @AUGMENTATIONS.register("deepfakebench")
 class DeepfakeBenchAug(Augmentation):
-    """DeepfakeBench's training augmentation (FairFD trains with it): horizontal flip,
-    rotation, Gaussian blur, brightness/contrast and JPEG, each firing on its own
-    (probabilities and ranges of DeepfakeBench's detector configs; the rotation's
-    probability is 0.5 as in several of those configs; Xception's own sets 0).
+    """DeepfakeBench's training augmentation: horizontal flip, rotation, Gaussian blur,
+    brightness/contrast and JPEG, each firing on its own (probabilities and ranges of
+    DeepfakeBench's detector configs; the rotation's probability is 0.5 as in several of
+    those configs; Xception's own sets 0). FairFD's (:class:`FairFDAug`) keeps three of
+    these steps.
 
     Flip and rotation move the face: :meth:`apply_geometry` moves its mask the same way
     (the training dataset calls it for detectors that learn from masks).
@@ -350,7 +351,28 @@ class DeepfakeBenchAug(Augmentation):
         return self.apply(image, plan)
 
 
+@AUGMENTATIONS.register("fairfd")
+class FairFDAug(DeepfakeBenchAug):
+    """FairFD's training augmentation (§5.1: "image compression, horizontal flip and
+    rotation"): DeepfakeBench's flip, rotation and JPEG steps without its blur and
+    brightness/contrast. FairFD gives no probabilities or ranges; these are DeepfakeBench's
+    detector configs' (flip p 0.5; rotation p 0.5 within ±10°, as the configs of RECCE, UCF,
+    F3Net, SPSL, SRM, FFD, CORE and Capsule set it; JPEG p 0.5 at quality 40-100), and
+    ``steps`` may change them (:class:`DeepfakeBenchAug`'s flip, rotation and JPEG keywords)."""
+
+    name = "fairfd"
+    #: the steps FairFD leaves out
+    OMITTED = ("p_blur", "blur_limit", "p_brightness", "brightness_limit", "contrast_limit")
+
+    def __init__(self, seed: int = 0, **steps):
+        omitted = sorted(set(steps) & set(self.OMITTED))
+        if omitted:
+            raise TypeError(f"fairfd augmentation has no blur or brightness step: {omitted}")
+        super().__init__(seed, **steps, p_blur=0.0, p_brightness=0.0)
+
+
 def create_augment(name: str | None, **kwargs) -> Augmentation:
-    """``'none'`` (or ``None``), ``'sdaug'``, ``'daug'`` or ``'deepfakebench'``, as named in a training config
-    (any case); an unknown name raises :class:`~fairforge.registry.UnknownName`."""
+    """``'none'`` (or ``None``), ``'sdaug'``, ``'daug'``, ``'deepfakebench'`` or ``'fairfd'``,
+    as named in a training config (any case); an unknown name raises
+    :class:`~fairforge.registry.UnknownName`."""
     return AUGMENTATIONS.create("none" if name is None else str(name).lower(), **kwargs)

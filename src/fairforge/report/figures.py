@@ -461,3 +461,126 @@ def detection_under_perturbation_figure(table: pd.DataFrame) -> Figure:
         ax.legend(fontsize=7, ncols=min(4, len(groups)))
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------- FairFD A.6, A.7
+
+
+def subject_rates_figure(rates: pd.DataFrame, path: str | Path) -> Path:
+    """FairFD Fig. 5: each subject's TPR and TNR (panels; rows: datasets), per detector one
+    box per group over its subjects, every subject a point on it."""
+    if rates.empty:
+        return _message(path, "No subject has predictions on the evaluated split.")
+    datasets = sorted(rates["dataset"].unique())
+    detectors = sorted(rates["detector"].unique())
+    groups = sorted(rates["group"].astype(str).unique())
+    colours = _colours(groups)
+    width = 0.8 / len(groups)
+    fig, axes = _grid(len(datasets), 2, width=max(PANEL[0], 0.35 * len(detectors) * len(groups)))
+    for r, dataset in enumerate(datasets):
+        data = rates.loc[rates["dataset"] == dataset]
+        for c, rate in enumerate(("TPR", "TNR")):
+            ax = axes[r, c]
+            for d, detector in enumerate(detectors):
+                for g, group in enumerate(groups):
+                    values = data.loc[
+                        (data["detector"] == detector) & (data["group"].astype(str) == group),
+                        rate,
+                    ].dropna()
+                    if values.empty:
+                        continue
+                    x = d - 0.4 + width * (g + 0.5)
+                    ax.boxplot(
+                        values.to_numpy(float),
+                        positions=[x],
+                        widths=width * 0.8,
+                        showfliers=False,
+                        patch_artist=True,
+                        boxprops={"facecolor": colours[group], "alpha": 0.35},
+                        medianprops={"color": colours[group]},
+                    )
+                    ax.plot(
+                        np.full(len(values), x),
+                        values,
+                        ".",
+                        color=colours[group],
+                        ms=3,
+                        label=group if d == 0 else None,
+                    )
+            ax.set_xticks(range(len(detectors)), detectors, rotation=30, ha="right", fontsize=8)
+            ax.set_xlim(-0.6, len(detectors) - 0.4)
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_ylabel(f"{rate} per subject")
+            ax.set_title(f"{rate} ({dataset})", fontsize=10)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(6, len(labels)))
+    return save_png(fig, path)
+
+
+def feature_tsne_figure(coords: pd.DataFrame, path: str | Path) -> Path:
+    """FairFD Fig. 6: the t-SNE map of a detector's penultimate features, one panel per
+    approach (rows: dataset x detector), one colour per group."""
+    if coords.empty:
+        return _message(path, "Too few feature samples for a t-SNE map.")
+    rows = list(coords[["dataset", "detector"]].drop_duplicates().itertuples(index=False))
+    methods = list(dict.fromkeys(coords["method"]))
+    groups = sorted(coords["group"].astype(str).unique())
+    colours = _colours(groups)
+    fig, axes = _grid(len(rows), len(methods), width=PANEL[1], height=PANEL[1])
+    for r, (dataset, detector) in enumerate(rows):
+        for c, method in enumerate(methods):
+            ax = axes[r, c]
+            part = coords.loc[
+                (coords["dataset"] == dataset)
+                & (coords["detector"] == detector)
+                & (coords["method"] == method)
+            ]
+            for group in groups:
+                mine = part.loc[part["group"].astype(str) == group]
+                if len(mine):
+                    ax.scatter(
+                        mine["x"], mine["y"], s=4, color=colours[group], label=group, alpha=0.7
+                    )
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{detector} on {dataset}: {method}", fontsize=9)
+    handles = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=6)
+    return save_png(fig, path)
+
+
+def feature_mmd_figure(mmd: pd.DataFrame, path: str | Path) -> Path:
+    """FairFD Fig. 7: each group's MMD² to the reference group, one bar per group within
+    each approach; one panel per dataset x detector."""
+    data = mmd.dropna(subset=["mmd2"]) if not mmd.empty else mmd
+    if data.empty:
+        return _message(path, "No group had the two feature samples an MMD needs.")
+    panels = list(data[["dataset", "detector"]].drop_duplicates().itertuples(index=False))
+    groups = sorted(data["group"].astype(str).unique())
+    colours = _colours(groups)
+    width = 0.8 / len(groups)
+    fig, axes = _grid(1, len(panels))
+    for c, (dataset, detector) in enumerate(panels):
+        ax = axes[0, c]
+        part = data.loc[(data["dataset"] == dataset) & (data["detector"] == detector)]
+        methods = list(dict.fromkeys(part["method"]))
+        for g, group in enumerate(groups):
+            mine = part.loc[part["group"].astype(str) == group].set_index("method")
+            x = [
+                m - 0.4 + width * (g + 0.5) for m, name in enumerate(methods) if name in mine.index
+            ]
+            values = [mine.loc[name, "mmd2"] for name in methods if name in mine.index]
+            ax.bar(x, values, width=width * 0.9, color=colours[group], label=group)
+        ax.axhline(0.0, color="0.4", lw=0.8)
+        ax.set_xticks(range(len(methods)), methods, fontsize=8)
+        reference = ", ".join(sorted(part["reference_group"].astype(str).unique()))
+        ax.set_ylabel(f"MMD² to {reference}")
+        ax.set_title(f"{detector} on {dataset}", fontsize=10)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(6, max(1, len(labels))))
+    return save_png(fig, path)

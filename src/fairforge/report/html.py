@@ -42,6 +42,7 @@ from fairforge.tables.detectors import TRAINED_ENOUGH_AUC, undertrained
 from fairforge.tables.exposure import exposure_matrix, exposure_summary
 from fairforge.tables.failures import group_dependent_failures
 from fairforge.tables.fairness import dropped_resamples_note
+from fairforge.tables.features import subject_rates_summary
 from fairforge.tables.forgeries import (
     crop_outside_cells,
     face_detection_rates,
@@ -301,11 +302,14 @@ def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> s
 
 
 def _thresholds_section(thresholds: pd.DataFrame) -> str:
-    body = (
-        _p(str(thresholds["note"].iloc[0]))
-        if "note" in thresholds.columns
-        else table_html(side_by_side(thresholds, "detector", ["global", "per_group"]))
-    )
+    if "note" in thresholds.columns:
+        body = _p(str(thresholds["note"].iloc[0]))
+    else:
+        fitted = thresholds.reindex(columns=["dataset", "fitted_on"]).dropna().drop_duplicates()
+        body = "".join(
+            _p(f"{dataset}: per-group thresholds fitted on {where}.", "note")
+            for dataset, where in fitted.itertuples(index=False)
+        ) + table_html(side_by_side(thresholds, "detector", ["global", "per_group"]))
     return _section(
         "thresholds",
         "Per-group thresholds (FairFD Table 5)",
@@ -344,6 +348,29 @@ def _balanced_section(balanced: pd.DataFrame) -> str:
         caption_html("balanced_table"),
         body,
     )
+
+
+def _subjects_features_section(paths: Mapping) -> str:
+    """FairFD A.6 and A.7, where the run drew them (metrics.subject_rates, .features)."""
+    parts = []
+    if "subject_rates" in paths:
+        parts += [
+            "<h3>Detection rates per subject (FairFD Fig. 5)</h3>",
+            caption_html("subject_rates"),
+            figure_html(paths["subject_rates_figure"], "TPR and TNR per subject"),
+            table_html(subject_rates_summary(read_input(paths, "subject_rates"))),
+        ]
+    if "feature_mmd" in paths:
+        parts += [
+            "<h3>Feature space per group (FairFD Figs. 6 and 7)</h3>",
+            caption_html("feature_analysis"),
+            figure_html(paths["feature_tsne_figure"], "t-SNE of penultimate features"),
+            figure_html(paths["feature_mmd_figure"], "MMD to the reference group"),
+            table_html(read_input(paths, "feature_mmd")),
+        ]
+    if not parts:
+        return ""
+    return _section("subjects", "Subjects and feature space", *parts)
 
 
 def _generalization_section(generalization: pd.DataFrame) -> str:
@@ -586,6 +613,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         ),
     )
     ranking = ranking_enabled(config)
+    analyses = "subject_rates" in paths or "feature_mmd" in paths
     if ranking:
         verdict_lines += exposure_verdict(read_input(paths, "exposure_table"))
     links = [
@@ -599,6 +627,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         ("thresholds", "Thresholds"),
         ("grayscale", "Grayscale"),
         ("balanced", "Balanced training"),
+        ("subjects", "Subjects and features"),
         ("generalization", "Generalization"),
         ("efficiency", "Efficiency"),
         ("exposure", "Ranking exposure"),
@@ -609,7 +638,11 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     ]
     nav = (
         "<nav>"
-        + "".join(f'<a href="#{a}">{t}</a>' for a, t in links if ranking or a != "exposure")
+        + "".join(
+            f'<a href="#{a}">{t}</a>'
+            for a, t in links
+            if (ranking or a != "exposure") and (a != "subjects" or analyses)
+        )
         + "</nav>"
     )
     body = [
@@ -633,6 +666,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         _thresholds_section(read_input(paths, "thresholds")),
         _grayscale_section(read_input(paths, "grayscale"), list(fup["variant"].unique())),
         _balanced_section(read_input(paths, "balanced")),
+        _subjects_features_section(paths),
         _generalization_section(read_input(paths, "generalization")),
         _efficiency_section(paths, detection),
         _exposure_section(paths, config) if ranking else "",

@@ -25,11 +25,16 @@ def report_inputs(
     datasets: Sequence[str] = (),
     methods: Sequence[str] = (),
     ranking: bool = True,
+    subjects: bool = False,
+    features: bool = False,
 ) -> dict:
     """Where :func:`build_report` reads each table and figure, under ``results`` (the
     output-path table's :func:`~fairforge.paths.report_paths`, as paths); the ranking study's
-    outputs only with ``ranking``."""
-    paths = report_paths(str(results), datasets, methods, ranking)
+    outputs only with ``ranking``, FairFD's subject rates and feature analyses only with
+    ``subjects`` and ``features``."""
+    paths = report_paths(
+        str(results), datasets, methods, ranking, subjects=subjects, features=features
+    )
     return {
         key: [Path(p) for p in value] if isinstance(value, list) else Path(value)
         for key, value in paths.items()

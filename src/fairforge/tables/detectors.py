@@ -1,6 +1,7 @@
 """The detectors themselves: what trained each one (and how it started, from the protocol
-card: flagged where it departs from its paper's ImageNet start), its twins (detectors whose settings
-differ in one key only: ``balanced``, ``augment``), FairFD Table 4 (standard versus balanced
+card: flagged where it departs from its paper's ImageNet start), its twins (detectors whose
+settings differ in one key only: ``balanced`` (and epochs), ``augment``), FairFD Table 4
+(standard versus balanced
 twin) and the train-on x test-on generalization table (families differing only in
 ``train_dataset``)."""
 
@@ -67,24 +68,40 @@ def _comparable(settings: Mapping, ignore: Iterable[str]) -> dict:
 
 
 def find_twins(
-    settings: Mapping[str, Mapping], key: str, base_value, twin_value
+    settings: Mapping[str, Mapping], key: str, base_value, twin_value, also: Iterable[str] = ()
 ) -> list[tuple[str, str]]:
-    """Pairs ``(base, twin)`` of detectors whose settings differ only in ``key``, with
-    ``key`` equal to ``base_value`` and ``twin_value`` (runtime settings are ignored)."""
+    """Pairs ``(base, twin)`` of detectors whose settings differ only in ``key`` (and, if
+    at all, in the keys ``also``), with ``key`` equal to ``base_value`` and to
+    ``twin_value`` (or, when callable, a value it accepts); runtime settings are ignored."""
+    is_twin = twin_value if callable(twin_value) else (lambda value: value == twin_value)
+    ignored = [key, *also]
     pairs = []
     for a, b in itertools.permutations(sorted(settings), 2):
         sa, sb = settings[a], settings[b]
         if (
             sa.get(key) == base_value
-            and sb.get(key) == twin_value
-            and _comparable(sa, [key]) == _comparable(sb, [key])
+            and is_twin(sb.get(key))
+            and _comparable(sa, ignored) == _comparable(sb, ignored)
         ):
             pairs.append((a, b))
     return pairs
 
 
 def balanced_twins(settings: Mapping[str, Mapping]) -> list[tuple[str, str]]:
-    return find_twins(settings, "balanced", False, True)
+    """Standard and balanced detectors otherwise alike (``balanced`` true or by subjects),
+    their epochs allowed to differ: FairFD doubles them for its smaller balanced set
+    (§5.3.1)."""
+    return find_twins(settings, "balanced", False, bool, also=("epochs",))
+
+
+def balanced_text(value) -> object:
+    """A ``balanced`` setting as the detectors table shows it."""
+    if isinstance(value, Mapping):
+        groups = value.get("groups")
+        return f"{value['subjects']} subjects per group" + (
+            f" of {', '.join(groups)}" if groups else ""
+        )
+    return value
 
 
 def sdaug_twins(settings: Mapping[str, Mapping]) -> list[tuple[str, str]]:
@@ -132,7 +149,7 @@ def detectors_frame(
         s = settings[name]
         row = {"detector": name}
         for col in DETECTOR_COLUMNS:
-            value = s.get(col)
+            value = balanced_text(s.get(col)) if col == "balanced" else s.get(col)
             row[col] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
         if starts is not None:
             row["init"] = starts.get(name, "")

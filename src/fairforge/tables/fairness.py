@@ -23,10 +23,12 @@ import numpy as np
 import pandas as pd
 
 from fairforge.metrics.fairness import (
+    accuracy_matrix,
     fairness_reasons,
     fairness_report,
     fairness_table,
     per_group_long,
+    per_group_table,
 )
 from fairforge.metrics.intervals import bootstrap_table
 from fairforge.metrics.multiplicity import holm_adjust
@@ -370,6 +372,10 @@ def part_groups(preds: pd.DataFrame) -> list[str]:
     return sorted(set(preds["group"].astype(str)))
 
 
+#: ``metrics.thresholds.fit_on``: where the per-group thresholds are fitted.
+FIT_ON = ("val", "evaluated")
+
+
 def thresholds_options(metrics: Mapping) -> dict:
     """Keyword arguments of :func:`thresholds_table` from the config's ``metrics`` block:
     its ``thresholds`` sub-block (approaches, ur_denominator; null falls back to
@@ -382,6 +388,36 @@ def thresholds_options(metrics: Mapping) -> dict:
         "threshold_rule": metrics.get("threshold_rule", ">"),
         "eer": metrics.get("eer", "interpolated"),
     }
+
+
+def fitted_on_text(fit_split: str, eval_split: str) -> str:
+    """The ``fitted_on`` column: the split the thresholds were fitted on, and when it is the
+    evaluated split itself, saying so (FairFD §5.3.2 picks them there)."""
+    return f"{fit_split} (the evaluated set)" if fit_split == eval_split else fit_split
+
+
+def per_approach_rows(
+    test: pd.DataFrame, threshold, approaches, threshold_rule: str
+) -> dict[str, float]:
+    """FairFD Table 5(a) at one threshold (a number or per group): every approach's accuracy
+    per group, ``accuracy[<approach>][<group>]``, and its ``STD[<approach>]`` and
+    ``AccGap[<approach>]`` over the groups."""
+    matrix = accuracy_matrix(
+        test["label"],
+        test["method"],
+        test["group"],
+        test["score"],
+        threshold,
+        approaches,
+        threshold_rule=threshold_rule,
+    )
+    table = per_group_table(matrix).drop(index="overall")
+    out = {}
+    for approach, row in table.iterrows():
+        out.update({f"accuracy[{approach}][{g}]": row[g] for g in matrix.columns})
+        out[f"STD[{approach}]"] = row["STD"]
+        out[f"AccGap[{approach}]"] = row["AccGap"]
+    return out
 
 
 def thresholds_table(
@@ -397,39 +433,65 @@ def thresholds_table(
     eer: str = "interpolated",
 ) -> pd.DataFrame:
     """FairFD Table 5: utility and fairness on ``eval_split`` at the global ``threshold`` and
-    at per-group thresholds fitted on ``fit_split``. ``approaches`` restricts the rows of the
-    accuracy matrix (the paper's Table 5(b): ``["real", "faceswap"]`` with
-    ``ur_denominator="acc"``; config ``metrics.thresholds``); None keeps every approach.
+    at per-group thresholds fitted on ``fit_split``, each group's the one that maximises its
+    accuracy. ``fit_split == eval_split`` fits them on the evaluated set itself, as FairFD
+    §5.3.2 does. ``approaches`` restricts the rows of the accuracy matrix (the paper's
+    Table 5: ``["real", "faceswap"]`` with ``ur_denominator="acc"``; config
+    ``metrics.thresholds``); None keeps every approach.
 
-    Rows: every fairness_report key, then ``threshold[<group>]`` (the thresholds themselves).
-    Columns: dataset, detector, metric, global, per_group, change (per_group - global).
+    Rows: every fairness_report key, then Table 5(a)'s ``accuracy[<approach>][<group>]``,
+    ``STD[<approach>]`` and ``AccGap[<approach>]``, then ``threshold[<group>]`` (the
+    thresholds themselves). Columns: dataset, detector, metric, global, per_group, change
+    (per_group - global), fitted_on (:func:`fitted_on_text`). A dataset without
+    ``fit_split`` predictions (one only tested on) gets its ``global`` column with
+    ``per_group`` empty, and ``fitted_on`` says why.
     """
     if "variant" in preds.columns:
         preds = preds.loc[preds["variant"] == variant]
     rows = []
     for (dataset, detector), part in groups_of(preds, ("dataset", "detector")):
         fit, test = evaluation_rows(part, fit_split), evaluation_rows(part, eval_split)
-        if fit.empty or test.empty:
+        if test.empty:
             raise ValueError(
-                f"{dataset}/{detector}: the {fit_split!r} and {eval_split!r} "
-                "splits are both needed (config inference.splits)"
+                f"{dataset}/{detector}: no {eval_split!r} predictions to evaluate "
+                "(config inference.splits, metrics.evaluation_split)"
             )
-        table, fitted = compare_thresholds(
-            fit,
-            test,
-            threshold,
-            ur_denominator,
-            approaches,
-            threshold_rule=threshold_rule,
-            eer=eer,
+        groups = sorted(set(test["group"].astype(str)))
+        at_global = per_approach_rows(test, threshold, approaches, threshold_rule)
+        if fit.empty:  # nothing to fit on: the global column alone, and why
+            fitted_on = (
+                f"not fitted: no {fit_split!r} predictions on {dataset} (set "
+                "metrics.thresholds.fit_on: evaluated to fit on the evaluated set, as FairFD "
+                "5.3.2 does)"
+            )
+            report = fairness_report(
+                test, threshold, ur_denominator, approaches, threshold_rule=threshold_rule, eer=eer
+            )
+            at_global.update({f"threshold[{g}]": threshold for g in groups})
+            table = pd.DataFrame({"global": {**report, **at_global}, "per_group": np.nan})
+        else:
+            fitted_on = fitted_on_text(fit_split, eval_split)
+            table, fitted = compare_thresholds(
+                fit,
+                test,
+                threshold,
+                ur_denominator,
+                approaches,
+                threshold_rule=threshold_rule,
+                eer=eer,
+            )
+            per_group = {g: fitted.get(g, threshold) for g in groups}
+            at_fitted = per_approach_rows(test, per_group, approaches, threshold_rule)
+            table = pd.concat([table, pd.DataFrame({"global": at_global, "per_group": at_fitted})])
+            for group in sorted(set(groups) | set(fitted)):
+                table.loc[f"threshold[{group}]"] = [threshold, fitted.get(group, threshold)]
+        rows.append(
+            table.reset_index().assign(dataset=dataset, detector=detector, fitted_on=fitted_on)
         )
-        for group in sorted(set(test["group"].astype(str)) | set(fitted)):
-            table.loc[f"threshold[{group}]"] = [threshold, fitted.get(group, threshold)]
-        rows.append(table.reset_index().assign(dataset=dataset, detector=detector))
     table = pd.concat(rows, ignore_index=True)
     table = table.rename(columns={"index": "metric"})
     table["change"] = table["per_group"] - table["global"]
-    return table[["dataset", "detector", "metric", "global", "per_group", "change"]]
+    return table[["dataset", "detector", "metric", "global", "per_group", "change", "fitted_on"]]
 
 
 def _metric_columns(fup: pd.DataFrame) -> list[str]:
@@ -468,9 +530,15 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
 
 
 def thresholds_from_files(paths, metrics: Mapping, splits: Sequence[str]) -> pd.DataFrame:
-    """:func:`thresholds_table` over prediction files; per-group thresholds are fitted on the
-    validation split, so without validation predictions the table is a note saying so."""
-    if "val" not in splits:
+    """:func:`thresholds_table` over prediction files; per-group thresholds are fitted where
+    ``metrics.thresholds.fit_on`` says: on the validation split (without validation
+    predictions the table is a note saying so), or on the evaluated split itself
+    (``evaluated``, FairFD §5.3.2)."""
+    fit_on = (metrics.get("thresholds") or {}).get("fit_on", "val")
+    if fit_on not in FIT_ON:
+        raise ValueError(f"metrics.thresholds.fit_on must be one of {FIT_ON}, got {fit_on!r}")
+    evaluated = metrics["evaluation_split"]
+    if fit_on == "val" and "val" not in splits:
         return pd.DataFrame(
             {
                 "note": [
@@ -483,6 +551,6 @@ def thresholds_from_files(paths, metrics: Mapping, splits: Sequence[str]) -> pd.
         paths,
         thresholds_table,
         **thresholds_options(metrics),
-        fit_split="val",
-        eval_split=metrics["evaluation_split"],
+        fit_split=evaluated if fit_on == "evaluated" else "val",
+        eval_split=evaluated,
     )

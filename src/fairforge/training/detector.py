@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
+from fairforge.balance import balance_subjects
 from fairforge.checkpoints import read_state_dict
 from fairforge.data import (
     BalancedBatchSampler,
@@ -74,7 +75,8 @@ class TrainConfig:
     input_size: int | None = None
     train_methods: list[str] = field(default_factory=lambda: ["faceswap"])
     augment: str = "none"
-    balanced: bool = False
+    #: True: equal samples per group and label; {subjects, groups}: subjects per group
+    balanced: bool | dict = False
     epochs: int = 5
     batch_size: int = 32
     lr: float = 2e-4
@@ -141,11 +143,13 @@ def balance_groups(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
 
 
 def training_sets(samples: pd.DataFrame, cfg: TrainConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The training frame (group-balanced when ``cfg.balanced``) and the validation frame."""
+    """The training frame (balanced as ``cfg.balanced`` says) and the validation frame."""
     train = frames_per_video(
         training_frame(samples, "train", cfg.train_methods), cfg.frames_train, cfg.seed
     )
-    if cfg.balanced:
+    if isinstance(cfg.balanced, dict):  # subjects per group (FairFD §5.3.1)
+        train = balance_subjects(train, seed=cfg.seed, **cfg.balanced)
+    elif cfg.balanced:
         train = balance_groups(train, cfg.seed)
     val = frames_per_video(
         training_frame(samples, "val", cfg.train_methods), cfg.frames_train, cfg.seed
