@@ -5,13 +5,14 @@ and near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbat
 - :mod:`.ops`, :mod:`.deeperforensics`, :mod:`.distance`: image operations;
 - :mod:`.video_ops`: video operations (run on clips by :mod:`fairforge.video.ops`);
 - :mod:`.variants`: the variant grammar and whether a variant can run here;
-- :mod:`.augment`: the ``AUGMENTATIONS`` registry (``none``, ``sdaug``, ``daug``);
+- :mod:`.augment`: the ``AUGMENTATIONS`` registry (``none``, ``sdaug``, ``daug``, ``augmix``,
+  ``deepfakebench``);
 - :mod:`.suites`: named variant lists.
 """
 
 # The member modules register their operations on import.
 from fairforge.perturb import deeperforensics, distance, ops, video_ops  # noqa: F401
-from fairforge.perturb.augment import AUGMENTATIONS, DAug, SDAug, create_augment
+from fairforge.perturb.augment import AUGMENTATIONS, AugMix, DAug, SDAug, create_augment
 from fairforge.perturb.base import (
     OPERATIONS,
     InvalidImage,
@@ -68,6 +69,7 @@ __all__ = [
     "APPLY_AT",
     "AUGMENTATIONS",
     "CLEAN",
+    "AugMix",
     "DAug",
     "DEFAULT_SUITE",
     "DF_SUITE",
