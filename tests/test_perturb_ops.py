@@ -194,6 +194,40 @@ def test_combinations_compress_last():
         create_op("blur+jpeg", 1, order="random")
 
 
+def test_a_combination_takes_its_parts_options_by_their_names():
+    """The Assessment's bicubic resize (§3.1, variant_options {resize: {up: cubic}}) is the
+    resize of resize+noise+jpeg too: the workflow hands a combination its parts' options."""
+    from fairforge.perturb import op_for_variant, operation_names
+    from fairforge.workflow import variant_options
+
+    options = {"resize": {"down": "cubic", "up": "cubic"}, "jpeg+gaussian_noise": {}}
+    assert operation_names("resize+noise+jpeg@3") == [
+        "resize+noise+jpeg",
+        "resize",
+        "gaussian_noise",
+        "jpeg",
+    ]
+    assert operation_names("resize@2~frame") == ["resize"] and operation_names("clean") == []
+    config = {"variant_options": options, "faces": {"margin": 0.25}}
+    given = variant_options(config, "resize+noise+jpeg@3")
+    assert given == {"resize": {"down": "cubic", "up": "cubic"}}
+    h, w = IMG.shape[:2]
+    small = cv2.resize(IMG, (round(w * 0.35), round(h * 0.35)), interpolation=cv2.INTER_CUBIC)
+    resized = cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
+    rng = rng_for("s", "resize+noise+jpeg@3")
+    expected = jpeg_roundtrip(create_op("gaussian_noise", 3)(resized, rng), 60)
+    got = apply_variant(IMG, "resize+noise+jpeg@3", "s", given)
+    np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(got, apply_variant(IMG, "resize+noise+jpeg@3", "s"))  # bilinear
+    # the same options at random intensity, and a combination's own parts entry wins
+    op = op_for_variant("resize+noise+jpeg@random", given)
+    assert {s.up for o in op.ops for s in o.steps if hasattr(s, "up")} == {cv2.INTER_CUBIC}
+    own = {"resize": {"up": "cubic"}, "resize+noise+jpeg": {"parts": {"resize": {"up": "area"}}}}
+    assert op_for_variant("resize+noise+jpeg@1", own).steps[0].up == cv2.INTER_AREA
+    with pytest.raises(PerturbationError, match="not among its"):
+        create_op("blur+jpeg", 1, parts={"resize": {"up": "cubic"}})
+
+
 def test_gaussian_noise_sigma_matches_table():
     flat = np.full((128, 128, 3), 128, np.uint8)
     for level, sigma in zip(range(1, 6), (5, 10, 20, 35, 50)):

@@ -19,6 +19,7 @@ from fairforge.perturb import (
     at_frame,
     is_frame_variant,
     is_random_variant,
+    operation_names,
     suite,
 )
 from fairforge.recipes import RECIPE_KEYS, recipe_settings
@@ -162,7 +163,7 @@ def variant_options(config: dict, variant: str) -> dict:
     that ``far@d`` is defined on the face width, as the ranking study's chain is. An
     ``op@random`` variant also gets the ``random`` entry (how it draws its intensity).
     """
-    ops = variant.split("@")[0].split("+")
+    ops = operation_names(variant)  # a combination's parts take their own ops' options
     if is_random_variant(variant):
         ops.append(RANDOM)
     options = {op: opts for op, opts in config["variant_options"].items() if op in ops}

@@ -146,7 +146,24 @@ def frame_variant_pattern() -> str:
 
 
 def _options_for(name: str, options: Options | None) -> dict:
-    return dict((options or {}).get(name, {}))
+    """The options of op ``name``; a combination also gets, as ``parts``, those configured
+    for each of its parts by the part's own name (merged under its own ``parts``)."""
+    own = dict((options or {}).get(name, {}))
+    parts = getattr(OPERATIONS.get(name), "parts", ()) if name in OPERATIONS else ()
+    given = {cls.name: dict(options[cls.name]) for cls in parts if cls.name in (options or {})}
+    if given:
+        own["parts"] = {**given, **dict(own.get("parts", {}))}
+    return own
+
+
+def operation_names(variant: str) -> list[str]:
+    """The operations whose options a variant uses: its own, then, for a combination, its
+    parts' (``resize+noise+jpeg@2`` -> resize+noise+jpeg, resize, gaussian_noise, jpeg)."""
+    if variant == CLEAN:
+        return []
+    name, _ = parse_variant(variant)
+    parts = getattr(OPERATIONS.get(name), "parts", ()) if name in OPERATIONS else ()
+    return list(dict.fromkeys([name, *(cls.name for cls in parts)]))
 
 
 #: How ``op@random`` draws an intensity (``variant_options: {random: {draw: ...}}``).
