@@ -1,5 +1,6 @@
 """Robustness: AUC per operation and level, the drop from ``clean``, the mean over all
-variants (the overall robustness score) and per operation category."""
+variants (the overall robustness score) and per operation category (each operation's own, or
+a paper's: :data:`fairforge.perturb.suites.CATEGORY_SCHEMES`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from fairforge.perturb import CLEAN, op_for_variant, random_draws
+from fairforge.perturb import CLEAN, FRAME_SUFFIX, op_for_variant, random_draws
+from fairforge.perturb.suites import CATEGORY_SCHEMES
 from fairforge.tables.variants import (
     RANDOM_CATEGORY,
     describe_variant,
@@ -17,24 +19,55 @@ from fairforge.tables.variants import (
     with_variant_info,
 )
 
+#: ``metrics.robustness_categories``: each operation's own category, or a paper's scheme.
+OWN_CATEGORIES = "operation"
 
-def robustness_table(detection: pd.DataFrame, metric: str = "AUC") -> pd.DataFrame:
+
+def scheme_categories(frame: pd.DataFrame, scheme: str) -> tuple[pd.Series, pd.Series]:
+    """The ``modality/category`` label of each row's operation under ``scheme`` (its own
+    category where the scheme does not name it) and its modality (empty where unnamed)."""
+    if scheme not in CATEGORY_SCHEMES:
+        raise ValueError(
+            f"robustness categories {scheme!r}: expected {OWN_CATEGORIES!r} or one of "
+            f"{sorted(CATEGORY_SCHEMES)}"
+        )
+    table = CATEGORY_SCHEMES[scheme]
+    ops = frame["operation"].astype(str).str.removesuffix(FRAME_SUFFIX)
+    named = ops.isin(list(table)) & (frame["category"] != RANDOM_CATEGORY)
+    modality = ops.map(lambda op: table.get(op, ("", ""))[0]).where(named, "")
+    label = ops.map(lambda op: "/".join(table.get(op, ("", ""))))
+    return label.where(named, frame["category"]), modality
+
+
+def robustness_table(
+    detection: pd.DataFrame, metric: str = "AUC", categories: str = OWN_CATEGORIES
+) -> pd.DataFrame:
     """Robustness of each detector from the frame-level :func:`detection_table`.
 
     ``scope`` says what a row is: ``variant`` (one operation at one level, and ``clean``),
     ``category`` (mean over the variants of one operation category) or ``overall`` (mean
     over every operation-level variant: the overall robustness score). ``drop`` is the clean
     value minus the row's value (positive: worse than clean).
+
+    ``categories`` names a scheme of :data:`~fairforge.perturb.suites.CATEGORY_SCHEMES`
+    (``assessment``) instead of each operation's own category: categories are then labelled
+    ``modality/category`` (``image/denoising``, ``video/flip``) and each modality gets an
+    ``overall`` row of its own (category ``image``, ``video``: the paper's overall scores of
+    its image and video tables) before the overall over everything (``all``).
     """
     frame = detection.loc[detection["unit"] == "frame"] if "unit" in detection else detection
     frame = with_variant_info(frame[["dataset", "detector", "variant", metric]].copy())
+    modality = pd.Series("", index=frame.index)
+    if categories != OWN_CATEGORIES:
+        frame["category"], modality = scheme_categories(frame, categories)
+    frame["_modality"] = modality
     rows = []
     for (dataset, detector), part in frame.groupby(["dataset", "detector"], sort=True):
         clean = part.loc[part["variant"] == CLEAN, metric]
         clean_value = float(clean.iloc[0]) if len(clean) else np.nan
         part = order_rows(part.assign(scope="variant"))
         part["drop"] = clean_value - part[metric]
-        rows.append(part)
+        rows.append(part.drop(columns="_modality"))
         ops = part.loc[part["variant"] != CLEAN]
         base = {
             "dataset": dataset,
@@ -62,20 +95,25 @@ def robustness_table(detection: pd.DataFrame, metric: str = "AUC") -> pd.DataFra
         # The overall score stays the mean over operation-level variants: the Benchmark
         # protocol's op@random rows have their own category mean.
         ops = ops.loc[ops["category"] != RANDOM_CATEGORY]
-        rows.append(
-            pd.DataFrame(
-                [
-                    {
-                        **base,
-                        "scope": "overall",
-                        "category": "all",
-                        metric: ops[metric].mean() if len(ops) else np.nan,
-                        "n_variants": len(ops),
-                        "drop": clean_value - ops[metric].mean() if len(ops) else np.nan,
-                    }
-                ]
+        overall = [
+            (m, ops.loc[ops["_modality"] == m]) for m in sorted(set(ops["_modality"]) - {""})
+        ]
+        for name, members in [*overall, ("all", ops)]:
+            value = members[metric].mean() if len(members) else np.nan
+            rows.append(
+                pd.DataFrame(
+                    [
+                        {
+                            **base,
+                            "scope": "overall",
+                            "category": name,
+                            metric: value,
+                            "n_variants": len(members),
+                            "drop": clean_value - value,
+                        }
+                    ]
+                )
             )
-        )
     table = pd.concat(rows, ignore_index=True)
     table["n_variants"] = table["n_variants"].fillna(1).astype(np.int64)
     columns = [
