@@ -189,6 +189,10 @@ class Jpeg(Operation):
     def apply(self, image, rng):
         return jpeg_roundtrip(image, self.param)
 
+    def bits(self, image: np.ndarray) -> float:
+        """Size of the JPEG file, in bits (a codec's rate: :func:`bits_per_pixel`)."""
+        return 8.0 * len(encode_jpeg(image, self.param))
+
 
 @register
 class LearnedCompression(Operation):
@@ -228,6 +232,13 @@ class LearnedCompression(Operation):
 
         self.check_available()
         return run_codec(load_codec(self.weights, self.device), image)
+
+    def bits(self, image: np.ndarray) -> float:
+        """Bits of the image's latent under the codec's prior (its estimated rate)."""
+        from fairforge.perturb.learned_ops import codec_bits, load_codec
+
+        self.check_available()
+        return codec_bits(load_codec(self.weights, self.device), image)
 
 
 # --- denoising and blur -------------------------------------------------------------------

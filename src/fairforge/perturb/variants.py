@@ -264,6 +264,25 @@ def apply_variant(
     return op(image, rng_for(sample_id, variant))
 
 
+def is_codec(variant: str) -> bool:
+    """Whether a variant's operation is a codec with a rate (``bits``): JPEG and the learned
+    compression (not a combination that ends in one)."""
+    if variant == CLEAN:
+        return False
+    name, _ = parse_variant(variant)
+    return name in OPERATIONS and hasattr(OPERATIONS.get(name), "bits")
+
+
+def bits_per_pixel(image: np.ndarray, variant: str, options: Options | None = None) -> float:
+    """The rate a codec variant (:func:`is_codec`; at a tabulated level) spends on
+    ``image``: its bits over the image's pixels (the Assessment's Fig. 5 axis)."""
+    check_image(image, variant)
+    if not is_codec(variant) or parse_variant(variant)[1] == RANDOM:
+        raise PerturbationError(f"{variant}: not a codec at one level, it has no rate")
+    op = op_for_variant(variant, options)
+    return float(op.bits(image)) / float(image.shape[0] * image.shape[1])
+
+
 def unavailable_reason(variant: str, options: Options | None = None) -> str | None:
     """``None`` when the variant can run here, otherwise why not (with the expected path).
 
