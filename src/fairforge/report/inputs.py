@@ -25,11 +25,12 @@ def report_inputs(
     datasets: Sequence[str] = (),
     methods: Sequence[str] = (),
     ranking: bool = True,
+    studies: Sequence[str] = (),
 ) -> dict:
     """Where :func:`build_report` reads each table and figure, under ``results`` (the
     output-path table's :func:`~fairforge.paths.report_paths`, as paths); the ranking study's
-    outputs only with ``ranking``."""
-    paths = report_paths(str(results), datasets, methods, ranking)
+    outputs only with ``ranking``, the Assessment studies' only those named in ``studies``."""
+    paths = report_paths(str(results), datasets, methods, ranking, studies=studies)
     return {
         key: [Path(p) for p in value] if isinstance(value, list) else Path(value)
         for key, value in paths.items()
