@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -131,20 +132,30 @@ def faceforensics(mnt: Path) -> None:
     ff_splits(mnt)
 
 
-def faceforensics_faces(mnt: Path) -> None:
-    """FairFD's FaceForensics++: c23 videos of rendered faces talking; a fake carries its
-    source's face (every method the same blend: what matters is the layout)."""
+def faceforensics_faces(mnt: Path, qualities: tuple[str, ...] = ("c23",)) -> None:
+    """FairFD's FaceForensics++: c23 videos (or ``qualities``) of rendered faces talking; a
+    fake carries its source's face (every method the same blend: what matters is the layout)."""
     root = mnt / "FaceForensics++"
     ids = [v for pairs in FF_PAIRS.values() for pair in pairs for v in pair]
     people = {vid: identity(f"ff{vid}", int(vid)) for vid in ids}
-    for vid in ids:
-        face_video(root / f"original_sequences/youtube/c23/videos/{vid}.mp4", people[vid], vid)
-    for pair in (p for v in FF_PAIRS.values() for p in v):
-        for a, b in (pair, pair[::-1]):
-            for method in FF_METHODS[:4]:
-                fake = root / f"manipulated_sequences/{method}/c23/videos/{a}_{b}.mp4"
-                face_video(fake, people[a], a, donor=people[b])
+    for c in qualities:
+        for vid in ids:
+            real = root / f"original_sequences/youtube/{c}/videos/{vid}.mp4"
+            face_video(real, people[vid], vid)
+        for pair in (p for v in FF_PAIRS.values() for p in v):
+            for a, b in (pair, pair[::-1]):
+                for method in FF_METHODS[:4]:
+                    fake = root / f"manipulated_sequences/{method}/{c}/videos/{a}_{b}.mp4"
+                    face_video(fake, people[a], a, donor=people[b])
     ff_splits(mnt)
+
+
+def assessment_ffpp(mnt: Path) -> None:
+    """The Assessment's FaceForensics++: every quality for the plans, and rendered faces at
+    raw and c23, which its laptop walk-through trains and tests on."""
+    faceforensics(mnt)
+    shutil.rmtree(mnt / "FaceForensics")  # written again with the faces
+    faceforensics_faces(mnt, ("raw", "c23"))
 
 
 def rfw(mnt: Path) -> None:
@@ -315,7 +326,7 @@ def exposure_data(mnt: Path) -> None:
 FIXTURES = {
     "fairfd": (faceforensics_faces, rfw),
     "benchmark_paper": (faceforensics, celebdf, dfdc, deeperforensics),
-    "assessment": (faceforensics, celebdf, celebdf_v1, assessment_weights),
+    "assessment": (assessment_ffpp, celebdf, celebdf_v1, assessment_weights),
     "exposure": (exposure_data,),
 }
 
@@ -362,8 +373,9 @@ def test_every_paper_has_a_walkthrough(repo_root):
         assert plan == f"snakemake all -n --configfile configs/{paper}.yaml my_paths.yaml"
         assert run.startswith("snakemake all --profile profiles/slurm --configfile")
     # the paths file holds paths only: a part of a paper is a third file
-    laptop = docs["fairfd"][1]
-    assert "select" in yaml.safe_load(laptop["files"]["my_laptop.yaml"])
+    for paper in ("fairfd", "assessment"):
+        laptop = docs[paper][1]
+        assert "select" in yaml.safe_load(laptop["files"]["my_laptop.yaml"])
 
 
 @pytest.fixture(scope="module")
@@ -617,3 +629,66 @@ def test_the_assessment_start_files_load_onto_their_detectors(repo_root, tmp_pat
             assert tuple(model.vit.patch_embed.grid_size) == (18, 18)
         del model
     assert {a for a, _ in done} == {"capsule", "xception", "efficientnet_b4", "uia_vit"}
+
+
+ASSESSMENT_LAPTOP = (
+    "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml my_laptop.yaml"
+)
+
+
+def test_the_assessment_subset_plans_its_studies(walked):
+    run = walked["assessment"]
+    out = run["plans"][ASSESSMENT_LAPTOP]
+    assert run["codes"][ASSESSMENT_LAPTOP] == 0, out[-6000:]
+    jobs = job_counts(out)
+    assert planned(out, "detector") == {"capsule_raw", "capsule_raw_sdaug", "capsule_c23"}
+    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23"}
+    assert jobs["train"] == 3 and jobs["compression_bpp"] == 2 * 3
+    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
+    assert jobs["training_data_figure"] == 1
+
+
+@pytest.mark.workflow
+def test_the_assessment_laptop_run_makes_its_tables_and_figures(walked):
+    """The Assessment's laptop walk-through for real, as written: Capsule-Forensics from the
+    fixture's VGG-19 file on rendered FF++ faces at raw and c23, its SDAug twin, one epoch on
+    the CPU, to the augmentation table, the codecs' rates and the report."""
+    run = walked["assessment"]
+    (line,) = [c for c in run["docs"]["assessment"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=2400)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    config = resolved(copy, config_files(line))
+    for name in ("capsule_raw", "capsule_raw_sdaug", "capsule_c23"):
+        trained = read_checkpoint(results / "models" / name / "model.pt", mmap=True)
+        settings = detector_settings(config, name)
+        assert trained["input_size"] == 300
+        for key in ("lr", "optimizer", "augment", "frames_train", "pretrained", "recipe"):
+            assert trained["train_config"][key] == settings[key], (name, key)
+    assert settings["lr"] == 5e-4 and settings["pretrained"].endswith("vgg19-dcbb9e9d.pth")
+    # robustness by the paper's categories
+    robustness = pd.read_csv(results / "robustness_table.csv")
+    categories = set(robustness.loc[robustness["scope"] == "category", "category"])
+    assert {"image/compression", "image/combination"} <= categories
+    assert {"image", "all"} <= set(robustness.loc[robustness["scope"] == "overall", "category"])
+    # each detector beside its SDAug twin, on both datasets
+    augmentation = pd.read_csv(results / "augmentation_table.csv")
+    assert set(zip(augmentation["detector"], augmentation["twin"])) == {
+        ("capsule_raw", "capsule_raw_sdaug")
+    }
+    assert set(augmentation["dataset"]) == {"ffpp_raw", "ffpp_c23"}
+    assert "overall" in set(augmentation["scope"])
+    # codecs by their rates: JPEG's falls with its quality, the learned codec has one
+    rates = pd.read_csv(results / "compression_rate.csv")
+    one = rates.loc[(rates["detector"] == "capsule_raw") & (rates["dataset"] == "ffpp_raw")]
+    bpp = one.set_index("variant")["bpp"]
+    assert set(bpp.index) == {"jpeg@95", "jpeg@30", "learned_compression@1"}
+    assert bpp["jpeg@95"] > bpp["jpeg@30"] > 0 and bpp["learned_compression@1"] > 0
+    per_sample = pd.read_csv(results / "ffpp_raw" / "compression_bpp" / "jpeg@30.csv")
+    assert (per_sample["bpp"] > 0).all() and int(one["n_samples"].iloc[0]) == len(per_sample)
+    for figure in ("compression_rate", "augmentation", "cross_manipulation"):
+        assert (results / "figures" / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
+    assert (results / "figures" / "robustness_by_training_data.png").is_file()
+    page = (results / "report.html").read_text()
+    for title in ("Codecs by bitrate", "Augmented twins", "Training data and robustness"):
+        assert title in page, title
