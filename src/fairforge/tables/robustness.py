@@ -22,6 +22,8 @@ from fairforge.tables.variants import (
     with_variant_info,
 )
 
+#: What a row of :func:`robustness_table` is: a variant, a category mean or an overall score.
+ROW_KEYS = ["scope", "category", "operation", "level", "severity", "variant"]
 #: ``metrics.robustness_categories``: each operation's own category, or a paper's scheme.
 OWN_CATEGORIES = "operation"
 
@@ -119,20 +121,7 @@ def robustness_table(
             )
     table = pd.concat(rows, ignore_index=True)
     table["n_variants"] = table["n_variants"].fillna(1).astype(np.int64)
-    columns = [
-        "dataset",
-        "detector",
-        "scope",
-        "category",
-        "operation",
-        "level",
-        "severity",
-        "variant",
-        metric,
-        "drop",
-        "n_variants",
-    ]
-    return table[columns]
+    return table[["dataset", "detector", *ROW_KEYS, metric, "drop", "n_variants"]]
 
 
 DRAW_COLUMNS = ["sample_id", "variant", "operation", "draw", "level", "param"]
@@ -357,12 +346,7 @@ AUGMENTATION_COLUMNS = [
     "detector",
     "augment",
     "twin",
-    "scope",
-    "category",
-    "operation",
-    "level",
-    "severity",
-    "variant",
+    *ROW_KEYS,
     "baseline",
     "augmented",
     "change",
