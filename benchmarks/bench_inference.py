@@ -38,8 +38,8 @@ from fairforge.data import FaceDataset
 from fairforge.detectors import create_detector, detector_entry, list_detectors
 from fairforge.images import write_image
 from fairforge.inference import score_frame
+from fairforge.runtime import pick_device
 from fairforge.seeding import rng_for
-from fairforge.training import pick_device
 
 
 def write_images(root: Path, n: int, size: int) -> pd.DataFrame:

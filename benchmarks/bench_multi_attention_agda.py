@@ -1,5 +1,5 @@
 """The cost of multi_attention's published training phases: seconds per training step (one
-:func:`fairforge.training.train_step` with Adam) in the warm-up (plain backbone and its head),
+:func:`fairforge.training.detector.train_step` with Adam) in the warm-up (plain backbone and its head),
 after it without AGDA (``agda_weight = match_weight = 0``), and with AGDA (a second pass), and
 the cost of the AGDA image operation alone. Random weights and images: speed does not depend
 on them.
@@ -17,7 +17,7 @@ import torch
 
 from fairforge.detectors import create_detector
 from fairforge.detectors.multi_attention import agda
-from fairforge.training import train_step
+from fairforge.training.detector import train_step
 
 
 def step_seconds(model, batch: dict, steps: int, device) -> float:

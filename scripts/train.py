@@ -1,7 +1,7 @@
 from fairforge.detector_kinds import train_detector
 from fairforge.joblog import logged
 from fairforge.manifest import concat_manifests
-from fairforge.training import TrainConfig, import_checkpoint
+from fairforge.training.detector import TrainConfig, import_checkpoint
 
 with logged(snakemake.log[0]):
     p = snakemake.params

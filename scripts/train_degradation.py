@@ -1,7 +1,7 @@
 import torch
 
 from fairforge.joblog import logged
-from fairforge.perturb.learned_degradation import loss_summary, train_high_to_low
+from fairforge.training.degradation import loss_summary, train_high_to_low
 
 with logged(snakemake.log[0]):
     o, s = snakemake.output, dict(snakemake.params.settings)

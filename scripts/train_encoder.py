@@ -1,10 +1,10 @@
 import torch
 
-from fairforge.encoders.trainable import train_encoder_on_faces
 from fairforge.faces.align import face_fraction
 from fairforge.faces.attributes import faces_with_attributes
 from fairforge.joblog import logged
 from fairforge.manifest import read_manifest
+from fairforge.training.encoder import train_encoder_on_faces
 
 with logged(snakemake.log[0]):
     i, o, p = snakemake.input, snakemake.output, snakemake.params

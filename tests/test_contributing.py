@@ -44,7 +44,7 @@ from fairforge.perturb import (
 from fairforge.ranking import resolve_encoders
 from fairforge.registry import Registry
 from fairforge.sources import ADAPTERS, build_sources, get_adapter, list_sources
-from fairforge.training import TrainConfig
+from fairforge.training.detector import TrainConfig
 from fairforge.workflow import count_source_items, dataset_root
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,7 +25,8 @@ from fairforge.detectors.deepfakebench import (
     map_deepfakebench_state,
 )
 from fairforge.detectors.f3net import MixBlock
-from fairforge.training import TrainConfig, import_checkpoint, load_checkpoint
+from fairforge.runtime import load_checkpoint
+from fairforge.training.detector import TrainConfig, import_checkpoint
 
 SMALL = 32  # the smallest input every model here takes (Xception: a 1×1 exit map)
 # Parameters DeepfakeBench builds but never uses (and no running statistics), or constants it

@@ -14,12 +14,9 @@ from fairforge.config import validate_config
 from fairforge.images import read_image, write_image
 from fairforge.inference import variant_unavailable
 from fairforge.perturb import apply_variant
-from fairforge.perturb.learned_degradation import (
-    HighToLowGenerator,
-    load_generator,
-    train_high_to_low,
-)
+from fairforge.perturb.learned_degradation import HighToLowGenerator, load_generator
 from fairforge.seeding import rng_for
+from fairforge.training.degradation import train_high_to_low
 from fairforge.workflow import (
     DEGRADATION_CHECKPOINT,
     degradation_images,

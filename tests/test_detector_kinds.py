@@ -18,7 +18,7 @@ from fairforge.detectors import DETECTORS, KINDS, create_detector, detector_kind
 from fairforge.detectors.external import ScoreFile
 from fairforge.detectors.headpose import HeadPoseSVM
 from fairforge.registry import UnknownName
-from fairforge.training import TrainConfig
+from fairforge.training.detector import TrainConfig
 
 
 def test_every_detector_has_a_kind_with_an_implementation():
@@ -81,7 +81,7 @@ def test_external_scores_go_through_predict(tmp_path):
 def test_detector_costs_time_the_networks_together_through_their_kind(tmp_path):
     from fairforge.detector_kinds import detector_costs
     from fairforge.efficiency import checkpoint_efficiency_rows
-    from fairforge.training import save_checkpoint
+    from fairforge.training.detector import save_checkpoint
 
     models = {}
     for name in ("b", "a"):

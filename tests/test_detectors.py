@@ -10,8 +10,9 @@ from fairforge.detector_kinds import predict, train_detector
 from fairforge.detectors import create_detector, detector_entry, list_detectors
 from fairforge.images import write_image
 from fairforge.metrics.detection import auc
+from fairforge.runtime import load_checkpoint
 from fairforge.seeding import rng_for
-from fairforge.training import TrainConfig, load_checkpoint
+from fairforge.training.detector import TrainConfig
 
 SMALL = 64
 

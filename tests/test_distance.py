@@ -22,14 +22,13 @@ from fairforge.perturb import (
 )
 from fairforge.perturb.distance import FAR_SCHEDULE, anisotropic_gaussian_kernel
 from fairforge.perturb.learned_degradation import (
-    HighToLowConfig,
     apply_generator,
     load_generator,
     load_restorer,
     restore,
-    train_high_to_low,
 )
 from fairforge.seeding import rng_for
+from fairforge.training.degradation import HighToLowConfig, train_high_to_low
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:

@@ -16,16 +16,11 @@ from fairforge.encoders import (
     list_encoders,
     register_encoder,
 )
-from fairforge.encoders.trainable import (
-    ArcFaceHead,
-    ArchSpec,
-    NPCFaceHead,
-    arch_spec,
-    train_encoder,
-    trainable_encoders,
-)
+from fairforge.encoders.heads import ArcFaceHead, NPCFaceHead
+from fairforge.encoders.trainable import ArchSpec, arch_spec, trainable_encoders
 from fairforge.registry import DuplicateName, UnknownName
 from fairforge.seeding import rng_for
+from fairforge.training.encoder import train_encoder, train_encoder_on_faces
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -396,7 +391,6 @@ def test_resnet152_is_the_face_recognition_ir_se_152():
 
 def test_a_shallow_ir_resnet_trains_a_step_with_the_papers_head():
     from fairforge.encoders.iresnet import IResNet
-    from fairforge.encoders.trainable import NPCFaceHead
 
     torch.manual_seed(0)
     net = IResNet(units=(1, 1, 1, 1), embedding_dim=16, input_size=32, width=0.125)
@@ -437,7 +431,7 @@ def test_the_papers_recipe_is_the_default_and_early_stopping_keeps_the_best_epoc
     # improving and training stops `patience` epochs after the best one
     cfg = trained.config
     assert cfg["epochs_run"] < 40 and cfg["epochs_run"] - cfg["best_epoch"] == 2
-    from fairforge.encoders.trainable import PAPER_RECIPE
+    from fairforge.training.encoder import PAPER_RECIPE
 
     assert PAPER_RECIPE["milestones"] == (5, 25, 68) and PAPER_RECIPE["batch_size"] == 64
 
@@ -467,8 +461,6 @@ def _crop_rows(folder, images, labels) -> list[dict]:
 
 def test_train_encoder_on_faces_uses_the_train_split_crops(tmp_path):
     import pandas as pd
-
-    from fairforge.encoders.trainable import train_encoder_on_faces
 
     images, labels = _identity_images()
     rows = _crop_rows(tmp_path, images, labels)
@@ -515,13 +507,9 @@ def test_far_trained_encoders_learn_from_the_degradation_the_ranking_uses(tmp_pa
     import pandas as pd
 
     from fairforge.encoders.crops import far_view
-    from fairforge.encoders.trainable import train_encoder_on_faces
     from fairforge.images import write_image
-    from fairforge.perturb.learned_degradation import (
-        HighToLowConfig,
-        cached_generator,
-        train_high_to_low,
-    )
+    from fairforge.perturb.learned_degradation import cached_generator
+    from fairforge.training.degradation import HighToLowConfig, train_high_to_low
 
     images, labels = _identity_images()
     rows = pd.DataFrame(_crop_rows(tmp_path, images, labels))
@@ -565,3 +553,23 @@ def test_far_trained_encoders_learn_from_the_degradation_the_ranking_uses(tmp_pa
 def test_trainable_encoder_needs_a_checkpoint():
     with pytest.raises(EncoderError, match="checkpoint"):
         create_encoder("mobilefacenet")
+
+
+def test_networks_and_margin_heads_are_found_by_their_registries():
+    from fairforge.encoders.base import BACKBONES
+    from fairforge.encoders.heads import MARGIN_HEADS
+    from fairforge.encoders.mobilefacenet import MobileFaceNet
+    from fairforge.encoders.trainable import TimmEmbeddingNet, build_embedding_net
+
+    assert {"mobilefacenet", "ir_se152", "attention56"} <= set(BACKBONES.names())
+    assert BACKBONES.metadata("ir_se152") == {"family": "iresnet"}
+    net, config = build_embedding_net("mobilefacenet", 16, None, 32)
+    assert isinstance(net, MobileFaceNet) and config["backbone"] == "mobilefacenet"
+    net, config = build_embedding_net("resnet", 16, None, 32)  # not registered: timm's
+    assert isinstance(net, TimmEmbeddingNet) and config["backbone"] == "resnet10t"
+    assert MARGIN_HEADS.names() == ["arcface", "npcface"]
+    images, labels = _identity_images()
+    for bad, message in (({"head": "cosface"}, "margin head 'cosface'"),
+                         ({"optimizer": "rmsprop"}, "optimizer 'rmsprop'")):  # fmt: skip
+        with pytest.raises(EncoderError, match=message):
+            train_encoder(images, labels, "mobilefacenet", epochs=1, device="cpu", **bad)

@@ -469,8 +469,8 @@ def test_exposure_study_with_the_learned_degradation(synthetic_faces, tmp_path):
     import cv2
 
     from fairforge.images import read_image, write_image
-    from fairforge.perturb.learned_degradation import HighToLowConfig, train_high_to_low
     from fairforge.ranking import embed_study, exposure_study, split_probe_gallery
+    from fairforge.training.degradation import HighToLowConfig, train_high_to_low
 
     root, faces = synthetic_faces
     ok = faces[faces["ok"]]

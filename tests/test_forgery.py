@@ -24,12 +24,15 @@ from fairforge.forgery.base import (
 )
 from fairforge.forgery.blend import online_blend, sbi_source_transform, self_blend
 from fairforge.forgery.examples import example_sheet
+from fairforge.forgery.maskgan import FAIRFD_PARTS
 from fairforge.forgery.parsing import (
+    CELEBAMASK_LABELS,
     IMAGE_PARTS,
     PARTS,
     cie_lab,
     face_region,
     hair_region,
+    label_map,
     measure_expression,
     occluders,
     parse_parts,
@@ -376,17 +379,19 @@ def test_parsing_parts_are_disjoint_and_on_the_face(faces):
 
 
 def test_maskgan_edits_a_parsed_subset(faces):
+    """FairFD's edit (tests/test_maskgan.py has its details): a subset of the parsed parts,
+    each dilated or eroded; a nose-only edit stays within the nose dilated by its radius."""
     for seed in range(5):
         _, res = _run("maskgan", faces, seed=seed)
         parts = res.extra["parts"]
-        assert parts and set(parts) <= set(IMAGE_PARTS) - {"skin"}
-        assert all(0.15 <= abs(f - 1) <= 0.3 for f in res.extra["factors"].values())
+        assert parts and set(parts) <= set(FAIRFD_PARTS)
+        assert {e["op"] for e in res.extra["edits"].values()} <= {"dilate", "erode"}
     _, only_nose = _run("maskgan", faces, parts=("nose",))
     assert only_nose.extra["parts"] == ["nose"]
     (a, la), _ = faces
-    nose = parse_parts(la, a.shape)["nose"]
-    # A nose-only edit stays near the nose.
-    assert not ((only_nose.mask > 0) & (dilate(nose, 12) == 0)).any()
+    nose = label_map(la, a.shape) == CELEBAMASK_LABELS.index("nose")
+    radius = only_nose.extra["edits"]["nose"]["radius"]
+    assert not ((only_nose.mask > 0) & (dilate(nose.astype(np.uint8), radius) == 0)).any()
 
 
 @pytest.mark.parametrize("name", ["sbi", "xray"])
@@ -781,21 +786,16 @@ def test_a_near_copy_is_a_failure_not_a_fake(faces):
 
 
 def test_maskgan_keeps_the_skin_tone(faces):
-    """No skin edit: skin outside the edited parts (and their margins) is the source's, bit
-    for bit, and most of the skin is outside them."""
+    """No skin edit: skin outside the edited parts' region is the source's, bit for bit,
+    and most of the skin is outside it."""
     (a, la), _ = faces
     skin = parse_parts(la, a.shape)["skin"] > 0
-    lab_src = cv2.cvtColor(a, cv2.COLOR_RGB2LAB).astype(np.float32)
-    coloured = 0
     for seed in range(8):
         _, res = _run("maskgan", faces, seed=seed)
-        coloured += bool(res.extra["colour_shift"])
-        lab = cv2.cvtColor(res.image, cv2.COLOR_RGB2LAB).astype(np.float32)
         outside = skin & (res.mask == 0)
-        assert (lab[outside] == lab_src[outside]).all()
-        assert outside.sum() > 0.5 * skin.sum(), seed
+        assert np.array_equal(res.image[outside], a[outside])
+        assert outside.sum() > 0.8 * skin.sum(), seed
         assert "skin" not in res.extra["parts"]
-    assert coloured > 0  # some edits change a part's colour
     with pytest.raises(ValueError, match="never edits skin"):
         create_method("maskgan", parts=("skin", "nose"))
 
@@ -833,48 +833,6 @@ def test_no_hair_on_a_bald_head(faces):
     outside = face_region(la, a.shape, lift=0.5) == 0
     bald[outside] = np.median(a[parse_parts(la, a.shape)["skin"] > 0], axis=0)
     assert not hair_region(bald, la).any()
-    # ... and maskgan, asked for hair only, has nothing to edit.
-    with pytest.raises(ForgeryError, match="no face part"):
-        create_method("maskgan", parts=("hair",))(bald, la, None, None, np.random.default_rng(0))
-
-
-def test_maskgan_recolours_the_hair_and_nothing_else(haired):
-    from fairforge.forgery.maskgan import HAIR_COLOURS
-
-    method = create_method("maskgan", parts=("hair",))
-    for k, (img, lm) in enumerate(haired):
-        res = method(img, lm, None, None, np.random.default_rng(k))
-        assert res.extra["parts"] == ["hair"] and res.extra["hair_colour"] in HAIR_COLOURS
-        hair = hair_region(img, lm) > 0
-        changed = (res.image != img).any(2)
-        # Everything outside the hair is the source's, bit for bit; most of the hair changed.
-        assert not changed[~hair].any()
-        assert not ((res.mask > 0) & ~hair).any()
-        assert changed[hair].mean() > 0.8
-        # The hair's colour moved to the chosen one (LAB; texture kept by a common shift).
-        goal = np.array(HAIR_COLOURS[res.extra["hair_colour"]])
-        inner = erode(hair.astype(np.uint8) * 255, 3) > 0
-        before, after = cie_lab(img)[inner].mean(0), cie_lab(res.image)[inner].mean(0)
-        assert np.linalg.norm(after - goal) < 0.5 * np.linalg.norm(before - goal)
-        assert np.linalg.norm(after - before) >= 15
-        # Deterministic per pair seed.
-        again = method(img, lm, None, None, np.random.default_rng(k))
-        assert np.array_equal(again.image, res.image)
-
-
-def test_maskgan_with_hair_keeps_the_skin(haired):
-    """Whatever parts are drawn, skin (parsed with the image: hair excluded) outside the
-    edited parts is the source's, bit for bit."""
-    hair_edits = 0
-    for seed in range(6):
-        img, lm = haired[seed % 2]
-        res = create_method("maskgan")(img, lm, None, None, np.random.default_rng(seed))
-        hair_edits += "hair" in res.extra["parts"]
-        skin = parse_parts(lm, img.shape, img)["skin"] > 0
-        outside = skin & (res.mask == 0)
-        assert np.array_equal(res.image[outside], img[outside])
-        assert outside.sum() > 0.5 * skin.sum()
-    assert hair_edits > 0
 
 
 def test_a_nearest_target_shard_reads_every_real_face(tmp_path):

@@ -14,8 +14,9 @@ import torch.nn.functional as F
 
 from fairforge.detectors import create_detector
 from fairforge.detectors.multi_attention import agda
+from fairforge.runtime import load_checkpoint
 from fairforge.seeding import rng_for
-from fairforge.training import TrainConfig, load_checkpoint, train_network, train_step
+from fairforge.training.detector import TrainConfig, train_network, train_step
 
 SIZE = 64
 BACKBONE = "tf_efficientnet_b0"

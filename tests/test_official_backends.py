@@ -20,6 +20,7 @@ import yaml
 
 import dualreen_reference
 import fastreen_reference
+import maskgan_reference
 import simswap_reference
 from fairforge.config import ConfigError, validate_config
 from fairforge.forgery import FORGERY_METHODS, method_key
@@ -39,6 +40,7 @@ RELEASES = {
     "simswap": simswap_release,
     "dualreen": dualreen_reference.random_release,  # the released sizes (VGG-Face included)
     "fastreen": fastreen_reference.random_release,  # the test widths of its args.txt
+    "maskgan": maskgan_reference.random_release,  # a narrow generator at 64 px, the full parser
 }
 GROUPS = ["tone1", "tone2", "tone3", "tone4"]
 

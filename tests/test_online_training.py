@@ -14,7 +14,7 @@ from fairforge.detectors import create_detector
 from fairforge.forgery.template import template_face
 from fairforge.images import write_image
 from fairforge.inference import one_row_per_video, video_scores
-from fairforge.training import TrainConfig, online_method, train_network, with_landmarks
+from fairforge.training.detector import TrainConfig, online_method, train_network, with_landmarks
 
 SIZE = 64
 

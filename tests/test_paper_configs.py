@@ -27,8 +27,8 @@ import yaml
 
 from fairforge.config import validate_config
 from fairforge.images import write_image
+from fairforge.runtime import read_checkpoint
 from fairforge.tables import split_variants
-from fairforge.training import read_checkpoint
 from fairforge.workflow import all_variants, detector_settings, select_config
 from snakemake_run import SNAKEMAKE, repository_copy
 from test_adapters_workflow import face

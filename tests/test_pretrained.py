@@ -77,7 +77,7 @@ def test_missing_and_mismatched_files_stop_naming_path_and_keys(tmp_path):
 
 def test_fine_tuning_starts_from_a_fairforge_or_deepfakebench_checkpoint(tmp_path):
     from fairforge.detectors.deepfakebench import CheckpointMismatch
-    from fairforge.training import TrainConfig, build_model, save_checkpoint
+    from fairforge.training.detector import TrainConfig, build_model, save_checkpoint
 
     cfg = TrainConfig(arch="meso4", input_size=32, seed=1)
     trained, kwargs, size = build_model(cfg)

@@ -1,5 +1,6 @@
-"""Recipes as data: SAM's two passes, the lr schedule, early stopping, balanced batches,
-and a recipe picked per detector with per-key overrides."""
+"""Recipes as data: SAM's two passes, the lr schedules (the encoders' as torch's MultiStepLR),
+the optimizer and schedule registries, early stopping, balanced batches, and a recipe picked
+per detector with per-key overrides."""
 
 import numpy as np
 import pandas as pd
@@ -9,9 +10,11 @@ from torch import nn
 
 from fairforge.config import validate_config
 from fairforge.data import BalancedBatchSampler
-from fairforge.optimizers import SAM, make_optimizer
-from fairforge.recipes import lr_factor, recipe_settings
-from fairforge.training import TrainConfig, set_epoch_lr, train_network, train_step
+from fairforge.optimizers import OPTIMIZERS, SCHEDULES, epoch_lr, lr_factor, make_optimizer
+from fairforge.optimizers.sam import SAM
+from fairforge.recipes import Recipe, recipe_settings
+from fairforge.registry import UnknownName
+from fairforge.training.detector import TrainConfig, set_epoch_lr, train_network, train_step
 from fairforge.workflow import detector_settings
 
 
@@ -95,6 +98,63 @@ def test_schedules_follow_their_definitions():
     lrs = [set_epoch_lr(opt, cfg, e) for e in range(1, 5)]
     assert lrs == pytest.approx([0.1, 0.1, 0.075, 0.025])
     assert opt.param_groups[0]["lr"] == pytest.approx(0.025)
+
+
+def test_decay_after_is_torchs_multisteplr_bit_for_bit():
+    """The encoders' schedule: the lr of every epoch equal, as a float, to the one torch's
+    MultiStepLR (which the encoder training used) gives, repeated milestones included."""
+    for lr, gamma, milestones in [(0.1, 0.1, (5, 25, 68)), (0.11, 0.3, (1, 2, 2, 4)), (1, 0.2, ())]:
+        param = nn.Parameter(torch.zeros(1))
+        opt = torch.optim.SGD([param], lr=lr)
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(milestones), gamma=gamma)
+        for epoch in range(1, 80):
+            ours = epoch_lr(lr, epoch, 79, "decay_after", milestones=milestones, gamma=gamma)
+            assert ours == opt.param_groups[0]["lr"], (lr, gamma, milestones, epoch)
+            opt.step()
+            sched.step()
+    assert epoch_lr(0.11, 3, 9, "decay_after", milestones=(1, 2), gamma=0.3) != 0.11 * 0.3**2
+
+
+def _enums(node, key: str):
+    """Every enum the schema gives a property named ``key``."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key and isinstance(v, dict) and "enum" in v:
+                yield v["enum"]
+            yield from _enums(v, key)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _enums(v, key)
+
+
+def test_every_optimizer_and_schedule_a_config_may_name_is_registered():
+    """The schema's choices (detectors' recipes, trained encoders) name registered members:
+    the registries own the names, and an unknown one is refused with the valid ones."""
+    from fairforge.config import load_schema
+
+    optimizers = list(_enums(load_schema(), "optimizer"))
+    schedules = list(_enums(load_schema(), "schedule"))
+    assert optimizers and schedules
+    for enum in optimizers:
+        assert set(enum) <= set(OPTIMIZERS.names())
+    for enum in schedules:
+        assert set(enum) < set(SCHEDULES.names())  # decay_after is the encoders' own
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        Recipe(optimizer="rmsprop")
+    with pytest.raises(UnknownName, match="valid: adam, adamw, sgd"):
+        make_optimizer([nn.Parameter(torch.zeros(1))], {"optimizer": "rmsprop", "lr": 0.1})
+
+
+def test_recipes_and_their_registries_import_no_torch():
+    """The workflow reads recipes while it plans; planning imports no torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, fairforge.recipes, fairforge.optimizers, fairforge.workflow; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_balanced_batches_are_balanced_and_cover_the_larger_class():

@@ -1,4 +1,7 @@
-"""The training recipe: augmentation draws per epoch, whatever the number of workers."""
+"""The training recipe: augmentation draws per epoch, whatever the number of workers; the
+one training loop's best epoch, early stopping and step budget."""
+
+import math
 
 import cv2
 import numpy as np
@@ -8,7 +11,9 @@ import torch
 
 from fairforge.data import FaceDataset
 from fairforge.perturb.augment import create_augment
-from fairforge.training import TrainConfig, pick_device, training_loader
+from fairforge.runtime import pick_device
+from fairforge.training.detector import TrainConfig, training_loader
+from fairforge.training.loop import run_loop
 
 
 @pytest.fixture
@@ -62,7 +67,8 @@ def test_a_bare_index_is_epoch_zero(faces):
 
 
 def _train(frame, root, tmp_path, **settings):
-    from fairforge.training import read_checkpoint, train_network
+    from fairforge.runtime import read_checkpoint
+    from fairforge.training.detector import train_network
 
     rows = [
         {**r, "split": split, "method": "real" if r["label"] == 0 else "faceswap", "group": "g"}
@@ -76,7 +82,7 @@ def _train(frame, root, tmp_path, **settings):
 
 
 def test_bf16_is_kept_only_when_it_keeps_the_validation_auc(faces, tmp_path, monkeypatch):
-    import fairforge.training as training
+    import fairforge.training.detector as training
 
     frame, root = faces
     payload = _train(frame, root, tmp_path)
@@ -90,7 +96,7 @@ def test_bf16_is_kept_only_when_it_keeps_the_validation_auc(faces, tmp_path, mon
 
 
 def test_frequency_and_residual_detectors_default_to_fp32():
-    from fairforge.training import requested_precision
+    from fairforge.training.detector import requested_precision
 
     for arch in ("f3net", "srm", "spsl"):
         assert requested_precision(TrainConfig(arch=arch)) == "fp32"
@@ -99,7 +105,7 @@ def test_frequency_and_residual_detectors_default_to_fp32():
 
 
 def test_pooled_datasets_train_together_in_one_order_whatever_the_input_order():
-    from fairforge.training import training_sets
+    from fairforge.training.detector import training_sets
 
     def dataset(name):
         return pd.DataFrame(
@@ -123,3 +129,61 @@ def test_pooled_datasets_train_together_in_one_order_whatever_the_input_order():
     # the same ids in both datasets: none is lost
     assert len(train) == len(val) == 4 and set(train["dataset"]) == {"a", "b"}
     assert train["path"].tolist() == ["a/1.png", "b/1.png", "a/0.png", "b/0.png"]
+
+
+def _scored(scores: dict[int, float]):
+    def validate(epoch):
+        epoch.row["epoch"] = epoch.number
+        return scores[epoch.number]
+
+    return validate
+
+
+def test_the_loop_saves_each_better_epoch_and_stops_after_its_patience():
+    saved = []
+    result = run_loop(
+        range(1, 7),
+        lambda epoch: range(3),
+        lambda epoch, index, batch: (epoch.number, batch),
+        validate=_scored({1: 0.5, 2: 0.7, 3: 0.6, 4: 0.65, 5: 0.9, 6: 1.0}),
+        on_best=lambda epoch: saved.append(epoch.number),
+        patience=2,
+    )
+    assert saved == [1, 2] and (result.best_epoch, result.best_score) == (2, 0.7)
+    assert result.stopped_early and result.last_epoch == 4  # two epochs after the best
+    assert [row["epoch"] for row in result.rows] == [1, 2, 3, 4]
+    assert result.outputs == [(e, i) for e in range(1, 5) for i in range(3)]
+    # lower is better; without patience every epoch runs
+    result = run_loop(
+        [0, 1, 2], lambda e: [None], lambda e, i, b: 0.0, validate=_scored({0: 3, 1: 1, 2: 2}),
+        mode="min",
+    )  # fmt: skip
+    assert (result.best_epoch, result.last_epoch, result.stopped_early) == (1, 2, False)
+
+
+def test_a_first_epoch_without_a_score_is_kept_only_when_asked():
+    """A detector saves its first epoch even at a NaN AUC (scored -inf); the encoder's
+    first epoch has to beat an infinite loss."""
+    for keep_first, expected in ((True, [1]), (False, [])):
+        result = run_loop(
+            [1, 2], lambda e: [None], lambda e, i, b: None,
+            validate=_scored({1: -math.inf, 2: -math.inf}),
+            on_best=lambda epoch: epoch.row.update(saved=True), keep_first=keep_first,
+        )  # fmt: skip
+        assert [row["epoch"] for row in result.rows if row.get("saved")] == expected
+        assert result.best_epoch == (expected or [0])[0]
+
+
+def test_the_step_budget_stops_before_validation():
+    validated = []
+    result = run_loop(
+        range(3),
+        lambda epoch: range(4),
+        lambda epoch, index, batch: index,
+        validate=lambda epoch: validated.append(epoch.number) or 1.0,
+        mode="min",
+        max_steps=6,
+    )
+    assert validated == [0] and result.outputs == [0, 1, 2, 3, 0, 1] and result.last_epoch == 1
+    with pytest.raises(ValueError, match="patience must be at least 1"):
+        run_loop([1], lambda e: [], lambda e, i, b: None, validate=lambda e: 0.0, patience=0)

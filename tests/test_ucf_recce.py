@@ -25,12 +25,11 @@ from fairforge.detectors import create_detector
 from fairforge.detectors.base import weighted_loss
 from fairforge.detectors.deepfakebench import load_deepfakebench
 from fairforge.detectors.recce import GraphReasoning, metric_learning_loss
+from fairforge.runtime import load_checkpoint, read_checkpoint
 from fairforge.seeding import derive_seed
-from fairforge.training import (
+from fairforge.training.detector import (
     TrainConfig,
-    load_checkpoint,
     method_label_tensor,
-    read_checkpoint,
     save_checkpoint,
     train_network,
 )

@@ -20,7 +20,7 @@ from fairforge.sharding import (
     shard_image_ids,
     video_shards,
 )
-from fairforge.training import TrainConfig, save_checkpoint
+from fairforge.training.detector import TrainConfig, save_checkpoint
 from fairforge.workflow import scoring_settings
 
 # ------------------------------------------------------------------ the shard planner

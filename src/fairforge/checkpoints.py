@@ -28,18 +28,21 @@ def listing(keys, limit: int = 12) -> str:
 
 
 def read_state_dict(
-    path: str | Path, what: str = "pretrained weights", containers=STATE_CONTAINERS
+    path: str | Path,
+    what: str = "pretrained weights",
+    containers=STATE_CONTAINERS,
+    mmap: bool = False,
 ) -> dict:
     """The tensor dict in ``path`` (``weights_only=True``), unwrapped from the first of
     ``containers`` it holds and from ``module.`` prefixes (DataParallel); a missing file
-    names the path."""
+    names the path. With ``mmap`` the tensors are mapped, not read."""
     import torch
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: expected a file at {path}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as err:  # an unpickling error names a class weights_only refuses
         raise CheckpointMismatch(
             f"{what} at {path} cannot be read as a state dict with weights_only=True "

@@ -8,7 +8,7 @@ is fitted (:meth:`~DetectorKind.fit`), scored into the predictions contract
 adding a detector of an existing kind is one registration, and a new kind is one class here.
 
 ``network``
-    the shared torch protocol (:mod:`fairforge.training`), batched inference
+    the shared torch protocol (:mod:`fairforge.training.detector`), batched inference
     (:mod:`fairforge.inference`) and the cost of a forward pass (:mod:`fairforge.efficiency`);
 ``classical``
     dlib landmarks of the same train and validation sets, fitted by the detector itself; a
@@ -40,7 +40,8 @@ from fairforge.inference import (
 )
 from fairforge.metrics.detection import auc
 from fairforge.registry import Registry
-from fairforge.training import TrainConfig, checkpoint_arch, train_network, training_sets
+from fairforge.runtime import checkpoint_arch
+from fairforge.training.detector import TrainConfig, train_network, training_sets
 from fairforge.video import loading_variant
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ from torch import nn
 
 from fairforge.columns import EFFICIENCY_BATCH_COLUMNS
 from fairforge.inference import prepare_model
-from fairforge.training import autocast, load_checkpoint, pick_device
+from fairforge.runtime import autocast, load_checkpoint, pick_device
 
 #: same-architecture rows whose latencies differ by more than this share are flagged
 AGREEMENT_TOLERANCE = 0.2

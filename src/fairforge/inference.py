@@ -26,7 +26,7 @@ from fairforge.data import (
     video_keys,
 )
 from fairforge.perturb.variants import unavailable_reason
-from fairforge.training import autocast, load_checkpoint, pick_device
+from fairforge.runtime import autocast, load_checkpoint, pick_device
 from fairforge.video import loading_variant
 
 log = logging.getLogger(__name__)

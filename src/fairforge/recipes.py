@@ -1,9 +1,9 @@
 """Training recipes as data: each paper's way of training, selectable per detector.
 
 A :class:`Recipe` is the optimizer (``adam``, ``adamw``, ``sgd``; ``sam: true`` wraps any of
-them in Sharpness-Aware Minimization, :class:`SAM`), the learning-rate schedule
-(:func:`lr_factor`: ``constant``, ``step``, ``multistep``, ``cosine``, ``linear_decay``, each
-after an optional linear warm-up), early stopping (``patience`` epochs without a better
+them in Sharpness-Aware Minimization; the names are :data:`fairforge.optimizers.OPTIMIZERS`'),
+the learning-rate schedule (:data:`fairforge.optimizers.SCHEDULES`: ``constant``, ``step``,
+``multistep``, ``cosine``, ``linear_decay``, each after an optional linear warm-up), early stopping (``patience`` epochs without a better
 validation AUC), the number of epochs, batch size, input size, frames per training and test
 video, the augmentation (with the probability it fires and the epochs it waits) and
 class-balanced batches (half real, half fake). Recipes are registered by name on
@@ -14,14 +14,10 @@ their papers.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from fairforge.optimizers import OPTIMIZERS, SCHEDULES
 from fairforge.registry import Registry
-
-OPTIMIZERS = ("adam", "adamw", "sgd")
-SCHEDULES = ("constant", "step", "multistep", "cosine", "linear_decay")
 
 
 @dataclass(frozen=True)
@@ -64,9 +60,11 @@ class Recipe:
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+            raise ValueError(
+                f"optimizer must be one of {OPTIMIZERS.names()}, got {self.optimizer!r}"
+            )
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+            raise ValueError(f"schedule must be one of {SCHEDULES.names()}, got {self.schedule!r}")
         if not 0.0 <= self.augment_prob <= 1.0:
             raise ValueError(f"augment_prob must lie in [0, 1], got {self.augment_prob}")
         if self.balanced_batches and self.batch_size % 2:
@@ -171,32 +169,3 @@ def recipe_settings(name: str, arch: str | None = None, **overrides) -> dict:
     resolved.pop("per_arch")
     resolved["milestones"] = list(resolved["milestones"])
     return {"recipe": name, **resolved}
-
-
-def lr_factor(
-    epoch: int,
-    epochs: int,
-    schedule: str = "constant",
-    warmup_epochs: int = 0,
-    step_size: int = 10,
-    milestones: Iterable[int] = (),
-    gamma: float = 0.1,
-    decay_start: float = 0.75,
-) -> float:
-    """The learning rate of 1-based ``epoch`` as a multiple of the base lr."""
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    if epoch <= warmup_epochs:
-        return epoch / warmup_epochs
-    e = epoch - warmup_epochs - 1  # epochs of schedule done before this one
-    span = max(1, epochs - warmup_epochs)
-    if schedule == "step":
-        return gamma ** (e // max(1, step_size))
-    if schedule == "multistep":
-        return gamma ** sum(epoch >= m for m in milestones)
-    if schedule == "cosine":
-        return 0.5 * (1.0 + math.cos(math.pi * e / span))
-    if schedule == "linear_decay":
-        start = int(span * decay_start)
-        return 1.0 if e < start else max(0.0, 1.0 - (e - start) / max(1, span - start))
-    return 1.0

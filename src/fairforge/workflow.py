@@ -411,7 +411,7 @@ def ranking_encoders(config: dict) -> dict[str, dict]:
 
 
 def encoder_training(config: dict, label: str) -> dict:
-    """Keyword arguments of :func:`fairforge.encoders.trainable.train_encoder_on_faces` for
+    """Keyword arguments of :func:`fairforge.training.encoder.train_encoder_on_faces` for
     one trained encoder; far-trained encoders see faces at the ranking's distance, through
     the ranking's degradation (with ``ranking.degradation: learned``, the same near-to-far
     generator that degrades the probes)."""

@@ -49,7 +49,8 @@ class Detector(nn.Module):
     #: Inference precision on a GPU unless the config says otherwise: ``bf16`` autocast, or
     #: ``fp32`` for inputs that bf16 distorts (frequency or residual features: bf16 moves
     #: F3Net's LFS features by 28-31% rms and the SRM residual by 7%). bf16 is kept only if
-    #: it changes the validation AUC by less than ``fairforge.training.BF16_AUC_TOLERANCE``.
+    #: it changes the validation AUC by less than
+    #: ``fairforge.training.detector.BF16_AUC_TOLERANCE``.
     precision: str = "bf16"
 
     #: Weights of the named terms of :meth:`losses` (a term not named here weighs 1).

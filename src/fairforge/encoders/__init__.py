@@ -10,14 +10,22 @@ so that cosine similarity is a dot product::
 Registered: ``dlib_resnet`` (the default; dlib's ResNet with its 5-point chip),
 ``onnx_arcface`` (an ArcFace-style ONNX model from a configured path),
 ``insightface_arcface`` (an insightface model pack's recognition model, via its model zoo) and the trainable
-encoders on timm backbones (``mobilefacenet``, ``resnet``, ``resnest``, ``repvgg``,
-``hrnet``), which load a checkpoint written by :func:`fairforge.encoders.trainable.train_encoder`.
+encoders (``mobilefacenet``, ``resnet``, ``resnet152``, ``attentionnet``, ``resnest``,
+``repvgg``, ``hrnet``; :mod:`fairforge.encoders.trainable`), which load a checkpoint written by
+:func:`fairforge.training.encoder.train_encoder`. Their networks register on
+:data:`~fairforge.encoders.base.BACKBONES` (one module per network family: ``mobilefacenet``,
+``iresnet``, ``attentionnet``; timm builds the others), their margin heads on
+:data:`fairforge.encoders.heads.MARGIN_HEADS`.
 """
 
 # Importing the member modules registers them.
 from fairforge.encoders import (  # noqa: E402,F401
+    attentionnet,
     dlib_resnet,
+    heads,
     insightface_arcface,
+    iresnet,
+    mobilefacenet,
     onnx_arcface,
     trainable,
 )

@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fairforge.encoders.base import BACKBONES
+
 CHANNELS = (64, 256, 512, 1024, 2048)
 #: Max-pool halvings of the soft mask in stages 1, 2 and 3.
 MASK_DEPTHS = (3, 2, 1)
@@ -166,3 +168,7 @@ ATTENTION_NETS = {
 def build_attentionnet(name: str, embedding_dim: int = 512, input_size: int = 112) -> AttentionNet:
     modules, width = ATTENTION_NETS[name]
     return AttentionNet(embedding_dim, input_size, modules, width)
+
+
+for _name in ATTENTION_NETS:
+    BACKBONES.register(_name, build_attentionnet, family="attentionnet")

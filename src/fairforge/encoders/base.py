@@ -14,6 +14,10 @@ from fairforge.registry import Registry
 DEFAULT_ENCODER = "dlib_resnet"
 
 ENCODERS: Registry = Registry("encoder")
+#: The embedding networks a trainable encoder can be built on, by name: each a function
+#: ``(name, embedding_dim, input_size) -> nn.Module`` (any other name is a timm model,
+#: :func:`fairforge.encoders.trainable.build_embedding_net`); metadata ``family``.
+BACKBONES: Registry = Registry("encoder backbone")
 
 
 class EncoderError(ValueError):

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from fairforge.encoders.base import BACKBONES
+
 #: Units per stage for each published depth.
 DEPTHS = {50: (3, 4, 14, 3), 100: (3, 13, 30, 3), 152: (3, 8, 36, 3)}
 CHANNELS = (64, 128, 256, 512)
@@ -138,3 +140,7 @@ IR_NETS = {
 def build_iresnet(name: str, embedding_dim: int = 512, input_size: int = 112) -> IResNet:
     units, se, width = IR_NETS[name]
     return IResNet(units, se, embedding_dim, input_size, width)
+
+
+for _name in IR_NETS:
+    BACKBONES.register(_name, build_iresnet, family="iresnet")

@@ -22,6 +22,7 @@ from . import (  # noqa: F401  (registers)
     fwa,
     learned,
     maskgan,
+    maskgan_official,
     reenact,
     simswap,
     simswap_official,

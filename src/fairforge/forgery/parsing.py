@@ -57,6 +57,43 @@ HAIR = "hair"
 # With the image: the landmark parts and hair (skin then excludes the hair on the forehead).
 IMAGE_PARTS = (*PARTS, HAIR)
 
+# CelebAMask-HQ's 19 classes in the order of MaskGAN's label maps: label k is
+# CELEBAMASK_LABELS[k] (CelebAMask-HQ's face_parsing/Data_preprocessing/g_mask.py, "list2",
+# whose later classes are painted over earlier ones; MaskGAN_demo/demo.py's drawing modes
+# 0-18). "l_" and "r_" are the subject's left and right (image right and left), as the
+# demo's sample maps show.
+CELEBAMASK_LABELS = (
+    "background",
+    "skin",
+    "nose",
+    "eye_g",
+    "l_eye",
+    "r_eye",
+    "l_brow",
+    "r_brow",
+    "l_ear",
+    "r_ear",
+    "mouth",
+    "u_lip",
+    "l_lip",
+    "hair",
+    "hat",
+    "ear_r",
+    "neck_l",
+    "neck",
+    "cloth",
+)
+# The CelebAMask-HQ classes of each landmark part's components (part_components' order:
+# image left first, the subject's right).
+LANDMARK_CLASSES = {
+    "nose": ("nose",),
+    "eyes": ("r_eye", "l_eye"),
+    "brows": ("r_brow", "l_brow"),
+    "mouth": ("mouth",),
+    "upper_lip": ("u_lip",),
+    "lower_lip": ("l_lip",),
+}
+
 # Hair finding, lengths in inter-ocular units (IOD).
 HAIRLINE_SEARCH = (0.15, 1.1)  # a hairline is looked for this far above the brows
 HAIR_SEED_DEPTH = 0.25  # hair colour is sampled this far past the hairline
@@ -135,6 +172,21 @@ def parse_parts(
     masks[HAIR] = hair_region(img, lm)
     skin[masks[HAIR] > 0] = 0
     return {name: masks[name] for name in IMAGE_PARTS}
+
+
+def label_map(lm: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """uint8 HxW map of :data:`CELEBAMASK_LABELS` from the landmarks: background, skin (the
+    face region), nose, eyes, brows, mouth and lips, painted in the labels' order as
+    CelebAMask-HQ paints its annotations. The classes the landmarks do not reach (glasses,
+    ears, hair, neck, ...) are absent: a face-parsing network gives them."""
+    labels = np.zeros(shape[:2], np.uint8)
+    labels[face_region(lm, shape) > 0] = CELEBAMASK_LABELS.index("skin")
+    painted = []
+    for part, polys in part_components(lm).items():
+        painted += zip(LANDMARK_CLASSES[part], polys, strict=True)
+    for name, poly in sorted(painted, key=lambda item: CELEBAMASK_LABELS.index(item[0])):
+        labels[polygon_mask(poly, shape, convex=False) > 0] = CELEBAMASK_LABELS.index(name)
+    return labels
 
 
 def down_the_face(lm: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, float]:

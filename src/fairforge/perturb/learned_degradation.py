@@ -12,16 +12,16 @@ together on two unpaired folders (close-range faces X, far faces Y):
   trains G to keep what R needs;
 - a cycle on the far side, |G(R(y)) - y| (L1), for real far faces.
 
-``restorer=False`` in :class:`HighToLowConfig` trains G alone (the former behaviour).
-``train_high_to_low`` writes a checkpoint (state dicts and the config, loadable with
+``restorer=False`` in :class:`fairforge.training.degradation.HighToLowConfig` trains G alone
+(the former behaviour). :func:`fairforge.training.degradation.train_high_to_low` trains them
+and writes a checkpoint (state dicts and the config, loadable with
 ``torch.load(..., weights_only=True)``) and a PNG sample sheet (docs/perturbations.md
-section 5).
+section 5); this module holds the networks and applies the trained ones.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import cv2
@@ -31,25 +31,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
-from fairforge.images import IMAGE_SUFFIXES, ImageError, read_image, write_image
+from fairforge.images import IMAGE_SUFFIXES, ImageError, read_image
 from fairforge.perturb.base import OperationUnavailable, check_image
-from fairforge.seeding import derive_seed, rng_for
+from fairforge.seeding import rng_for
 
 HIGH_SIZE = 64
 LOW_SIZE = 16
-
-
-@dataclass
-class HighToLowConfig:
-    channels: int = 32
-    noise_dim: int = 64
-    blocks_per_stage: int = 1
-    lr: float = 2e-4
-    betas: tuple[float, float] = (0.0, 0.9)
-    gan_weight: float = 0.05
-    mse_weight: float = 1.0
-    restorer: bool = True  # train the far-to-near restorer jointly
-    cycle_weight: float = 1.0  # restoration |R(G(x)) - x| and far cycle |G(R(y)) - y|
 
 
 class ResidualBlock(nn.Module):
@@ -182,7 +169,8 @@ def load_faces(folder: str | Path, size: int) -> np.ndarray:
     return np.stack(faces)
 
 
-def _to_tensor(images: np.ndarray, device: torch.device) -> torch.Tensor:
+def to_tensor(images: np.ndarray, device: torch.device) -> torch.Tensor:
+    """uint8 (N, H, W, 3) faces as an (N, 3, H, W) float tensor in [-1, 1] on ``device``."""
     x = torch.from_numpy(np.ascontiguousarray(images)).to(device)
     return x.permute(0, 3, 1, 2).float() / 127.5 - 1.0
 
@@ -192,153 +180,23 @@ def _to_images(x: torch.Tensor) -> np.ndarray:
     return out.permute(0, 2, 3, 1).cpu().numpy()
 
 
-def _batch(faces: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-    picked = faces[rng.integers(0, len(faces), size=size)]
-    flip = rng.random(size) < 0.5
-    picked[flip] = picked[flip, :, ::-1]
-    return picked
-
-
-# --- training -------------------------------------------------------------------------------
-
-
-@dataclass
-class TrainResult:
-    checkpoint: Path
-    sample_sheet: Path
-    history: dict[str, list[float]] = field(default_factory=dict)
-
-
 def _resolve_device(device: str | None) -> torch.device:
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
 
 
-def train_high_to_low(
-    high_dir: str | Path,
-    low_dir: str | Path,
-    out_ckpt: str | Path,
-    steps: int = 2000,
-    seed: int = 0,
-    batch_size: int = 16,
-    device: str | None = "auto",
-    config: HighToLowConfig | None = None,
-    sample_sheet: str | Path | None = None,
-) -> TrainResult:
-    """Train the generator from two unpaired folders and save it to ``out_ckpt``.
-
-    ``high_dir``: faces of any size (resized to 64x64); ``low_dir``: real low-resolution
-    faces (resized to 16x16). The sample sheet defaults to ``out_ckpt`` with ``.png``.
-    """
-    config = config or HighToLowConfig()
-    dev = _resolve_device(device)
-    high = load_faces(high_dir, HIGH_SIZE)
-    low = load_faces(low_dir, LOW_SIZE)
-
-    # Initialise from the seed without touching torch's global generator.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(derive_seed("high_to_low", seed, "init"))
-        gen = HighToLowGenerator(config.channels, config.noise_dim, config.blocks_per_stage)
-        disc = LowResDiscriminator(config.channels)
-        if config.restorer:
-            torch.manual_seed(derive_seed("low_to_high", seed, "init"))
-            res = LowToHighRestorer(config.channels, config.blocks_per_stage).to(dev)
-            disc_high = HighResDiscriminator(config.channels).to(dev)
-    gen, disc = gen.to(dev), disc.to(dev)
-    g_params, d_params = list(gen.parameters()), list(disc.parameters())
-    if config.restorer:
-        g_params += list(res.parameters())
-        d_params += list(disc_high.parameters())
-    opt_g = torch.optim.Adam(g_params, lr=config.lr, betas=config.betas)
-    opt_d = torch.optim.Adam(d_params, lr=config.lr, betas=config.betas)
-
-    history: dict[str, list[float]] = {"d_loss": [], "g_gan": [], "mse": []}
-    if config.restorer:
-        history.update({"r_gan": [], "restoration": [], "far_cycle": []})
-    for step in range(steps):
-        rng = rng_for("high_to_low", seed, "step", step)
-        x = _to_tensor(_batch(high, rng, batch_size), dev)
-        real = _to_tensor(_batch(low, rng, batch_size), dev)
-        z = torch.from_numpy(
-            rng.standard_normal((batch_size, config.noise_dim), dtype=np.float32)
-        ).to(dev)
-
-        fake = gen(x, z)
-        restored = res(fake) if config.restorer else None
-        d_loss = F.relu(1.0 - disc(real)).mean() + F.relu(1.0 + disc(fake.detach())).mean()
-        if config.restorer:
-            # the restorer's critic: original close-range faces against restored ones
-            d_loss = d_loss + (
-                F.relu(1.0 - disc_high(x)).mean()
-                + F.relu(1.0 + disc_high(restored.detach())).mean()
-            )
-        opt_d.zero_grad(set_to_none=True)
-        d_loss.backward()
-        opt_d.step()
-
-        g_gan = -disc(fake).mean()
-        mse = F.mse_loss(fake, F.avg_pool2d(x, 4))
-        g_loss = config.gan_weight * g_gan + config.mse_weight * mse
-        if config.restorer:
-            r_gan = -disc_high(restored).mean()
-            restoration = F.l1_loss(restored, x)
-            far_cycle = F.l1_loss(gen(res(real), z), real)
-            g_loss = g_loss + config.gan_weight * r_gan
-            g_loss = g_loss + config.cycle_weight * (restoration + far_cycle)
-        opt_g.zero_grad(set_to_none=True)
-        g_loss.backward()
-        opt_g.step()
-
-        history["d_loss"].append(d_loss.item())
-        history["g_gan"].append(g_gan.item())
-        history["mse"].append(mse.item())
-        if config.restorer:
-            history["r_gan"].append(r_gan.item())
-            history["restoration"].append(restoration.item())
-            history["far_cycle"].append(far_cycle.item())
-
-    out_ckpt = Path(out_ckpt)
-    out_ckpt.parent.mkdir(parents=True, exist_ok=True)
-    cfg = asdict(config)
-    cfg["betas"] = list(config.betas)
-    payload = {
-        "generator": {k: v.cpu() for k, v in gen.state_dict().items()},
-        "discriminator": {k: v.cpu() for k, v in disc.state_dict().items()},
-        "config": cfg,
-        "train": {
-            "steps": steps,
-            "seed": seed,
-            "batch_size": batch_size,
-            "high_dir": str(high_dir),
-            "low_dir": str(low_dir),
-            "n_high": len(high),
-            "n_low": len(low),
-        },
-        "history": history,
-    }
-    if config.restorer:
-        payload["restorer"] = {k: v.cpu() for k, v in res.state_dict().items()}
-        payload["high_discriminator"] = {k: v.cpu() for k, v in disc_high.state_dict().items()}
-    tmp = out_ckpt.with_name(out_ckpt.name + ".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(out_ckpt)
-
-    sheet_path = Path(sample_sheet) if sample_sheet else out_ckpt.with_suffix(".png")
-    write_image(sheet_path, sample_sheet_image(gen.eval(), high[:8], low[:8], seed))
-    return TrainResult(out_ckpt, sheet_path, history)
-
-
 @torch.no_grad()
 def sample_sheet_image(
     gen: HighToLowGenerator, high: np.ndarray, low: np.ndarray, seed: int = 0
 ) -> np.ndarray:
-    """Rows: high-res inputs, their 4x average pools, generated low-res, real low-res.
+    """Rows: high-res inputs, their 4x average pools, generated low-res, real low-res (the
+    sheet :func:`fairforge.training.degradation.train_high_to_low` writes).
 
     Low-res tiles are shown at 64 px with nearest neighbour so their pixels stay visible.
     """
     dev = next(gen.parameters()).device
-    x = _to_tensor(high, dev)
+    x = to_tensor(high, dev)
     rng = rng_for("high_to_low", seed, "sheet")
     z = torch.from_numpy(rng.standard_normal((len(high), gen.noise_dim), dtype=np.float32)).to(dev)
     rows = [high, _to_images(F.avg_pool2d(x, 4)), _to_images(gen(x, z)), low]
@@ -358,7 +216,8 @@ def sample_sheet_image(
 
 
 def load_generator(path: str | Path, device: str | None = "cpu") -> HighToLowGenerator:
-    """The generator of a checkpoint written by :func:`train_high_to_low`."""
+    """The generator of a checkpoint written by
+    :func:`fairforge.training.degradation.train_high_to_low`."""
     path = Path(path)
     if not path.is_file():
         raise OperationUnavailable(
@@ -395,7 +254,7 @@ def restore(res: LowToHighRestorer, image: np.ndarray) -> np.ndarray:
     check_image(image, "restore input")
     dev = next(res.parameters()).device
     low = cv2.resize(image, (LOW_SIZE, LOW_SIZE), interpolation=cv2.INTER_AREA)
-    return _to_images(res(_to_tensor(low[None], dev)))[0]
+    return _to_images(res(to_tensor(low[None], dev)))[0]
 
 
 @torch.no_grad()
@@ -414,7 +273,7 @@ def apply_generator(
     dev = next(gen.parameters()).device
     high = cv2.resize(image, (HIGH_SIZE, HIGH_SIZE), interpolation=cv2.INTER_AREA)
     z = torch.from_numpy(rng.standard_normal((1, gen.noise_dim), dtype=np.float32)).to(dev)
-    low = _to_images(gen(_to_tensor(high[None], dev), z))[0]
+    low = _to_images(gen(to_tensor(high[None], dev), z))[0]
     if out_size is None:
         return low
     size = (out_size, out_size) if isinstance(out_size, int) else tuple(map(int, out_size))
@@ -432,14 +291,3 @@ def cached_generator(path: str | Path, device: str = "cpu") -> HighToLowGenerato
     if not path.is_file():
         return load_generator(path, device)  # raises with the expected path
     return _cached_generator(str(path), path.stat().st_mtime, device)
-
-
-def loss_summary(history: dict[str, list[float]], steps: int) -> list[str]:
-    """Loss means over tenths of a run: enough to see whether the critic and the content
-    term settled, without one line per step."""
-    losses = {name: np.asarray(values) for name, values in history.items()}
-    lines = []
-    for chunk in np.array_split(np.arange(steps), min(10, steps)):
-        means = "  ".join(f"{name} {values[chunk].mean():.4f}" for name, values in losses.items())
-        lines.append(f"steps {chunk[0]}-{chunk[-1]}: {means}")
-    return lines

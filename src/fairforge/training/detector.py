@@ -2,15 +2,15 @@
 
 Train and validation sets come from the samples manifest's train and val splits, restricted
 to the real images and the detector's training methods (:func:`training_sets`, shared by every
-kind of detector). This module trains the network detectors (:func:`train_network`): the
-checkpoint with the best validation AUC is kept, together with the architecture name and the
-config that built it, so that :func:`load_checkpoint` can rebuild the model with
-``weights_only=True``. :mod:`fairforge.detector_kinds` trains a detector of any kind.
+kind of detector). This module trains the network detectors (:func:`train_network`, on
+:func:`fairforge.training.loop.run_loop`): the checkpoint with the best validation AUC is
+kept, together with the architecture name and the config that built it, so that
+:func:`fairforge.runtime.load_checkpoint` can rebuild the model with ``weights_only=True``.
+:mod:`fairforge.detector_kinds` trains a detector of any kind.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
@@ -41,16 +41,24 @@ from fairforge.detectors.deepfakebench import (
 from fairforge.detectors.pretrained import apply_pretrained
 from fairforge.manifest import read_manifest
 from fairforge.metrics.detection import auc
-from fairforge.optimizers import SAM, make_optimizer
+from fairforge.optimizers import epoch_lr, make_optimizer, set_lr
+from fairforge.optimizers.sam import SAM
 from fairforge.paths import result_path
 from fairforge.perturb.augment import create_augment
-from fairforge.recipes import lr_factor
+from fairforge.runtime import (
+    PRECISIONS,
+    autocast,
+    load_checkpoint,
+    pick_device,
+    read_checkpoint,
+    write_checkpoint,
+)
 from fairforge.samples import REAL
 from fairforge.seeding import derive_seed
+from fairforge.training.loop import run_loop
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "bf16")
 #: bf16 inference is kept only if it moves the validation AUC by less than this.
 BF16_AUC_TOLERANCE = 1e-3
 
@@ -105,14 +113,6 @@ class TrainConfig:
     augment_prob: float = 1.0
     augment_warmup: int = 0
     balanced_batches: bool = False
-
-
-def pick_device(device: str = "auto") -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} requested but CUDA is not available")
-    return torch.device(device)
 
 
 def training_frame(samples: pd.DataFrame, split: str, methods: list[str]) -> pd.DataFrame:
@@ -284,15 +284,6 @@ def training_loader(
     return loader, sampler
 
 
-def autocast(device: torch.device, precision: str = "fp32"):
-    """The context a forward pass runs in at ``precision`` (bf16: autocast on ``device``)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if precision == "bf16":
-        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
 def evaluate(model, loader, device, precision: str = "fp32") -> tuple[np.ndarray, float]:
     """Scores (probability of fake) in dataset order, and the mean loss."""
     model.eval()
@@ -397,19 +388,18 @@ def train_step(model, batch: dict, optimizer) -> tuple[float, dict[str, float]]:
 
 def set_epoch_lr(optimizer, cfg: TrainConfig, epoch: int) -> float:
     """Set the learning rate of ``epoch`` by the recipe's schedule; returns it."""
-    lr = cfg.lr * lr_factor(
+    lr = epoch_lr(
+        cfg.lr,
         epoch,
         cfg.epochs,
         cfg.schedule,
         cfg.warmup_epochs,
-        cfg.step_size,
-        cfg.milestones,
-        cfg.gamma,
-        cfg.decay_start,
+        step_size=cfg.step_size,
+        milestones=cfg.milestones,
+        gamma=cfg.gamma,
+        decay_start=cfg.decay_start,
     )
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    return lr
+    return set_lr(optimizer, lr)
 
 
 def train_network(
@@ -462,48 +452,64 @@ def train_network(
     val_loader = DataLoader(val_ds, shuffle=False, **_loader_kw(cfg, device))
 
     optimizer = make_optimizer(model.parameters(), asdict(cfg))
-    best_auc, best_epoch, rows = -math.inf, 0, []
-    for epoch in range(1, cfg.epochs + 1):
-        sampler.set_epoch(epoch)
-        lr = set_epoch_lr(optimizer, cfg, epoch)
-        model.on_epoch_start(epoch, cfg.epochs)  # warm-ups and schedules inside a detector
+
+    def start(epoch):
+        sampler.set_epoch(epoch.number)
+        set_epoch_lr(optimizer, cfg, epoch.number)
+        model.on_epoch_start(epoch.number, cfg.epochs)  # warm-ups and schedules inside it
         model.train()
-        start, losses, terms = time.perf_counter(), [], {}
-        for step, batch in enumerate(train_loader):
-            batch = _collate_device(batch, device)
-            batch["seed"] = derive_seed(cfg.seed, "batch", cfg.arch, epoch, step)
-            if entry.needs_method_labels:
-                batch["method_label"] = method_labels[batch["index"].cpu()].to(device)
-            loss, parts = train_step(model, batch, optimizer)
-            losses.append(loss)
+
+    def step(epoch, index, batch):
+        batch = _collate_device(batch, device)
+        batch["seed"] = derive_seed(cfg.seed, "batch", cfg.arch, epoch.number, index)
+        if entry.needs_method_labels:
+            batch["method_label"] = method_labels[batch["index"].cpu()].to(device)
+        return train_step(model, batch, optimizer)
+
+    def validate(epoch):
+        terms = {}
+        for _, parts in epoch.outputs:
             if len(parts) > 1:  # auxiliary losses are logged unweighted, one column each
                 for name, part in parts.items():
                     terms.setdefault(f"train_loss_{name}", []).append(part)
         scores, val_loss = evaluate(model, val_loader, device)
         val_auc = auc(val_labels, scores)
-        rows.append(
-            {
-                "epoch": epoch,
-                "train_loss": float(np.mean(losses)),
-                "val_loss": val_loss,
-                "val_auc": val_auc,
-                "n_train": len(train_ds),
-                "n_val": len(val_ds),
-                "seconds": time.perf_counter() - start,
-                "lr": lr,
-                **{name: float(np.mean(values)) for name, values in terms.items()},
-            }
+        epoch.row.update(
+            epoch=epoch.number,
+            train_loss=float(np.mean([loss for loss, _ in epoch.outputs])),
+            val_loss=val_loss,
+            val_auc=val_auc,
+            n_train=len(train_ds),
+            n_val=len(val_ds),
+            seconds=time.perf_counter() - epoch.started,
+            lr=optimizer.param_groups[0]["lr"],
+            **{name: float(np.mean(values)) for name, values in terms.items()},
         )
-        # NaN AUC (a one-class validation set) must still save a checkpoint.
-        score = -math.inf if math.isnan(val_auc) else val_auc
-        if epoch == 1 or score > best_auc:
-            best_auc, best_epoch = score, epoch
-            save_checkpoint(checkpoint_path, model, cfg, model_kwargs, input_size, epoch, val_auc)
-        if cfg.patience is not None and epoch - best_epoch >= cfg.patience:
-            log.info("%s: no better validation AUC for %d epochs: stopped", cfg.arch, cfg.patience)
-            break
+        # NaN AUC (a one-class validation set) must still save a checkpoint: the first
+        # epoch counts as the best whatever its score.
+        return -math.inf if math.isnan(val_auc) else val_auc
+
+    def save(epoch):
+        val_auc = epoch.row["val_auc"]
+        save_checkpoint(
+            checkpoint_path, model, cfg, model_kwargs, input_size, epoch.number, val_auc
+        )
+
+    result = run_loop(
+        range(1, cfg.epochs + 1),
+        lambda epoch: train_loader,
+        step,
+        start=start,
+        validate=validate,
+        on_best=save,
+        mode="max",
+        keep_first=True,
+        patience=cfg.patience,
+        name=cfg.arch,
+        watched="validation AUC",
+    )
     settle_precision(checkpoint_path, val_loader, val_labels, cfg, device)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(result.rows)
 
 
 def requested_precision(cfg: TrainConfig) -> str:
@@ -540,7 +546,7 @@ def settle_precision(
         else:
             log.info("%s: bf16 validation AUC %.4f vs fp32 %.4f: bf16 kept", cfg.arch, bf16, fp32)
     payload["precision"] = precision
-    _write_payload(checkpoint_path, payload)
+    write_checkpoint(checkpoint_path, payload)
     return precision
 
 
@@ -569,15 +575,7 @@ def save_checkpoint(
         "precision": precision,
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
     }
-    _write_payload(path, payload)
-
-
-def _write_payload(path, payload: dict) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(path)
+    write_checkpoint(path, payload)
 
 
 def import_checkpoint(
@@ -618,33 +616,3 @@ def import_checkpoint(
         val_auc=float(meta.get("val_auc", math.nan)),
         precision=meta.get("precision", "fp32"),
     )
-
-
-def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
-    """The payload of a detector checkpoint (network or classical), tensors only; with
-    ``mmap`` the tensors are mapped, not read (for a look at the metadata)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"detector checkpoint not found: expected a file at {path}")
-    return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
-
-
-def checkpoint_arch(path: str | Path) -> str:
-    """The registered detector a checkpoint was written for, without reading its weights
-    (a prediction job then loads them once)."""
-    return read_checkpoint(path, mmap=True)["arch"]
-
-
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
-    """Rebuild a network detector from a fairforge checkpoint; returns (model, metadata)."""
-    payload = read_checkpoint(path)
-    for key in ("arch", "model_config", "state_dict"):
-        if key not in payload:
-            raise ValueError(
-                f"{path} is not a fairforge checkpoint (no {key!r}); "
-                "for a DeepfakeBench checkpoint use load_deepfakebench"
-            )
-    model = create_detector(payload["arch"], **payload["model_config"])
-    model.load_state_dict(payload["state_dict"])
-    meta = {k: v for k, v in payload.items() if k != "state_dict"}
-    return model.to(device).eval(), meta

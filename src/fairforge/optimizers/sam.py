@@ -1,27 +1,12 @@
-"""The optimizers a recipe names (:data:`fairforge.recipes.OPTIMIZERS`), built on torch.
-
-Kept apart from :mod:`fairforge.recipes` so that recipes stay plain data: the workflow
-reads them while it plans, and planning imports no torch.
-"""
+"""SAM, what ``sam: true`` in a recipe wraps its optimizer in
+(:func:`fairforge.optimizers.make_optimizer`); the one module of the optimizers that needs
+torch to be imported."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
-
-from fairforge.recipes import OPTIMIZERS, Recipe
-
-
-def build_optimizer(params, optimizer: str, lr: float, weight_decay: float, momentum: float):
-    params = list(params)
-    if optimizer == "adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    if optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    if optimizer == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
 
 
 class SAM(torch.optim.Optimizer):
@@ -76,12 +61,3 @@ class SAM(torch.optim.Optimizer):
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.base.zero_grad(set_to_none=set_to_none)
-
-
-def make_optimizer(params, settings: dict | Recipe):
-    """The optimizer a recipe (or resolved settings) asks for, SAM-wrapped if ``sam``."""
-    get = settings.get if isinstance(settings, dict) else lambda k, d=None: getattr(settings, k)
-    base = build_optimizer(
-        params, get("optimizer", "adam"), get("lr"), get("weight_decay", 0.0), get("momentum", 0.9)
-    )
-    return SAM(base, get("sam_rho", 0.05)) if get("sam", False) else base
