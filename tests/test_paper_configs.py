@@ -610,7 +610,7 @@ def test_the_assessment_start_files_load_onto_their_detectors(repo_root, tmp_pat
     """Each ImageNet file of the header, written with random weights in its layout, loads
     onto every detector that names it, built as the train rule builds it (300 px: UIA-ViT's
     ViT takes the position embedding of a 300 px file)."""
-    from fairforge.training import TrainConfig, build_model
+    from fairforge.training.detector import TrainConfig, build_model
 
     assessment_weights(tmp_path)
     config = assessment_config(repo_root)
