@@ -3,6 +3,9 @@ from fairforge.manifest import read_manifest
 from fairforge.tables.robustness import compression_bpp
 
 with logged(snakemake.log[0]):
+    import torch  # the learned codec's threads
+
+    torch.set_num_threads(snakemake.threads)
     p, variant = snakemake.params, snakemake.wildcards.variant
     columns = ["sample_id", "dataset", "split", "label", "method", "path"]
     samples = read_manifest(snakemake.input[0], contract="samples", columns=columns)
