@@ -64,6 +64,7 @@ rule all:
         expand(result_path("forgery_examples"), dataset=[d for d in DATASETS if METHODS_OF[d]]),
         result_path("exposure_table") if RANKING_ENABLED else [],
         result_path("random_intensity_table") if RANDOM_VARIANTS else [],
+        [result_path(name) for study in STUDIES for name in REPORT_STUDIES[study].values()],
         REPORT_PREDICTIONS,
 
 

@@ -3,7 +3,14 @@
 # fairforge.paths (one table), settings from fairforge.workflow (unit-tested).
 import re
 
-from fairforge.paths import RESULTS, benchmark_path, log_path, report_paths, result_path
+from fairforge.paths import (
+    REPORT_STUDIES,
+    RESULTS,
+    benchmark_path,
+    log_path,
+    report_paths,
+    result_path,
+)
 from fairforge.perturb.variants import is_frame_variant, is_random_variant
 from fairforge.report import caption_path
 from fairforge.sharding import shard_ids
@@ -11,6 +18,7 @@ from fairforge.tables import split_variants
 from fairforge.video import predict_samples_path
 from fairforge.workflow import (
     all_variants,
+    augmentation_studies,
     count_source_items,
     dataset_block,
     dataset_methods,
@@ -33,6 +41,7 @@ from fairforge.workflow import (
     predict_shard_samples,
     prediction_methods,
     quality_comparisons,
+    rate_variants,
     ranking_degradation,
     ranking_degradation_inputs,
     ranking_encoders,
@@ -41,6 +50,7 @@ from fairforge.workflow import (
     train_dataset,
     train_input,
     trained_encoders,
+    training_data_families,
     variant_options,
 )
 
@@ -68,7 +78,7 @@ PREDICT_SHARDS = {d: shard_ids(n, PREDICT_SHARD_SIZE) for d, n in SOURCE_COUNTS.
 PREDICT_METHODS = {d: prediction_methods(config, d) for d in DATASETS}
 # Variants that cannot run here (missing weights, no video pipeline) are not requested;
 # the report lists them with the reason.
-REPORT_VARIANTS, UNAVAILABLE_VARIANTS = split_variants(VARIANTS)
+REPORT_VARIANTS, UNAVAILABLE_VARIANTS = split_variants(VARIANTS, config["variant_options"])
 REPORT_PREDICTIONS = expand(
     result_path("predictions"),
     detector=DETECTORS,
@@ -79,6 +89,20 @@ REPORT_PREDICTIONS = expand(
 FRAME_VARIANTS = [v for v in REPORT_VARIANTS if is_frame_variant(v)]
 # The Benchmark protocol's variants (op@random): they add the random-intensity table.
 RANDOM_VARIANTS = [v for v in REPORT_VARIANTS if is_random_variant(v)]
+# The Assessment's studies, each where the run has what it compares: codec variants at two
+# or more rates, augmented twins, detectors that differ only in their training data.
+RATE_VARIANTS = rate_variants(REPORT_VARIANTS)
+AUGMENTATION_STUDIES = augmentation_studies(config)
+TRAINING_FAMILIES = training_data_families(config)
+STUDIES = [
+    study
+    for study, planned in (
+        ("compression_rate", RATE_VARIANTS),
+        ("augmentation", AUGMENTATION_STUDIES),
+        ("training_data", TRAINING_FAMILIES),
+    )
+    if planned
+]
 CLEAN_PREDICTIONS = expand(
     result_path("predictions"), detector=DETECTORS, dataset=DATASETS, variant="clean"
 )
@@ -114,6 +138,9 @@ localrules:
     face_detection_under_perturbation,
     random_intensity_draws,
     random_intensity_table,
+    compression_rate,
+    augmentation_study,
+    training_data_figure,
     failures_per_group,
     detector_studies,
     pipeline_info,
@@ -394,6 +421,7 @@ def get_report_inputs(wildcards):
         face_backends=bool(config["faces"]["compare_backends"]),
         subjects=SUBJECT_RATES,
         features=bool(FEATURE_JOBS),
+        studies=STUDIES,
     )
     # Forgeries and their example sheets exist only where methods are generated.
     paths["forgeries"] = [

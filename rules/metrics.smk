@@ -234,3 +234,113 @@ rule failures_per_group:
         seed=config["seed"],
     script:
         "../scripts/failures_per_group.py"
+
+
+# The Assessment's studies, each planned only where the run has what it compares.
+
+
+rule compression_bpp:
+    """Bits per pixel of one codec variant (JPEG, the learned compression) on every scored
+    sample of a dataset."""
+    input:
+        result_path("samples"),
+    output:
+        result_path("compression_bpp"),
+    log:
+        log_path("perturb/{dataset}/compression_bpp/{variant}.log"),
+    wildcard_constraints:
+        variant=one_of(RATE_VARIANTS),
+    conda:
+        "../envs/fairforge.yaml"
+    # the learned codec's analysis transform on one CPU core: 0.35 s (quality 1-5) to 0.7 s
+    # (6-8) per 300 px crop, some 22,000 crops on FF++'s test split
+    threads: 4
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(480),
+    params:
+        options=get_variant_options,
+        split=config["metrics"]["evaluation_split"],
+        results=get_results_root,
+    script:
+        "../scripts/compression_bpp.py"
+
+
+rule compression_rate:
+    """Assessment Fig. 5: each detector's AUC under each codec against its bits per pixel."""
+    input:
+        robustness=result_path("robustness_table"),
+        bpp=expand(result_path("compression_bpp"), dataset=DATASETS, variant=RATE_VARIANTS),
+    output:
+        table=report(
+            result_path("compression_rate"),
+            caption=caption_path("compression_rate"),
+            category="Robustness",
+        ),
+        figure=report(
+            result_path("compression_rate_figure"),
+            caption=caption_path("compression_rate"),
+            category="Figures",
+        ),
+    log:
+        log_path("report/compression_rate.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    params:
+        dataset=DATASETS[0],
+    script:
+        "../scripts/compression_rate.py"
+
+
+rule augmentation_study:
+    """Assessment Tables 4-6, Figs. 6-8: each detector beside its SDAug, DAug and AugMix
+    twins on every variant, category and dataset; per test method for single-method ones."""
+    input:
+        robustness=result_path("robustness_table"),
+        cross=result_path("cross_manipulation"),
+    output:
+        table=report(
+            result_path("augmentation_table"),
+            caption=caption_path("augmentation"),
+            category="Robustness",
+        ),
+        figure=report(
+            result_path("augmentation_figure"),
+            caption=caption_path("augmentation"),
+            category="Figures",
+        ),
+        cross=report(
+            result_path("cross_manipulation_figure"),
+            caption=caption_path("augmentation"),
+            category="Figures",
+        ),
+    log:
+        log_path("report/augmentation_study.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    params:
+        twins=AUGMENTATION_STUDIES,
+        dataset=DATASETS[0],
+    script:
+        "../scripts/augmentation_study.py"
+
+
+rule training_data_figure:
+    """Assessment Fig. 4: category means of detectors that differ only in training data."""
+    input:
+        result_path("robustness_table"),
+    output:
+        report(
+            result_path("training_data_figure"),
+            caption=caption_path("training_data"),
+            category="Figures",
+        ),
+    log:
+        log_path("report/training_data_figure.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    params:
+        families=TRAINING_FAMILIES,
+        dataset=DATASETS[0],
+    script:
+        "../scripts/training_data_figure.py"

@@ -100,6 +100,7 @@ rule report_html:
     params:
         datasets=config["datasets"],
         variants=VARIANTS,
+        variant_options=config["variant_options"],
         metrics=config["metrics"],
         ranking={**config["ranking"], "dataset": RANKING_DATASET},
     script:

@@ -12,6 +12,6 @@ with logged(snakemake.log[0]):
         eer=m["eer"],
     )
     detection.to_csv(snakemake.output.detection, index=False, float_format="%.6g")
-    robustness = robustness_table(detection)
+    robustness = robustness_table(detection, categories=m["robustness_categories"])
     robustness.to_csv(snakemake.output.robustness, index=False, float_format="%.6g")
     print(detection.to_string(index=False))

@@ -6,6 +6,7 @@ with logged(snakemake.log[0]):
     run = {
         "datasets": p.datasets,
         "variants": p.variants,
+        "variant_options": p.variant_options,
         "metrics": p.metrics,
         "ranking": p.ranking,
     }

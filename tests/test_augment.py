@@ -1,4 +1,4 @@
-"""SDAug / DAug: step rates, parameter ranges, effects, determinism, Dataset use."""
+"""SDAug / DAug / AugMix: step rates, parameter ranges, effects, determinism, Dataset use."""
 
 from __future__ import annotations
 
@@ -9,8 +9,17 @@ import numpy as np
 import pytest
 import torch
 
-from fairforge.perturb import DAug, SDAug, create_augment
-from fairforge.perturb.augment import AugmentPlan, apply_plan, enhance, smooth
+from fairforge.perturb import AugMix, DAug, SDAug, create_augment
+from fairforge.perturb.augment import (
+    AUGMIX_ALL_OPS,
+    AUGMIX_OPS,
+    AugmentPlan,
+    AugMixPlan,
+    apply_plan,
+    augmix_op,
+    enhance,
+    smooth,
+)
 from fairforge.perturb.ops import jpeg_roundtrip
 from fairforge.registry import UnknownName
 from fairforge.seeding import rng_for
@@ -162,6 +171,7 @@ def test_create_augment():
     assert create_augment(None).name == "none"
     assert isinstance(create_augment("SDAug", seed=1), SDAug)
     assert isinstance(create_augment("daug"), DAug)
+    assert isinstance(create_augment("AugMix"), AugMix)
     with pytest.raises(UnknownName, match="unknown augmentation 'randaug'"):
         create_augment("randaug")
     with pytest.raises(ValueError):
@@ -227,3 +237,72 @@ def test_training_batches_share_one_noise_decision(tmp_path):
     assert all(len(s) == 1 for s in per_batch)  # one decision per batch
     assert {b for s in per_batch for b in s} == {True, False}  # p = 0.3 over six batches
     assert list(EpochSampler(torch.utils.data.SequentialSampler(data)))[1] == (0, 1)
+
+
+def test_augmix_draws_as_the_reference_imagenet_code():
+    """Width 3, depth 1..3, severity 1, Dirichlet(1, 1, 1) chain weights, Beta(1, 1) mixing,
+    the nine operators without ImageNet-C's (google-research/augmix imagenet.py defaults)."""
+    aug = AugMix()
+    plans = [aug.plan(rng_for("augmix", i), side=240) for i in range(2000)]
+    assert {len(p.chains) for p in plans} == {3}
+    depths = [len(c) for p in plans for c in p.chains]
+    assert set(depths) == {1, 2, 3}
+    assert np.mean(depths) == pytest.approx(2.0, abs=0.05)
+    for p in plans[:200]:
+        assert sum(p.weights) == pytest.approx(1.0) and min(p.weights) >= 0
+    ms = np.array([p.m for p in plans])
+    assert ms.mean() == pytest.approx(0.5, abs=0.02) and ms.std() == pytest.approx(
+        12**-0.5, abs=0.02
+    )
+    steps = [s for p in plans for c in p.chains for s in c]
+    assert {op for op, _ in steps} == set(AUGMIX_OPS)
+    by_op = {op: [m for o, m in steps if o == op] for op in AUGMIX_OPS}
+    # severity 1: level U[0.1, 1) gives int(level * 4 / 10) = 0, so 4 bits; rotations
+    # int(level * 3) degrees in {-2..2}; shears under 0.03; translations int(level * 8) px
+    # at 240 px (IMAGE_SIZE / 3 = 80)
+    assert set(by_op["posterize"]) == {4.0}
+    assert set(by_op["rotate"]) <= {-2.0, -1.0, 0.0, 1.0, 2.0} and max(by_op["rotate"]) == 2
+    assert max(abs(m) for m in by_op["shear_x"]) < 0.03
+    assert set(map(abs, by_op["translate_y"])) <= set(map(float, range(8)))
+    assert min(by_op["solarize"]) > 256 - 26 and max(by_op["solarize"]) <= 256
+    assert {o for p in (AugMix(all_ops=True).plan(rng_for("a", i)) for i in range(300))
+            for c in p.chains for o, _ in c} == set(AUGMIX_ALL_OPS)  # fmt: skip
+    with pytest.raises(ValueError, match="augmix"):
+        AugMix(width=0)
+
+
+def test_augmix_mixes_its_chains_with_the_original():
+    from PIL import Image, ImageOps
+
+    img = image(64, 64)
+    pil = Image.fromarray(img)
+    equalized = np.asarray(ImageOps.equalize(pil), dtype=np.float64)
+    solarized = np.asarray(ImageOps.solarize(pil, 200), dtype=np.float64)
+    plan = AugMixPlan(
+        weights=(0.25, 0.75), m=0.4, chains=((("equalize", 0.0),), (("solarize", 200.0),))
+    )
+    expected = 0.6 * img + 0.4 * (0.25 * equalized + 0.75 * solarized)
+    out = AugMix(width=2).apply(img, plan)
+    assert out.dtype == np.uint8 and out.shape == img.shape
+    np.testing.assert_array_equal(out, np.clip(np.rint(expected), 0, 255).astype(np.uint8))
+    # m = 0 is the original; a translation moves the picture by whole pixels, filling black
+    np.testing.assert_array_equal(AugMix().apply(img, AugMixPlan((1.0,), 0.0, ((),))), img)
+    moved = np.asarray(augmix_op(pil, "translate_x", 5.0))
+    np.testing.assert_array_equal(moved[:, :-5], img[:, 5:])
+    assert (moved[:, -5:] == 0).all()
+    with pytest.raises(ValueError, match="unknown AugMix operation"):
+        augmix_op(pil, "cutout", 1.0)
+
+
+def test_augmix_is_seeded_by_its_generator_on_a_real_photograph():
+    from skimage.data import astronaut
+
+    face = np.ascontiguousarray(astronaut()[30:230, 150:350])
+    aug = AugMix()
+    a, b = aug(face, rng_for("s", 1)), aug(face, rng_for("s", 1))
+    np.testing.assert_array_equal(a, b)
+    assert isinstance(aug.last_applied, AugMixPlan)
+    others = [aug(face, rng_for("s", i)) for i in range(2, 8)]
+    assert any(not np.array_equal(a, o) for o in others)
+    # mild at severity 1: the face stays where it was, most pixels within a few grey levels
+    assert np.median(np.abs(a.astype(int) - face)) < 30

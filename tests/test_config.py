@@ -132,7 +132,7 @@ def test_registered_names_are_checked_against_their_registries():
     with pytest.raises(
         ConfigError,
         match=r"detectors\.m\.augment: unknown augmentation "
-        r"'sdag'; valid: daug, deepfakebench, fairfd, none, sdaug",
+        r"'sdag'; valid: augmix, daug, deepfakebench, fairfd, none, sdaug",
     ):
         validate_config({"detectors": {"m": {"arch": "meso4", "augment": "sdag"}}})
     with pytest.raises(

@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from fairforge.config import validate_config
@@ -132,19 +134,21 @@ def faceforensics(mnt: Path) -> None:
     ff_splits(mnt)
 
 
-def faceforensics_faces(mnt: Path) -> None:
-    """FairFD's FaceForensics++: c23 videos of rendered faces talking; a fake carries its
-    source's face (every method the same blend: what matters is the layout)."""
+def faceforensics_faces(mnt: Path, qualities: tuple[str, ...] = ("c23",)) -> None:
+    """FairFD's FaceForensics++: c23 videos (or ``qualities``) of rendered faces talking; a
+    fake carries its source's face (every method the same blend: what matters is the layout)."""
     root = mnt / "FaceForensics++"
     ids = [v for pairs in FF_PAIRS.values() for pair in pairs for v in pair]
     people = {vid: identity(f"ff{vid}", int(vid)) for vid in ids}
-    for vid in ids:
-        face_video(root / f"original_sequences/youtube/c23/videos/{vid}.mp4", people[vid], vid)
-    for pair in (p for v in FF_PAIRS.values() for p in v):
-        for a, b in (pair, pair[::-1]):
-            for method in FF_METHODS[:4]:
-                fake = root / f"manipulated_sequences/{method}/c23/videos/{a}_{b}.mp4"
-                face_video(fake, people[a], a, donor=people[b])
+    for c in qualities:
+        for vid in ids:
+            real = root / f"original_sequences/youtube/{c}/videos/{vid}.mp4"
+            face_video(real, people[vid], vid)
+        for pair in (p for v in FF_PAIRS.values() for p in v):
+            for a, b in (pair, pair[::-1]):
+                for method in FF_METHODS[:4]:
+                    fake = root / f"manipulated_sequences/{method}/{c}/videos/{a}_{b}.mp4"
+                    face_video(fake, people[a], a, donor=people[b])
     ff_splits(mnt)
 
 
@@ -178,6 +182,14 @@ def imagenet_weights(mnt: Path) -> None:
     )
 
 
+def assessment_ffpp(mnt: Path) -> None:
+    """The Assessment's FaceForensics++: every quality for the plans, and rendered faces at
+    raw and c23, which its laptop walk-through trains and tests on."""
+    faceforensics(mnt)
+    shutil.rmtree(mnt / "FaceForensics")  # written again with the faces
+    faceforensics_faces(mnt, ("raw", "c23"))
+
+
 def rfw(mnt: Path) -> None:
     """RFW as its archive unpacks: test/data/<Race>/m.0xxx/m.0xxx_000N.jpg and test/txts/,
     rendered faces, two identities per race (a face swap's target is the other one)."""
@@ -194,8 +206,8 @@ def rfw(mnt: Path) -> None:
         (txts / f"{race}_pairs.txt").write_text(f"{people[0]}\t1\t2\n")
 
 
-def celebdf(mnt: Path) -> None:
-    root = mnt / "Celeb-DF-v2"
+def celebdf(mnt: Path, release: str = "Celeb-DF-v2") -> None:
+    root = mnt / release
     for i, name in enumerate(("Celeb-real/id0_0000", "Celeb-real/id1_0000", "YouTube-real/00000")):
         noise_video(root / f"{name}.mp4", i, 2, 16)
     for i, name in enumerate(("id0_id1_0000", "id1_id0_0000")):
@@ -203,6 +215,101 @@ def celebdf(mnt: Path) -> None:
     (root / "List_of_testing_videos.txt").write_text(
         "1 Celeb-real/id1_0000.mp4\n0 Celeb-synthesis/id1_id0_0000.mp4\n"
     )
+
+
+def celebdf_v1(mnt: Path) -> None:
+    """Celeb-DF v1 as its archive is distributed now: v2's folder names, its own test list."""
+    celebdf(mnt, "Celeb-DF-v1")
+
+
+# The Assessment's start files (configs/assessment.yaml's header): file name -> its layout,
+# the network whose state dict the file holds (built on the meta device: shapes only).
+def _xception_file() -> dict:
+    import timm
+
+    with torch.device("meta"):
+        state = timm.create_model("legacy_xception", pretrained=False).state_dict()
+    # Cadene's file stores the pointwise convolutions as (out, in) matrices
+    return {k: v[..., 0, 0] if "pointwise" in k else v for k, v in state.items()}
+
+
+def _vgg19_file() -> dict:
+    import torchvision
+
+    with torch.device("meta"):
+        return torchvision.models.vgg19().state_dict()
+
+
+def _adv_efficientnet_b4_file() -> dict:
+    import deepfakebench_reference as dfb
+
+    with torch.device("meta"):
+        net = dfb._EfficientNet(380, dfb._B4, stem=48, head=1792, unpadded_stem=False)
+        net._fc = torch.nn.Linear(1792, 1000)
+        return net.state_dict()
+
+
+def _vit_300px_file() -> dict:
+    import timm
+
+    with torch.device("meta"):
+        return timm.create_model(
+            "vit_base_patch16_224", pretrained=False, img_size=300
+        ).state_dict()
+
+
+def _dncnn_file() -> dict:
+    """KAIR's colour blind DnCNN: 20 convolutions of 64 channels, ReLUs between."""
+    layers = [torch.nn.Conv2d(3, 64, 3, padding=1)]
+    for _ in range(18):
+        layers += [torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3, padding=1)]
+    layers += [torch.nn.ReLU(), torch.nn.Conv2d(64, 3, 3, padding=1)]
+    with torch.device("meta"):
+        return {f"model.{k}": v for k, v in torch.nn.Sequential(*layers).state_dict().items()}
+
+
+def _bmshj2018_file(quality: int) -> dict:
+    from fairforge.perturb.learned_ops import FactorizedPriorCodec, compressai_state_dict
+
+    n, m = (128, 192) if quality <= 5 else (192, 320)  # CompressAI's zoo
+    return compressai_state_dict(FactorizedPriorCodec(n, m))
+
+
+ASSESSMENT_WEIGHTS = {
+    "xception-b5690688.pth": _xception_file,
+    "vgg19-dcbb9e9d.pth": _vgg19_file,
+    "adv-efficientnet-b4-44fb3a87.pth": _adv_efficientnet_b4_file,
+    "vit_base_patch16_224_300px.pth": _vit_300px_file,
+    "dncnn/dncnn_color_blind.pth": _dncnn_file,
+    **{
+        f"compressai/bmshj2018-factorized-q{q}.pth.tar": (lambda q=q: _bmshj2018_file(q))
+        for q in range(1, 9)
+    },
+}
+
+
+def random_state(layout: dict, seed: int) -> dict:
+    """Random weights in ``layout``'s keys and shapes, every tensor a view of one small random
+    storage (torch.save writes a storage once), so that the file stays a few MB however large
+    the network: a tensor larger than the storage repeats its last dimension's values."""
+    size = 1 << 20
+    base = torch.rand(size, generator=torch.Generator().manual_seed(seed))
+    out = {}
+    for key, value in layout.items():
+        shape = tuple(value.shape)
+        if value.numel() <= size:
+            out[key] = base[: value.numel()].view(shape).to(value.dtype)
+        else:
+            out[key] = base[: shape[-1]].expand(shape)
+    return out
+
+
+def assessment_weights(mnt: Path) -> None:
+    """The files configs/assessment.yaml starts from, with random weights in their layouts."""
+    for seed, (name, layout) in enumerate(ASSESSMENT_WEIGHTS.items()):
+        path = mnt / "weights" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(random_state(layout(), seed), path)
 
 
 def dfdc(mnt: Path) -> None:
@@ -259,7 +366,7 @@ def exposure_data(mnt: Path) -> None:
 FIXTURES = {
     "fairfd": (faceforensics_faces, ff_races, rfw, imagenet_weights),
     "benchmark_paper": (faceforensics, celebdf, dfdc, deeperforensics, benchmark_more),
-    "assessment": (faceforensics, celebdf),
+    "assessment": (assessment_ffpp, celebdf, celebdf_v1, assessment_weights),
     "exposure": (exposure_data,),
 }
 
@@ -306,8 +413,9 @@ def test_every_paper_has_a_walkthrough(repo_root):
         assert plan == f"snakemake all -n --configfile configs/{paper}.yaml my_paths.yaml"
         assert run.startswith("snakemake all --profile profiles/slurm --configfile")
     # the paths file holds paths only: a part of a paper is a third file
-    laptop = docs["fairfd"][1]
-    assert "select" in yaml.safe_load(laptop["files"]["my_laptop.yaml"])
+    for paper in ("fairfd", "assessment"):
+        laptop = docs[paper][1]
+        assert "select" in yaml.safe_load(laptop["files"]["my_laptop.yaml"])
 
 
 @pytest.fixture(scope="module")
@@ -365,8 +473,8 @@ def test_the_documented_command_plans_only_the_paper(walked, paper):
         assert jobs["features"] == 1 and planned(out, "detector") >= {"xception"}
         assert jobs["subject_rates"] == jobs["feature_analysis"] == jobs["thresholds_table"] == 1
     # every variant whose weights exist at planning (exposure's far_learned@1 is not among
-    # them: docs/papers.md)
-    variants, _ = split_variants(all_variants(config))
+    # them: docs/papers.md; the Assessment's learned operations are, in the fixture)
+    variants, _ = split_variants(all_variants(config), config["variant_options"])
     assert jobs["predictions"] == len(detectors) * len(datasets) * len(variants)
     assert planned(out, "variant") <= set(variants)
     assert jobs["detector_studies"] == jobs["method_tables"] == jobs["report_html"] == 1
@@ -464,3 +572,199 @@ def test_fairfd_runs_one_detector_through_all(walked):
     assert "Subjects and feature space" in report and "fitted on test (the evaluated set)" in report
     # the run's record of its rule graph, from the same config files
     assert "digraph" in (results / "pipeline_info" / "rulegraph.dot").read_text()
+
+
+# ----------------------------------------------------------------- the Assessment
+
+
+ASSESSMENT_PLAN = "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml"
+
+
+def assessment_config(repo_root) -> dict:
+    return validate_config(yaml.safe_load((repo_root / "configs/assessment.yaml").read_text()))
+
+
+def test_the_assessment_plan_holds_its_tables_and_figures(walked):
+    """Tables 2-6 and Figs. 4-8: every detector of §5.1.2 on every dataset under every
+    operation, the codecs' rates measured per dataset, the augmentation, compression-rate and
+    training-data studies; the learned operations planned from their configured weights."""
+    run = walked["assessment"]
+    out = run["plans"][ASSESSMENT_PLAN]
+    assert run["codes"][ASSESSMENT_PLAN] == 0, out[-6000:]
+    config = resolved(run["copy"], config_files(ASSESSMENT_PLAN))
+    jobs = job_counts(out)
+    assert jobs["train"] == len(config["detectors"]) == 29
+    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
+    assert jobs["training_data_figure"] == 1
+    codecs = [f"jpeg@{q}" for q in (95, 80, 60, 45, 30)]
+    codecs += [f"learned_compression@{q}" for q in range(1, 9)]
+    assert jobs["compression_bpp"] == len(config["datasets"]) * len(codecs)
+    variants = planned(out, "variant")
+    assert set(codecs) | {f"denoise@{k}" for k in range(1, 6)} | {"vid_h264@40"} <= variants
+    assert not {"grayscale@1", "df_video_compression@30"} & variants  # not the Assessment's
+    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23", "ffpp_c40", "celebdf", "celebdf_v1"}
+
+
+def test_the_assessment_config_is_the_paper(repo_root):
+    """The values the paper states, where fairforge reads them (configs/assessment.yaml)."""
+    config = assessment_config(repo_root)
+    datasets = config["datasets"]
+    for name, quality in (("ffpp_raw", "raw"), ("ffpp_c23", "c23"), ("ffpp_c40", "c40")):
+        block = datasets[name]
+        assert block["split"] == "official" and block["options"]["compression"] == quality
+        assert block["options"]["methods"] == list(FF_METHODS[:4])  # §5.1.1
+        assert block["options"]["frames_per_video"] == {"train": 100, "val": 32, "test": 32}
+    assert next(iter(datasets)) == "ffpp_raw"  # detectors train on FFpp-Raw by default
+    assert datasets["celebdf"]["split"] == {"official": True, "val_from_train": 0.2}  # §5.1.1
+    assert datasets["celebdf_v1"]["adapter"] == "celebdf_v1"  # Table 6
+    assert config["faces"]["detector"] == "hog" and config["faces"]["crop_size"] == 300
+    # §5.1.3: per detector, the baselines without augmentation (§3.3)
+    expected = {
+        "capsule": ("adam", False, 25, 5e-4),
+        "xception": ("adam", False, 10, 1e-3),
+        "uia_vit": ("adam", False, 8, 3e-5),
+        "efficientnet_b4": ("sgd", True, 100, 1e-3),
+    }
+    archs = set()
+    for name in config["detectors"]:
+        s = detector_settings(config, name)
+        archs.add(s["arch"])
+        assert (s["optimizer"], s["sam"], s["epochs"], s["lr"]) == expected[s["arch"]], name
+        assert (s["input_size"], s["frames_train"], s["frames_test"], s["batch_size"]) == (
+            300,
+            100,
+            32,
+            32,
+        ), name
+        assert s["pretrained"].startswith("/data/weights/"), name
+        augment = name.rsplit("_", 1)[-1]
+        assert s["augment"] == (augment if augment in ("sdaug", "daug", "augmix") else "none")
+        # SBI trains on real faces only, its fakes self-blended afresh (§5.1.3)
+        assert (s["online_forgery"] == "sbi") == (s["arch"] == "efficientnet_b4"), name
+        if s["arch"] == "efficientnet_b4":
+            assert s["train_methods"] == []
+    assert archs == set(expected)
+    # §3.1's bicubic resize, the learned codec and DnCNN; §3.3's categories
+    options = config["variant_options"]
+    assert options["resize"] == {"down": "cubic", "up": "cubic"}
+    assert options["denoise"]["mode"] == "dncnn"
+    assert config["variant_suites"] == ["assessment", "assessment_video"]
+    assert config["metrics"]["robustness_categories"] == "assessment"
+
+
+def test_every_assessment_value_names_its_section(repo_root):
+    """Each setting of configs/assessment.yaml outside the detector list says where it comes
+    from: a section, table or figure of the paper, "unstated" (a fairforge default) or not
+    the Assessment's (another paper's study, off): on
+    its line, in the comment lines right above it or on the line of the block it is in."""
+    lines = (repo_root / "configs" / "assessment.yaml").read_text().splitlines()
+    cited = re.compile(r"#.*(§\d|Table \d|Fig\. \d|unstated|not the Assessment's)")
+    missing = []
+    parents: list[tuple[int, str]] = []
+    in_detectors = False
+    for i, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        parents = [(d, text) for d, text in parents if d < indent]
+        if indent == 0:
+            in_detectors = line.startswith("detectors:")
+        above = []
+        j = i - 1
+        while j >= 0 and lines[j].lstrip().startswith("#"):
+            above.append(lines[j])
+            j -= 1
+        value = line.split("#")[0].split(":", 1)[-1].strip()
+        context = [line, *above, *(text for _, text in parents)]
+        if value and not in_detectors and not any(cited.search(c) for c in context):
+            missing.append(f"{i + 1}: {line.strip()}")
+        parents.append((indent, " ".join([line, *above])))
+    assert not missing, "values without their section:\n" + "\n".join(missing)
+
+
+def test_the_assessment_start_files_load_onto_their_detectors(repo_root, tmp_path):
+    """Each ImageNet file of the header, written with random weights in its layout, loads
+    onto every detector that names it, built as the train rule builds it (300 px: UIA-ViT's
+    ViT takes the position embedding of a 300 px file)."""
+    from fairforge.training.detector import TrainConfig, build_model
+
+    assessment_weights(tmp_path)
+    config = assessment_config(repo_root)
+    done = set()
+    for name in config["detectors"]:
+        settings = detector_settings(config, name)
+        start = Path(settings["pretrained"]).name
+        if (settings["arch"], start) in done:
+            continue
+        done.add((settings["arch"], start))
+        model, _, size = build_model(
+            TrainConfig(**{**settings, "pretrained": str(tmp_path / "weights" / start)})
+        )
+        assert size == 300
+        if settings["arch"] == "uia_vit":
+            assert tuple(model.vit.patch_embed.grid_size) == (18, 18)
+        del model
+    assert {a for a, _ in done} == {"capsule", "xception", "efficientnet_b4", "uia_vit"}
+
+
+ASSESSMENT_LAPTOP = (
+    "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml my_laptop.yaml"
+)
+
+
+def test_the_assessment_subset_plans_its_studies(walked):
+    run = walked["assessment"]
+    out = run["plans"][ASSESSMENT_LAPTOP]
+    assert run["codes"][ASSESSMENT_LAPTOP] == 0, out[-6000:]
+    jobs = job_counts(out)
+    assert planned(out, "detector") == {"capsule_raw", "capsule_raw_sdaug", "capsule_c23"}
+    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23"}
+    assert jobs["train"] == 3 and jobs["compression_bpp"] == 2 * 3
+    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
+    assert jobs["training_data_figure"] == 1
+
+
+@pytest.mark.workflow
+def test_the_assessment_laptop_run_makes_its_tables_and_figures(walked):
+    """The Assessment's laptop walk-through for real, as written: Capsule-Forensics from the
+    fixture's VGG-19 file on rendered FF++ faces at raw and c23, its SDAug twin, one epoch on
+    the CPU, to the augmentation table, the codecs' rates and the report."""
+    run = walked["assessment"]
+    (line,) = [c for c in run["docs"]["assessment"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=2400)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    config = resolved(copy, config_files(line))
+    for name in ("capsule_raw", "capsule_raw_sdaug", "capsule_c23"):
+        trained = read_checkpoint(results / "models" / name / "model.pt", mmap=True)
+        settings = detector_settings(config, name)
+        assert trained["input_size"] == 300
+        for key in ("lr", "optimizer", "augment", "frames_train", "pretrained", "recipe"):
+            assert trained["train_config"][key] == settings[key], (name, key)
+    assert settings["lr"] == 5e-4 and settings["pretrained"].endswith("vgg19-dcbb9e9d.pth")
+    # robustness by the paper's categories
+    robustness = pd.read_csv(results / "robustness_table.csv")
+    categories = set(robustness.loc[robustness["scope"] == "category", "category"])
+    assert {"image/compression", "image/combination"} <= categories
+    assert {"image", "all"} <= set(robustness.loc[robustness["scope"] == "overall", "category"])
+    # each detector beside its SDAug twin, on both datasets
+    augmentation = pd.read_csv(results / "augmentation_table.csv")
+    assert set(zip(augmentation["detector"], augmentation["twin"])) == {
+        ("capsule_raw", "capsule_raw_sdaug")
+    }
+    assert set(augmentation["dataset"]) == {"ffpp_raw", "ffpp_c23"}
+    assert "overall" in set(augmentation["scope"])
+    # codecs by their rates: JPEG's falls with its quality, the learned codec has one
+    rates = pd.read_csv(results / "compression_rate.csv")
+    one = rates.loc[(rates["detector"] == "capsule_raw") & (rates["dataset"] == "ffpp_raw")]
+    bpp = one.set_index("variant")["bpp"]
+    assert set(bpp.index) == {"jpeg@95", "jpeg@30", "learned_compression@1"}
+    assert bpp["jpeg@95"] > bpp["jpeg@30"] > 0 and bpp["learned_compression@1"] > 0
+    per_sample = pd.read_csv(results / "ffpp_raw" / "compression_bpp" / "jpeg@30.csv")
+    assert (per_sample["bpp"] > 0).all() and int(one["n_samples"].iloc[0]) == len(per_sample)
+    for figure in ("compression_rate", "augmentation", "cross_manipulation"):
+        assert (results / "figures" / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
+    assert (results / "figures" / "robustness_by_training_data.png").is_file()
+    page = (results / "report.html").read_text()
+    for title in ("Codecs by bitrate", "Augmented twins", "Training data and robustness"):
+        assert title in page, title

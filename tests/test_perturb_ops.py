@@ -194,6 +194,40 @@ def test_combinations_compress_last():
         create_op("blur+jpeg", 1, order="random")
 
 
+def test_a_combination_takes_its_parts_options_by_their_names():
+    """The Assessment's bicubic resize (§3.1, variant_options {resize: {up: cubic}}) is the
+    resize of resize+noise+jpeg too: the workflow hands a combination its parts' options."""
+    from fairforge.perturb import op_for_variant, operation_names
+    from fairforge.workflow import variant_options
+
+    options = {"resize": {"down": "cubic", "up": "cubic"}, "jpeg+gaussian_noise": {}}
+    assert operation_names("resize+noise+jpeg@3") == [
+        "resize+noise+jpeg",
+        "resize",
+        "gaussian_noise",
+        "jpeg",
+    ]
+    assert operation_names("resize@2~frame") == ["resize"] and operation_names("clean") == []
+    config = {"variant_options": options, "faces": {"margin": 0.25}}
+    given = variant_options(config, "resize+noise+jpeg@3")
+    assert given == {"resize": {"down": "cubic", "up": "cubic"}}
+    h, w = IMG.shape[:2]
+    small = cv2.resize(IMG, (round(w * 0.35), round(h * 0.35)), interpolation=cv2.INTER_CUBIC)
+    resized = cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
+    rng = rng_for("s", "resize+noise+jpeg@3")
+    expected = jpeg_roundtrip(create_op("gaussian_noise", 3)(resized, rng), 60)
+    got = apply_variant(IMG, "resize+noise+jpeg@3", "s", given)
+    np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(got, apply_variant(IMG, "resize+noise+jpeg@3", "s"))  # bilinear
+    # the same options at random intensity, and a combination's own parts entry wins
+    op = op_for_variant("resize+noise+jpeg@random", given)
+    assert {s.up for o in op.ops for s in o.steps if hasattr(s, "up")} == {cv2.INTER_CUBIC}
+    own = {"resize": {"up": "cubic"}, "resize+noise+jpeg": {"parts": {"resize": {"up": "area"}}}}
+    assert op_for_variant("resize+noise+jpeg@1", own).steps[0].up == cv2.INTER_AREA
+    with pytest.raises(PerturbationError, match="not among its"):
+        create_op("blur+jpeg", 1, parts={"resize": {"up": "cubic"}})
+
+
 def test_gaussian_noise_sigma_matches_table():
     flat = np.full((128, 128, 3), 128, np.uint8)
     for level, sigma in zip(range(1, 6), (5, 10, 20, 35, 50)):
@@ -347,6 +381,59 @@ def test_learned_compression_runs_from_compressai_state_dict(tmp_path):
         torch.testing.assert_close(rebuilt.state_dict()[name], tensor)
     with pytest.raises(ValueError, match="bmshj2018"):
         codec_from_compressai({"g_a.0.weight": torch.zeros(1)})
+    del state["entropy_bottleneck._matrix2"]
+    with pytest.raises(ValueError, match="13 of the 14 density"):
+        codec_from_compressai(state)
+
+
+def test_codec_rates_are_their_bits_per_pixel(tmp_path):
+    """JPEG: the file's bits; the learned codec: Σ −log2 p(ŷ) under its prior. With the
+    density's gates shut (factors 0) its cumulative is a logistic in s·y + c, s the product
+    of the softplus matrices: the bits are recomputed from that closed form."""
+    from fairforge.perturb import bits_per_pixel, is_codec
+
+    h, w = IMG.shape[:2]
+    assert bits_per_pixel(IMG, "jpeg@60") == 8 * len(encode_jpeg(IMG, 60)) / (h * w)
+    rates = [bits_per_pixel(IMG, f"jpeg@{q}") for q in (95, 80, 60, 45, 30)]
+    assert rates == sorted(rates, reverse=True) and rates[-1] > 0
+    assert is_codec("learned_compression@3") and is_codec("jpeg@30")
+    assert not is_codec("blur+jpeg@2") and not is_codec("clean") and not is_codec("gamma@1")
+    with pytest.raises(PerturbationError, match="no rate"):
+        bits_per_pixel(IMG, "gaussian_noise@2")
+
+    codec = _tiny_codec(3)
+    with torch.no_grad():
+        for i, matrix in enumerate(codec.density.matrices):
+            matrix.fill_(-1.0 - 0.2 * i)
+        for bias in codec.density.biases:
+            bias.uniform_(-0.5, 0.5)
+    state = compressai_state_dict(codec)
+    assert "entropy_bottleneck._matrix4" in state and "entropy_bottleneck._factor3" in state
+    torch.save(state, tmp_path / "q4.pth.tar")
+    options = {"learned_compression": {"weights": str(tmp_path / "q{quality}.pth.tar")}}
+    got = bits_per_pixel(IMG, "learned_compression@4", options)
+
+    d = codec.density
+    slope, offset = torch.ones(12, 1, 1), torch.zeros(12, 1, 1)
+    with torch.no_grad():
+        for matrix, bias in zip(d.matrices, d.biases):
+            m = torch.nn.functional.softplus(matrix)
+            slope, offset = torch.matmul(m, slope), torch.matmul(m, offset) + bias
+        x = torch.nn.functional.pad(
+            torch.from_numpy(IMG).permute(2, 0, 1)[None].float() / 255,
+            (0, -w % 16, 0, -h % 16),
+            mode="replicate",
+        )
+        y = codec.quantized(x)[0].reshape(12, -1)
+        s, c = slope.view(12, 1), offset.view(12, 1)
+        p = torch.sigmoid(s * (y + 0.5) + c) - torch.sigmoid(s * (y - 0.5) + c)
+        expected = float(-torch.log2(p.clamp_min(1e-9)).sum()) / (h * w)
+    assert got == pytest.approx(expected, rel=1e-4)
+    # the zoo's names, and CompressAI's newer ParameterList names, load the same density
+    renamed = {k.replace("._matrix", ".matrices."): v for k, v in state.items()}
+    assert bits_per_pixel(IMG, "learned_compression@4", options) == pytest.approx(
+        codec_from_compressai(renamed).bits(x) / (h * w)
+    )
 
 
 def _dncnn_state(zero_last: bool) -> dict[str, torch.Tensor]:

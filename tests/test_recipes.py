@@ -241,6 +241,35 @@ def test_recipe_per_detector_with_overrides():
         TrainConfig(**settings)  # what the train rule builds
     assert recipe_settings("assessment", "capsule")["epochs"] == 25
     assert recipe_settings("assessment", "uia_vit")["lr"] == 3e-5
+
+
+def test_the_assessment_recipe_is_its_section_5_1_3():
+    """Adam (torch's β 0.9, 0.999) for Capsule 25 epochs at 5e-4, Xception 10 at 1e-3, UIA-ViT
+    8 at 3e-5; SBI's EfficientNet-B4 by SAM for 100 epochs at 1e-3, batch 32; 300 px faces,
+    100 frames per training video and 32 per test video, and no augmentation (§3.3)."""
+    expected = {
+        "capsule": ("adam", False, 25, 5e-4),
+        "xception": ("adam", False, 10, 1e-3),
+        "uia_vit": ("adam", False, 8, 3e-5),
+        "efficientnet_b4": ("sgd", True, 100, 1e-3),
+    }
+    for arch, (optimizer, sam, epochs, lr) in expected.items():
+        r = recipe_settings("assessment", arch)
+        assert (r["optimizer"], r["sam"], r["epochs"], r["lr"]) == (optimizer, sam, epochs, lr)
+        assert (r["batch_size"], r["input_size"], r["frames_train"], r["frames_test"]) == (
+            32,
+            300,
+            100,
+            32,
+        )
+        assert (r["augment"], r["weight_decay"], r["balanced_batches"]) == ("none", 0.0, False)
+    sbi = recipe_settings("assessment", "efficientnet_b4")
+    assert (sbi["momentum"], sbi["schedule"], sbi["decay_start"]) == (0.9, "linear_decay", 0.75)
+    # the optimizer the Adam recipes build has the paper's betas
+    from fairforge.optimizers import build_optimizer
+
+    adam = build_optimizer([torch.nn.Parameter(torch.zeros(1))], "adam", 1e-3, 0.0, 0.9)
+    assert adam.defaults["betas"] == (0.9, 0.999)
     with pytest.raises(KeyError, match="not recipe keys"):
         recipe_settings("deepfakebench", epoch=3)
 

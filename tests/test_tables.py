@@ -168,6 +168,65 @@ def test_robustness_drop_mean_and_categories():
     assert overall["n_variants"] == 4
 
 
+def test_robustness_by_the_assessment_categories():
+    """§3.1's image categories (the Gaussian blur is denoising) and §3.2's video ones (flips,
+    brightness apart from contrast), with an overall score per modality and over all."""
+    from fairforge.perturb.suites import CATEGORY_SCHEMES, SUITES
+
+    detection = pd.DataFrame(
+        {
+            "dataset": "data",
+            "detector": "det",
+            "unit": "frame",
+            "variant": [
+                "clean",
+                "gaussian_blur@3",
+                "denoise@2",
+                "jpeg@30",
+                "vid_hflip@1",
+                "vid_lighten@1",
+                "vid_contrast@1",
+                "grayscale@1",
+                "jpeg@random",
+            ],
+            "AUC": [0.9, 0.7, 0.5, 0.6, 0.8, 0.75, 0.65, 0.55, 0.4],
+        }
+    )
+    table = robustness_table(detection, categories="assessment")
+    categories = table.loc[table["scope"] == "category"].set_index("category")
+    assert categories.loc["image/denoising", "AUC"] == pytest.approx(0.6)
+    assert categories.loc["image/denoising", "n_variants"] == 2
+    assert set(categories.index) == {
+        "image/denoising",
+        "image/compression",
+        "video/flip",
+        "video/brightness",
+        "video/contrast",
+        "color",  # grayscale is not the Assessment's: its own category
+        "random intensity",
+    }
+    overall = table.loc[table["scope"] == "overall"].set_index("category")
+    assert list(overall.index) == ["image", "video", "all"]
+    assert overall.loc["image", "AUC"] == pytest.approx(np.mean([0.7, 0.5, 0.6]))
+    assert overall.loc["video", "AUC"] == pytest.approx(np.mean([0.8, 0.75, 0.65]))
+    assert overall.loc["all", "n_variants"] == 7  # every operation-level variant
+    # the variant rows carry the scheme's category; the default keeps the operations' own
+    variants = table.loc[table["scope"] == "variant"].set_index("variant")
+    assert variants.loc["vid_lighten@1", "category"] == "video/brightness"
+    own = robustness_table(detection)
+    assert set(own.loc[own["scope"] == "overall", "category"]) == {"all"}
+    assert "blur" in set(own["category"]) and "video" in set(own["category"])
+    with pytest.raises(ValueError, match="robustness categories 'fairfd'"):
+        robustness_table(detection, categories="fairfd")
+    # the scheme names every operation of the Assessment's suites, six image and seven video
+    # categories
+    scheme = CATEGORY_SCHEMES["assessment"]
+    ops = {v.split("@")[0] for v in SUITES["assessment"] + SUITES["assessment_video"]}
+    assert ops == set(scheme)
+    assert len({c for m, c in scheme.values() if m == "image"}) == 6
+    assert len({c for m, c in scheme.values() if m == "video"}) == 7
+
+
 # --------------------------------------------------------------------------- fairness
 
 

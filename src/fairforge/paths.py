@@ -92,6 +92,12 @@ OUTPUTS = {
     "random_intensity_draws": "{results}/{dataset}/random_intensity_draws.csv",
     "detection_per_method": "{results}/detection_per_method.csv",
     "cross_manipulation": "{results}/cross_manipulation.csv",
+    # codecs by bitrate: each codec variant's bits per pixel on every scored sample, and AUC
+    # against it (the Assessment's Fig. 5)
+    "compression_bpp": "{results}/{dataset}/compression_bpp/{variant}.csv",
+    "compression_rate": "{results}/compression_rate.csv",
+    # each detector beside its augmented twins (SDAug, DAug, AugMix)
+    "augmentation_table": "{results}/augmentation_table.csv",
     "detectors": "{results}/detectors.csv",
     # the training protocol of every detector and dataset, with the source of each value
     "protocol": "{results}/protocol.csv",
@@ -121,6 +127,10 @@ OUTPUTS = {
     "failures_figure": "{results}/figures/failures_per_group.png",
     "efficiency_figure": "{results}/figures/efficiency.png",
     "exposure_figure": "{results}/figures/exposure.png",
+    "compression_rate_figure": "{results}/figures/compression_rate.png",
+    "augmentation_figure": "{results}/figures/augmentation.png",
+    "cross_manipulation_figure": "{results}/figures/cross_manipulation.png",
+    "training_data_figure": "{results}/figures/robustness_by_training_data.png",
     "forgery_examples": "{results}/figures/{dataset}/forgery_examples.png",
     "face_backends_figure": "{results}/figures/{dataset}/face_backends.png",
     "forgery_quality_figure": "{results}/figures/forgery_quality/{method}.png",
@@ -180,6 +190,21 @@ REPORT_FEATURES = {
     "feature_mmd_figure": "feature_mmd_figure",
 }
 
+# Written only where the run has what they compare (``report_paths(studies=...)``): codec
+# variants at two or more rates; augmented twins; detectors that differ only in training data.
+REPORT_STUDIES = {
+    "compression_rate": {
+        "compression_rate": "compression_rate",
+        "compression_rate_figure": "compression_rate_figure",
+    },
+    "augmentation": {
+        "augmentation": "augmentation_table",
+        "augmentation_figure": "augmentation_figure",
+        "cross_manipulation_figure": "cross_manipulation_figure",
+    },
+    "training_data": {"training_data_figure": "training_data_figure"},
+}
+
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -208,15 +233,19 @@ def report_paths(
     face_backends: bool = False,
     subjects: bool = False,
     features: bool = False,
+    studies: Sequence[str] = (),
 ) -> dict:
     """Every file the report reads, by the report's key; the ranking study's outputs only
     with ``ranking``, the face-backend comparison only with ``face_backends`` (config
-    ``faces.compare_backends`` not empty), the subject rates only with ``subjects`` and the
-    feature analyses only with ``features``."""
+    ``faces.compare_backends`` not empty), the subject rates only with ``subjects``, the
+    feature analyses only with ``features`` and the outputs of each of ``studies``
+    (:data:`REPORT_STUDIES`) only when named."""
     tables = {**REPORT_TABLES, **(REPORT_EXPOSURE if ranking else {})}
     tables.update(
         {**(REPORT_SUBJECTS if subjects else {}), **(REPORT_FEATURES if features else {})}
     )
+    for study in studies:
+        tables.update(REPORT_STUDIES[study])
     paths: dict = {key: result_path(name, results) for key, name in tables.items()}
     paths["forgeries"] = [
         result_path("forgery", results, dataset=d, method=m) for d in datasets for m in methods

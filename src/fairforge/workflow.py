@@ -18,13 +18,18 @@ from fairforge.perturb import (
     apply_at,
     at_crop,
     at_frame,
+    is_codec,
     is_frame_variant,
     is_random_variant,
+    operation_names,
+    parse_variant,
     suite,
 )
 from fairforge.recipes import CONFIG, RECIPE_KEYS, RECIPES, Recipe, resolve_recipe
 from fairforge.samples import CROPS
 from fairforge.sources import ADAPTERS, IMAGE_SUFFIXES
+from fairforge.tables.detectors import training_families
+from fairforge.tables.robustness import augmentation_twins
 from fairforge.video import (  # importing the video package registers its frame sampler
     VIDEO_SUITE,
     is_video_variant,
@@ -199,7 +204,7 @@ def variant_options(config: dict, variant: str) -> dict:
     that ``far@d`` is defined on the face width, as the ranking study's chain is. An
     ``op@random`` variant also gets the ``random`` entry (how it draws its intensity).
     """
-    ops = variant.split("@")[0].split("+")
+    ops = operation_names(variant)  # a combination's parts take their own ops' options
     if is_random_variant(variant):
         ops.append(RANDOM)
     options = {op: opts for op, opts in config["variant_options"].items() if op in ops}
@@ -383,6 +388,43 @@ def train_datasets(config: dict, name: str) -> list[str]:
 def train_dataset(config: dict, name: str) -> str:
     """A detector's training datasets as one label ('a' or 'a+b'), as the tables show it."""
     return "+".join(train_datasets(config, name))
+
+
+def trained_settings(config: dict) -> dict[str, dict]:
+    """Every detector the workflow trains or imports (not score files): its resolved settings
+    and its training dataset(s), what tells two detectors apart."""
+    return {
+        d: {**detector_settings(config, d), "train_dataset": train_dataset(config, d)}
+        for d in config["detectors"]
+        if not is_external(config, d)
+    }
+
+
+def augmentation_studies(config: dict) -> list[tuple[str, str, str]]:
+    """``(detector, twin, augment)``: each detector trained without augmentation beside its
+    twins that differ only in ``augment`` (SDAug, DAug, AugMix: the Assessment's Tables 4-6,
+    Figs. 6-8); empty when there is none."""
+    return augmentation_twins(trained_settings(config))
+
+
+def rate_variants(variants) -> list[str]:
+    """The codec variants whose bits per pixel the compression study measures (crop mode, a
+    tabulated level): all of them when one codec has two or more (a rate curve: the
+    Assessment's Fig. 5), else none."""
+    codecs = [
+        v for v in variants if is_codec(v) and apply_at(v) == "crop" and not is_random_variant(v)
+    ]
+    per_codec: dict[str, int] = {}
+    for v in codecs:
+        per_codec[parse_variant(v)[0]] = per_codec.get(parse_variant(v)[0], 0) + 1
+    return codecs if max(per_codec.values(), default=0) >= 2 else []
+
+
+def training_data_families(config: dict) -> list[list[str]]:
+    """Families of two or more detectors that differ only in their training datasets (the
+    Assessment's Fig. 4: one architecture on FF++ raw, c23 and all qualities)."""
+    families = training_families(trained_settings(config))
+    return [members for members in families if len(members) > 1]
 
 
 def trained_encoders(config: dict) -> list[str]:

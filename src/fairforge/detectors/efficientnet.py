@@ -16,8 +16,10 @@ padding computed the way efficientnet_pytorch does (:class:`StaticSamePadConv2d`
     size (DeepfakeBench runs it at 256 px). Its checkpoints load exactly
     (:mod:`fairforge.detectors.deepfakebench`).
 
-The self-blending of SBI is a training-data method, not part of the network, and is not done
-here (train it on whatever ``train_methods`` the config gives). ``backbone`` picks another
+The self-blending of SBI is a training-data method, not part of the network: with
+``online_forgery: sbi`` the training loop blends each real training face afresh every epoch
+(:class:`fairforge.data.OnlineForgeryDataset`), as SBI trains (``configs/assessment.yaml``);
+offline ``sbi`` fakes in ``train_methods`` work too. ``backbone`` picks another
 ``tf_efficientnet_*`` (``tf_efficientnet_b0`` for CPU-sized runs). The network is built with
 random weights; SBI and DeepfakeBench start from ImageNet weights (``pretrained:``, or
 ``init: random`` to train without). SBI's training (SAM over SGD, 100 epochs, 380 px) is this

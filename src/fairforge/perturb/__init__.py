@@ -5,13 +5,14 @@ and near-to-far degradation. Variants are named ``{op}@{level}`` (docs/perturbat
 - :mod:`.ops`, :mod:`.deeperforensics`, :mod:`.distance`: image operations;
 - :mod:`.video_ops`: video operations (run on clips by :mod:`fairforge.video.ops`);
 - :mod:`.variants`: the variant grammar and whether a variant can run here;
-- :mod:`.augment`: the ``AUGMENTATIONS`` registry (``none``, ``sdaug``, ``daug``);
+- :mod:`.augment`: the ``AUGMENTATIONS`` registry (``none``, ``sdaug``, ``daug``, ``augmix``,
+  ``deepfakebench``);
 - :mod:`.suites`: named variant lists.
 """
 
 # The member modules register their operations on import.
 from fairforge.perturb import deeperforensics, distance, ops, video_ops  # noqa: F401
-from fairforge.perturb.augment import AUGMENTATIONS, DAug, SDAug, create_augment
+from fairforge.perturb.augment import AUGMENTATIONS, AugMix, DAug, SDAug, create_augment
 from fairforge.perturb.base import (
     OPERATIONS,
     InvalidImage,
@@ -49,13 +50,16 @@ from fairforge.perturb.variants import (
     at_crop,
     at_frame,
     available,
+    bits_per_pixel,
     check_variant,
     frame_variant_pattern,
+    is_codec,
     is_frame_variant,
     is_random_variant,
     is_video_op,
     is_video_variant,
     op_for_variant,
+    operation_names,
     parse_variant,
     random_draws,
     unavailable_reason,
@@ -68,6 +72,7 @@ __all__ = [
     "APPLY_AT",
     "AUGMENTATIONS",
     "CLEAN",
+    "AugMix",
     "DAug",
     "DEFAULT_SUITE",
     "DF_SUITE",
@@ -94,6 +99,7 @@ __all__ = [
     "at_crop",
     "at_frame",
     "available",
+    "bits_per_pixel",
     "check_image",
     "check_variant",
     "create_augment",
@@ -101,12 +107,14 @@ __all__ = [
     "far_degrade",
     "frame_variant_pattern",
     "get_op_class",
+    "is_codec",
     "is_frame_variant",
     "is_random_variant",
     "is_video_op",
     "is_video_variant",
     "list_ops",
     "op_for_variant",
+    "operation_names",
     "parse_variant",
     "register",
     "suite",

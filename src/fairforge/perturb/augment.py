@@ -1,4 +1,5 @@
-"""SDAug and DAug training augmentations (Assessment paper; docs/perturbations.md section 6).
+"""Training augmentations (docs/perturbations.md section 6): SDAug and DAug (Assessment paper),
+AugMix (Hendrycks et al., ICLR 2020; the Assessment's Table 4 comparison) and DeepfakeBench's.
 
 Both run the same four-step chain: enhancement (brightness or contrast), smoothing
 (Gaussian or average blur), Gaussian noise, JPEG. SDAug fires each step with
@@ -371,8 +372,166 @@ class FairFDAug(DeepfakeBenchAug):
         super().__init__(seed, **steps, p_blur=0.0, p_brightness=0.0)
 
 
+#: AugMix's operations (google-research/augmix ``augmentations.augmentations``): the ones that
+#: do not overlap with ImageNet-C's corruptions, which its reference code trains with by
+#: default. ``AUGMIX_ALL_OPS`` adds the four it leaves out (``--all-ops``: colour, contrast,
+#: brightness, sharpness), which overlap with the Assessment's enhancement operations.
+AUGMIX_OPS = (
+    "autocontrast",
+    "equalize",
+    "posterize",
+    "rotate",
+    "solarize",
+    "shear_x",
+    "shear_y",
+    "translate_x",
+    "translate_y",
+)
+AUGMIX_ALL_OPS = (*AUGMIX_OPS, "color", "contrast", "brightness", "sharpness")
+
+
+@dataclass(frozen=True)
+class AugMixPlan:
+    """Drawn parameters of one :class:`AugMix` call: the Dirichlet weights of the chains, the
+    Beta mixing weight ``m`` of the mixture against the original, and each chain's steps as
+    ``(operation, magnitude)`` (a signed magnitude for the geometric operations)."""
+
+    weights: tuple[float, ...]
+    m: float
+    chains: tuple[tuple[tuple[str, float], ...], ...]
+
+
+def _augmix_magnitude(op: str, level: float, sign: float, side: int) -> float:
+    """The parameter the reference operators derive from ``level`` (``sample_level``'s draw):
+    ``int_parameter`` (int(level · maxval / 10)) or ``float_parameter`` (level · maxval / 10)."""
+    if op == "posterize":
+        return float(4 - int(level * 4 / 10))  # bits kept
+    if op == "rotate":
+        return sign * int(level * 30 / 10)  # degrees
+    if op == "solarize":
+        return float(256 - int(level * 256 / 10))  # threshold
+    if op in ("shear_x", "shear_y"):
+        return sign * level * 0.3 / 10
+    if op in ("translate_x", "translate_y"):
+        return sign * int(level * (side / 3) / 10)  # pixels
+    if op in ("color", "contrast", "brightness", "sharpness"):
+        return level * 1.8 / 10 + 0.1  # ImageEnhance factor
+    return 0.0  # autocontrast, equalize: no parameter
+
+
+def augmix_op(image, op: str, magnitude: float):
+    """One AugMix operator on a PIL image, as the reference's (bilinear resampling, the
+    affine ops keep the image size and fill with black)."""
+    from PIL import Image, ImageEnhance, ImageOps
+
+    size = image.size
+    if op == "autocontrast":
+        return ImageOps.autocontrast(image)
+    if op == "equalize":
+        return ImageOps.equalize(image)
+    if op == "posterize":
+        return ImageOps.posterize(image, int(magnitude))
+    if op == "rotate":
+        return image.rotate(magnitude, resample=Image.BILINEAR)
+    if op == "solarize":
+        return ImageOps.solarize(image, int(magnitude))
+    affine = {
+        "shear_x": (1, magnitude, 0, 0, 1, 0),
+        "shear_y": (1, 0, 0, magnitude, 1, 0),
+        "translate_x": (1, 0, magnitude, 0, 1, 0),
+        "translate_y": (1, 0, 0, 0, 1, magnitude),
+    }
+    if op in affine:
+        return image.transform(size, Image.AFFINE, affine[op], resample=Image.BILINEAR)
+    enhancers = {
+        "color": ImageEnhance.Color,
+        "contrast": ImageEnhance.Contrast,
+        "brightness": ImageEnhance.Brightness,
+        "sharpness": ImageEnhance.Sharpness,
+    }
+    if op in enhancers:
+        return enhancers[op](image).enhance(magnitude)
+    raise ValueError(f"unknown AugMix operation {op!r}; expected one of {AUGMIX_ALL_OPS}")
+
+
+@AUGMENTATIONS.register("augmix")
+class AugMix(Augmentation):
+    """AugMix (Hendrycks et al., "AugMix: A Simple Data Processing Method to Improve Robustness
+    and Uncertainty", ICLR 2020), which the Assessment paper compares SDAug with (§5.5,
+    Table 4): ``width`` chains of 1..3 (``depth=-1``) random operators, mixed with Dirichlet
+    weights, then mixed with the original image by a Beta(``alpha``, ``alpha``) weight.
+
+    Parameters are the reference ImageNet code's defaults (google-research/augmix
+    ``imagenet.py``: mixture width 3, stochastic depth 1..3, severity 1, coefficient 1.0, the
+    operators without ImageNet-C's, ``IMAGE_SIZE`` the image's side). Every draw comes from the
+    call's generator (:class:`AugMixPlan`), so a sample's augmentation is reproducible; the
+    mixture is rounded to uint8 (the reference mixes normalised tensors: normalisation is
+    affine and the weights sum to one, so mixing pixels first is the same image up to that
+    rounding). The Jensen-Shannon consistency loss of the paper's training is not part of
+    the augmentation: detectors train on the mixed image with their own loss. Rotation,
+    shear and translation move the face, and a mask is not moved with a mixture of them.
+    """
+
+    name = "augmix"
+
+    def __init__(
+        self,
+        seed: int = 0,
+        width: int = 3,
+        depth: int = -1,
+        severity: float = 1.0,
+        alpha: float = 1.0,
+        all_ops: bool = False,
+    ):
+        super().__init__(seed)
+        if width < 1 or depth == 0 or severity <= 0.1 or alpha <= 0:
+            raise ValueError(
+                f"augmix: width >= 1, depth != 0, severity > 0.1 and alpha > 0 needed, got "
+                f"width={width}, depth={depth}, severity={severity}, alpha={alpha}"
+            )
+        self.width, self.depth, self.severity, self.alpha = width, depth, severity, alpha
+        self.ops = AUGMIX_ALL_OPS if all_ops else AUGMIX_OPS
+
+    def plan(self, rng, noise_fires=None, side: int = 224):
+        weights = rng.dirichlet([self.alpha] * self.width)
+        m = float(rng.beta(self.alpha, self.alpha))
+        chains = []
+        for _ in range(self.width):
+            depth = self.depth if self.depth > 0 else int(rng.integers(1, 4))
+            steps = []
+            for _ in range(depth):
+                op = self.ops[int(rng.integers(len(self.ops)))]
+                level = float(rng.uniform(0.1, self.severity))  # the reference's sample_level
+                sign = -1.0 if rng.random() > 0.5 else 1.0
+                steps.append((op, float(_augmix_magnitude(op, level, sign, side))))
+            chains.append(tuple(steps))
+        return AugMixPlan(tuple(float(w) for w in weights), m, tuple(chains))
+
+    def apply(self, image: np.ndarray, plan: AugMixPlan) -> np.ndarray:
+        from PIL import Image
+
+        original = Image.fromarray(image)
+        mix = np.zeros(image.shape, dtype=np.float64)
+        for weight, chain in zip(plan.weights, plan.chains):
+            augmented = original
+            for op, magnitude in chain:
+                augmented = augmix_op(augmented, op, magnitude)
+            mix += weight * np.asarray(augmented, dtype=np.float64)
+        mixed = (1.0 - plan.m) * image.astype(np.float64) + plan.m * mix
+        return np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
+
+    def __call__(self, image, rng=None, noise_fires=None):
+        check_image(image, f"{self.name} input")
+        if rng is None:
+            rng = rng_for(self.name, self.seed, self.calls)
+        self.calls += 1
+        plan = self.plan(rng, side=min(image.shape[:2]))
+        self.last_applied = plan
+        return self.apply(image, plan)
+
+
 def create_augment(name: str | None, **kwargs) -> Augmentation:
-    """``'none'`` (or ``None``), ``'sdaug'``, ``'daug'``, ``'deepfakebench'`` or ``'fairfd'``,
-    as named in a training config (any case); an unknown name raises
+    """``'none'`` (or ``None``), ``'sdaug'``, ``'daug'``, ``'augmix'``, ``'deepfakebench'`` or
+    ``'fairfd'``, as named in a training config (any case); an unknown name raises
     :class:`~fairforge.registry.UnknownName`."""
     return AUGMENTATIONS.create("none" if name is None else str(name).lower(), **kwargs)

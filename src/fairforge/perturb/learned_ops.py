@@ -69,11 +69,56 @@ def _deconv(cin: int, cout: int) -> nn.ConvTranspose2d:
     return nn.ConvTranspose2d(cin, cout, 5, stride=2, padding=2, output_padding=1)
 
 
+#: CompressAI's EntropyBottleneck: hidden widths of its density network and the likelihood
+#: floor its forward pass applies.
+_DENSITY_FILTERS = (3, 3, 3, 3)
+_LIKELIHOOD_BOUND = 1e-9
+
+
+class FactorizedDensity(nn.Module):
+    """The factorized prior's density (Ballé et al., ICLR 2018, appendix 6.1; CompressAI's
+    ``EntropyBottleneck``): per latent channel a cumulative c(x) = sigmoid(f(x)), with f a
+    small monotone network (softplus matrices, biases, tanh gates). The likelihood of a
+    rounded latent value y is c(y + ½) − c(y − ½), floored at 1e-9 as CompressAI's is."""
+
+    def __init__(self, channels: int, filters: tuple[int, ...] = _DENSITY_FILTERS):
+        super().__init__()
+        dims = (1, *filters, 1)
+        self.matrices = nn.ParameterList(
+            nn.Parameter(torch.zeros(channels, dims[i + 1], dims[i])) for i in range(len(dims) - 1)
+        )
+        self.biases = nn.ParameterList(
+            nn.Parameter(torch.zeros(channels, dims[i + 1], 1)) for i in range(len(dims) - 1)
+        )
+        self.factors = nn.ParameterList(
+            nn.Parameter(torch.zeros(channels, dims[i + 1], 1)) for i in range(len(filters))
+        )
+
+    def logits_cumulative(self, x: torch.Tensor) -> torch.Tensor:
+        for i, (matrix, bias) in enumerate(zip(self.matrices, self.biases)):
+            x = torch.matmul(F.softplus(matrix), x) + bias
+            if i < len(self.factors):
+                x = x + torch.tanh(self.factors[i]) * torch.tanh(x)
+        return x
+
+    def likelihood(self, y: torch.Tensor) -> torch.Tensor:
+        """Likelihoods of ``y`` (B, C, H, W) of rounded latents."""
+        values = y.transpose(0, 1).reshape(y.shape[1], 1, -1)
+        lower = self.logits_cumulative(values - 0.5)
+        upper = self.logits_cumulative(values + 0.5)
+        sign = -torch.sign(lower + upper)  # the stabler side of the sigmoid, as CompressAI
+        p = torch.abs(torch.sigmoid(sign * upper) - torch.sigmoid(sign * lower))
+        return p.clamp_min(_LIKELIHOOD_BOUND)
+
+
 class FactorizedPriorCodec(nn.Module):
-    """Analysis/synthesis transforms of bmshj2018-factorized with rounding at the medians.
+    """Analysis/synthesis transforms of bmshj2018-factorized with rounding at the medians,
+    and the prior's density (:meth:`bits`).
 
     Decoding the rounded latent is exactly what CompressAI's compress/decompress round trip
-    reconstructs; the entropy coder only changes the bit count, not the image.
+    reconstructs; the entropy coder only changes the bit count, not the image. The bit count
+    is the latent's information under the prior, Σ −log2 p(ŷ) (what CompressAI reports as
+    the estimated rate; its range coder's bitstream is within a few bytes of it).
     """
 
     def __init__(self, n: int, m: int):
@@ -91,19 +136,44 @@ class FactorizedPriorCodec(nn.Module):
             _deconv(n, 3),
         )
         self.register_buffer("medians", torch.zeros(m))
+        self.density = FactorizedDensity(m)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def quantized(self, x: torch.Tensor) -> torch.Tensor:
         y = self.g_a(x)
         medians = self.medians.view(1, -1, 1, 1)
-        return self.g_s(torch.round(y - medians) + medians)
+        return torch.round(y - medians) + medians
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.g_s(self.quantized(x))
+
+    @torch.no_grad()
+    def bits(self, x: torch.Tensor) -> float:
+        """Bits of the latent of ``x`` under the prior."""
+        return float(-torch.log2(self.density.likelihood(self.quantized(x))).sum())
 
 
 def _gdn_keys(state: dict) -> list[str]:
     return sorted({k.rsplit(".", 1)[0] for k in state if k.endswith(".gamma")})
 
 
+# The density's keys as CompressAI has named them over its versions: ``_matrix0`` (the zoo's
+# files), ``_matrices.0`` and ``matrices.0``.
+_DENSITY_KEY = re.compile(r"^entropy_bottleneck\._?(matri|bias|factor)\w*?\.?(\d+)$")
+_DENSITY_LISTS = {"matri": "matrices", "bias": "biases", "factor": "factors"}
+
+
+def _density_state(state: dict) -> dict[str, torch.Tensor]:
+    out = {}
+    for key, value in state.items():
+        match = _DENSITY_KEY.match(key)
+        if match:
+            out[f"density.{_DENSITY_LISTS[match.group(1)]}.{match.group(2)}"] = value
+    return out
+
+
 def codec_from_compressai(state: dict[str, torch.Tensor]) -> FactorizedPriorCodec:
-    """Build the codec from a CompressAI ``FactorizedPrior`` state dict."""
+    """Build the codec from a CompressAI ``FactorizedPrior`` state dict (its entropy
+    bottleneck's density included: every zoo file has it)."""
     try:
         n, m = state["g_a.0.weight"].shape[0], state["g_a.6.weight"].shape[0]
         quantiles = state.get(
@@ -121,13 +191,28 @@ def codec_from_compressai(state: dict[str, torch.Tensor]) -> FactorizedPriorCode
             bound = float(bound) if bound is not None else (minimum + _PEDESTAL) ** 0.5
             own[f"{prefix}.{name}"] = state[f"{prefix}.{name}"].clamp_min(bound) ** 2 - _PEDESTAL
     own["medians"] = quantiles[:, 0, 1]
-    codec.load_state_dict(own)
+    density = _density_state(state)
+    if len(density) != len(codec.density.state_dict()):
+        raise ValueError(
+            "not a bmshj2018-factorized state dict: its entropy bottleneck has "
+            f"{len(density)} of the {len(codec.density.state_dict())} density tensors"
+        )
+    codec.load_state_dict({**own, **density})
     return codec.eval()
 
 
 def compressai_state_dict(codec: FactorizedPriorCodec) -> dict[str, torch.Tensor]:
-    """The inverse of :func:`codec_from_compressai` (CompressAI key names and reparam)."""
-    state = {k: v.detach().clone() for k, v in codec.state_dict().items() if k != "medians"}
+    """The inverse of :func:`codec_from_compressai` (CompressAI key names and reparam; the
+    density under the zoo files' ``_matrix0`` names)."""
+    state = {
+        k: v.detach().clone()
+        for k, v in codec.state_dict().items()
+        if k != "medians" and not k.startswith("density.")
+    }
+    singular = {"matrices": "matrix", "biases": "bias", "factors": "factor"}
+    for key, value in codec.density.state_dict().items():
+        kind, index = key.split(".")
+        state[f"entropy_bottleneck._{singular[kind]}{index}"] = value.detach().clone()
     for prefix in _gdn_keys(state):
         for name in ("beta", "gamma"):
             state[f"{prefix}.{name}"] = torch.sqrt(state[f"{prefix}.{name}"] + _PEDESTAL)
@@ -149,15 +234,23 @@ def load_codec(path: str | Path, device: str = "cpu") -> FactorizedPriorCodec:
     return _cached_codec(str(path), path.stat().st_mtime, device)
 
 
+def _codec_input(codec: FactorizedPriorCodec, image: np.ndarray) -> torch.Tensor:
+    h, w = image.shape[:2]
+    x = _image_to_tensor(image, next(codec.parameters()).device)
+    # Four stride-2 stages: pad to a multiple of 16 (replicate, so no dark border appears).
+    return F.pad(x, (0, -w % 16, 0, -h % 16), mode="replicate")
+
+
 @torch.inference_mode()
 def run_codec(codec: FactorizedPriorCodec, image: np.ndarray) -> np.ndarray:
     h, w = image.shape[:2]
-    device = next(codec.parameters()).device
-    x = _image_to_tensor(image, device)
-    # Four stride-2 stages: pad to a multiple of 16 (replicate, so no dark border appears).
-    pad_h, pad_w = -h % 16, -w % 16
-    x = F.pad(x, (0, pad_w, 0, pad_h), mode="replicate")
-    return _tensor_to_image(codec(x)[:, :, :h, :w])
+    return _tensor_to_image(codec(_codec_input(codec, image))[:, :, :h, :w])
+
+
+@torch.inference_mode()
+def codec_bits(codec: FactorizedPriorCodec, image: np.ndarray) -> float:
+    """Bits the codec spends on ``image`` (its padded latent under the prior)."""
+    return codec.bits(_codec_input(codec, image))
 
 
 # --- DnCNN --------------------------------------------------------------------------------

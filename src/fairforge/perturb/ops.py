@@ -9,6 +9,7 @@ the natural parameter:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -159,8 +160,9 @@ class Resize(Operation):
     """Down by the level's scale and back up; ``down`` / ``up`` name the interpolations.
 
     Bilinear both ways by default, as OpenCV resizes unless told otherwise and as the
-    DeeperForensics reference code resizes (the Assessment paper names no interpolation).
-    ``down="area"`` is the antialiased, camera-like reading.
+    DeeperForensics reference code resizes. The Assessment paper upscales bicubic (§3.1):
+    ``up="cubic"``, as ``configs/assessment.yaml`` sets. ``down="area"`` is the antialiased,
+    camera-like reading.
     """
 
     name = "resize"
@@ -186,6 +188,10 @@ class Jpeg(Operation):
 
     def apply(self, image, rng):
         return jpeg_roundtrip(image, self.param)
+
+    def bits(self, image: np.ndarray) -> float:
+        """Size of the JPEG file, in bits (a codec's rate: :func:`bits_per_pixel`)."""
+        return 8.0 * len(encode_jpeg(image, self.param))
 
 
 @register
@@ -226,6 +232,13 @@ class LearnedCompression(Operation):
 
         self.check_available()
         return run_codec(load_codec(self.weights, self.device), image)
+
+    def bits(self, image: np.ndarray) -> float:
+        """Bits of the image's latent under the codec's prior (its estimated rate)."""
+        from fairforge.perturb.learned_ops import codec_bits, load_codec
+
+        self.check_available()
+        return codec_bits(load_codec(self.weights, self.device), image)
 
 
 # --- denoising and blur -------------------------------------------------------------------
@@ -372,7 +385,10 @@ class Combination(Operation):
 
     Compression runs last whatever the order of the name (``order="compression_last"``), as
     a pipeline stores or sends an image after processing it; ``order="as_named"`` follows
-    the name (``jpeg+gaussian_noise``: JPEG, then noise).
+    the name (``jpeg+gaussian_noise``: JPEG, then noise). ``parts`` gives a part its options
+    by the part's own name (``{"resize": {"up": "cubic"}}``); the workflow passes a part the
+    options configured for that operation alone, so ``resize`` interpolates alike on its own
+    and inside ``resize+noise+jpeg``.
     """
 
     category = "combination"
@@ -380,15 +396,27 @@ class Combination(Operation):
     orders: ClassVar[tuple[str, ...]] = ("compression_last", "as_named")
     continuous = "float"  # each part on its own range, at the same fraction
 
-    def __init__(self, level: int, order: str = "compression_last"):
+    def __init__(
+        self,
+        level: int,
+        order: str = "compression_last",
+        parts: Mapping[str, Mapping] | None = None,
+    ):
         super().__init__(level)
         if order not in self.orders:
             raise PerturbationError(f"{self.name}: order {order!r} is not one of {self.orders}")
         self.order = order
-        parts = list(self.parts)
+        given = dict(parts or {})
+        names = [cls.name for cls in self.parts]
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise PerturbationError(f"{self.name}: options for {unknown}, not among its {names}")
+        steps = list(self.parts)
         if order == "compression_last":  # a stable sort: other parts keep their order
-            parts.sort(key=lambda cls: cls.category == "compression")
-        self.steps = [cls(cls.levels[self.level - 1]) for cls in parts]
+            steps.sort(key=lambda cls: cls.category == "compression")
+        self.steps = [
+            cls(cls.levels[self.level - 1], **dict(given.get(cls.name, {}))) for cls in steps
+        ]
         self.param = tuple(step.param for step in self.steps)
 
     def at_fraction(self, t: float) -> Operation:

@@ -37,6 +37,47 @@ VIDEO_OPS = (
     "vid_stretch",
 )
 
+# The Assessment paper's own operations: §3.1's image operations (grayscale is FairFD's
+# Table 6, not the Assessment's) and §3.2's video operations (DeeperForensics' compression
+# levels are not).
+ASSESSMENT_IMAGE_OPS = tuple(op for op in ASSESSMENT_OPS if op != "grayscale")
+ASSESSMENT_VIDEO_OPS = tuple(op for op in VIDEO_OPS if op != "df_video_compression")
+
+#: Categories a robustness table may average over, by scheme (``metrics.robustness_categories``):
+#: operation -> (modality, category). ``assessment``: §3.1's six image categories (noise,
+#: resizing, compression, denoising, enhancement, combinations: the Gaussian blur is its
+#: denoising "by smoothing", beside DnCNN) and §3.2's seven video categories (compression,
+#: flip, filters, brightness, contrast, noise, resolution). An operation a scheme does not
+#: name keeps its own category.
+CATEGORY_SCHEMES: dict[str, dict[str, tuple[str, str]]] = {
+    "assessment": {
+        "gaussian_noise": ("image", "noise"),
+        "poisson_gaussian_noise": ("image", "noise"),
+        "resize": ("image", "resizing"),
+        "jpeg": ("image", "compression"),
+        "learned_compression": ("image", "compression"),
+        "gaussian_blur": ("image", "denoising"),
+        "denoise": ("image", "denoising"),
+        "brightness": ("image", "enhancement"),
+        "contrast": ("image", "enhancement"),
+        "gamma": ("image", "enhancement"),
+        "jpeg+gaussian_noise": ("image", "combination"),
+        "blur+jpeg": ("image", "combination"),
+        "resize+noise+jpeg": ("image", "combination"),
+        "vid_h264": ("video", "compression"),
+        "vid_hflip": ("video", "flip"),
+        "vid_vflip": ("video", "flip"),
+        "vid_vintage": ("video", "filters"),
+        "vid_grayscale": ("video", "filters"),
+        "vid_lighten": ("video", "brightness"),
+        "vid_darken": ("video", "brightness"),
+        "vid_contrast": ("video", "contrast"),
+        "vid_noise": ("video", "noise"),
+        "vid_scale": ("video", "resolution"),
+        "vid_stretch": ("video", "resolution"),
+    },
+}
+
 # learned_compression stays in the default suite: without weights its variants are reported
 # as unavailable (variants.unavailable_reason), never silently dropped.
 DEFAULT_SUITE: list[str] = [v for op in ASSESSMENT_OPS for v in variants_of(op)]
@@ -49,6 +90,8 @@ RANDOM_SUITE: list[str] = [f"{op}@{RANDOM}" for op in ASSESSMENT_OPS + DF_IMAGE_
 
 SUITES: dict[str, list[str]] = {
     "default": DEFAULT_SUITE,
+    "assessment": [v for op in ASSESSMENT_IMAGE_OPS for v in variants_of(op)],
+    "assessment_video": [v for op in ASSESSMENT_VIDEO_OPS for v in variants_of(op)],
     "random": RANDOM_SUITE,
     "deeperforensics": DF_SUITE,
     "distance": DISTANCE_SUITE,

@@ -146,7 +146,24 @@ def frame_variant_pattern() -> str:
 
 
 def _options_for(name: str, options: Options | None) -> dict:
-    return dict((options or {}).get(name, {}))
+    """The options of op ``name``; a combination also gets, as ``parts``, those configured
+    for each of its parts by the part's own name (merged under its own ``parts``)."""
+    own = dict((options or {}).get(name, {}))
+    parts = getattr(OPERATIONS.get(name), "parts", ()) if name in OPERATIONS else ()
+    given = {cls.name: dict(options[cls.name]) for cls in parts if cls.name in (options or {})}
+    if given:
+        own["parts"] = {**given, **dict(own.get("parts", {}))}
+    return own
+
+
+def operation_names(variant: str) -> list[str]:
+    """The operations whose options a variant uses: its own, then, for a combination, its
+    parts' (``resize+noise+jpeg@2`` -> resize+noise+jpeg, resize, gaussian_noise, jpeg)."""
+    if variant == CLEAN:
+        return []
+    name, _ = parse_variant(variant)
+    parts = getattr(OPERATIONS.get(name), "parts", ()) if name in OPERATIONS else ()
+    return list(dict.fromkeys([name, *(cls.name for cls in parts)]))
 
 
 #: How ``op@random`` draws an intensity (``variant_options: {random: {draw: ...}}``).
@@ -245,6 +262,25 @@ def apply_variant(
     if op is None:
         return image
     return op(image, rng_for(sample_id, variant))
+
+
+def is_codec(variant: str) -> bool:
+    """Whether a variant's operation is a codec with a rate (``bits``): JPEG and the learned
+    compression (not a combination that ends in one)."""
+    if variant == CLEAN:
+        return False
+    name, _ = parse_variant(variant)
+    return name in OPERATIONS and hasattr(OPERATIONS.get(name), "bits")
+
+
+def bits_per_pixel(image: np.ndarray, variant: str, options: Options | None = None) -> float:
+    """The rate a codec variant (:func:`is_codec`; at a tabulated level) spends on
+    ``image``: its bits over the image's pixels (the Assessment's Fig. 5 axis)."""
+    check_image(image, variant)
+    if not is_codec(variant) or parse_variant(variant)[1] == RANDOM:
+        raise PerturbationError(f"{variant}: not a codec at one level, it has no rate")
+    op = op_for_variant(variant, options)
+    return float(op.bits(image)) / float(image.shape[0] * image.shape[1])
 
 
 def unavailable_reason(variant: str, options: Options | None = None) -> str | None:

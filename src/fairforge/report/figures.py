@@ -105,6 +105,201 @@ def robustness_figure(
     return save_png(fig, path)
 
 
+def _first(frame: pd.DataFrame, dataset: str | None) -> tuple[str, pd.DataFrame]:
+    """``dataset`` (default: the first in the table) and its rows."""
+    name = dataset if dataset is not None else sorted(frame["dataset"].astype(str).unique())[0]
+    return name, frame.loc[frame["dataset"].astype(str) == name]
+
+
+def _wrap(n: int, per_row: int, width: float = PANEL[0], height: float = PANEL[1]):
+    """A grid of ``n`` panels, ``per_row`` to a row; the unused panels hidden."""
+    cols = max(1, min(per_row, n))
+    rows = max(1, -(-n // cols))
+    fig, axes = _grid(rows, cols, width, height)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def compression_rate_figure(
+    rates: pd.DataFrame, path: str | Path, dataset: str | None = None, metric: str = "AUC"
+) -> Path:
+    """The Assessment's Fig. 5: ``metric`` against bits per pixel, one line per codec (JPEG,
+    the learned compression), one panel per detector, on ``dataset`` (default: the first);
+    the clean value dotted. ``rates`` is :func:`~fairforge.tables.robustness.
+    compression_rate_table`."""
+    if rates.empty:
+        return _message(path, "No codec variant was evaluated: no rate curve.")
+    dataset, data = _first(rates, dataset)
+    detectors = sorted(data["detector"].unique())
+    codecs = sorted(data["operation"].unique())
+    colours = _colours(codecs)
+    fig, axes = _wrap(len(detectors), 4)
+    for ax, detector in zip(axes, detectors):
+        part = data.loc[data["detector"] == detector]
+        for codec in codecs:
+            line = part.loc[part["operation"] == codec].sort_values("bpp")
+            ax.plot(line["bpp"], line[metric], marker="o", ms=3, color=colours[codec], label=codec)
+        clean = part[f"clean_{metric}"].dropna()
+        if len(clean):
+            ax.axhline(float(clean.iloc[0]), color="k", ls=":", lw=1, label="clean")
+        ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
+        ax.set_title(f"{detector} ({dataset})", fontsize=10)
+        ax.set_xlabel("bits per pixel")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
+    return save_png(fig, path)
+
+
+#: The operations of the Assessment's Figs. 6-7 (noise, blur, learned compression, low
+#: resolution, a mixed distortion), drawn by :func:`augmentation_figure` where evaluated.
+AUGMENTATION_PANELS = (
+    "gaussian_noise",
+    "gaussian_blur",
+    "learned_compression",
+    "resize",
+    "resize+noise+jpeg",
+)
+
+
+def augmentation_figure(
+    table: pd.DataFrame,
+    path: str | Path,
+    dataset: str | None = None,
+    operations: Sequence[str] | None = None,
+    metric: str = "AUC",
+) -> Path:
+    """The Assessment's Figs. 6-7: ``metric`` against severity, the detector trained without
+    augmentation (solid black) and each augmented twin; one row of panels per detector, one
+    panel per operation (``operations``; default those of :data:`AUGMENTATION_PANELS` that
+    were evaluated, else every one), on ``dataset``
+    (default: the first). ``table`` is :func:`~fairforge.tables.robustness.
+    augmentation_table`."""
+    if table.empty:
+        return _message(path, "No detector has an augmented twin to compare with.")
+    dataset, data = _first(table, dataset)
+    data = data.loc[data["scope"] == "variant"]
+    present = sorted(set(data["operation"].astype(str)) - {CLEAN, ""})
+    ops = [o for o in (operations or AUGMENTATION_PANELS) if o in present] or present
+    bases = sorted(data["detector"].unique())
+    augments = sorted(data["augment"].unique())
+    colours = _colours(augments)
+    fig, axes = _grid(len(bases), len(ops), 3.2, 2.6)
+    for r, base in enumerate(bases):
+        rows = data.loc[data["detector"] == base]
+        clean = rows.loc[rows["variant"] == CLEAN]
+        for c, op in enumerate(ops):
+            ax = axes[r, c]
+            part = rows.loc[rows["operation"] == op].sort_values("severity")
+            first = part.drop_duplicates("severity")
+            x = np.r_[0, first["severity"].to_numpy(float)]
+            base_clean = float(clean["baseline"].iloc[0]) if len(clean) else np.nan
+            ax.plot(x, np.r_[base_clean, first["baseline"].to_numpy(float)], "k-o", ms=3,
+                    label="no augmentation")  # fmt: skip
+            for augment in augments:
+                line = part.loc[part["augment"] == augment]
+                if line.empty:
+                    continue
+                twin_clean = clean.loc[clean["augment"] == augment, "augmented"]
+                y0 = float(twin_clean.iloc[0]) if len(twin_clean) else np.nan
+                ax.plot(
+                    np.r_[0, line["severity"].to_numpy(float)],
+                    np.r_[y0, line["augmented"].to_numpy(float)],
+                    marker="o",
+                    ms=3,
+                    color=colours[augment],
+                    label=augment,
+                )
+            ax.set_xticks(x, ["clean", *[f"{lv:g}" for lv in first["level"]]])
+            ax.set_title(f"{base}: {op}", fontsize=9)
+            ax.set_ylabel(metric)
+            ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
+            ax.grid(alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
+    return save_png(fig, path)
+
+
+def cross_manipulation_figure(
+    cross: pd.DataFrame,
+    twins: Sequence[tuple[str, str]],
+    path: str | Path,
+    dataset: str | None = None,
+    twin_label: str = "SDAug",
+) -> Path:
+    """The Assessment's Fig. 8: for each detector with a twin (``twins``: (base, twin)
+    pairs, e.g. its SDAug twin), its clean AUC on every test method beside its twin's, one
+    panel per detector, titled with the methods it trained on; on ``dataset`` (default: the
+    first). ``cross`` is ``cross_manipulation.csv``."""
+    if cross.empty:
+        return _message(path, "No per-method AUC was measured.")
+    dataset, data = _first(cross, dataset)
+    by_detector = data.set_index("detector")
+    pairs = [(b, t) for b, t in twins if b in by_detector.index and t in by_detector.index]
+    if not pairs:
+        return _message(path, f"No detector has a {twin_label} twin on {dataset}.")
+    meta = {"dataset", "detector", "trained_on"}
+    methods = [c for c in data.columns if c not in meta]
+    fig, axes = _wrap(len(pairs), 4, max(PANEL[0], 0.7 * len(methods) + 1.5))
+    x = np.arange(len(methods))
+    for ax, (base, twin) in zip(axes, pairs):
+        for k, (name, label) in enumerate(((base, "baseline"), (twin, twin_label))):
+            values = by_detector.loc[name, methods].to_numpy(float)
+            ax.bar(x + (k - 0.5) * 0.4, values, 0.4, label=label, color=f"C{k}")
+        ax.set_xticks(x, methods, rotation=40, ha="right", fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
+        ax.set_title(f"{base}: trained on {by_detector.loc[base, 'trained_on']}", fontsize=9)
+        ax.set_ylabel("AUC")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8)
+    return save_png(fig, path)
+
+
+def training_data_figure(
+    robustness: pd.DataFrame,
+    families: Sequence[Sequence[str]],
+    path: str | Path,
+    dataset: str | None = None,
+    metric: str = "AUC",
+) -> Path:
+    """The Assessment's Fig. 4: per family of detectors that differ only in their training
+    data (``families``, e.g. trained on FF++ raw, c23 or all qualities), ``metric`` on clean
+    data, per operation category and overall, one bar per member; on ``dataset`` (default:
+    the first). ``robustness`` is :func:`~fairforge.tables.robustness.robustness_table`."""
+    families = [f for f in families if len(f) > 1]
+    if robustness.empty or not families:
+        return _message(path, "No detectors differ only in their training data.")
+    dataset, data = _first(robustness, dataset)
+    clean = data.loc[data["variant"] == CLEAN].set_index("detector")[metric]
+    summary = data.loc[data["scope"].isin(["category", "overall"])]
+    categories = sorted(set(summary.loc[summary["scope"] == "category", "category"]))
+    overall = [c for c in summary.loc[summary["scope"] == "overall", "category"].unique()]
+    columns = ["clean", *categories, *[f"overall: {c}" for c in overall]]
+    width = max(PANEL[0], 0.45 * len(columns) + 2.0)
+    fig, axes = _wrap(len(families), 2, width)
+    x = np.arange(len(columns))
+    for ax, members in zip(axes, families):
+        step = 0.8 / len(members)
+        for k, member in enumerate(members):
+            part = summary.loc[summary["detector"] == member]
+            values = dict(zip(part["category"], part[metric]))
+            y = [clean.get(member, np.nan)]
+            y += [values.get(c, np.nan) for c in categories]
+            y += [values.get(c, np.nan) for c in overall]
+            ax.bar(x - 0.4 + step * (k + 0.5), y, step, label=member, color=f"C{k % 10}")
+        ax.set_xticks(x, columns, rotation=50, ha="right", fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
+        ax.set_ylabel(metric)
+        ax.set_title(f"{members[0]} and its training sets ({dataset})", fontsize=9)
+        ax.legend(fontsize=7)
+    return save_png(fig, path)
+
+
 # --------------------------------------------------------------------------- fairness
 
 

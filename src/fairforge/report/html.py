@@ -133,7 +133,9 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
             for name, d in config.get("datasets", {}).items()
         ]
     )
-    available, unavailable = split_variants(config.get("variants", [CLEAN]))
+    available, unavailable = split_variants(
+        config.get("variants", [CLEAN]), config.get("variant_options")
+    )
     unavailable_frame = pd.DataFrame(
         [{"variant": v, "reason": r} for v, r in unavailable.items()], columns=["variant", "reason"]
     )
@@ -276,7 +278,40 @@ def _robustness_section(paths: Mapping, robustness: pd.DataFrame) -> str:
         table_html(wide.reset_index()),
         "<h3>Mean AUC per operation category and overall</h3>",
         table_html(summary.reset_index()),
+        *_study_parts(paths),
     )
+
+
+def _study_parts(paths: Mapping) -> list[str]:
+    """The Assessment's studies the run made (``fairforge.paths.REPORT_STUDIES``): training
+    data against robustness, augmented twins, codecs by bitrate."""
+    parts = []
+    if "training_data_figure" in paths:
+        parts += [
+            "<h3>Training data and robustness (Assessment Fig. 4)</h3>",
+            caption_html("training_data"),
+            figure_html(paths["training_data_figure"], "category means per training set"),
+        ]
+    if "augmentation" in paths:
+        table = read_input(paths, "augmentation")
+        summary = table.loc[table["scope"] != "variant"] if "scope" in table else table
+        parts += [
+            "<h3>Augmented twins (Assessment Tables 4-6, Figs. 6-8)</h3>",
+            caption_html("augmentation"),
+            table_html(
+                summary.drop(columns=["operation", "level", "severity", "variant"], errors="ignore")
+            ),
+            figure_html(paths["augmentation_figure"], "AUC against severity per augmentation"),
+            figure_html(paths["cross_manipulation_figure"], "AUC per test method, SDAug twins"),
+        ]
+    if "compression_rate" in paths:
+        parts += [
+            "<h3>Codecs by bitrate (Assessment Fig. 5)</h3>",
+            caption_html("compression_rate"),
+            figure_html(paths["compression_rate_figure"], "AUC against bits per pixel"),
+            table_html(read_input(paths, "compression_rate")),
+        ]
+    return parts
 
 
 def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> str:

@@ -27,13 +27,20 @@ def report_inputs(
     ranking: bool = True,
     subjects: bool = False,
     features: bool = False,
+    studies: Sequence[str] = (),
 ) -> dict:
     """Where :func:`build_report` reads each table and figure, under ``results`` (the
     output-path table's :func:`~fairforge.paths.report_paths`, as paths); the ranking study's
     outputs only with ``ranking``, FairFD's subject rates and feature analyses only with
-    ``subjects`` and ``features``."""
+    ``subjects`` and ``features``, the Assessment studies' only those named in ``studies``."""
     paths = report_paths(
-        str(results), datasets, methods, ranking, subjects=subjects, features=features
+        str(results),
+        datasets,
+        methods,
+        ranking,
+        subjects=subjects,
+        features=features,
+        studies=studies,
     )
     return {
         key: [Path(p) for p in value] if isinstance(value, list) else Path(value)

@@ -221,6 +221,19 @@ def balanced_table(fairness: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
 
 
+def training_families(settings: Mapping[str, Mapping]) -> list[list[str]]:
+    """Detectors grouped into families whose settings differ only in ``train_dataset``
+    (singletons included), each ordered by training dataset; families by their first name."""
+    families: dict[str, list[str]] = {}
+    for name in sorted(settings):
+        key = repr(sorted(_comparable(settings[name], ["train_dataset"]).items()))
+        families.setdefault(key, []).append(name)
+    return [
+        sorted(members, key=lambda d: (str(settings[d].get("train_dataset")), d))
+        for members in families.values()
+    ]
+
+
 def generalization_table(
     detection: pd.DataFrame,
     settings: Mapping[str, Mapping],
@@ -253,13 +266,8 @@ def generalization_table(
     values = frame.pivot_table(
         index="detector", columns="dataset", values=metric, aggfunc="first"
     ).reindex(columns=datasets)
-    families: dict[str, list[str]] = {}
-    for name in sorted(settings):
-        key = repr(sorted(_comparable(settings[name], ["train_dataset"]).items()))
-        families.setdefault(key, []).append(name)
     blocks = []
-    for members in families.values():
-        members = sorted(members, key=lambda d: (str(settings[d].get("train_dataset")), d))
+    for members in training_families(settings):
         block = values.reindex(members)
         block.insert(0, "train_dataset", [settings[d].get("train_dataset") for d in members])
         block.insert(0, "family", members[0])

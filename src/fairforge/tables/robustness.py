@@ -1,15 +1,20 @@
 """Robustness: AUC per operation and level, the drop from ``clean``, the mean over all
-variants (the overall robustness score) and per operation category."""
+variants (the overall robustness score) and per operation category (each operation's own, or
+a paper's: :data:`fairforge.perturb.suites.CATEGORY_SCHEMES`)."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from fairforge.perturb import CLEAN, op_for_variant, random_draws
+from fairforge.images import read_image
+from fairforge.perturb import CLEAN, FRAME_SUFFIX, bits_per_pixel, op_for_variant, random_draws
+from fairforge.perturb.suites import CATEGORY_SCHEMES
+from fairforge.tables.detectors import find_twins
 from fairforge.tables.variants import (
     RANDOM_CATEGORY,
     describe_variant,
@@ -17,24 +22,57 @@ from fairforge.tables.variants import (
     with_variant_info,
 )
 
+#: What a row of :func:`robustness_table` is: a variant, a category mean or an overall score.
+ROW_KEYS = ["scope", "category", "operation", "level", "severity", "variant"]
+#: ``metrics.robustness_categories``: each operation's own category, or a paper's scheme.
+OWN_CATEGORIES = "operation"
 
-def robustness_table(detection: pd.DataFrame, metric: str = "AUC") -> pd.DataFrame:
+
+def scheme_categories(frame: pd.DataFrame, scheme: str) -> tuple[pd.Series, pd.Series]:
+    """The ``modality/category`` label of each row's operation under ``scheme`` (its own
+    category where the scheme does not name it) and its modality (empty where unnamed)."""
+    if scheme not in CATEGORY_SCHEMES:
+        raise ValueError(
+            f"robustness categories {scheme!r}: expected {OWN_CATEGORIES!r} or one of "
+            f"{sorted(CATEGORY_SCHEMES)}"
+        )
+    table = CATEGORY_SCHEMES[scheme]
+    ops = frame["operation"].astype(str).str.removesuffix(FRAME_SUFFIX)
+    named = ops.isin(list(table)) & (frame["category"] != RANDOM_CATEGORY)
+    modality = ops.map(lambda op: table.get(op, ("", ""))[0]).where(named, "")
+    label = ops.map(lambda op: "/".join(table.get(op, ("", ""))))
+    return label.where(named, frame["category"]), modality
+
+
+def robustness_table(
+    detection: pd.DataFrame, metric: str = "AUC", categories: str = OWN_CATEGORIES
+) -> pd.DataFrame:
     """Robustness of each detector from the frame-level :func:`detection_table`.
 
     ``scope`` says what a row is: ``variant`` (one operation at one level, and ``clean``),
     ``category`` (mean over the variants of one operation category) or ``overall`` (mean
     over every operation-level variant: the overall robustness score). ``drop`` is the clean
     value minus the row's value (positive: worse than clean).
+
+    ``categories`` names a scheme of :data:`~fairforge.perturb.suites.CATEGORY_SCHEMES`
+    (``assessment``) instead of each operation's own category: categories are then labelled
+    ``modality/category`` (``image/denoising``, ``video/flip``) and each modality gets an
+    ``overall`` row of its own (category ``image``, ``video``: the paper's overall scores of
+    its image and video tables) before the overall over everything (``all``).
     """
     frame = detection.loc[detection["unit"] == "frame"] if "unit" in detection else detection
     frame = with_variant_info(frame[["dataset", "detector", "variant", metric]].copy())
+    modality = pd.Series("", index=frame.index)
+    if categories != OWN_CATEGORIES:
+        frame["category"], modality = scheme_categories(frame, categories)
+    frame["_modality"] = modality
     rows = []
     for (dataset, detector), part in frame.groupby(["dataset", "detector"], sort=True):
         clean = part.loc[part["variant"] == CLEAN, metric]
         clean_value = float(clean.iloc[0]) if len(clean) else np.nan
         part = order_rows(part.assign(scope="variant"))
         part["drop"] = clean_value - part[metric]
-        rows.append(part)
+        rows.append(part.drop(columns="_modality"))
         ops = part.loc[part["variant"] != CLEAN]
         base = {
             "dataset": dataset,
@@ -62,36 +100,28 @@ def robustness_table(detection: pd.DataFrame, metric: str = "AUC") -> pd.DataFra
         # The overall score stays the mean over operation-level variants: the Benchmark
         # protocol's op@random rows have their own category mean.
         ops = ops.loc[ops["category"] != RANDOM_CATEGORY]
-        rows.append(
-            pd.DataFrame(
-                [
-                    {
-                        **base,
-                        "scope": "overall",
-                        "category": "all",
-                        metric: ops[metric].mean() if len(ops) else np.nan,
-                        "n_variants": len(ops),
-                        "drop": clean_value - ops[metric].mean() if len(ops) else np.nan,
-                    }
-                ]
+        overall = [
+            (m, ops.loc[ops["_modality"] == m]) for m in sorted(set(ops["_modality"]) - {""})
+        ]
+        for name, members in [*overall, ("all", ops)]:
+            value = members[metric].mean() if len(members) else np.nan
+            rows.append(
+                pd.DataFrame(
+                    [
+                        {
+                            **base,
+                            "scope": "overall",
+                            "category": name,
+                            metric: value,
+                            "n_variants": len(members),
+                            "drop": clean_value - value,
+                        }
+                    ]
+                )
             )
-        )
     table = pd.concat(rows, ignore_index=True)
     table["n_variants"] = table["n_variants"].fillna(1).astype(np.int64)
-    columns = [
-        "dataset",
-        "detector",
-        "scope",
-        "category",
-        "operation",
-        "level",
-        "severity",
-        "variant",
-        metric,
-        "drop",
-        "n_variants",
-    ]
-    return table[columns]
+    return table[["dataset", "detector", *ROW_KEYS, metric, "drop", "n_variants"]]
 
 
 DRAW_COLUMNS = ["sample_id", "variant", "operation", "draw", "level", "param"]
@@ -232,3 +262,161 @@ def random_intensity_table(
         return table
     drawn = draws[[c for c in DRAW_SUMMARY_COLUMNS if c in draws.columns]]
     return table.merge(drawn, on=["dataset", "operation"], how="left")
+
+
+# --------------------------------------------------------------------- codecs by bitrate
+
+BPP_COLUMNS = ["dataset", "sample_id", "label", "method", "variant", "operation", "level", "bpp"]
+RATE_COLUMNS = [
+    "dataset",
+    "detector",
+    "operation",
+    "level",
+    "variant",
+    "bpp",
+    "bpp_std",
+    "n_samples",
+]
+
+
+def compression_bpp(
+    samples: pd.DataFrame,
+    root: str | Path,
+    variant: str,
+    options: Mapping[str, Mapping] | None = None,
+    split: str | None = "test",
+) -> pd.DataFrame:
+    """The rate a codec variant (``jpeg@q``, ``learned_compression@q``) spends on each sample
+    of ``split`` that predictions score (``samples``: the samples manifest, paths under
+    ``root``): one row per sample (:data:`BPP_COLUMNS`), bits per pixel of its crop as the
+    detectors receive it. A crop that cannot be read stops with its path."""
+    rows = samples if split is None else samples.loc[samples["split"] == split]
+    rows = rows.sort_values("sample_id", kind="stable")
+    info = describe_variant(variant)
+    rates = [
+        bits_per_pixel(read_image(Path(root) / path), variant, options) for path in rows["path"]
+    ]
+    return pd.DataFrame(
+        {
+            "dataset": rows["dataset"].astype(str).to_numpy(),
+            "sample_id": rows["sample_id"].astype(str).to_numpy(),
+            "label": rows["label"].to_numpy(),
+            "method": rows["method"].astype(str).to_numpy(),
+            "variant": variant,
+            "operation": info["operation"],
+            "level": info["level"],
+            "bpp": np.asarray(rates, dtype=np.float64),
+        },
+        columns=BPP_COLUMNS,
+    )
+
+
+def compression_rate_table(
+    robustness: pd.DataFrame, bpp: pd.DataFrame, metric: str = "AUC"
+) -> pd.DataFrame:
+    """The Assessment's Fig. 5: each detector's ``metric`` under each codec variant against
+    the codec's mean bits per pixel on that dataset's scored samples (``bpp``: rows of
+    :func:`compression_bpp`), with ``clean`` beside it. One row
+    per dataset x detector x codec variant, mildest (highest rate) first."""
+    rates = (
+        bpp.groupby(["dataset", "operation", "level", "variant"], sort=True)["bpp"]
+        .agg(bpp="mean", bpp_std="std", n_samples="size")
+        .reset_index()
+    )
+    scored = robustness.loc[robustness["scope"] == "variant"]
+    table = scored[["dataset", "detector", "variant", metric, "drop"]].merge(
+        rates, on=["dataset", "variant"], how="inner"
+    )
+    clean = scored.loc[scored["variant"] == CLEAN, ["dataset", "detector", metric]]
+    table = table.merge(
+        clean.rename(columns={metric: f"clean_{metric}"}), on=["dataset", "detector"], how="left"
+    )
+    columns = [*RATE_COLUMNS, metric, f"clean_{metric}", "drop"]
+    table = table.sort_values(
+        ["dataset", "detector", "operation", "bpp"], ascending=[True, True, True, False]
+    )
+    table["n_samples"] = table["n_samples"].astype(np.int64)
+    return table[columns].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------- augmentation twins
+
+AUGMENTATION_COLUMNS = [
+    "dataset",
+    "detector",
+    "augment",
+    "twin",
+    *ROW_KEYS,
+    "baseline",
+    "augmented",
+    "change",
+    "n_variants",
+]
+
+
+def augmentation_twins(settings: Mapping[str, Mapping]) -> list[tuple[str, str, str]]:
+    """``(detector, twin, augment)``: every detector trained without augmentation and each
+    detector that differs from it in ``augment`` alone (SDAug, DAug, AugMix twins)."""
+    augments = sorted({str(s.get("augment")) for s in settings.values()} - {"none", "None"})
+    return [
+        (base, twin, augment)
+        for augment in augments
+        for base, twin in find_twins(settings, "augment", "none", augment)
+    ]
+
+
+def _paired_summary(pairs: pd.DataFrame) -> list[dict]:
+    """Category means and overall scores of one detector and its twin over the variants
+    both were scored on (a category labelled ``modality/category`` also counts toward its
+    modality's overall score, as in :func:`robustness_table`)."""
+    ops = pairs.loc[pairs["variant"] != CLEAN]
+    summary = [
+        ("category", category, part) for category, part in ops.groupby("category", sort=True)
+    ]
+    ops = ops.loc[ops["category"] != RANDOM_CATEGORY]
+    modality = ops["category"].astype(str).map(lambda c: c.split("/")[0] if "/" in c else "")
+    for name in sorted(set(modality) - {""}):
+        summary.append(("overall", name, ops.loc[modality == name]))
+    summary.append(("overall", "all", ops))
+    return [
+        {
+            "scope": scope,
+            "category": category,
+            "baseline": part["baseline"].mean() if len(part) else np.nan,
+            "augmented": part["augmented"].mean() if len(part) else np.nan,
+            "n_variants": len(part),
+        }
+        for scope, category, part in summary
+    ]
+
+
+def augmentation_table(
+    robustness: pd.DataFrame, twins: Sequence[tuple[str, str, str]], metric: str = "AUC"
+) -> pd.DataFrame:
+    """The Assessment's Tables 4-6 and Figs. 6-7: each detector beside its augmented twins
+    (:func:`augmentation_twins`) on every variant of :func:`robustness_table`, every dataset:
+    ``baseline`` (no augmentation), ``augmented`` (the twin) and ``change`` (augmented minus
+    baseline: positive where the augmentation helps); then their category means and overall
+    scores (the table's categories), over the variants both were scored on."""
+    keys = ["dataset", "variant"]
+    info = ["category", "operation", "level", "severity"]
+    rows = robustness.loc[robustness["scope"] == "variant"]
+    parts = []
+    for base, twin, augment in twins:
+        left = rows.loc[rows["detector"] == base, [*keys, *info, metric]]
+        right = rows.loc[rows["detector"] == twin, [*keys, metric]]
+        both = left.merge(right, on=keys, how="inner", suffixes=("_base", "_twin"))
+        both = both.rename(columns={f"{metric}_base": "baseline", f"{metric}_twin": "augmented"})
+        for dataset, pairs in both.groupby("dataset", sort=True):
+            summary = pd.DataFrame(_paired_summary(pairs)).assign(dataset=dataset)
+            parts.append(
+                pd.concat([pairs.assign(scope="variant", n_variants=1), summary]).assign(
+                    detector=base, augment=augment, twin=twin
+                )
+            )
+    if not parts:
+        return pd.DataFrame(columns=AUGMENTATION_COLUMNS)
+    table = pd.concat(parts, ignore_index=True)
+    table["change"] = table["augmented"] - table["baseline"]
+    table["n_variants"] = table["n_variants"].astype(np.int64)
+    return table[AUGMENTATION_COLUMNS]
