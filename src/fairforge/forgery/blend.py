@@ -271,6 +271,7 @@ def online_blend(
 class SelfBlended(ForgeryMethod):
     backend = "classical"
     kept = "source"
+    purpose = "training"
     needs_target = False
     random = True
     defaults = {"hulls": HULLS, "ratios": SBI_RATIOS}
@@ -294,6 +295,7 @@ class SelfBlended(ForgeryMethod):
 class XRayBlended(ForgeryMethod):
     backend = "classical"
     kept = "source"
+    purpose = "training"
     needs_target = True
     target_choice = "nearest"
     random = True
