@@ -200,6 +200,10 @@ def get_dataset_root(wildcards):
     return str(dataset_root(wildcards.dataset, config["datasets"][wildcards.dataset]))
 
 
+def get_dataset_adapter(wildcards):
+    return config["datasets"][wildcards.dataset]["adapter"]
+
+
 def get_forgery_backend(wildcards):
     return forgery_backend(config, wildcards.method)
 

@@ -1,5 +1,6 @@
 rule faces_shard:
-    """Detect, landmark and align the faces of one shard of source images."""
+    """Detect, landmark and align the faces of one shard of source images (in an aligned
+    release, a real image whose face is missed keeps the release's crop)."""
     input:
         result_path("sources"),
     output:
@@ -18,6 +19,7 @@ rule faces_shard:
         faces=config["faces"],
         images=config["images"],
         root=get_dataset_root,
+        adapter=get_dataset_adapter,
         shard_size=SHARD_SIZE,
         results=get_results_root,
     script:

@@ -1,10 +1,12 @@
 """The samples manifest: every real crop and every successful fake, with its label.
 
-Real samples are the aligned crops of ok faces (``method='real'``, label 0); fakes are the ok
-rows of every forgery manifest (label 1, ``origin='generated'``) and, in a labelled dataset,
-the aligned crops of the fakes it ships (label 1, their method, ``origin='imported'``, as its
-real images). Failed items are not samples, but they stay in their own manifests and are
-counted per group in the failure report.
+Real samples are the aligned crops of ok faces (``method='real'``, label 0) and, in an
+aligned release, the release's own crops of the real images whose face the detector missed
+(``backend`` :data:`RELEASE_BACKEND`); fakes are the ok rows of every forgery manifest
+(label 1, ``origin='generated'``) and, in a labelled dataset, the aligned crops of the fakes
+it ships (label 1, their method, ``origin='imported'``, as its real images). Failed items are
+not samples, but they stay in their own manifests and are counted per group in the failure
+report.
 
 :func:`method_samples` is one share of the same manifest: the dataset's own crops
 (:data:`CROPS`: its real images and any fakes it ships), or one forgery method's fakes. It
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS
+from .faces import release_crops
 
 # What build_samples and failure_counts read of each manifest (sources also VIDEO_FRAME_COLUMNS when
 # present): the samples job spans the dataset, so it loads these columns and no others.
@@ -31,6 +34,9 @@ FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
 REAL = "real"
 #: The share of the samples that is the dataset's own crops (real, and imported fakes).
 CROPS = "crops"
+#: The backend of a real sample whose face the detector missed, kept with the crop its
+#: aligned release made (:func:`fairforge.faces.release_crops`).
+RELEASE_BACKEND = "release_aligned"
 FORGERY_INPUTS = [
     "sample_id",
     "method",
@@ -53,17 +59,22 @@ def build_samples(
     meta = sources[
         ["image_id", "split", "group", "subject_id"] + (SOURCE_LABEL_INPUTS if labelled else [])
     ]
-    real = faces.loc[faces["ok"], ["image_id", "crop_path"]].merge(
+    # An aligned release's real image whose face the detector missed is kept, with the
+    # crop of the release's alignment (faces.release_crops).
+    kept = release_crops(faces)
+    real = faces.loc[faces["ok"] | kept, ["image_id", "crop_path"]].merge(
         meta, on="image_id", how="left", validate="1:1"
     )
+    released = real["image_id"].isin(faces.loc[kept, "image_id"]).to_numpy()
     if not labelled:
         real = real.assign(label=0, method=REAL)
     # A dataset's own fakes are crops like its real images, labelled by the dataset.
     fake = real["label"].astype(int).to_numpy() == 1
+    backend = np.where(fake, "imported", np.where(released, RELEASE_BACKEND, "real"))
     real = real.rename(columns={"crop_path": "path"}).assign(
         sample_id=np.where(fake, "fake__", "real__").astype(object) + real["image_id"].to_numpy(),
         mask_path=None,
-        backend=np.where(fake, "imported", "real").astype(object),
+        backend=backend.astype(object),
         origin="imported",
     )
     parts = [real]

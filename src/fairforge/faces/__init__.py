@@ -37,9 +37,11 @@ from fairforge.faces.stage import (
     FaceResult,
     detect_and_align,
     detection_rate_by_group,
+    face_aligner,
     landmarks_array,
     process_faces,
     reason_kind,
+    release_crops,
     stage_options,
 )
 
@@ -59,6 +61,7 @@ __all__ = [
     "detect_and_align",
     "detect_faces",
     "detection_rate_by_group",
+    "face_aligner",
     "find_landmarks",
     "five_from_68",
     "five_points",
@@ -69,6 +72,7 @@ __all__ = [
     "predict_landmarks",
     "process_faces",
     "reason_kind",
+    "release_crops",
     "stage_options",
     "template_points",
     "transform_points",

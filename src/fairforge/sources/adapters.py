@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from fairforge.sources.base import (
@@ -68,10 +69,14 @@ class RFW(SourceAdapter):
     """RFW: ``{root}/{Race}/{subject}/{image}.jpg``; the official archive's
     ``{root}/data/{Race}`` and ``{root}/test/data/{Race}`` layouts are found too.
 
-    Every requested race must be present; pass ``races=[...]`` to use a subset.
+    Every requested race must be present; pass ``races=[...]`` to use a subset. Its images
+    are aligned 400-px face crops, which FairFD (§3.3) uses as they are: a real image whose
+    face the detector misses stays a sample, cropped by RFW's alignment
+    (:attr:`~fairforge.sources.base.SourceAdapter.aligned_release`).
     """
 
     default_group_by = ("race",)
+    aligned_release = True
 
     def list(self, root: Path, *, seed: int = 0, races: Sequence[str] = RFW_RACES) -> pd.DataFrame:
         candidates = [root, root / "data", root / "test" / "data"]
@@ -116,10 +121,15 @@ class UTKFace(SourceAdapter):
     """UTKFace: labels parsed from file names anywhere below ``root``.
 
     UTKFace has no identities, so each image is its own subject. A name that does not parse
-    (a few official files lack a field) stays as an ``ok=False`` row with the reason.
+    (a few official files lack a field) stays as an ``ok=False`` row with the reason. Its
+    "Aligned&Cropped Faces" (``.jpg.chip.jpg``) are the release's aligned crops; its
+    in-the-wild images are not (:meth:`release_aligned`).
     """
 
     default_group_by = ("race",)
+
+    def release_aligned(self, paths: pd.Series) -> np.ndarray:
+        return paths.astype(str).str.lower().str.endswith(".chip.jpg").to_numpy(bool)
 
     def list(self, root: Path, *, seed: int = 0) -> pd.DataFrame:
         rows = []
@@ -155,9 +165,12 @@ def fairface_label_files(root: Path, labels: str | Sequence[str] | None) -> list
 class FairFace(SourceAdapter):
     """FairFace: label csvs ``file,age,gender,race,service_test`` with ``file`` relative to
     ``root``. ``labels`` names the csvs (default: every ``fairface_label_*.csv`` in root).
-    Each image is its own subject (FairFace has no identities)."""
+    Each image is its own subject (FairFace has no identities). Its faces were cropped and
+    aligned by dlib's ``get_face_chip`` (padding 0.25 or 1.25, the release's README): the
+    release's aligned crops."""
 
     default_group_by = ("race",)
+    aligned_release = True
 
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         root = configured_root(name, dataset_cfg)

@@ -12,7 +12,9 @@ dataset, so that the workflow and the scripts call its hooks and never ask for i
   for a dataset block of the config;
 - :meth:`~SourceAdapter.list`: one row per image with the columns :data:`LISTING_COLUMNS`;
 - :meth:`~SourceAdapter.prepare_shard`: make one shard's files exist before they are read
-  (the synthetic world renders them there).
+  (the synthetic world renders them there);
+- :meth:`~SourceAdapter.release_aligned`: which images are the release's own aligned face
+  crops (a real one whose face the detector misses stays a sample).
 
 A row whose labels cannot be read (a malformed UTKFace name) stays with ``ok=False``.
 """
@@ -25,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 
 from fairforge.columns import LABEL_COLUMNS, LISTING_COLUMNS
@@ -50,6 +53,10 @@ class SourceAdapter:
     # a dataset that defines it otherwise (Celeb-DF's test list) says so, and the split is
     # then taken as published unless the config asks for split.subject_disjoint.
     official_subject_disjoint: ClassVar[bool] = True
+    # The release's images are aligned face crops (RFW's, FairFace's): FairFD (§3.3) uses
+    # RFW's faces as they are, so a real image stays a sample when the face detector misses
+    # it; the detection is only what forgeries are made from.
+    aligned_release: ClassVar[bool] = False
 
     def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
         """The folder that the listed paths are relative to."""
@@ -85,6 +92,11 @@ class SourceAdapter:
             f"adapter {type(self).__name__} has no official split; give fractions, "
             "test_only or split files"
         )
+
+    def release_aligned(self, paths: pd.Series) -> np.ndarray:
+        """Per listed path (sources' ``path``), whether the image is one of the release's
+        aligned face crops (:attr:`aligned_release`, for every image of the adapter)."""
+        return np.full(len(paths), self.aligned_release, dtype=bool)
 
     def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
         """The manipulation methods of the fakes the dataset ships ([] for a dataset of real
