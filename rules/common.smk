@@ -24,6 +24,8 @@ from fairforge.workflow import (
     encoder_training_inputs,
     forgery_backend,
     forgery_options,
+    imported_masks_input,
+    imports_fakes,
     is_external,
     method_samples_inputs,
     model_input,
@@ -99,6 +101,7 @@ localrules:
     sources,
     faces,
     forgery,
+    imported_masks,
     samples,
     predictions,
     video_variant,
@@ -245,7 +248,16 @@ def get_forgery_separations(wildcards):
 
 def get_method_samples_inputs(wildcards):
     """A method's samples read the sources and faces, and its own forgeries only."""
-    return method_samples_inputs(wildcards.dataset, wildcards.method)
+    masks = imports_fakes(config, wildcards.dataset)
+    return method_samples_inputs(wildcards.dataset, wildcards.method, masks)
+
+
+def get_imported_masks(wildcards):
+    return imported_masks_input(config, wildcards.dataset)
+
+
+def get_imported_mask_shards(wildcards):
+    return _shards("imported_masks_shard", SHARDS[wildcards.dataset], wildcards)
 
 
 # ----------------------------------------------------------------------- detectors

@@ -1,11 +1,13 @@
 rule faces_shard:
     """Detect, landmark and align the faces of one shard of source images (in an aligned
-    release, a real image whose face is missed keeps the release's crop)."""
+    release, a real image whose face is missed keeps the release's crop), and keep the
+    transform each face was aligned by."""
     input:
         result_path("sources"),
     output:
         manifest=result_path("faces_shard"),
         crops=directory(result_path("crops_shard")),
+        transforms=result_path("face_transforms_shard"),
     log:
         log_path("faces/{dataset}/shard_{shard}.log"),
     benchmark:

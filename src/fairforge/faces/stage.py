@@ -221,6 +221,7 @@ def process_faces(
     crop_dir_rel: str = "crops",
     limits: ImageLimits = DEFAULT_LIMITS,
     release_aligned: Sequence[bool] | None = None,
+    with_matrix: bool = False,
     **options,
 ) -> pd.DataFrame:
     """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
@@ -241,6 +242,10 @@ def process_faces(
     its ``crop_path`` is the image cropped by the release's alignment
     (:func:`release_crop`), which the samples take as a real sample. Such an image is never
     forged: the forgeries need the detector's landmarks.
+
+    ``with_matrix`` adds a last column, ``matrix``: the transform each ok face was aligned by
+    (image pixels to crop pixels, the 2x3 matrix's six numbers row by row; None where none),
+    which :func:`face_transforms` keeps beside the manifest.
     """
     align = face_aligner(**options)
     name = detector_name(options.get("detector", "hog"))
@@ -289,14 +294,26 @@ def process_faces(
                 "crop_path": crop_rel,
                 "detector": name,
                 "outside_fraction": float(result.outside_fraction),
+                "matrix": np.asarray(result.matrix, np.float64).reshape(-1),
             }
         )
-    df = pd.DataFrame(rows, columns=list(FACES_COLUMNS))
+    columns = list(FACES_COLUMNS) + (["matrix"] if with_matrix else [])
+    df = pd.DataFrame(rows, columns=columns)
     df["ok"] = df["ok"].astype(bool)
     df["det_score"] = df["det_score"].astype(np.float64)
     df["n_faces"] = df["n_faces"].astype(np.int64)
     df["outside_fraction"] = df["outside_fraction"].astype(np.float64)
     return df
+
+
+def face_transforms(faces: pd.DataFrame) -> pd.DataFrame:
+    """The transforms of a :func:`process_faces` table made ``with_matrix`` (image_id, matrix:
+    the six numbers of each ok face's image-to-crop matrix), what the masks of a dataset's
+    own fakes are warped by (:mod:`fairforge.video.fake_masks`)."""
+    ok = faces.loc[faces["ok"].astype(bool), ["image_id", "matrix"]]
+    return ok.assign(matrix=[np.asarray(m, np.float64) for m in ok["matrix"]]).reset_index(
+        drop=True
+    )
 
 
 def release_crops(faces: pd.DataFrame) -> pd.Series:

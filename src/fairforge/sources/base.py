@@ -14,7 +14,10 @@ dataset, so that the workflow and the scripts call its hooks and never ask for i
 - :meth:`~SourceAdapter.prepare_shard`: make one shard's files exist before they are read
   (the synthetic world renders them there);
 - :meth:`~SourceAdapter.release_aligned`: which images are the release's own aligned face
-  crops (a real one whose face the detector misses stays a sample).
+  crops (a real one whose face the detector misses stays a sample);
+- :meth:`~SourceAdapter.fake_references`: where the dataset keeps the released mask of each
+  fake it ships and the pristine image it was made from (the masks of mask-supervised
+  training).
 
 A row whose labels cannot be read (a malformed UTKFace name) stays with ``ok=False``.
 """
@@ -30,7 +33,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import LABEL_COLUMNS, LISTING_COLUMNS
+from fairforge.columns import FAKE_REFERENCE_COLUMNS, LABEL_COLUMNS, LISTING_COLUMNS
 from fairforge.images import IMAGE_SUFFIXES
 from fairforge.registry import Registry
 
@@ -97,6 +100,23 @@ class SourceAdapter:
         """Per listed path (sources' ``path``), whether the image is one of the release's
         aligned face crops (:attr:`aligned_release`, for every image of the adapter)."""
         return np.full(len(paths), self.aligned_release, dtype=bool)
+
+    def fake_references(self, fakes: pd.DataFrame, root: Path, **options) -> pd.DataFrame:
+        """Where the dataset keeps, for each of its ``fakes`` (rows of its sources: image_id,
+        path, method, target_subject and, for video frames, video_id and frame_index), the
+        manipulation mask it released and the pristine video or image the fake was made
+        from (:data:`~fairforge.columns.FAKE_REFERENCE_COLUMNS`; a file, a folder of frames
+        or an image, '' where the dataset has none; a video's frame is the fake's
+        ``frame_index`` in both). ``options`` are the listing options. A dataset that names
+        neither gives '' for every fake, and its fakes have no mask."""
+        return pd.DataFrame(
+            {
+                "image_id": fakes["image_id"].astype(str).to_numpy(object),
+                "mask_file": "",
+                "source_file": "",
+            },
+            columns=list(FAKE_REFERENCE_COLUMNS),
+        )
 
     def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
         """The manipulation methods of the fakes the dataset ships ([] for a dataset of real
