@@ -35,6 +35,8 @@ from fairforge.workflow import (
     feature_settings,
     forgery_backend,
     forgery_options,
+    imported_masks_input,
+    imports_fakes,
     is_external,
     method_samples_inputs,
     model_input,
@@ -131,6 +133,7 @@ localrules:
     sources,
     faces,
     forgery,
+    imported_masks,
     samples,
     predictions,
     video_variant,
@@ -236,6 +239,10 @@ def get_dataset_root(wildcards):
     return str(dataset_root(wildcards.dataset, config["datasets"][wildcards.dataset]))
 
 
+def get_dataset_adapter(wildcards):
+    return config["datasets"][wildcards.dataset]["adapter"]
+
+
 def get_forgery_backend(wildcards):
     return forgery_backend(config, wildcards.method)
 
@@ -277,7 +284,16 @@ def get_forgery_separations(wildcards):
 
 def get_method_samples_inputs(wildcards):
     """A method's samples read the sources and faces, and its own forgeries only."""
-    return method_samples_inputs(wildcards.dataset, wildcards.method)
+    masks = imports_fakes(config, wildcards.dataset)
+    return method_samples_inputs(wildcards.dataset, wildcards.method, masks)
+
+
+def get_imported_masks(wildcards):
+    return imported_masks_input(config, wildcards.dataset)
+
+
+def get_imported_mask_shards(wildcards):
+    return _shards("imported_masks_shard", SHARDS[wildcards.dataset], wildcards)
 
 
 # ----------------------------------------------------------------------- detectors

@@ -1,10 +1,13 @@
 rule faces_shard:
-    """Detect, landmark and align the faces of one shard of source images."""
+    """Detect, landmark and align the faces of one shard of source images (in an aligned
+    release, a real image whose face is missed keeps the release's crop), and keep the
+    transform each face was aligned by."""
     input:
         result_path("sources"),
     output:
         manifest=result_path("faces_shard"),
         crops=directory(result_path("crops_shard")),
+        transforms=result_path("face_transforms_shard"),
     log:
         log_path("faces/{dataset}/shard_{shard}.log"),
     benchmark:
@@ -18,6 +21,7 @@ rule faces_shard:
         faces=config["faces"],
         images=config["images"],
         root=get_dataset_root,
+        adapter=get_dataset_adapter,
         shard_size=SHARD_SIZE,
         results=get_results_root,
     script:

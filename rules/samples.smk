@@ -1,9 +1,11 @@
 rule samples:
-    """Every real crop and every successful fake with its label; failures counted per group."""
+    """Every real crop and every successful fake with its label (and the masks of the fakes
+    the dataset ships); failures counted per group."""
     input:
         sources=result_path("sources"),
         faces=result_path("faces"),
         forgeries=get_forgeries,
+        masks=get_imported_masks,
     output:
         samples=result_path("samples"),
         failures=result_path("failures"),

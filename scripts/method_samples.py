@@ -6,6 +6,7 @@ from fairforge.samples import (
     SOURCE_INPUTS,
     SOURCE_OPTIONAL_INPUTS,
     method_samples,
+    read_masks,
 )
 
 with logged(snakemake.log[0]):
@@ -15,6 +16,7 @@ with logged(snakemake.log[0]):
     faces = read_manifest(snakemake.input.faces, "faces", FACE_INPUTS)
     forgery = snakemake.input.get("forgery")
     forgery = read_manifest(forgery, "forgery", FORGERY_INPUTS) if forgery else None
-    samples = method_samples(wc.dataset, wc.method, sources, faces, forgery)
+    masks = read_masks([snakemake.input.masks] if snakemake.input.get("masks") else [])
+    samples = method_samples(wc.dataset, wc.method, sources, faces, forgery, masks)
     write_manifest(samples, snakemake.output[0], contract="samples")
     print(samples.groupby("split").size().to_string())

@@ -7,6 +7,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from fairforge import tables
+from fairforge.forgery import training_methods
 from fairforge.metrics import fairness_report
 from fairforge.tables import (
     balanced_table,
@@ -113,6 +114,23 @@ def test_split_variants_reports_missing_weights():
 
 
 # --------------------------------------------------------------------------- detection
+
+
+def test_fakes_made_for_training_are_not_the_datasets_and_have_their_own_rows():
+    """FairFD's SBI detector blends FF++'s real faces: those fakes are scored apart (per
+    method), not pooled into FF++'s detection AUC or its generalization."""
+    own = predictions((0.9, 0.8, 0.7, 0.6), seed=4)
+    blends = own[own["method"] == "faceswap"].assign(
+        method="sbi", sample_id=lambda f: "sbi" + f["sample_id"], score=0.01
+    )
+    preds = pd.concat([own, blends], ignore_index=True)
+    row = detection_table(preds).set_index("unit").loc["frame"]
+    assert row["AUC"] == pytest.approx(roc_auc_score(own["label"], own["score"]))
+    assert row["n"] == len(own) and row["n_fake"] == (own["label"] == 1).sum()
+    per_method = tables.per_method_table(preds).set_index("method")
+    assert set(per_method.index) == {"faceswap", "sbi"}
+    assert per_method.loc["sbi", "n_fake"] == len(blends) and per_method.loc["sbi", "AUC"] < 0.5
+    assert training_methods() == ["fwa", "sbi", "xray"]
 
 
 def test_detection_table_per_variant_and_video_level():

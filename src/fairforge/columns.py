@@ -47,6 +47,11 @@ VIDEO_SOURCE_COLUMNS = (*VIDEO_FRAME_COLUMNS, VIDEO_FILE_COLUMN)
 # fairness metrics) for fakes; source_subject and target_subject: the identities a fake was
 # made from, where the dataset names them ('' otherwise). Absent when every image is real.
 LABEL_COLUMNS = ("label", "method", "source_subject", "target_subject")
+# Where a fake a dataset ships came from (SourceAdapter.fake_references): the file of the
+# manipulation mask the dataset released and the pristine video or image the fake was made
+# from (a video file, a folder of frames or an image; '' where none), the fake's frame index
+# counting in both.
+FAKE_REFERENCE_COLUMNS = ("image_id", "mask_file", "source_file")
 # What the video adapter returns: a listing whose rows are decoded frames.
 VIDEO_LISTING_COLUMNS = (*LISTING_COLUMNS, *VIDEO_SOURCE_COLUMNS)
 # The synthetic clip table: one row per rendered video (fairforge.video.clips).
@@ -67,6 +72,11 @@ FACES_COLUMNS = (
     # so that readers of older manifests keep working.
     "outside_fraction",
 )
+
+# faces/transforms: the matrix (image pixels to crop pixels, 2x3 row by row) each ok face of
+# a faces shard was aligned by, kept beside the manifest for the stages that warp something
+# else onto a crop (fairforge.faces.face_transforms).
+FACE_TRANSFORM_COLUMNS = ("image_id", "matrix")
 
 # pairs: each source image and the image of its appointed target subject (fairforge.pairs).
 PAIR_COLUMNS = [
@@ -114,6 +124,22 @@ SAMPLE_COLUMNS = [
     "backend",
     "origin",
 ]
+# imported_masks: the manipulation mask of each fake a dataset ships, on its crop, and Face
+# X-ray's map of it (fairforge.video.fake_masks); mask_source says how it was made
+# ('released', 'difference'); a fake with neither reference is a row with ok=False.
+IMPORTED_MASK_COLUMNS = [
+    "sample_id",
+    "image_id",
+    "method",
+    "mask_source",
+    "mask_path",
+    "xray_path",
+    "ok",
+    "reason",
+]
+# What the samples of a dataset that ships fakes add: Face X-ray's map of each imported fake's
+# mask (its mask_path is the mask; fairforge.samples.build_samples).
+XRAY_COLUMN = "xray_path"
 # Where a sample comes from: the dataset (its real images and the fakes it ships) or
 # fairforge's forgery stage.
 ORIGINS = ("imported", "generated")
@@ -191,7 +217,9 @@ CONTRACTS: dict[str, tuple[str, ...]] = {
         "detector",
     ),
     "pairs": ("image_id", "target_image_id", "source_subject", "target_subject", "group"),
+    "face_transforms": FACE_TRANSFORM_COLUMNS,
     "forgery": tuple(c for c in FORGERY_COLUMNS if c != "params"),
+    "imported_masks": tuple(IMPORTED_MASK_COLUMNS),
     "samples": ("sample_id", "dataset", "split", "label", "method", "group", "subject_id", "path"),
     "predictions": (
         "sample_id",

@@ -9,7 +9,8 @@ dataset made before the first epoch, so an epoch set on the dataset would never 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import cv2
@@ -18,6 +19,7 @@ import pandas as pd
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from fairforge.columns import XRAY_COLUMN
 from fairforge.forgery import as_landmarks, online_blend
 from fairforge.forgery.blend import xray_map
 from fairforge.forgery.fwa import fwa_blend
@@ -26,8 +28,49 @@ from fairforge.images import read_image, read_mask
 from fairforge.seeding import rng_for
 from fairforge.sources.split import even_positions
 
+log = logging.getLogger(__name__)
+
 #: The fakes a training set can make on the fly from its real faces (``online_forgery``).
 ONLINE_FORGERIES = ("sbi", "xray", "fwa")
+#: A sample's manipulation mask (Face X-ray's map of it: XRAY_COLUMN).
+MASK_COLUMN = "mask_path"
+
+
+def supervision_columns(model) -> list[str]:
+    """The maps a detector learns from besides the label: the manipulation mask where it
+    ``needs_masks``, and Face X-ray's map as stored where it learns that map (``xray_maps``,
+    :class:`~fairforge.detectors.face_xray.FaceXRay` with ``xray_supervision: difference``)."""
+    columns = [MASK_COLUMN] if getattr(model, "needs_masks", False) else []
+    return columns + ([XRAY_COLUMN] if columns and getattr(model, "xray_maps", False) else [])
+
+
+def _has_file(values: pd.Series) -> np.ndarray:
+    return np.array([isinstance(v, str) and v != "" for v in values], dtype=bool)
+
+
+def mask_supervised(frame: pd.DataFrame, columns: Sequence[str], who: str = "") -> pd.DataFrame:
+    """The rows of a training frame that a detector supervised by the maps ``columns``
+    (:func:`supervision_columns`) can learn from: every real sample (its maps are empty) and
+    every fake with each map. A fake without one (a dataset's fake with neither a released
+    mask nor a source frame, :mod:`fairforge.video.fake_masks`) is left out, never given an
+    empty map, and counted per method in the log."""
+    if not columns:
+        return frame
+    missing = np.zeros(len(frame), dtype=bool)
+    for column in columns:
+        values = frame[column] if column in frame.columns else pd.Series(None, frame.index)
+        missing |= ~_has_file(values)
+    dropped = (frame["label"].to_numpy() == 1) & missing
+    if dropped.any():
+        counts = frame.loc[dropped, "method"].value_counts().sort_index()
+        log.warning(
+            "%s: %d fake(s) without %s left out of mask-supervised training (%s)",
+            who or "training",
+            int(dropped.sum()),
+            " and ".join(columns),
+            ", ".join(f"{method}: {n}" for method, n in counts.items()),
+        )
+    return frame.loc[~dropped].reset_index(drop=True)
 
 
 def to_tensor(img: np.ndarray, size: int, mean, std) -> torch.Tensor:
@@ -46,7 +89,9 @@ class FaceDataset(Dataset):
 
     ``variant`` is a test-time condition (``clean`` or ``op@level``); ``augment`` a training
     transform called as ``augment(image, rng)``. ``mask_column`` adds the manipulation mask
-    (zeros for real samples) for detectors that learn from it.
+    (zeros for real samples) for detectors that learn from it, ``xray_column`` Face X-ray's
+    map of it as stored (``xray``, zeros for real samples); a fake without its map is an
+    error (:func:`mask_supervised` leaves such fakes out).
     """
 
     def __init__(
@@ -63,6 +108,7 @@ class FaceDataset(Dataset):
         variant_options: dict | None = None,
         augment_prob: float = 1.0,
         augment_warmup: int = 0,
+        xray_column: str | None = None,
     ):
         self.frame = frame.reset_index(drop=True)
         self.root = Path(root)
@@ -75,6 +121,7 @@ class FaceDataset(Dataset):
         self.augment_warmup = int(augment_warmup)
         self.seed = seed
         self.mask_column = mask_column
+        self.xray_column = xray_column
         self._apply_variant = None
         if variant != "clean":
             from fairforge.perturb import apply_variant
@@ -96,42 +143,53 @@ class FaceDataset(Dataset):
         img = read_image(self.root / row["path"])
         if self._apply_variant is not None:
             img = self._apply_variant(img, self.variant, row["sample_id"], self.variant_options)
-        mask = self._read_mask(row, img.shape[:2]) if self.mask_column else None
+        maps = {
+            name: self._read_mask(row, img.shape[:2], column)
+            for name, column in (("mask", self.mask_column), ("xray", self.xray_column))
+            if column
+        }
         if self.augment is not None and epoch > self.augment_warmup:
             rng = rng_for(self.seed, "augment", epoch, row["sample_id"])
             if self.augment_prob >= 1.0 or rng.random() < self.augment_prob:
-                img, mask = self._augment(img, mask, rng, key)
+                img, maps = self._augment(img, maps, rng, key)
         item = {
             "image": to_tensor(img, self.input_size, self.mean, self.std),
             "label": torch.tensor(int(row["label"]), dtype=torch.long),
             "index": index,
         }
-        if mask is not None:
+        for name, mask in maps.items():
             mask = cv2.resize(mask, (self.input_size,) * 2, interpolation=cv2.INTER_AREA)
-            item["mask"] = torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
+            item[name] = torch.from_numpy(mask).float().div_(255.0).unsqueeze(0)
         return item
 
-    def _augment(self, img, mask, rng, key: tuple):
+    def _augment(self, img, maps: dict, rng, key: tuple):
         """The augmentation of one image; a geometric one (flip, rotation: it has
-        ``plan``/``apply``/``apply_geometry``) moves the mask with the face, and one that
-        decides per batch (SDAug's noise step) takes the decision of ``key``'s batch."""
+        ``plan``/``apply``/``apply_geometry``) moves the maps (mask, X-ray) with the face, and
+        one that decides per batch (SDAug's noise step) takes the decision of ``key``'s
+        batch."""
         decide = getattr(self.augment, "batch_noise_fires", None)
         if len(key) == 3 and decide is not None:
             fires = decide(rng_for(self.seed, "augment_batch", key[0], key[2]))
-            return self.augment(img, rng, fires), mask
-        if mask is None or not hasattr(self.augment, "apply_geometry"):
-            return self.augment(img, rng), mask
+            return self.augment(img, rng, fires), maps
+        if not maps or not hasattr(self.augment, "apply_geometry"):
+            return self.augment(img, rng), maps
         plan = self.augment.plan(rng)
-        return self.augment.apply(img, plan), self.augment.apply_geometry(mask, plan)
+        moved = {name: self.augment.apply_geometry(m, plan) for name, m in maps.items()}
+        return self.augment.apply(img, plan), moved
 
-    def _read_mask(self, row, shape) -> np.ndarray:
-        """The manipulation mask at the image's size (zeros for a real sample)."""
-        rel = row.get(self.mask_column)
+    def _read_mask(self, row, shape, column: str) -> np.ndarray:
+        """The map in ``column`` at the image's size (zeros for a real sample)."""
+        rel = row.get(column)
         if isinstance(rel, str) and rel:
             mask = read_mask(self.root / rel)
             if mask.shape[:2] != tuple(shape):
                 mask = cv2.resize(mask, (shape[1], shape[0]), interpolation=cv2.INTER_AREA)
             return mask
+        if int(row["label"]) == 1:
+            raise ValueError(
+                f"sample {row['sample_id']}: a fake without {column}; mask-supervised "
+                "training leaves such fakes out (fairforge.data.mask_supervised)"
+            )
         return np.zeros(shape, dtype=np.uint8)
 
 

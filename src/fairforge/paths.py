@@ -22,6 +22,8 @@ OUTPUTS = {
     "faces_shard": "{results}/{dataset}/faces/shard_{shard}.parquet",
     "crops_shard": "{results}/{dataset}/crops/shard_{shard}",
     "faces": "{results}/{dataset}/faces.parquet",
+    # the transform each face of a shard was aligned by (what the fakes' masks are warped by)
+    "face_transforms_shard": "{results}/{dataset}/faces/transforms/shard_{shard}.parquet",
     "face_detection_rate": "{results}/{dataset}/face_detection_rate.csv",
     # every configured face detector on every source image (faces.compare_backends)
     "face_backend_outcomes": "{results}/{dataset}/face_backends.parquet",
@@ -31,6 +33,10 @@ OUTPUTS = {
     "forgery_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}.parquet",
     "forgery_images_shard": "{results}/{dataset}/forgeries/{method}/shard_{shard}",
     "forgery": "{results}/{dataset}/forgeries/{method}.parquet",
+    # the manipulation masks of the fakes a dataset ships, on their crops
+    "imported_masks_shard": "{results}/{dataset}/imported_masks/shard_{shard}.parquet",
+    "imported_masks_images_shard": "{results}/{dataset}/imported_masks/shard_{shard}",
+    "imported_masks": "{results}/{dataset}/imported_masks.parquet",
     "samples": "{results}/{dataset}/samples.parquet",
     # one share of the samples ("crops": the dataset's own; else a forgery method's fakes),
     # what training and prediction read

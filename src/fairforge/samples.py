@@ -1,10 +1,12 @@
 """The samples manifest: every real crop and every successful fake, with its label.
 
-Real samples are the aligned crops of ok faces (``method='real'``, label 0); fakes are the ok
-rows of every forgery manifest (label 1, ``origin='generated'``) and, in a labelled dataset,
-the aligned crops of the fakes it ships (label 1, their method, ``origin='imported'``, as its
-real images). Failed items are not samples, but they stay in their own manifests and are
-counted per group in the failure report.
+Real samples are the aligned crops of ok faces (``method='real'``, label 0) and, in an
+aligned release, the release's own crops of the real images whose face the detector missed
+(``backend`` :data:`RELEASE_BACKEND`); fakes are the ok rows of every forgery manifest
+(label 1, ``origin='generated'``) and, in a labelled dataset, the aligned crops of the fakes
+it ships (label 1, their method, ``origin='imported'``, as its real images). Failed items are
+not samples, but they stay in their own manifests and are counted per group in the failure
+report.
 
 :func:`method_samples` is one share of the same manifest: the dataset's own crops
 (:data:`CROPS`: its real images and any fakes it ships), or one forgery method's fakes. It
@@ -17,7 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .columns import SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS
+from .columns import IMPORTED_MASK_COLUMNS, SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS, XRAY_COLUMN
+from .faces import release_crops
+from .manifest import read_manifest
 
 # What build_samples and failure_counts read of each manifest (sources also VIDEO_FRAME_COLUMNS when
 # present): the samples job spans the dataset, so it loads these columns and no others.
@@ -31,6 +35,13 @@ FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
 REAL = "real"
 #: The share of the samples that is the dataset's own crops (real, and imported fakes).
 CROPS = "crops"
+#: A dataset's own crop's sample id: its image id after the prefix of its label (0, 1).
+CROP_ID_PREFIX = ("real__", "fake__")
+#: What the samples read of the imported masks manifest.
+MASK_INPUTS = [c for c in IMPORTED_MASK_COLUMNS if c not in ("image_id", "method", "reason")]
+#: The backend of a real sample whose face the detector missed, kept with the crop its
+#: aligned release made (:func:`fairforge.faces.release_crops`).
+RELEASE_BACKEND = "release_aligned"
 FORGERY_INPUTS = [
     "sample_id",
     "method",
@@ -46,26 +57,53 @@ FORGERY_INPUTS = [
 ]
 
 
+def read_masks(paths) -> pd.DataFrame | None:
+    """The imported masks manifest a samples job reads (:data:`MASK_INPUTS`), or None where
+    the dataset ships no fakes (``paths`` empty)."""
+    found = [read_manifest(p, "imported_masks", MASK_INPUTS) for p in paths]
+    return found[0] if found else None
+
+
 def build_samples(
-    dataset: str, sources: pd.DataFrame, faces: pd.DataFrame, forgeries: list[pd.DataFrame]
+    dataset: str,
+    sources: pd.DataFrame,
+    faces: pd.DataFrame,
+    forgeries: list[pd.DataFrame],
+    masks: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
+    """The samples manifest (module docstring). ``masks`` (the dataset's imported_masks
+    manifest, where it ships fakes) gives each imported fake its ``mask_path`` and adds the
+    column ``xray_path`` (Face X-ray's map of the mask): an imported fake without an ok row
+    keeps no mask, which mask-supervised training leaves out."""
     labelled = "label" in sources.columns
     meta = sources[
         ["image_id", "split", "group", "subject_id"] + (SOURCE_LABEL_INPUTS if labelled else [])
     ]
-    real = faces.loc[faces["ok"], ["image_id", "crop_path"]].merge(
+    # An aligned release's real image whose face the detector missed is kept, with the
+    # crop of the release's alignment (faces.release_crops).
+    kept = release_crops(faces)
+    real = faces.loc[faces["ok"] | kept, ["image_id", "crop_path"]].merge(
         meta, on="image_id", how="left", validate="1:1"
     )
+    released = real["image_id"].isin(faces.loc[kept, "image_id"]).to_numpy()
     if not labelled:
         real = real.assign(label=0, method=REAL)
     # A dataset's own fakes are crops like its real images, labelled by the dataset.
     fake = real["label"].astype(int).to_numpy() == 1
+    backend = np.where(fake, "imported", np.where(released, RELEASE_BACKEND, "real"))
     real = real.rename(columns={"crop_path": "path"}).assign(
-        sample_id=np.where(fake, "fake__", "real__").astype(object) + real["image_id"].to_numpy(),
+        sample_id=np.where(fake, CROP_ID_PREFIX[1], CROP_ID_PREFIX[0]).astype(object)
+        + real["image_id"].to_numpy(),
         mask_path=None,
-        backend=np.where(fake, "imported", "real").astype(object),
+        backend=backend.astype(object),
         origin="imported",
     )
+    if masks is not None:
+        made = masks.loc[masks["ok"].astype(bool)].set_index("sample_id")
+        own = real["sample_id"].where(fake)
+        for column in ("mask_path", XRAY_COLUMN):
+            found = own.map(made[column])
+            real[column] = found.astype(object).where(found.notna(), None)
     parts = [real]
     for fakes in forgeries:
         ok = fakes.loc[fakes["ok"]].copy()
@@ -76,10 +114,10 @@ def build_samples(
     samples["label"] = samples["label"].astype("int8")
     # Frames of videos keep their clip and position, for video-level metrics and video ops.
     video = [c for c in VIDEO_FRAME_COLUMNS if c in sources.columns]
-    columns = SAMPLE_COLUMNS
+    columns = SAMPLE_COLUMNS + ([XRAY_COLUMN] if masks is not None else [])
     if video:
         samples = samples.merge(sources[["image_id", *video]], on="image_id", how="left")
-        columns = SAMPLE_COLUMNS + video
+        columns = columns + video
     return samples[columns].sort_values("sample_id").reset_index(drop=True)
 
 
@@ -89,12 +127,15 @@ def method_samples(
     sources: pd.DataFrame,
     faces: pd.DataFrame,
     forgery: pd.DataFrame | None = None,
+    masks: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One share of :func:`build_samples`: the dataset's own crops for :data:`CROPS` (no
-    forgery manifest), else the ok fakes that ``forgery`` generated."""
+    forgery manifest; ``masks``: those of the fakes it ships), else the ok fakes that
+    ``forgery`` generated."""
     if (method == CROPS) != (forgery is None):
         raise ValueError(f"method {method!r}: a forgery manifest is needed for fakes only")
-    samples = build_samples(dataset, sources, faces, [] if forgery is None else [forgery])
+    forgeries = [] if forgery is None else [forgery]
+    samples = build_samples(dataset, sources, faces, forgeries, masks if forgery is None else None)
     return share_of(samples, method)
 
 

@@ -352,15 +352,33 @@ def train_compression(config: dict, dataset: str) -> str | None:
     return config["datasets"][dataset].get("train_compression")
 
 
-def method_samples_inputs(dataset: str, method: str) -> dict[str, str]:
+def imports_fakes(config: dict, dataset: str) -> bool:
+    """Whether a dataset ships fakes of its own (FaceForensics++, a labelled csv; also when
+    its adapter cannot tell without listing it): their masks are made beside its samples
+    (``imported_masks``) for mask-supervised training."""
+    block = dataset_block(config, dataset)
+    return ADAPTERS.create(block["adapter"]).imported_methods(dataset, block) != []
+
+
+def imported_masks_input(config: dict, dataset: str) -> list[str]:
+    """The masks manifest of the fakes a dataset ships, where it ships some."""
+    return (
+        [result_path("imported_masks", dataset=dataset)] if imports_fakes(config, dataset) else []
+    )
+
+
+def method_samples_inputs(dataset: str, method: str, masks: bool = False) -> dict[str, str]:
     """What one share of the samples is built from: sources, faces and, for a forgery
-    method, its own forgeries."""
+    method, its own forgeries; the dataset's own crops also the masks of the fakes it ships
+    (``masks``: it ships some, :func:`imports_fakes`)."""
     inputs = {
         "sources": result_path("sources", dataset=dataset),
         "faces": result_path("faces", dataset=dataset),
     }
     if method != CROPS:
         inputs["forgery"] = result_path("forgery", dataset=dataset, method=method)
+    elif masks:
+        inputs["masks"] = result_path("imported_masks", dataset=dataset)
     return inputs
 
 

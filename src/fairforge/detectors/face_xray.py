@@ -20,8 +20,17 @@ is :class:`fairforge.data.OnlineForgeryDataset`, a fresh blend of each real face
 epoch), and the batch then carries each blend's own X-ray map (``xray``), the pixel target.
 Trained on offline fakes instead (``online_forgery: none``, ``train_methods: [xray]``), the
 target is rebuilt from the hard mask (the samples table carries ``mask_path`` only), so the
-boundary width is ``boundary_sigma`` rather than the blend's own blur. The network is built
-with random weights (``pretrained=False``); the paper starts from ImageNet weights
+boundary width is ``boundary_sigma`` rather than the blend's own blur.
+
+``xray_supervision: difference`` (a ``model`` option) trains it as the Benchmark does (its
+App. A: public fakes only, no blended images): on the fakes its training dataset ships
+(``train_methods``), each with the X-ray of its own manipulation mask as the pixel target,
+stored beside its samples (``xray_path``: the mask the dataset released, else the difference
+to the frame it was made from, blurred, normalised and mapped to 4 M (1 - M),
+:mod:`fairforge.forgery.difference_masks`); no blends are made (the model's
+``online_forgery`` is None) and a fake without a mask is left out of training, counted in
+its log. ``blended``, the default, is the paper's training on fresh blends. The network is
+built with random weights (``pretrained=False``); the paper starts from ImageNet weights
 (``pretrained:``, or ``init: random`` to train without). ``backbone`` picks another
 timm HRNet (``hrnet_w18_small`` for CPU-sized runs).
 """
@@ -113,6 +122,9 @@ class FaceXRay(AuxiliaryLossDetector):
     needs_masks = True
     #: The forgery method whose blends this detector is trained on, generated from real faces.
     online_forgery = "xray"
+    #: What its X-ray map is learnt from: ``blended`` (fresh blends of the real faces) or
+    #: ``difference`` (its dataset's own fakes, the X-ray of each one's mask as stored).
+    XRAY_SUPERVISIONS = ("blended", "difference")
 
     def __init__(
         self,
@@ -121,8 +133,19 @@ class FaceXRay(AuxiliaryLossDetector):
         map_weight: float = 100.0,
         boundary_sigma: float = 1.0,
         drop_rate: float = 0.0,
+        xray_supervision: str = "blended",
     ):
         super().__init__()
+        if xray_supervision not in self.XRAY_SUPERVISIONS:
+            raise ValueError(
+                f"face_xray: xray_supervision must be one of {self.XRAY_SUPERVISIONS}, "
+                f"got {xray_supervision!r}"
+            )
+        self.xray_supervision = xray_supervision
+        # learning the dataset's X-rays: no blends, and the batch carries each fake's map
+        self.xray_maps = xray_supervision == "difference"
+        if self.xray_maps:
+            self.online_forgery = None
         self.input_size = input_size
         self.map_weight = map_weight
         self.boundary_sigma = boundary_sigma
@@ -219,8 +242,11 @@ class FaceXRayDFB(FaceXRay):
         map_weight: float = 1000.0,
         boundary_sigma: float = 1.0,
         drop_rate: float = 0.0,
+        xray_supervision: str = "blended",
     ):
-        super().__init__(input_size, backbone, map_weight, boundary_sigma, drop_rate)
+        super().__init__(
+            input_size, backbone, map_weight, boundary_sigma, drop_rate, xray_supervision
+        )
         del self.xray_head, self.head
         channels = sum(self.backbone.feature_info.channels())
         side = input_size // 2

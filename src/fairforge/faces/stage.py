@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 
+import cv2
 import numpy as np
 import pandas as pd
 
@@ -148,11 +150,7 @@ def _failed_row(image_id: str, reason: str, name: str, n_faces: int = 0) -> dict
     }
 
 
-def process_faces(
-    sources_df: pd.DataFrame,
-    root: str | Path,
-    out_dir: str | Path,
-    crop_dir_rel: str = "crops",
+def face_aligner(
     crop_size: int = 256,
     detector: str = "hog",
     margin: float = DEFAULT_MARGIN,
@@ -160,7 +158,6 @@ def process_faces(
     min_image_size: int = DEFAULT_MIN_IMAGE_SIZE,
     adjust_threshold: float = 0.0,
     models_dir: str | Path | None = None,
-    limits: ImageLimits = DEFAULT_LIMITS,
     border: str = DEFAULT_BORDER,
     landmarks: str = DEFAULT_LANDMARKS,
     model_dir: str | Path | None = None,
@@ -170,20 +167,12 @@ def process_faces(
     fan_depth_model: str | Path | None = None,
     device: str = "cpu",
     det_size: int = 640,
-) -> pd.DataFrame:
-    """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
-    (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
-
-    ``root`` is the dataset root the source paths start from (a csv adapter's csv file is
-    accepted too). ``crop_path`` is relative to ``out_dir``; ``landmarks`` is a flat list of
-    136 float32 (x0, y0, x1, y1, ...) in crop pixels, read back by :func:`landmarks_array`.
-    Files are decoded by :func:`fairforge.images.load_image` within ``limits``; a crop is
-    filled as ``border`` says where it reaches past the photo, and ``outside_fraction``
-    records how much of it does. ``landmarks`` names the landmark backend; ``model_dir``,
-    ``model_pack``, ``fan_model``, ``fan_type``, ``fan_depth_model``, ``device`` and ``det_size`` are
-    :class:`~fairforge.faces.detect.FaceModels`'s (the config's ``faces`` keys).
-    """
-    name = detector_name(detector)
+) -> Callable[[np.ndarray], FaceResult]:
+    """:func:`detect_and_align` with the faces stage's settings (the config's ``faces`` keys:
+    ``model_dir``, ``model_pack``, ``fan_model``, ``fan_type``, ``fan_depth_model``,
+    ``device`` and ``det_size`` are :class:`~fairforge.faces.detect.FaceModels`'s), its
+    models loaded once: what finds a face as the faces stage found it, there and in the stages
+    that find it again."""
     models = FaceModels(
         dlib_dir=models_dir,
         model_dir=model_dir,
@@ -194,11 +183,85 @@ def process_faces(
         device=device,
         det_size=det_size,
     )
+    return partial(
+        detect_and_align,
+        detector=detector,
+        crop_size=crop_size,
+        margin=margin,
+        upsample=upsample,
+        min_image_size=min_image_size,
+        adjust_threshold=adjust_threshold,
+        border=border,
+        landmarks=landmarks,
+        models=models,
+    )
+
+
+#: What the reason of a real face the detector missed says when the image is kept, cropped
+#: by its release's own alignment (``release_aligned``); a parenthesis, so that
+#: :func:`reason_kind` counts it as the detector's miss it is.
+RELEASE_CROP = "kept: the release's own alignment"
+
+
+def release_crop(image: np.ndarray, crop_size: int) -> np.ndarray:
+    """An aligned release's image as a crop: its centre square (the whole image when square,
+    as RFW's and FairFace's are) resized to ``crop_size``."""
+    h, w = image.shape[:2]
+    side = min(h, w)
+    top, left = (h - side) // 2, (w - side) // 2
+    square = image[top : top + side, left : left + side]
+    interp = cv2.INTER_AREA if side > crop_size else cv2.INTER_LINEAR
+    return cv2.resize(square, (crop_size, crop_size), interpolation=interp)
+
+
+def process_faces(
+    sources_df: pd.DataFrame,
+    root: str | Path,
+    out_dir: str | Path,
+    crop_dir_rel: str = "crops",
+    limits: ImageLimits = DEFAULT_LIMITS,
+    release_aligned: Sequence[bool] | None = None,
+    with_matrix: bool = False,
+    **options,
+) -> pd.DataFrame:
+    """Faces rows (:data:`FACES_COLUMNS`, sorted by image_id) for the source rows given
+    (a shard or all), writing crops to ``{out_dir}/{crop_dir_rel}/{image_id}.png``.
+
+    ``root`` is the dataset root the source paths start from (a csv adapter's csv file is
+    accepted too). ``crop_path`` is relative to ``out_dir``; ``landmarks`` is a flat list of
+    136 float32 (x0, y0, x1, y1, ...) in crop pixels, read back by :func:`landmarks_array`.
+    Files are decoded by :func:`fairforge.images.load_image` within ``limits``; faces are
+    found and aligned by :func:`face_aligner` with ``options`` (the config's ``faces``
+    keys), a crop filled as ``border`` says where it reaches past the photo, and
+    ``outside_fraction`` records how much of it does.
+
+    ``release_aligned`` (one flag per row of ``sources_df``: the image is one of its release's
+    aligned face crops, :meth:`~fairforge.sources.base.SourceAdapter.release_aligned`) keeps
+    a real image whose face the detector misses: its row stays ``ok=False`` with the
+    detector's reason (the detector's miss, counted per group), ``(kept: ...)`` appended, and
+    its ``crop_path`` is the image cropped by the release's alignment
+    (:func:`release_crop`), which the samples take as a real sample. Such an image is never
+    forged: the forgeries need the detector's landmarks.
+
+    ``with_matrix`` adds a last column, ``matrix``: the transform each ok face was aligned by
+    (image pixels to crop pixels, the 2x3 matrix's six numbers row by row; None where none),
+    which :func:`face_transforms` keeps beside the manifest.
+    """
+    align = face_aligner(**options)
+    name = detector_name(options.get("detector", "hog"))
+    crop_size = int(options.get("crop_size", 256))
+    min_size = int(options.get("min_image_size", DEFAULT_MIN_IMAGE_SIZE))
     base = image_root(root)
     out_dir = Path(out_dir)
+    keep = pd.Series(
+        False if release_aligned is None else np.asarray(release_aligned, bool),
+        index=sources_df.index,
+    )
+    if "label" in sources_df.columns:  # a labelled dataset's own fakes are not reals
+        keep &= sources_df["label"].to_numpy() != 1
     rows = []
-    ordered = sources_df.sort_values("image_id", kind="mergesort")
-    for rec in ordered[["image_id", "path", "ok", "reason"]].to_dict("records"):
+    ordered = sources_df.assign(_keep=keep).sort_values("image_id", kind="mergesort")
+    for rec in ordered[["image_id", "path", "ok", "reason", "_keep"]].to_dict("records"):
         image_id = str(rec["image_id"])
         if not bool(rec["ok"]):
             rows.append(_failed_row(image_id, f"source not ok ({rec['reason']})", name))
@@ -208,22 +271,16 @@ def process_faces(
         except ImageError as err:
             rows.append(_failed_row(image_id, str(err), name))
             continue
-        result = detect_and_align(
-            image,
-            detector,
-            crop_size=crop_size,
-            margin=margin,
-            upsample=upsample,
-            min_image_size=min_image_size,
-            adjust_threshold=adjust_threshold,
-            border=border,
-            landmarks=landmarks,
-            models=models,
-        )
-        if not result.ok:
-            rows.append(_failed_row(image_id, result.reason, name, result.n_faces))
-            continue
+        result = align(image)
         crop_rel = (PurePosixPath(crop_dir_rel) / f"{image_id}.png").as_posix()
+        if not result.ok:
+            row = _failed_row(image_id, result.reason, name, result.n_faces)
+            # too small for the stage is not a miss of the detector
+            if rec["_keep"] and min(image.shape[:2]) >= min_size:
+                write_image(out_dir / crop_rel, release_crop(image, crop_size))
+                row.update(reason=f"{result.reason} ({RELEASE_CROP})", crop_path=crop_rel)
+            rows.append(row)
+            continue
         write_image(out_dir / crop_rel, result.crop)
         rows.append(
             {
@@ -237,14 +294,33 @@ def process_faces(
                 "crop_path": crop_rel,
                 "detector": name,
                 "outside_fraction": float(result.outside_fraction),
+                "matrix": np.asarray(result.matrix, np.float64).reshape(-1),
             }
         )
-    df = pd.DataFrame(rows, columns=list(FACES_COLUMNS))
+    columns = list(FACES_COLUMNS) + (["matrix"] if with_matrix else [])
+    df = pd.DataFrame(rows, columns=columns)
     df["ok"] = df["ok"].astype(bool)
     df["det_score"] = df["det_score"].astype(np.float64)
     df["n_faces"] = df["n_faces"].astype(np.int64)
     df["outside_fraction"] = df["outside_fraction"].astype(np.float64)
     return df
+
+
+def face_transforms(faces: pd.DataFrame) -> pd.DataFrame:
+    """The transforms of a :func:`process_faces` table made ``with_matrix`` (image_id, matrix:
+    the six numbers of each ok face's image-to-crop matrix), what the masks of a dataset's
+    own fakes are warped by (:mod:`fairforge.video.fake_masks`)."""
+    ok = faces.loc[faces["ok"].astype(bool), ["image_id", "matrix"]]
+    return ok.assign(matrix=[np.asarray(m, np.float64) for m in ok["matrix"]]).reset_index(
+        drop=True
+    )
+
+
+def release_crops(faces: pd.DataFrame) -> pd.Series:
+    """The faces rows whose image is kept with its release's alignment (the detector missed
+    the face: ``ok`` false, a crop all the same; :func:`process_faces`)."""
+    crop = faces["crop_path"].fillna("").astype(str)
+    return ~faces["ok"].astype(bool) & (crop != "")
 
 
 def landmarks_array(row: Mapping | pd.Series) -> np.ndarray:

@@ -38,6 +38,7 @@ from .base import (
     list_methods,
     method_key,
     register_method,
+    training_methods,
 )
 from .blend import online_blend, self_blend, xray_blend
 from .shard import (
@@ -68,5 +69,6 @@ __all__ = [
     "sample_id_for",
     "self_blend",
     "target_choice",
+    "training_methods",
     "xray_blend",
 ]

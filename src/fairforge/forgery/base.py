@@ -64,6 +64,10 @@ class ForgeryMethod:
     # (another identity's face nearest in landmarks, :func:`~fairforge.forgery.shard.nearest_targets`)
     target_choice: str = "pair"
     random: bool = False  # True: forge draws from rng, so another draw may change more
+    # "test": fakes a detector is tested on; "training": fakes made for a detector to learn
+    # from (SBI's self-blends, Face X-ray's blends, FWA's warps), which the tables score
+    # apart from the dataset's own fakes (:func:`training_methods`).
+    purpose: str = "test"
     attempts: int = 3  # draws a random method gets to make a visible change
     defaults: dict[str, Any] = {}
     # Released weight files a backend loads (``official``): checked by the config check
@@ -187,6 +191,7 @@ def register_method(name: str) -> Callable[[type[ForgeryMethod]], type[ForgeryMe
             backend=cls.backend,
             kept=cls.kept,
             target_choice=cls.target_choice,
+            purpose=cls.purpose,
         )
 
     return wrap
@@ -194,6 +199,14 @@ def register_method(name: str) -> Callable[[type[ForgeryMethod]], type[ForgeryMe
 
 def list_methods() -> list[str]:
     return sorted({FORGERY_METHODS.metadata(key)["method"] for key in FORGERY_METHODS})
+
+
+def training_methods() -> list[str]:
+    """The methods whose fakes are made for training (``purpose = "training"``: SBI, Face
+    X-ray's blends, FWA): detectors learn from them, so a dataset's detection AUC leaves them
+    out and scores them in rows of their own."""
+    keys = FORGERY_METHODS.names(purpose="training")
+    return sorted({FORGERY_METHODS.metadata(key)["method"] for key in keys})
 
 
 def list_backends(name: str) -> list[str]:

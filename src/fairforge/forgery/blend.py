@@ -68,7 +68,8 @@ def hull_mask(lm: np.ndarray, shape: tuple[int, ...], kind: str) -> np.ndarray:
     return polygon_mask(pts, shape)
 
 
-def _odd(n: float) -> int:
+def odd_kernel(n: float) -> int:
+    """The odd kernel width nearest ``n`` (at least 1)."""
     n = max(int(round(n)), 1)
     return n if n % 2 else n + 1
 
@@ -229,7 +230,7 @@ def xray_blend(
         foreground, mat, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
     )
     fg = colour_transfer_lab(fg, background, hard)
-    k = _odd(rng.uniform(*blur) * iod)
+    k = odd_kernel(rng.uniform(*blur) * iod)
     soft = cv2.GaussianBlur((hard > 0).astype(np.float32), (k, k), 0)
     weight = clean_alpha(soft)
     fake = fg.astype(np.float32) * weight[..., None] + background.astype(np.float32) * (
@@ -271,6 +272,7 @@ def online_blend(
 class SelfBlended(ForgeryMethod):
     backend = "classical"
     kept = "source"
+    purpose = "training"
     needs_target = False
     random = True
     defaults = {"hulls": HULLS, "ratios": SBI_RATIOS}
@@ -294,6 +296,7 @@ class SelfBlended(ForgeryMethod):
 class XRayBlended(ForgeryMethod):
     backend = "classical"
     kept = "source"
+    purpose = "training"
     needs_target = True
     target_choice = "nearest"
     random = True

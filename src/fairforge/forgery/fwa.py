@@ -109,6 +109,7 @@ def fwa_blend(
 class FaceWarpingArtefacts(ForgeryMethod):
     backend = "classical"
     kept = "source"
+    purpose = "training"
     needs_target = False
     # Scale, kernel and region are drawn: a face with little fine detail (an upscaled photo)
     # may show no artefact at one draw and a visible one at the next, as SBI's blends do.

@@ -12,7 +12,12 @@ dataset, so that the workflow and the scripts call its hooks and never ask for i
   for a dataset block of the config;
 - :meth:`~SourceAdapter.list`: one row per image with the columns :data:`LISTING_COLUMNS`;
 - :meth:`~SourceAdapter.prepare_shard`: make one shard's files exist before they are read
-  (the synthetic world renders them there).
+  (the synthetic world renders them there);
+- :meth:`~SourceAdapter.release_aligned`: which images are the release's own aligned face
+  crops (a real one whose face the detector misses stays a sample);
+- :meth:`~SourceAdapter.fake_references`: where the dataset keeps the released mask of each
+  fake it ships and the pristine image it was made from (the masks of mask-supervised
+  training).
 
 A row whose labels cannot be read (a malformed UTKFace name) stays with ``ok=False``.
 """
@@ -25,9 +30,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 
-from fairforge.columns import LABEL_COLUMNS, LISTING_COLUMNS
+from fairforge.columns import FAKE_REFERENCE_COLUMNS, LABEL_COLUMNS, LISTING_COLUMNS
 from fairforge.images import IMAGE_SUFFIXES
 from fairforge.registry import Registry
 
@@ -50,6 +56,10 @@ class SourceAdapter:
     # a dataset that defines it otherwise (Celeb-DF's test list) says so, and the split is
     # then taken as published unless the config asks for split.subject_disjoint.
     official_subject_disjoint: ClassVar[bool] = True
+    # The release's images are aligned face crops (RFW's, FairFace's): FairFD (§3.3) uses
+    # RFW's faces as they are, so a real image stays a sample when the face detector misses
+    # it; the detection is only what forgeries are made from.
+    aligned_release: ClassVar[bool] = False
 
     def resolve_root(self, name: str, dataset_cfg: Mapping, results_dir: str | Path) -> Path:
         """The folder that the listed paths are relative to."""
@@ -84,6 +94,28 @@ class SourceAdapter:
         raise SourceError(
             f"adapter {type(self).__name__} has no official split; give fractions, "
             "test_only or split files"
+        )
+
+    def release_aligned(self, paths: pd.Series) -> np.ndarray:
+        """Per listed path (sources' ``path``), whether the image is one of the release's
+        aligned face crops (:attr:`aligned_release`, for every image of the adapter)."""
+        return np.full(len(paths), self.aligned_release, dtype=bool)
+
+    def fake_references(self, fakes: pd.DataFrame, root: Path, **options) -> pd.DataFrame:
+        """Where the dataset keeps, for each of its ``fakes`` (rows of its sources: image_id,
+        path, method, target_subject and, for video frames, video_id and frame_index), the
+        manipulation mask it released and the pristine video or image the fake was made
+        from (:data:`~fairforge.columns.FAKE_REFERENCE_COLUMNS`; a file, a folder of frames
+        or an image, '' where the dataset has none; a video's frame is the fake's
+        ``frame_index`` in both). ``options`` are the listing options. A dataset that names
+        neither gives '' for every fake, and its fakes have no mask."""
+        return pd.DataFrame(
+            {
+                "image_id": fakes["image_id"].astype(str).to_numpy(object),
+                "mask_file": "",
+                "source_file": "",
+            },
+            columns=list(FAKE_REFERENCE_COLUMNS),
         )
 
     def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:

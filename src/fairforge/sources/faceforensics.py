@@ -9,7 +9,10 @@
 ``compression`` is raw, c23 or c40; the methods are Deepfakes, Face2Face, FaceSwap,
 NeuralTextures and FaceShifter. A fake ``000_003`` is target video 000 with the face (or the
 expressions) of 003; its subject is 000. ``split: official`` reads the released json files
-(``[[id1, id2], ...]``) from ``options.splits`` (default ``{root}/splits``). FaceForensics++
+(``[[id1, id2], ...]``) from ``options.splits`` (default ``{root}/splits``). The masks FF++
+released (``manipulated_sequences/{method}/masks/videos/000_003.mp4``, where downloaded) and
+the target video 000 each fake was made from are each fake's references for mask-supervised
+training (:meth:`FaceForensics.fake_references`). FaceForensics++
 ships no demographic labels: ``options.attributes`` names a csv with an ``id`` column
 (``000``, ``000_003``) and attribute columns; a fake without its own row takes its target's.
 Without it every video has ``group: all``.
@@ -108,6 +111,28 @@ class FaceForensics(LabelledVideoDataset):
 
     def imported_methods(self, name: str, dataset_cfg: Mapping) -> list[str] | None:
         return list((dataset_cfg.get("options") or {}).get("methods") or FF_METHODS)
+
+    def fake_references(
+        self, fakes: pd.DataFrame, root: Path, *, folder=None, compression="c23", **options
+    ) -> pd.DataFrame:
+        """Each fake's released mask video, ``masks/videos/{name}`` of its method (or a
+        ``masks/images/{name}`` frame folder), named as the fake; and its source: the
+        original of the fake's *target*, ``000`` of ``000_003``, frame for frame: FF++'s
+        Deepfakes script converts the frames of the first video of a pair and names the result
+        after the pair (``create_from_models`` in the FaceForensics repository's
+        ``dataset/DeepFakes/deepfakes.py``)."""
+        dataset = Path(folder or root)
+        reals = ff_folder(dataset, "original_sequences/youtube", compression)
+        methods = fakes["method"].astype(str)
+        masks = {m: ff_folder(dataset, f"manipulated_sequences/{m}", "masks") for m in set(methods)}
+        names = [vid[len(m) + 1 :] for vid, m in zip(fakes["video_id"].astype(str), methods)]
+        return pd.DataFrame(
+            {
+                "image_id": fakes["image_id"].astype(str).to_numpy(object),
+                "mask_file": [str(masks[m].get(n, "")) for m, n in zip(methods, names)],
+                "source_file": [str(reals.get(str(t), "")) for t in fakes["target_subject"]],
+            }
+        )
 
     def official_split(self, listing: pd.DataFrame, root: Path, **options) -> pd.Series:
         dataset = Path(options.get("folder") or root)

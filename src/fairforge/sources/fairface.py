@@ -39,9 +39,12 @@ def fairface_label_files(root: Path, labels: str | Sequence[str] | None) -> list
 class FairFace(SourceAdapter):
     """FairFace: label csvs ``file,age,gender,race,service_test`` with ``file`` relative to
     ``root``. ``labels`` names the csvs (default: every ``fairface_label_*.csv`` in root).
-    Each image is its own subject (FairFace has no identities)."""
+    Each image is its own subject (FairFace has no identities). Its faces were cropped and
+    aligned by dlib's ``get_face_chip`` (padding 0.25 or 1.25, the release's README): the
+    release's aligned crops."""
 
     default_group_by = ("race",)
+    aligned_release = True
 
     def count_items(self, name: str, dataset_cfg: Mapping) -> int:
         root = configured_root(name, dataset_cfg)

@@ -24,10 +24,14 @@ class RFW(SourceAdapter):
     """RFW: ``{root}/{Race}/{subject}/{image}.jpg``; the official archive's
     ``{root}/data/{Race}`` and ``{root}/test/data/{Race}`` layouts are found too.
 
-    Every requested race must be present; pass ``races=[...]`` to use a subset.
+    Every requested race must be present; pass ``races=[...]`` to use a subset. Its images
+    are aligned 400-px face crops, which FairFD (§3.3) uses as they are: a real image whose
+    face the detector misses stays a sample, cropped by RFW's alignment
+    (:attr:`~fairforge.sources.base.SourceAdapter.aligned_release`).
     """
 
     default_group_by = ("race",)
+    aligned_release = True
 
     def list(self, root: Path, *, seed: int = 0, races: Sequence[str] = RFW_RACES) -> pd.DataFrame:
         candidates = [root, root / "data", root / "test" / "data"]

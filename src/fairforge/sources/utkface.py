@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from fairforge.sources.base import (
@@ -44,10 +45,15 @@ class UTKFace(SourceAdapter):
     """UTKFace: labels parsed from file names anywhere below ``root``.
 
     UTKFace has no identities, so each image is its own subject. A name that does not parse
-    (a few official files lack a field) stays as an ``ok=False`` row with the reason.
+    (a few official files lack a field) stays as an ``ok=False`` row with the reason. Its
+    "Aligned&Cropped Faces" (``.jpg.chip.jpg``) are the release's aligned crops; its
+    in-the-wild images are not (:meth:`release_aligned`).
     """
 
     default_group_by = ("race",)
+
+    def release_aligned(self, paths: pd.Series) -> np.ndarray:
+        return paths.astype(str).str.lower().str.endswith(".chip.jpg").to_numpy(bool)
 
     def list(self, root: Path, *, seed: int = 0) -> pd.DataFrame:
         rows = []

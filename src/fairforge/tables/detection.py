@@ -1,11 +1,15 @@
 """Detection quality: AUC, ACC, AP, EER per detector x dataset x variant, per frame and,
-where ``video_id`` exists, per video (mean frame score)."""
+where ``video_id`` exists, per video (mean frame score), of the real images against the
+dataset's own fakes: fakes generated for training (SBI's, Face X-ray's and FWA's,
+:func:`fairforge.forgery.base.training_methods`) are left out of these rows and scored in
+their own, per method (:func:`fairforge.tables.methods.per_method_table`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from fairforge.forgery import training_methods
 from fairforge.metrics.detection import detection_metrics, video_level
 from fairforge.tables.predictions import evaluation_rows, groups_of
 from fairforge.tables.variants import order_rows
@@ -36,10 +40,14 @@ def detection_table(
     ``threshold_rule`` and ``eer``: the conventions of :mod:`fairforge.metrics.detection`.
 
     ``unit`` is ``frame`` (every prediction) or ``video`` (one score per video, the mean of
-    its frame scores; only where ``video_id`` exists). Counts are of frames or videos.
+    its frame scores; only where ``video_id`` exists). Counts are of frames or videos. Fakes
+    made for training (:func:`~fairforge.forgery.base.training_methods`) are not the
+    dataset's: they are left out here.
     """
     rows = []
-    for (dataset, detector, variant), part in groups_of(evaluation_rows(preds, split)):
+    scored = evaluation_rows(preds, split)
+    scored = scored.loc[~scored["method"].isin(training_methods())]
+    for (dataset, detector, variant), part in groups_of(scored):
         base = {"dataset": dataset, "detector": detector, "variant": variant}
         rows.append(
             {

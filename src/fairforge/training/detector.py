@@ -30,7 +30,9 @@ from fairforge.data import (
     FaceDataset,
     OnlineForgeryDataset,
     SequenceDataset,
+    mask_supervised,
     sequence_groups,
+    supervision_columns,
 )
 from fairforge.detectors import create_detector, detector_entry
 from fairforge.detectors.base import weighted_loss
@@ -183,9 +185,11 @@ def frames_per_video(frame: pd.DataFrame, frames: int | None, seed: int) -> pd.D
     return kept.drop(columns="_key").sort_values("sample_id").reset_index(drop=True)
 
 
-def online_method(cfg: TrainConfig) -> str | None:
-    """The online forgery ``cfg`` trains on: its own, else its architecture's, else None."""
-    method = cfg.online_forgery or getattr(detector_entry(cfg.arch), "online_forgery", None)
+def online_method(cfg: TrainConfig, model=None) -> str | None:
+    """The online forgery ``cfg`` trains on: its own, else its model's (Face X-ray's blends
+    unless it learns its dataset's masks), else its architecture's, else None."""
+    own = getattr(model if model is not None else detector_entry(cfg.arch), "online_forgery", None)
+    method = cfg.online_forgery or own
     return None if method in (None, "none") else method
 
 
@@ -431,20 +435,22 @@ def train_network(
     model, model_kwargs, input_size = build_model(cfg)
     model = model.to(device)
 
-    train, val = training_sets(samples, cfg)
+    online = online_method(cfg, model)
+    maps = [] if online else supervision_columns(model)
+    sets = zip(training_sets(samples, cfg), ("train", "val"))
+    train, val = (mask_supervised(f, maps, f"{cfg.arch} ({split})") for f, split in sets)
     method_labels = method_label_tensor(train, cfg.train_methods)
-    if train["label"].nunique() < 2 and not online_method(cfg):
+    if train["label"].nunique() < 2 and not online:
         raise ValueError(
             f"training set for {cfg.arch} needs real and fake samples; "
             f"methods {cfg.train_methods} gave labels {sorted(train['label'].unique())}"
         )
     augment = None if cfg.augment == "none" else create_augment(cfg.augment)
-    online = online_method(cfg)
     if online:
         train_ds, val_ds = online_datasets(train, val, root, online, cfg, input_size, augment)
         val_labels = val_ds.labels
     else:
-        mask_column = "mask_path" if entry.needs_masks else None
+        mask_column, xray_column = (maps + [None, None])[:2]
         train_ds = FaceDataset(
             train,
             root,
@@ -456,8 +462,17 @@ def train_network(
             mask_column=mask_column,
             augment_prob=cfg.augment_prob,
             augment_warmup=cfg.augment_warmup,
+            xray_column=xray_column,
         )
-        val_ds = FaceDataset(val, root, input_size, entry.mean, entry.std, mask_column=mask_column)
+        val_ds = FaceDataset(
+            val,
+            root,
+            input_size,
+            entry.mean,
+            entry.std,
+            mask_column=mask_column,
+            xray_column=xray_column,
+        )
         val_labels = val["label"].to_numpy()
         if getattr(entry, "sequence_input", False):
             length = sequence_length(cfg, model)
