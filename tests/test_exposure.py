@@ -179,6 +179,46 @@ def test_ks_drops_empty_values_explicitly():
     assert np.isnan(per[0, 2]) and np.isnan(per[1, 0]) and not np.isnan(per).all(axis=0).any()
 
 
+def test_exposure_averaged_across_encoders_pools_their_rankings_by_hand():
+    """Exposure Fig. 2 as the authors' code computes it: every encoder's rankings pooled,
+    empty values (0 or NaN) dropped, two-sample KS between groups."""
+    nan = np.nan
+    # encoder 1 ranks two probes, encoder 2 three; groups a, b, c
+    one = np.array([[0.1, 0.0, nan], [0.2, 0.3, 0.0]])
+    two = np.array([[0.25, 0.5, 0.0], [0.0, 0.6, 0.0], [nan, 0.7, 0.9]])
+    means, counts, rows = xm.averaged_across_encoders([one, two], ["a", "b", "c"])
+    # pooled a = {0.1, 0.2, 0.25}, b = {0.3, 0.5, 0.6, 0.7}, c = {0.9}
+    np.testing.assert_allclose(means, [0.55 / 3, 2.1 / 4, 0.9])
+    assert counts.tolist() == [3, 4, 1]
+    # pooled, not the mean of the encoders' means ((0.15 + 0.25) / 2 = 0.2 for a)
+    assert means[0] != pytest.approx(0.2)
+    by_pair = {(r["group_a"], r["group_b"]): r for r in rows}
+    # Every pooled value of a lies below every one of b, and b's below c's: D = 1. Under
+    # equal distributions each of the C(n + m, n) orders of the pooled values is equally
+    # likely and D = 1 only for "all below" or "all above": p = 2 / C(n + m, n).
+    expected = {("a", "b"): (3, 4, 2 / 35), ("a", "c"): (3, 1, 2 / 4), ("b", "c"): (4, 1, 2 / 5)}
+    for pair, (n_a, n_b, pvalue) in expected.items():
+        row = by_pair[pair]
+        assert (row["n_a"], row["n_b"]) == (n_a, n_b)
+        assert row["statistic"] == 1.0
+        assert row["pvalue"] == pytest.approx(pvalue)
+    assert by_pair[("a", "b")]["delta"] == pytest.approx(2.1 / 4 - 0.55 / 3)
+    assert by_pair[("b", "c")]["mean_a"] == pytest.approx(0.525)
+    assert by_pair[("b", "c")]["mean_b"] == pytest.approx(0.9)
+    # Holm over the three pairs: 3 * 2/35, then max(2 * 0.4, 1 * 0.5)
+    holm = [by_pair[p]["pvalue_holm"] for p in expected]
+    np.testing.assert_allclose(holm, [6 / 35, 0.8, 0.8])
+    # one encoder alone is its own average; a group no ranking holds has no value or test
+    means, counts, rows = xm.averaged_across_encoders([one], ["a", "b", "c"])
+    np.testing.assert_allclose(means[:2], [0.15, 0.3])
+    assert np.isnan(means[2]) and counts.tolist() == [2, 1, 0]
+    assert np.isnan(rows[1]["pvalue"]) and np.isnan(rows[1]["delta"])
+    with pytest.raises(ValueError, match=r"\(n_rankings, 3\)"):
+        xm.averaged_across_encoders([one, two[:, :2]], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="at least one encoder"):
+        xm.averaged_across_encoders([], ["a"])
+
+
 def test_rank_gallery_matches_a_full_sort():
     rng = rng_for(2, "rank")
     probes = rng.standard_normal((37, 16)).astype(np.float32)
