@@ -101,7 +101,7 @@ rule report_html:
         datasets=config["datasets"],
         variants=VARIANTS,
         metrics=config["metrics"],
-        ranking={**config["ranking"], "dataset": RANKING_DATASET},
+        ranking={**config["ranking"], "datasets": RANKING_DATASETS},
     script:
         "../scripts/report_html.py"
 

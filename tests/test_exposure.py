@@ -493,6 +493,95 @@ def test_embedding_shard_by_shard_gives_the_same_study(synthetic_faces, tmp_path
         )
 
 
+def test_several_datasets_and_distances_in_one_ranking(synthetic_faces, tmp_path):
+    """rank_studies stacks one study per dataset and distance (a dataset column leads when
+    there are several; a distance column mixing learned with levels is text) and pools
+    the encoders of one view for the exposure averaged across encoders."""
+    from fairforge.ranking import (
+        embed_study,
+        plot_averaged_exposure,
+        plot_exposure,
+        rank_studies,
+        rank_study,
+        split_probe_gallery,
+    )
+
+    root, faces = synthetic_faces
+    encoder = _tiny_onnx_encoder(tmp_path)
+    settings = ["reidentification", "identification"]
+    studies = {
+        "one": split_probe_gallery(faces, 4, 3, "tone_gender"),
+        "two": split_probe_gallery(faces, 3, 5, "tone"),
+    }
+    runs = []
+    for name, study in studies.items():
+        for distance in (2, 4):
+            emb = embed_study(study, root, encoder, settings, distance, 3)
+            # a second label for the same network, trained "far": views pool by label
+            runs.append((name, distance, study, {"near_enc": emb, "far_enc": emb}))
+    views = {"near_enc": "near", "far_enc": "far"}
+    out = rank_studies(runs, settings, 3, 3, views, hit_ks=(1,))
+    table = out["exposure_table"]
+    assert list(table.columns[:3]) == ["dataset", "encoder", "setting"]
+    assert len(table) == 2 * 2 * 2 * 2 * 2  # datasets, distances, encoders, settings, conventions
+    assert table.groupby("dataset")["distance"].unique().map(list).to_dict() == {
+        "one": [2, 4],
+        "two": [2, 4],
+    }
+    # the tone_gender groups belong to "one", the tone groups to "two"
+    assert table.loc[table["dataset"] == "two", "exposure_tone1_female"].isna().all()
+    alone = rank_study(studies["two"], runs[3][3], settings, 4, 3, 3, hit_ks=(1,))
+    part = table[(table["dataset"] == "two") & (table["distance"] == 4)]
+    pd.testing.assert_frame_equal(
+        part[list(alone["exposure_table"].columns)].reset_index(drop=True),
+        alone["exposure_table"],
+    )
+    for key in ("per_probe_group", "ks", "per_ranking", "hit_curve"):
+        assert out[key]["dataset"].tolist()[:1] == ["one"], key
+    # averaged: one family per dataset, distance, setting, convention and view
+    averaged, tests = out["averaged"], out["averaged_ks"]
+    assert set(tests["trained"]) == {"near", "far"} and (tests["n_encoders"] == 1).all()
+    n_one, n_two = 7, 4  # groups of each dataset
+    # per dataset: distance, setting, convention, view and quantity, then one row per group
+    assert len(averaged) == 2 * 2 * 2 * 2 * 2 * (n_one + n_two)
+    assert len(tests) == 2 * 2 * 2 * 2 * 2 * (n_one * (n_one - 1) // 2 + n_two * (n_two - 1) // 2)
+    # the same network under both views: the same numbers
+    near = tests[tests["trained"] == "near"].drop(columns="trained").reset_index(drop=True)
+    far = tests[tests["trained"] == "far"].drop(columns="trained").reset_index(drop=True)
+    pd.testing.assert_frame_equal(near, far)
+    # pooled by hand for one study: both labels in one view
+    both = rank_studies(runs[:1], settings, 3, 3, hit_ks=(1,))
+    per = both["per_ranking"]
+    rows = per[(per["setting"] == "identification") & (per["convention"] == "false_positive")]
+    groups = sorted(rows["group"].unique())
+    arrays = [
+        rows[rows["encoder"] == e]
+        .pivot(index="probe_image_id", columns="group", values="exposure")
+        .reindex(columns=groups)
+        .to_numpy()
+        for e in ("near_enc", "far_enc")
+    ]
+    means, counts, _ = xm.averaged_across_encoders(arrays, groups)
+    got = both["averaged"]
+    got = got[
+        (got["setting"] == "identification")
+        & (got["convention"] == "false_positive")
+        & (got["quantity"] == "exposure")
+    ]
+    assert "dataset" not in got.columns and (got["n_encoders"] == 2).all()
+    np.testing.assert_allclose(got["mean"], means)
+    assert got["n_rankings"].tolist() == counts.tolist()
+    # a learned distance beside a level: the column is text
+    mixed = rank_studies([runs[0], ("one", "learned", *runs[1][2:])], settings, 3, 3, views)
+    for frame in mixed.values():
+        assert set(frame["distance"]) == {"2", "learned"}
+    a = plot_averaged_exposure(out["per_ranking"], tests, tmp_path / "avg.png", views)
+    b = plot_exposure(out["per_ranking"], out["hit_curve"], tmp_path / "exp.png")
+    assert a.stat().st_size > 1000 and b.stat().st_size > 1000
+    again = plot_averaged_exposure(out["per_ranking"], tests, tmp_path / "avg2.png", views)
+    assert again.read_bytes() == a.read_bytes()
+
+
 def test_exposure_study_rejects_too_few_identities(synthetic_faces, tmp_path):
     from fairforge.ranking import exposure_study
 
