@@ -19,6 +19,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -26,11 +27,12 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.images import write_image
 from fairforge.runtime import read_checkpoint
+from fairforge.sources.adapters import VGGFACE2_GENDER
+from fairforge.sources.synthetic import render_face, sample_subject, sample_view
 from fairforge.tables import split_variants
 from fairforge.workflow import all_variants, detector_settings, select_config
 from snakemake_run import SNAKEMAKE, repository_copy
 from test_adapters_workflow import face
-from test_sources import write_jpeg
 from test_video_datasets import face_video, identity, noise_video
 
 PAPER_CONFIGS = ("fairfd", "benchmark_paper", "assessment", "exposure")
@@ -102,11 +104,6 @@ def resolved(copy: Path, files: list[str]) -> dict:
 
 
 # ----------------------------------------------------------------- fixture trees
-
-
-def images(folder: Path, n: int, seed: int) -> None:
-    for i in range(n):
-        write_jpeg(folder / f"{i:04d}.jpg", 24, 20, seed=seed + i)
 
 
 def ff_splits(mnt: Path) -> None:
@@ -193,27 +190,39 @@ def deeperforensics(mnt: Path) -> None:
         (root / "lists" / "splits" / f"{split}.txt").write_text(f"{name}.mp4\n")
 
 
-def identity_folders(root: Path, groups: list[str], per_group: int = 2) -> None:
-    for g, group in enumerate(groups):
-        for s in range(per_group):
-            images(root / group / f"{group}_s{s}", 2, 100 * g + 10 * s)
+# DiveFace's group folders (H/M: men, women) and the number of identities and images of
+# each: the 70/30 split leaves one test identity per group, six to rank.
+DIVEFACE_GROUPS = ("HA4K_120", "HB4K_120", "HN4K_120", "MA4K_120", "MB4K_120", "MN4K_120")
+PEOPLE_PER_GROUP, IMAGES_PER_PERSON, VGG_TEST_PEOPLE = 3, 5, 6
+
+
+def person(folder: Path, name: str, k: int, gender: str, n: int, size: int = 160) -> None:
+    """``n`` rendered photos of one identity in ``folder``."""
+    subject = sample_subject(5, name, f"tone{1 + k % 4}", gender)
+    for j in range(n):
+        write_image(
+            folder / f"{j:04d}_01.jpg", render_face(subject, sample_view(5, f"{name}_{j}"), size)
+        )
 
 
 def exposure_data(mnt: Path) -> None:
-    groups = ["HA4K_120", "HB4K_120", "HN4K_120", "MA4K_120", "MB4K_120", "MN4K_120"]
-    identity_folders(mnt / "DiveFace", groups)
+    """DiveFace's six group folders and VGGFace2's test set (the only part the paper uses)
+    with identity_meta.csv, of rendered faces, enough to rank; the generator's two folders:
+    close-range faces and 16-pixel far ones."""
+    for g, group in enumerate(DIVEFACE_GROUPS):
+        gender = "male" if group.startswith("H") else "female"
+        for s in range(PEOPLE_PER_GROUP):
+            name = f"{group}_s{s}"
+            person(mnt / "DiveFace" / group / name, name, g + s, gender, IMAGES_PER_PERSON)
     vgg = mnt / "VGGFace2"
-    identity_folders(vgg / "train", ["n000001", "n000002"], per_group=1)
-    identity_folders(vgg / "test", ["n000009"], per_group=1)
-    (vgg / "identity_meta.csv").write_text(
-        "Class_ID, Name, Sample_Num, Flag, Gender\n"
-        'n000001, "A", 2, 1, m\nn000002, "B", 2, 1, f\nn000009, "C", 2, 0, f\n'
-    )
-    onnx = mnt / "weights" / "arcface_r100.onnx"
-    onnx.parent.mkdir(parents=True)
-    onnx.write_bytes(b"")  # never read by a dry run
-    identity_folders(mnt / "degradation" / "high", ["a"])
-    identity_folders(mnt / "degradation" / "low", ["a"])
+    meta = ["Class_ID, Name, Sample_Num, Flag, Gender"]
+    for k in range(VGG_TEST_PEOPLE):
+        identity, gender = f"n00010{k}", "m" if k % 2 else "f"
+        person(vgg / "test" / identity, identity, k, VGGFACE2_GENDER[gender], IMAGES_PER_PERSON)
+        meta.append(f'{identity}, "Name_{k}", {IMAGES_PER_PERSON}, 0, {gender}')
+    (vgg / "identity_meta.csv").write_text("\n".join(meta) + "\n")
+    person(mnt / "degradation" / "high", "near", 0, "female", 8, 64)
+    person(mnt / "degradation" / "low", "far", 1, "male", 8, 16)
 
 
 FIXTURES = {
@@ -327,10 +336,18 @@ def test_the_documented_command_plans_only_the_paper(walked, paper):
     assert planned(out, "variant") <= set(variants)
     assert jobs["detector_studies"] == jobs["method_tables"] == jobs["report_html"] == 1
     if paper == "exposure":
-        trained = [e for e, opts in config["ranking"]["encoders"].items() if "train" in opts]
-        assert jobs["train_encoder"] == len(trained) == 8
-        assert jobs["exposure"] == jobs["ranking_study"] == 1
-        assert jobs["embed_shard"] == len(config["ranking"]["encoders"])
+        ranking = config["ranking"]
+        trained = [e for e, opts in ranking["encoders"].items() if "train" in opts]
+        # the six encoders, each near and far, trained once on DiveFace for both datasets
+        assert jobs["train_encoder"] == len(trained) == len(ranking["encoders"]) == 12
+        assert {e for e in planned(out, "encoder") if e.endswith("_far")} == {
+            f"{e}_far" for e in planned(out, "encoder") if not e.endswith("_far")
+        }
+        assert jobs["train_degradation"] == jobs["exposure"] == 1
+        assert jobs["ranking_study"] == len(ranking["datasets"]) == 2
+        # one shard of each dataset, at each distance, per encoder
+        assert planned(out, "distance") == {"learned", "3"}
+        assert jobs["embed_shard"] == 12 * 2 * 2
 
 
 LAPTOP = "snakemake all -n --configfile configs/fairfd.yaml my_paths.yaml my_laptop.yaml"
@@ -349,6 +366,20 @@ def test_the_fairfd_subset_plans_one_detector(walked):
     methods = planned(out, "method")
     assert "sbi" not in methods
     assert {"faceswap", "simswap", "fastreen", "dualreen", "maskgan"} <= methods
+
+
+EXPOSURE_LAPTOP = "snakemake all -n --configfile configs/exposure.yaml my_paths.yaml my_laptop.yaml"
+
+
+def test_the_exposure_subset_plans_one_encoder_for_both_datasets_and_distances(walked):
+    run = walked["exposure"]
+    out = run["plans"][EXPOSURE_LAPTOP]
+    assert run["codes"][EXPOSURE_LAPTOP] == 0, out[-6000:]
+    jobs = job_counts(out)
+    assert jobs["train_encoder"] == 1 and planned(out, "encoder") == {"mobilefacenet_far"}
+    assert jobs["train_degradation"] == 1  # the far encoder and the learned distance read it
+    assert jobs["ranking_study"] == 2 and jobs["embed_shard"] == 2 * 2
+    assert planned(out, "distance") == {"learned", "3"}
 
 
 @pytest.mark.workflow
@@ -388,3 +419,56 @@ def test_fairfd_runs_one_detector_to_the_fairness_table(walked):
     assert settings["epochs"] == 1 and settings["lr"] == 0.0002
     # the run's record of its rule graph, from the same config files
     assert "digraph" in (results / "pipeline_info" / "rulegraph.dot").read_text()
+
+
+@pytest.mark.workflow
+def test_exposure_ranks_vggface2_with_an_encoder_trained_on_diveface(walked):
+    """The Exposure laptop walk-through for real, as written: the generator and one
+    far-trained encoder trained once, on DiveFace's train identities through that
+    generator, then DiveFace's and VGGFace2's test identities ranked at two distances in
+    one run, to the exposure tables and Fig. 2's averaged exposure."""
+    run = walked["exposure"]
+    (line,) = [c for c in run["docs"]["exposure"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    jobs = job_counts(proc.stdout + proc.stderr)
+    assert jobs["train_encoder"] == jobs["train_degradation"] == 1
+    assert jobs["embed_shard"] == 2 * 2
+    table = pd.read_csv(results / "exposure_table.csv")
+    assert list(table.columns[:3]) == ["dataset", "encoder", "setting"]
+    assert set(table["encoder"]) == {"mobilefacenet_far"}
+    assert set(table["dataset"]) == {"diveface", "vggface2"}
+    assert set(table["distance"].astype(str)) == {"learned", "3"}
+    assert len(table) == 2 * 2 * 2 * 2  # datasets, distances, settings, conventions
+    vgg = table[table["dataset"] == "vggface2"]
+    assert (vgg["n_identities"] == VGG_TEST_PEOPLE).all()
+    assert vgg[["exposure_female", "exposure_male"]].notna().all().all()
+    assert vgg.filter(like="exposure_asian").isna().all().all()  # DiveFace's groups only
+    # trained once, on DiveFace's train identities: none of them ranked, none of VGGFace2's
+    trained = read_checkpoint(results / "encoders" / "mobilefacenet_far" / "model.pt", mmap=True)
+    learned = set(trained["classes"])
+    diveface = pd.read_parquet(results / "diveface" / "sources.parquet")
+    train_ids = set(diveface.loc[diveface["split"] == "train", "subject_id"])
+    assert len(learned) >= 2 and learned <= train_ids
+    for dataset in ("diveface", "vggface2"):
+        study = pd.read_parquet(results / "ranking" / dataset / "study.parquet")
+        assert not learned & set(study["subject_id"])
+    # the far crops and probes went through the generator this run trained first
+    generator = results / "degradation" / "high_to_low.pt"
+    model = results / "encoders" / "mobilefacenet_far" / "model.pt"
+    assert generator.stat().st_mtime <= model.stat().st_mtime
+    embedded = {
+        d: pd.read_parquet(
+            next((results / "ranking" / "vggface2" / f"distance_{d}").rglob("*.parquet"))
+        )
+        for d in ("learned", "3")
+    }
+    probes = [e.loc[e["role"] == "probe", "embedding"].tolist() for e in embedded.values()]
+    assert not np.allclose(np.stack(probes[0]), np.stack(probes[1]))
+    # Fig. 2: the exposure averaged across the encoders of each view, with KS tests
+    averaged = pd.read_csv(results / "exposure_averaged_ks.csv")
+    assert set(averaged["dataset"]) == {"diveface", "vggface2"}
+    assert set(averaged["trained"]) == {"far"} and (averaged["n_encoders"] == 1).all()
+    assert {"mean_a", "mean_b", "delta", "pvalue", "pvalue_holm"} <= set(averaged.columns)
+    assert (results / "figures" / "exposure_averaged.png").stat().st_size > 1000
