@@ -353,11 +353,16 @@ def test_the_documented_command_plans_only_the_paper(walked, paper):
 LAPTOP = "snakemake all -n --configfile configs/fairfd.yaml my_paths.yaml my_laptop.yaml"
 
 
+def plan_of(walked: dict, paper: str, line: str) -> tuple[str, dict[str, int]]:
+    """The output of a walk-through's plan that succeeded, and its job counts."""
+    run = walked[paper]
+    out = run["plans"][line]
+    assert run["codes"][line] == 0, out[-6000:]
+    return out, job_counts(out)
+
+
 def test_the_fairfd_subset_plans_one_detector(walked):
-    run = walked["fairfd"]
-    out = run["plans"][LAPTOP]
-    assert run["codes"][LAPTOP] == 0, out[-6000:]
-    jobs = job_counts(out)
+    out, jobs = plan_of(walked, "fairfd", LAPTOP)
     assert jobs["train"] == 1 and planned(out, "detector") == {"meso4"}
     assert planned(out, "dataset") == {"ffpp", "rfw"}
     assert planned(out, "variant") == {"clean"}
@@ -372,10 +377,7 @@ EXPOSURE_LAPTOP = "snakemake all -n --configfile configs/exposure.yaml my_paths.
 
 
 def test_the_exposure_subset_plans_one_encoder_for_both_datasets_and_distances(walked):
-    run = walked["exposure"]
-    out = run["plans"][EXPOSURE_LAPTOP]
-    assert run["codes"][EXPOSURE_LAPTOP] == 0, out[-6000:]
-    jobs = job_counts(out)
+    out, jobs = plan_of(walked, "exposure", EXPOSURE_LAPTOP)
     assert jobs["train_encoder"] == 1 and planned(out, "encoder") == {"mobilefacenet_far"}
     assert jobs["train_degradation"] == 1  # the far encoder and the learned distance read it
     assert jobs["ranking_study"] == 2 and jobs["embed_shard"] == 2 * 2

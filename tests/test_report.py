@@ -161,22 +161,25 @@ def exposure_tables():
                 for p in GROUPS
                 for g in GROUPS
             ]
-            ks += [
-                {
-                    **key,
-                    "group_a": a,
-                    "group_b": b,
-                    "n_a": 20,
-                    "n_b": 20,
-                    "statistic": 0.5,
-                    "pvalue": 0.001 if (a, b) == ("tone1", "tone2") else 0.6,
-                    # Holm over the 6 pairs: 0.001 x 6; 0.6 x 5 capped at 1
-                    "pvalue_holm": 0.006 if (a, b) == ("tone1", "tone2") else 1.0,
-                }
-                for i, a in enumerate(GROUPS)
-                for b in GROUPS[i + 1 :]
-            ]
+            # Holm over the 6 pairs: 0.001 x 6; 0.6 x 5 capped at 1
+            ks += ks_pairs(key, 20, ("tone1", "tone2"), (0.001, 0.6), (0.006, 1.0))
     return pd.DataFrame(summary), pd.DataFrame(per_probe), pd.DataFrame(ks)
+
+
+def ks_pairs(key: dict, n: int, differs: tuple, pvalues: tuple, holm: tuple, mean=None):
+    """KS rows of every pair of groups: the pair ``differs`` gets the first of ``pvalues``
+    and ``holm``, every other pair the second; with ``mean`` (group -> value), each pair's
+    means and their difference."""
+    rows = []
+    for i, a in enumerate(GROUPS):
+        for b in GROUPS[i + 1 :]:
+            which = 0 if (a, b) == differs else 1
+            row = {**key, "group_a": a, "group_b": b, "n_a": n, "n_b": n, "statistic": 0.5}
+            row.update(pvalue=pvalues[which], pvalue_holm=holm[which])
+            if mean is not None:
+                row.update(mean_a=mean[a], mean_b=mean[b], delta=abs(mean[a] - mean[b]))
+            rows.append(row)
+    return rows
 
 
 def averaged_tables():
@@ -196,23 +199,7 @@ def averaged_tables():
                 }
                 mean = dict(zip(GROUPS, (0.3, 0.45, 0.3, 0.15)))
                 means += [{**key, "group": g, "n_rankings": 40, "mean": mean[g]} for g in GROUPS]
-                tests += [
-                    {
-                        **key,
-                        "group_a": a,
-                        "group_b": b,
-                        "n_a": 40,
-                        "n_b": 40,
-                        "statistic": 0.5,
-                        "pvalue": 0.002 if (a, b) == ("tone2", "tone4") else 0.7,
-                        "pvalue_holm": 0.024 if (a, b) == ("tone2", "tone4") else 1.0,
-                        "mean_a": mean[a],
-                        "mean_b": mean[b],
-                        "delta": abs(mean[a] - mean[b]),
-                    }
-                    for i, a in enumerate(GROUPS)
-                    for b in GROUPS[i + 1 :]
-                ]
+                tests += ks_pairs(key, 40, ("tone2", "tone4"), (0.002, 0.7), (0.024, 1.0), mean)
     return pd.DataFrame(means), pd.DataFrame(tests)
 
 
