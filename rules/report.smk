@@ -101,7 +101,11 @@ rule report_html:
         datasets=config["datasets"],
         variants=VARIANTS,
         metrics=config["metrics"],
-        ranking={**config["ranking"], "datasets": RANKING_DATASETS},
+        ranking={
+            **config["ranking"],
+            "datasets": RANKING_DATASETS,
+            "train_dataset": RANKING_TRAIN_DATASET,
+        },
     script:
         "../scripts/report_html.py"
 

@@ -502,7 +502,7 @@ def _exposure_section(paths: Mapping, config: Mapping) -> str:
     facts = []
     if not table.empty:
         facts += _exposure_facts(table, ranking, config)
-        facts += encoder_facts(table, ranking.get("encoders", {}))
+        facts += encoder_facts(table, ranking.get("encoders", {}), ranking.get("train_dataset"))
     # the distance is said above unless several were ranked
     shown = ("k", "l", "distance") if ks.get("distance", pd.Series()).nunique() <= 1 else ("k", "l")
     ks_shown = ks.drop(columns=[c for c in shown if c in ks.columns])
