@@ -14,19 +14,22 @@
    each probe ranks all templates by cosine similarity.
 5. Metrics of :mod:`fairforge.metrics.exposure`, for both counting conventions.
 
-:func:`exposure_study` runs it in one process; the workflow runs its steps as jobs:
-:func:`split_probe_gallery` once, :func:`embed_study` per encoder and shard (dlib's fallback
-box calibrated on the same :func:`calibration_rows` in every shard), :func:`rank_study` once.
+:func:`exposure_study` runs it in one process; the workflow runs its steps as jobs, for
+every ranked dataset and distance: :func:`split_probe_gallery` once per dataset,
+:func:`embed_study` per dataset, distance, encoder and shard (dlib's fallback box calibrated
+on the same :func:`calibration_rows` in every shard), :func:`rank_studies` once for all.
 
 Outputs (:func:`write_exposure_outputs`; :func:`exposure_study` writes them to ``out_dir``,
 the results folder by default):
-``exposure_table.csv`` (one row per encoder × setting × convention),
+``exposure_table.csv`` (one row per (dataset ×) distance × encoder × setting × convention),
 ``exposure_per_probe_group.csv``, ``exposure_ks.csv`` (KS tests on visibility and exposure,
 raw and Holm-adjusted p-values), and for the figure ``exposure_per_ranking.parquet``
 (per-ranking visibility and exposure of every group, NaN where the group holds no counted
 position) and ``exposure_hit_curve.csv``. The table has equation 7's unconditional
 ``disparate_*`` and, beside them, the paper's figures' ``disparate_*_conditional`` (means
-over only the rankings in which a group appears).
+over only the rankings in which a group appears). ``exposure_averaged.csv`` and
+``exposure_averaged_ks.csv`` are the paper's Fig. 2, the exposure averaged across the
+encoders of one training view (:func:`average_across_encoders`).
 """
 
 from __future__ import annotations
