@@ -26,6 +26,8 @@ which a group holds no counted position has no value for that group ("empty"): p
 ``absent=np.nan`` to mark it. :func:`conditional_means` averages over the other rankings only
 (the paper's figures), and :func:`ks_tests` drops empty values explicitly before comparing
 the distributions of two groups, with Holm-adjusted p-values beside the raw ones.
+:func:`averaged_across_encoders` pools several encoders' per-ranking values first (the
+Exposure paper's Fig. 2).
 """
 
 from __future__ import annotations
