@@ -809,11 +809,14 @@ def plot_averaged_exposure(
         if keep:
             ax.boxplot([columns[i] for i in keep], positions=keep, showfliers=False)
             ax.plot(keep, [columns[i].mean() for i in keep], "D", color="C3", markersize=4)
-        tests = _rows_of(averaged_ks, {**dict(where), "setting": base["setting"]})
-        tests = tests[(tests["convention"] == convention) & (tests["quantity"] == "exposure")]
+        tests = averaged_ks  # no pair to test (one group): no column either
+        if not tests.empty:
+            tests = _rows_of(tests, {**dict(where), "setting": base["setting"]})
+            tests = tests[(tests["convention"] == convention) & (tests["quantity"] == "exposure")]
         top = max((col.max() for col in columns if len(col)), default=1.0)
         step, level = 0.06 * max(top, 1e-6), top
-        for row in tests[tests["pvalue"] < alpha].itertuples(index=False):
+        significant = tests[tests["pvalue"] < alpha] if len(tests) else tests
+        for row in significant.itertuples(index=False):
             a, b = groups.index(row.group_a), groups.index(row.group_b)
             level += step
             ax.plot([a, a, b, b], [level - step / 3, level, level, level - step / 3], "k-", lw=0.8)
@@ -844,7 +847,10 @@ def plot_exposure_outputs(
     per_ranking = pd.read_parquet(out_dir / OUTPUT_FILES["per_ranking"])
     hit_curve = pd.read_csv(out_dir / OUTPUT_FILES["hit_curve"])
     if averaged_path is not None:
-        averaged_ks = pd.read_csv(out_dir / OUTPUT_FILES["averaged_ks"])
+        try:
+            averaged_ks = pd.read_csv(out_dir / OUTPUT_FILES["averaged_ks"])
+        except pd.errors.EmptyDataError:  # one group: no pair to test
+            averaged_ks = pd.DataFrame()
         plot_averaged_exposure(per_ranking, averaged_ks, averaged_path, views, convention)
     return plot_exposure(
         per_ranking, hit_curve, path or out_dir / "exposure_figure.png", convention
