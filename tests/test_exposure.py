@@ -582,6 +582,33 @@ def test_several_datasets_and_distances_in_one_ranking(synthetic_faces, tmp_path
     assert again.read_bytes() == a.read_bytes()
 
 
+def test_a_study_of_one_group_has_no_pair_to_test(tmp_path):
+    """VGGFace2 ranked by one gender, say: the averaged exposure has its means but no KS
+    pair, and the figures are still drawn."""
+    from fairforge.ranking import plot_exposure_outputs, rank_studies, write_exposure_outputs
+
+    rng = rng_for(5, "one group")
+    study, embeddings = [], []
+    for s in range(4):
+        for j, role in enumerate(("probe", "gallery", "gallery")):
+            study.append(
+                {"image_id": f"s{s}_{j}", "subject_id": f"s{s}", "group": "g", "role": role}
+            )
+            for far in (True,) if role == "probe" else (True, False):
+                v = rng.normal(size=8).astype(np.float32)
+                embeddings.append(
+                    {"image_id": f"s{s}_{j}", "role": role, "far": far, "fell_back": np.nan,
+                     "embedding": v / np.linalg.norm(v)}
+                )  # fmt: skip
+    out = rank_studies(
+        [("d", 3, pd.DataFrame(study), {"e": pd.DataFrame(embeddings)})], k=2, l=3, hit_ks=(1,)
+    )
+    assert out["averaged_ks"].empty and set(out["averaged"]["group"]) == {"g"}
+    write_exposure_outputs(out, tmp_path)
+    figure = plot_exposure_outputs(tmp_path, tmp_path / "f.png", averaged_path=tmp_path / "a.png")
+    assert figure.is_file() and (tmp_path / "a.png").is_file()
+
+
 def test_exposure_study_rejects_too_few_identities(synthetic_faces, tmp_path):
     from fairforge.ranking import exposure_study
 
