@@ -28,8 +28,10 @@ from fairforge.workflow import (
     degradation_inputs,
     detector_settings,
     encoder_checkpoint,
+    encoder_train_dataset,
     encoder_training,
     encoder_training_inputs,
+    encoder_views,
     feature_analysis_settings,
     feature_jobs,
     feature_settings,
@@ -43,10 +45,12 @@ from fairforge.workflow import (
     predict_shard_samples,
     prediction_methods,
     quality_comparisons,
+    ranked_datasets,
     rate_variants,
-    ranking_degradation,
     ranking_degradation_inputs,
+    ranking_distances,
     ranking_encoders,
+    ranking_view,
     scoring_settings,
     train_compression,
     train_dataset,
@@ -68,7 +72,11 @@ METHODS_OF = {d: dataset_methods(config, d) for d in DATASETS}
 VARIANTS = all_variants(config)
 SHARD_SIZE = int(config["shard_size"])
 RANKING_ENABLED = config["ranking"]["enabled"]
-RANKING_DATASET = config["ranking"].get("dataset") or DATASETS[0]
+# The ranked datasets and distances (ranking.datasets, ranking.distances): one study each.
+RANKING_DATASETS = ranked_datasets(config)
+RANKING_DISTANCES = [str(d) for d in ranking_distances(config)]
+# The dataset whose train identities the trained encoders learn, once for every study.
+RANKING_TRAIN_DATASET = encoder_train_dataset(config)
 RANKING_ENCODERS = list(config["ranking"]["encoders"])
 SOURCE_COUNTS = {d: count_source_items(d, config["datasets"][d]) for d in DATASETS}
 SHARDS = {d: shard_ids(n, SHARD_SIZE) for d, n in SOURCE_COUNTS.items()}
@@ -215,12 +223,31 @@ def get_frame_variant_samples(wildcards):
     )
 
 
+def ranking_runs():
+    """(dataset, distance, its study, {encoder: its embedding shards}) of every study that
+    the exposure job ranks: each ranked dataset at each distance."""
+    return [
+        (
+            dataset,
+            distance,
+            result_path("ranking_study", dataset=dataset),
+            {
+                encoder: expand(
+                    result_path(
+                        "embedding_shard", dataset=dataset, distance=distance, encoder=encoder
+                    ),
+                    shard=SHARDS[dataset],
+                )
+                for encoder in RANKING_ENCODERS
+            },
+        )
+        for dataset in RANKING_DATASETS
+        for distance in RANKING_DISTANCES
+    ]
+
+
 def get_embedding_shards(wildcards):
-    return expand(
-        result_path("embedding_shard"),
-        encoder=RANKING_ENCODERS,
-        shard=SHARDS[RANKING_DATASET],
-    )
+    return [path for *_, shards in ranking_runs() for files in shards.values() for path in files]
 
 
 # ----------------------------------------------------------------------- datasets
@@ -383,16 +410,23 @@ def get_encoder_checkpoint(wildcards):
     return []
 
 
+def get_ranking_group_by(wildcards):
+    """The attributes forming a ranked dataset's groups: ranking.group_by, else its own."""
+    return config["ranking"].get("group_by") or config["datasets"][wildcards.dataset].get(
+        "group_by"
+    )
+
+
 def get_encoder(wildcards):
     return ranking_encoders(config)[wildcards.encoder]
 
 
-def get_ranking_degradation(wildcards):
-    return ranking_degradation(config)
+def get_ranking_view(wildcards):
+    return ranking_view(config, wildcards.distance)
 
 
 def get_ranking_degradation_inputs(wildcards):
-    return ranking_degradation_inputs(config)
+    return ranking_degradation_inputs(config, wildcards.distance)
 
 
 def get_encoder_training(wildcards):

@@ -1,13 +1,15 @@
-# The exposure study (Exposure paper): identities ranked by face encoders at a distance.
+# The exposure study (Exposure paper): identities ranked by face encoders at a distance, one
+# study per ranked dataset (ranking.datasets) and distance (ranking.distances).
 
 
 rule train_encoder:
-    """A face encoder trained on the train-split identities (near or far crops) through an
-    angular-margin head, for the exposure study; far crops are degraded as the ranking
-    degrades probes (through the trained near-to-far generator when it is learned)."""
+    """A face encoder trained on the train-split identities of ranking.train_dataset (near or
+    far crops) through an angular-margin head, once for every ranked dataset; far crops are
+    degraded as the ranking degrades probes at its first distance (through the trained
+    near-to-far generator when that is learned)."""
     input:
-        sources=result_path("sources", dataset=RANKING_DATASET),
-        faces=result_path("faces", dataset=RANKING_DATASET),
+        sources=result_path("sources", dataset=RANKING_TRAIN_DATASET),
+        faces=result_path("faces", dataset=RANKING_TRAIN_DATASET),
         generator=get_encoder_training_inputs,
     output:
         model=result_path("encoder_model"),
@@ -35,33 +37,38 @@ rule train_encoder:
 
 
 rule ranking_study:
-    """The identities ranked and their images: l per identity, 30% probes, 70% gallery."""
+    """The identities of one dataset ranked and their images: l per identity, 30% probes,
+    70% gallery; the same for every distance and encoder."""
     input:
-        sources=result_path("sources", dataset=RANKING_DATASET),
-        faces=result_path("faces", dataset=RANKING_DATASET),
+        sources=result_path("sources"),
+        faces=result_path("faces"),
     output:
         study=result_path("ranking_study"),
         calibration=result_path("ranking_calibration"),
     log:
-        log_path("ranking/study.log"),
+        log_path("ranking/{dataset}/study.log"),
+    wildcard_constraints:
+        dataset=one_of(RANKING_DATASETS),
     conda:
         "../envs/fairforge.yaml"
     resources:
         mem_mb=per_attempt(2000),
     params:
-        ranking=config["ranking"],
-        group_by=config["ranking"].get("group_by")
-        or config["datasets"][RANKING_DATASET].get("group_by"),
+        l=config["ranking"]["l"],
+        k=config["ranking"]["k"],
+        splits=config["ranking"]["splits"],
+        group_by=get_ranking_group_by,
         seed=config["seed"],
     script:
         "../scripts/ranking_study.py"
 
 
 rule embed_shard:
-    """One encoder's embeddings of the study images of one shard, in the views the
-    settings compare (far probes; far and/or close-range gallery)."""
+    """One encoder's embeddings of the study images of one shard of one dataset, seen at
+    one distance, in the views the settings compare (far probes; far and/or close-range
+    gallery)."""
     input:
-        sources=result_path("sources", dataset=RANKING_DATASET),
+        sources=result_path("sources"),
         study=result_path("ranking_study"),
         calibration=result_path("ranking_calibration"),
         checkpoint=get_encoder_checkpoint,
@@ -69,9 +76,12 @@ rule embed_shard:
     output:
         result_path("embedding_shard"),
     log:
-        log_path("ranking/embed/{encoder}/shard_{shard}.log"),
+        log_path("ranking/embed/{dataset}/distance_{distance}/{encoder}/shard_{shard}.log"),
     benchmark:
-        benchmark_path("ranking/embed/{encoder}/shard_{shard}.tsv")
+        benchmark_path("ranking/embed/{dataset}/distance_{distance}/{encoder}/shard_{shard}.tsv")
+    wildcard_constraints:
+        dataset=one_of(RANKING_DATASETS),
+        distance=one_of(RANKING_DISTANCES),
     conda:
         "../envs/fairforge.yaml"
     threads: 1  # dlib encodes on one core
@@ -80,8 +90,8 @@ rule embed_shard:
         runtime=per_attempt(60),
     params:
         encoder=get_encoder,
-        ranking=config["ranking"],
-        degradation=get_ranking_degradation,
+        settings=config["ranking"]["settings"],
+        view=get_ranking_view,
         margin=config["faces"]["margin"],
         seed=config["seed"],
         shard_size=SHARD_SIZE,
@@ -91,9 +101,10 @@ rule embed_shard:
 
 
 rule exposure:
-    """Visibility and exposure of groups in face rankings at a distance (Exposure paper)."""
+    """Visibility and exposure of groups in face rankings at a distance (Exposure paper),
+    for every ranked dataset and distance; Fig. 2's exposure averaged across encoders."""
     input:
-        study=result_path("ranking_study"),
+        studies=expand(result_path("ranking_study"), dataset=RANKING_DATASETS),
         embeddings=get_embedding_shards,
     output:
         table=report(
@@ -113,9 +124,20 @@ rule exposure:
         ),
         per_ranking=result_path("exposure_per_ranking"),
         hit_curve=result_path("exposure_hit_curve"),
+        averaged=result_path("exposure_averaged"),
+        averaged_ks=report(
+            result_path("exposure_averaged_ks"),
+            caption=caption_path("exposure_averaged_ks"),
+            category="Exposure",
+        ),
         figure=report(
             result_path("exposure_figure"),
             caption=caption_path("exposure_figure"),
+            category="Exposure",
+        ),
+        averaged_figure=report(
+            result_path("exposure_averaged_figure"),
+            caption=caption_path("exposure_averaged_figure"),
             category="Exposure",
         ),
     log:
@@ -127,7 +149,10 @@ rule exposure:
     resources:
         mem_mb=per_attempt(4000),
     params:
-        ranking=config["ranking"],
-        encoders=RANKING_ENCODERS,
+        runs=ranking_runs(),
+        settings=config["ranking"]["settings"],
+        l=config["ranking"]["l"],
+        k=config["ranking"]["k"],
+        views=encoder_views(config),
     script:
         "../scripts/exposure.py"

@@ -102,7 +102,11 @@ rule report_html:
         variants=VARIANTS,
         variant_options=config["variant_options"],
         metrics=config["metrics"],
-        ranking={**config["ranking"], "dataset": RANKING_DATASET},
+        ranking={
+            **config["ranking"],
+            "datasets": RANKING_DATASETS,
+            "train_dataset": RANKING_TRAIN_DATASET,
+        },
     script:
         "../scripts/report_html.py"
 

@@ -13,12 +13,11 @@ with logged(snakemake.log[0]):
         rows,
         p.results,
         encoder,
-        p.ranking["settings"],
-        p.ranking["distance"],
-        p.seed,
-        face_fraction(p.margin),
+        p.settings,
+        seed=p.seed,
+        face_fraction=face_fraction(p.margin),
         calibration=read_manifest(snakemake.input.calibration),
-        **p.degradation,
+        **p.view,
     )
     write_manifest(embeddings, snakemake.output[0])
-    print(f"{len(rows)} study images, {len(embeddings)} embeddings")
+    print(f"{len(rows)} study images, {len(embeddings)} embeddings at distance {wc.distance}")

@@ -4,17 +4,15 @@ from fairforge.manifest import read_manifest, write_manifest
 from fairforge.ranking import calibration_rows, check_study, split_probe_gallery
 
 with logged(snakemake.log[0]):
-    r = snakemake.params.ranking
+    p = snakemake.params
     faces = faces_with_attributes(
         read_manifest(snakemake.input.sources, contract="sources"),
         read_manifest(snakemake.input.faces, contract="faces"),
     )
-    faces = faces.loc[faces["ok"] & faces["split"].isin(r["splits"])]
-    study = split_probe_gallery(
-        faces, r["l"], snakemake.params.seed, snakemake.params.group_by or "group"
-    )
+    faces = faces.loc[faces["ok"] & faces["split"].isin(p.splits)]
+    study = split_probe_gallery(faces, p.l, p.seed, p.group_by or "group")
     # fail here, before any embedding job, when the ranking cannot be measured
-    check_study(study, r["k"], r["l"])
+    check_study(study, p.k, p.l)
     write_manifest(study, snakemake.output.study)
     write_manifest(calibration_rows(study), snakemake.output.calibration)
     print(study.groupby(["group", "role"]).size().to_string())

@@ -114,6 +114,39 @@ def test_trained_encoders_are_checked_and_resolved():
         validate_config(ranking({"resnet": {"train": {}}}, splits=("train", "test")))
 
 
+def test_ranked_datasets_and_the_encoders_training_set():
+    """ranking.datasets ranks several datasets in one run; trained encoders learn
+    ranking.train_dataset's train identities (default: the first ranked dataset), so only
+    that dataset's train split may not be ranked."""
+    from fairforge.workflow import encoder_train_dataset, ranked_datasets
+
+    datasets = {name: {"adapter": "synthetic"} for name in ("a", "b")}
+    trained = {"mfn": {"encoder": "mobilefacenet", "train": {}}}
+
+    def ranking(**keys):
+        return {"datasets": datasets, "ranking": {"encoders": trained, "splits": ["test"], **keys}}
+
+    config = validate_config(ranking())
+    assert ranked_datasets(config) == ["a"] and encoder_train_dataset(config) == "a"
+    config = validate_config(ranking(datasets=["b", "a"]))
+    assert ranked_datasets(config) == ["b", "a"] and encoder_train_dataset(config) == "b"
+    config = validate_config(ranking(datasets=["b"], train_dataset="a", splits=["train", "test"]))
+    assert ranked_datasets(config) == ["b"] and encoder_train_dataset(config) == "a"
+    with pytest.raises(ConfigError, match=r"ranking\.splits: .*train split of 'a'"):
+        validate_config(ranking(datasets=["a", "b"], splits=["train", "test"]))
+    with pytest.raises(ConfigError, match=r"ranking\.datasets: unknown dataset 'c'"):
+        validate_config(ranking(datasets=["a", "c"]))
+    with pytest.raises(ConfigError, match=r"ranking\.train_dataset: unknown dataset 'c'"):
+        validate_config(ranking(train_dataset="c"))
+    with pytest.raises(ConfigError, match="not both"):
+        validate_config(ranking(dataset="a", datasets=["b"]))
+    with pytest.raises(ConfigError, match=r"ranking\.datasets"):
+        validate_config(ranking(datasets=["a", "a"]))
+    datasets["a"]["split"] = "test_only"
+    with pytest.raises(ConfigError, match=r"ranking\.train_dataset: .*'a', which is test_only"):
+        validate_config(ranking(datasets=["a", "b"]))
+
+
 def test_registered_names_are_checked_against_their_registries():
     """Adapters, forgery method/backend pairs and augmentations are valid when registered,
     so a member a user adds needs no schema edit; a wrong name lists the valid ones."""

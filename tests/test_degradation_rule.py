@@ -26,6 +26,8 @@ from fairforge.workflow import (
     encoder_training_inputs,
     ranking_degradation,
     ranking_degradation_inputs,
+    ranking_distances,
+    ranking_view,
     trains_degradation,
     variant_options,
 )
@@ -126,6 +128,46 @@ def test_the_ranking_study_reads_the_learned_degradation_it_is_given(repo_root):
         ranking_degradation(bare)
 
 
+def test_several_distances_each_with_its_degradation(repo_root):
+    """ranking.distances: one study per value in the same run, a level of the classical
+    chain or the learned generator (trained earlier in the run); the one-distance keys are
+    its default."""
+    config = tiny_config(repo_root, {"high_dir": "faces/high", "low_dir": "faces/low"})
+    assert ranking_distances(config) == [2]  # tiny_config's ranking.distance
+    config["ranking"]["degradation"] = "learned"
+    assert ranking_distances(config) == ["learned"]
+    config["ranking"]["distances"] = ["learned", 4]
+    config = validate_config(config)
+    assert ranking_distances(config) == ["learned", 4]
+    # the wildcard holds the text
+    assert (
+        ranking_view(config, "4")
+        == ranking_view(config, 4)
+        == {
+            "distance": 4,
+            "degradation": "classical",
+            "generator": None,
+        }
+    )
+    assert ranking_view(config, "learned") == {
+        "degradation": "learned",
+        "generator": DEGRADATION_CHECKPOINT,
+    }
+    assert ranking_degradation_inputs(config, "learned") == [DEGRADATION_CHECKPOINT]
+    assert ranking_degradation_inputs(config, "4") == []
+    assert ranking_degradation_inputs(config) == [DEGRADATION_CHECKPOINT]  # the first
+    bare = tiny_config(repo_root)
+    bare["ranking"]["distances"] = [3, "learned"]
+    assert ranking_view(validate_config(bare), 3)["degradation"] == "classical"
+    with pytest.raises(ValueError, match=r"ranking\.distances: learned needs"):
+        ranking_view(bare, "learned")
+    for wrong in ([6], ["far"], [3, 3], []):
+        bad = tiny_config(repo_root)
+        bad["ranking"]["distances"] = wrong
+        with pytest.raises(ValueError, match=r"ranking\.distances"):
+            validate_config(bad)
+
+
 def test_far_trained_encoders_train_on_the_ranking_degradation(repo_root):
     """A far-trained encoder sees its crops through the degradation that the ranking
     applies: with ranking.degradation: learned, its rule waits for the generator the
@@ -143,12 +185,19 @@ def test_far_trained_encoders_train_on_the_ranking_degradation(repo_root):
     assert encoder_training_inputs(config, "far") == []
     config["ranking"]["degradation"] = "learned"
     learned = encoder_training(config, "far")
+    # the generator has one distance: no level is passed on
     assert learned == {
-        **classical,
+        **{k: v for k, v in classical.items() if k != "distance"},
         "degradation": "learned",
         "generator": DEGRADATION_CHECKPOINT,
     }
     assert encoder_training_inputs(config, "far") == [DEGRADATION_CHECKPOINT]
+    # several distances: far-trained encoders see their crops at the first
+    config["ranking"]["distances"] = [4, "learned"]
+    assert encoder_training(config, "far") == {**classical, "distance": 4}
+    assert encoder_training_inputs(config, "far") == []
+    config["ranking"]["distances"] = ["learned", 4]
+    assert encoder_training(config, "far") == learned
     assert "generator" not in encoder_training(config, "near")
     assert encoder_training_inputs(config, "near") == []
     # a ready checkpoint is read, not waited for (as for the ranking's probes)

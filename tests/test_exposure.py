@@ -179,6 +179,46 @@ def test_ks_drops_empty_values_explicitly():
     assert np.isnan(per[0, 2]) and np.isnan(per[1, 0]) and not np.isnan(per).all(axis=0).any()
 
 
+def test_exposure_averaged_across_encoders_pools_their_rankings_by_hand():
+    """Exposure Fig. 2 as the authors' code computes it: every encoder's rankings pooled,
+    empty values (0 or NaN) dropped, two-sample KS between groups."""
+    nan = np.nan
+    # encoder 1 ranks two probes, encoder 2 three; groups a, b, c
+    one = np.array([[0.1, 0.0, nan], [0.2, 0.3, 0.0]])
+    two = np.array([[0.25, 0.5, 0.0], [0.0, 0.6, 0.0], [nan, 0.7, 0.9]])
+    means, counts, rows = xm.averaged_across_encoders([one, two], ["a", "b", "c"])
+    # pooled a = {0.1, 0.2, 0.25}, b = {0.3, 0.5, 0.6, 0.7}, c = {0.9}
+    np.testing.assert_allclose(means, [0.55 / 3, 2.1 / 4, 0.9])
+    assert counts.tolist() == [3, 4, 1]
+    # pooled, not the mean of the encoders' means ((0.15 + 0.25) / 2 = 0.2 for a)
+    assert means[0] != pytest.approx(0.2)
+    by_pair = {(r["group_a"], r["group_b"]): r for r in rows}
+    # Every pooled value of a lies below every one of b, and b's below c's: D = 1. Under
+    # equal distributions each of the C(n + m, n) orders of the pooled values is equally
+    # likely and D = 1 only for "all below" or "all above": p = 2 / C(n + m, n).
+    expected = {("a", "b"): (3, 4, 2 / 35), ("a", "c"): (3, 1, 2 / 4), ("b", "c"): (4, 1, 2 / 5)}
+    for pair, (n_a, n_b, pvalue) in expected.items():
+        row = by_pair[pair]
+        assert (row["n_a"], row["n_b"]) == (n_a, n_b)
+        assert row["statistic"] == 1.0
+        assert row["pvalue"] == pytest.approx(pvalue)
+    assert by_pair[("a", "b")]["delta"] == pytest.approx(2.1 / 4 - 0.55 / 3)
+    assert by_pair[("b", "c")]["mean_a"] == pytest.approx(0.525)
+    assert by_pair[("b", "c")]["mean_b"] == pytest.approx(0.9)
+    # Holm over the three pairs: 3 * 2/35, then max(2 * 0.4, 1 * 0.5)
+    holm = [by_pair[p]["pvalue_holm"] for p in expected]
+    np.testing.assert_allclose(holm, [6 / 35, 0.8, 0.8])
+    # one encoder alone is its own average; a group no ranking holds has no value or test
+    means, counts, rows = xm.averaged_across_encoders([one], ["a", "b", "c"])
+    np.testing.assert_allclose(means[:2], [0.15, 0.3])
+    assert np.isnan(means[2]) and counts.tolist() == [2, 1, 0]
+    assert np.isnan(rows[1]["pvalue"]) and np.isnan(rows[1]["delta"])
+    with pytest.raises(ValueError, match=r"\(n_rankings, 3\)"):
+        xm.averaged_across_encoders([one, two[:, :2]], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="at least one encoder"):
+        xm.averaged_across_encoders([], ["a"])
+
+
 def test_rank_gallery_matches_a_full_sort():
     rng = rng_for(2, "rank")
     probes = rng.standard_normal((37, 16)).astype(np.float32)
@@ -451,6 +491,122 @@ def test_embedding_shard_by_shard_gives_the_same_study(synthetic_faces, tmp_path
             kw["l"],
             kw["k"],
         )
+
+
+def test_several_datasets_and_distances_in_one_ranking(synthetic_faces, tmp_path):
+    """rank_studies stacks one study per dataset and distance (a dataset column leads when
+    there are several; a distance column mixing learned with levels is text) and pools
+    the encoders of one view for the exposure averaged across encoders."""
+    from fairforge.ranking import (
+        embed_study,
+        plot_averaged_exposure,
+        plot_exposure,
+        rank_studies,
+        rank_study,
+        split_probe_gallery,
+    )
+
+    root, faces = synthetic_faces
+    encoder = _tiny_onnx_encoder(tmp_path)
+    settings = ["reidentification", "identification"]
+    studies = {
+        "one": split_probe_gallery(faces, 4, 3, "tone_gender"),
+        "two": split_probe_gallery(faces, 3, 5, "tone"),
+    }
+    runs = []
+    for name, study in studies.items():
+        for distance in (2, 4):
+            emb = embed_study(study, root, encoder, settings, distance, 3)
+            # a second label for the same network, trained "far": views pool by label
+            runs.append((name, distance, study, {"near_enc": emb, "far_enc": emb}))
+    views = {"near_enc": "near", "far_enc": "far"}
+    out = rank_studies(runs, settings, 3, 3, views, hit_ks=(1,))
+    table = out["exposure_table"]
+    assert list(table.columns[:3]) == ["dataset", "encoder", "setting"]
+    assert len(table) == 2 * 2 * 2 * 2 * 2  # datasets, distances, encoders, settings, conventions
+    assert table.groupby("dataset")["distance"].unique().map(list).to_dict() == {
+        "one": [2, 4],
+        "two": [2, 4],
+    }
+    # the tone_gender groups belong to "one", the tone groups to "two"
+    assert table.loc[table["dataset"] == "two", "exposure_tone1_female"].isna().all()
+    alone = rank_study(studies["two"], runs[3][3], settings, 4, 3, 3, hit_ks=(1,))
+    part = table[(table["dataset"] == "two") & (table["distance"] == 4)]
+    pd.testing.assert_frame_equal(
+        part[list(alone["exposure_table"].columns)].reset_index(drop=True),
+        alone["exposure_table"],
+    )
+    for key in ("per_probe_group", "ks", "per_ranking", "hit_curve"):
+        assert out[key]["dataset"].tolist()[:1] == ["one"], key
+    # averaged: one family per dataset, distance, setting, convention and view
+    averaged, tests = out["averaged"], out["averaged_ks"]
+    assert set(tests["trained"]) == {"near", "far"} and (tests["n_encoders"] == 1).all()
+    n_one, n_two = 7, 4  # groups of each dataset
+    # per dataset: distance, setting, convention, view and quantity, then one row per group
+    assert len(averaged) == 2 * 2 * 2 * 2 * 2 * (n_one + n_two)
+    assert len(tests) == 2 * 2 * 2 * 2 * 2 * (n_one * (n_one - 1) // 2 + n_two * (n_two - 1) // 2)
+    # the same network under both views: the same numbers
+    near = tests[tests["trained"] == "near"].drop(columns="trained").reset_index(drop=True)
+    far = tests[tests["trained"] == "far"].drop(columns="trained").reset_index(drop=True)
+    pd.testing.assert_frame_equal(near, far)
+    # pooled by hand for one study: both labels in one view
+    both = rank_studies(runs[:1], settings, 3, 3, hit_ks=(1,))
+    per = both["per_ranking"]
+    rows = per[(per["setting"] == "identification") & (per["convention"] == "false_positive")]
+    groups = sorted(rows["group"].unique())
+    arrays = [
+        rows[rows["encoder"] == e]
+        .pivot(index="probe_image_id", columns="group", values="exposure")
+        .reindex(columns=groups)
+        .to_numpy()
+        for e in ("near_enc", "far_enc")
+    ]
+    means, counts, _ = xm.averaged_across_encoders(arrays, groups)
+    got = both["averaged"]
+    got = got[
+        (got["setting"] == "identification")
+        & (got["convention"] == "false_positive")
+        & (got["quantity"] == "exposure")
+    ]
+    assert "dataset" not in got.columns and (got["n_encoders"] == 2).all()
+    np.testing.assert_allclose(got["mean"], means)
+    assert got["n_rankings"].tolist() == counts.tolist()
+    # a learned distance beside a level: the column is text
+    mixed = rank_studies([runs[0], ("one", "learned", *runs[1][2:])], settings, 3, 3, views)
+    for frame in mixed.values():
+        assert set(frame["distance"]) == {"2", "learned"}
+    a = plot_averaged_exposure(out["per_ranking"], tests, tmp_path / "avg.png", views)
+    b = plot_exposure(out["per_ranking"], out["hit_curve"], tmp_path / "exp.png")
+    assert a.stat().st_size > 1000 and b.stat().st_size > 1000
+    again = plot_averaged_exposure(out["per_ranking"], tests, tmp_path / "avg2.png", views)
+    assert again.read_bytes() == a.read_bytes()
+
+
+def test_a_study_of_one_group_has_no_pair_to_test(tmp_path):
+    """VGGFace2 ranked by one gender, say: the averaged exposure has its means but no KS
+    pair, and the figures are still drawn."""
+    from fairforge.ranking import plot_exposure_outputs, rank_studies, write_exposure_outputs
+
+    rng = rng_for(5, "one group")
+    study, embeddings = [], []
+    for s in range(4):
+        for j, role in enumerate(("probe", "gallery", "gallery")):
+            study.append(
+                {"image_id": f"s{s}_{j}", "subject_id": f"s{s}", "group": "g", "role": role}
+            )
+            for far in (True,) if role == "probe" else (True, False):
+                v = rng.normal(size=8).astype(np.float32)
+                embeddings.append(
+                    {"image_id": f"s{s}_{j}", "role": role, "far": far, "fell_back": np.nan,
+                     "embedding": v / np.linalg.norm(v)}
+                )  # fmt: skip
+    out = rank_studies(
+        [("d", 3, pd.DataFrame(study), {"e": pd.DataFrame(embeddings)})], k=2, l=3, hit_ks=(1,)
+    )
+    assert out["averaged_ks"].empty and set(out["averaged"]["group"]) == {"g"}
+    write_exposure_outputs(out, tmp_path)
+    figure = plot_exposure_outputs(tmp_path, tmp_path / "f.png", averaged_path=tmp_path / "a.png")
+    assert figure.is_file() and (tmp_path / "a.png").is_file()
 
 
 def test_exposure_study_rejects_too_few_identities(synthetic_faces, tmp_path):

@@ -29,11 +29,12 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.images import write_image
 from fairforge.runtime import read_checkpoint
+from fairforge.sources.adapters import VGGFACE2_GENDER
+from fairforge.sources.synthetic import render_face, sample_subject, sample_view
 from fairforge.tables import split_variants
 from fairforge.workflow import all_variants, detector_settings, select_config
 from snakemake_run import SNAKEMAKE, repository_copy
 from test_adapters_workflow import face
-from test_sources import write_jpeg
 from test_video_datasets import face_video, identity, noise_video
 from test_video_layouts import dftimit_tree, forgerynet_tree, uadfv_tree
 
@@ -106,11 +107,6 @@ def resolved(copy: Path, files: list[str]) -> dict:
 
 
 # ----------------------------------------------------------------- fixture trees
-
-
-def images(folder: Path, n: int, seed: int) -> None:
-    for i in range(n):
-        write_jpeg(folder / f"{i:04d}.jpg", 24, 20, seed=seed + i)
 
 
 def ff_splits(mnt: Path) -> None:
@@ -340,27 +336,39 @@ def benchmark_more(mnt: Path) -> None:
     forgerynet_tree(mnt / "ForgeryNet")
 
 
-def identity_folders(root: Path, groups: list[str], per_group: int = 2) -> None:
-    for g, group in enumerate(groups):
-        for s in range(per_group):
-            images(root / group / f"{group}_s{s}", 2, 100 * g + 10 * s)
+# DiveFace's group folders (H/M: men, women) and the number of identities and images of
+# each: the 70/30 split leaves one test identity per group, six to rank.
+DIVEFACE_GROUPS = ("HA4K_120", "HB4K_120", "HN4K_120", "MA4K_120", "MB4K_120", "MN4K_120")
+PEOPLE_PER_GROUP, IMAGES_PER_PERSON, VGG_TEST_PEOPLE = 3, 5, 6
+
+
+def person(folder: Path, name: str, k: int, gender: str, n: int, size: int = 160) -> None:
+    """``n`` rendered photos of one identity in ``folder``."""
+    subject = sample_subject(5, name, f"tone{1 + k % 4}", gender)
+    for j in range(n):
+        write_image(
+            folder / f"{j:04d}_01.jpg", render_face(subject, sample_view(5, f"{name}_{j}"), size)
+        )
 
 
 def exposure_data(mnt: Path) -> None:
-    groups = ["HA4K_120", "HB4K_120", "HN4K_120", "MA4K_120", "MB4K_120", "MN4K_120"]
-    identity_folders(mnt / "DiveFace", groups)
+    """DiveFace's six group folders and VGGFace2's test set (the only part the paper uses)
+    with identity_meta.csv, of rendered faces, enough to rank; the generator's two folders:
+    close-range faces and 16-pixel far ones."""
+    for g, group in enumerate(DIVEFACE_GROUPS):
+        gender = "male" if group.startswith("H") else "female"
+        for s in range(PEOPLE_PER_GROUP):
+            name = f"{group}_s{s}"
+            person(mnt / "DiveFace" / group / name, name, g + s, gender, IMAGES_PER_PERSON)
     vgg = mnt / "VGGFace2"
-    identity_folders(vgg / "train", ["n000001", "n000002"], per_group=1)
-    identity_folders(vgg / "test", ["n000009"], per_group=1)
-    (vgg / "identity_meta.csv").write_text(
-        "Class_ID, Name, Sample_Num, Flag, Gender\n"
-        'n000001, "A", 2, 1, m\nn000002, "B", 2, 1, f\nn000009, "C", 2, 0, f\n'
-    )
-    onnx = mnt / "weights" / "arcface_r100.onnx"
-    onnx.parent.mkdir(parents=True)
-    onnx.write_bytes(b"")  # never read by a dry run
-    identity_folders(mnt / "degradation" / "high", ["a"])
-    identity_folders(mnt / "degradation" / "low", ["a"])
+    meta = ["Class_ID, Name, Sample_Num, Flag, Gender"]
+    for k in range(VGG_TEST_PEOPLE):
+        identity, gender = f"n00010{k}", "m" if k % 2 else "f"
+        person(vgg / "test" / identity, identity, k, VGGFACE2_GENDER[gender], IMAGES_PER_PERSON)
+        meta.append(f'{identity}, "Name_{k}", {IMAGES_PER_PERSON}, 0, {gender}')
+    (vgg / "identity_meta.csv").write_text("\n".join(meta) + "\n")
+    person(mnt / "degradation" / "high", "near", 0, "female", 8, 64)
+    person(mnt / "degradation" / "low", "far", 1, "male", 8, 16)
 
 
 FIXTURES = {
@@ -479,20 +487,33 @@ def test_the_documented_command_plans_only_the_paper(walked, paper):
     assert planned(out, "variant") <= set(variants)
     assert jobs["detector_studies"] == jobs["method_tables"] == jobs["report_html"] == 1
     if paper == "exposure":
-        trained = [e for e, opts in config["ranking"]["encoders"].items() if "train" in opts]
-        assert jobs["train_encoder"] == len(trained) == 8
-        assert jobs["exposure"] == jobs["ranking_study"] == 1
-        assert jobs["embed_shard"] == len(config["ranking"]["encoders"])
+        ranking = config["ranking"]
+        trained = [e for e, opts in ranking["encoders"].items() if "train" in opts]
+        # the six encoders, each near and far, trained once on DiveFace for both datasets
+        assert jobs["train_encoder"] == len(trained) == len(ranking["encoders"]) == 12
+        assert {e for e in planned(out, "encoder") if e.endswith("_far")} == {
+            f"{e}_far" for e in planned(out, "encoder") if not e.endswith("_far")
+        }
+        assert jobs["train_degradation"] == jobs["exposure"] == 1
+        assert jobs["ranking_study"] == len(ranking["datasets"]) == 2
+        # one shard of each dataset, at each distance, per encoder
+        assert planned(out, "distance") == {"learned", "3"}
+        assert jobs["embed_shard"] == 12 * 2 * 2
 
 
 LAPTOP = "snakemake all -n --configfile configs/fairfd.yaml my_paths.yaml my_laptop.yaml"
 
 
+def plan_of(walked: dict, paper: str, line: str) -> tuple[str, dict[str, int]]:
+    """The output of a walk-through's plan that succeeded, and its job counts."""
+    run = walked[paper]
+    out = run["plans"][line]
+    assert run["codes"][line] == 0, out[-6000:]
+    return out, job_counts(out)
+
+
 def test_the_fairfd_subset_plans_one_detector(walked):
-    run = walked["fairfd"]
-    out = run["plans"][LAPTOP]
-    assert run["codes"][LAPTOP] == 0, out[-6000:]
-    jobs = job_counts(out)
+    out, jobs = plan_of(walked, "fairfd", LAPTOP)
     assert jobs["train"] == 1 and planned(out, "detector") == {"xception"}
     assert planned(out, "dataset") == {"ffpp", "rfw"}
     assert planned(out, "variant") == {"clean"}
@@ -507,6 +528,17 @@ def test_the_fairfd_subset_plans_one_detector(walked):
         "dualreen",
         "maskgan",
     }
+
+
+EXPOSURE_LAPTOP = "snakemake all -n --configfile configs/exposure.yaml my_paths.yaml my_laptop.yaml"
+
+
+def test_the_exposure_subset_plans_one_encoder_for_both_datasets_and_distances(walked):
+    out, jobs = plan_of(walked, "exposure", EXPOSURE_LAPTOP)
+    assert jobs["train_encoder"] == 1 and planned(out, "encoder") == {"mobilefacenet_far"}
+    assert jobs["train_degradation"] == 1  # the far encoder and the learned distance read it
+    assert jobs["ranking_study"] == 2 and jobs["embed_shard"] == 2 * 2
+    assert planned(out, "distance") == {"learned", "3"}
 
 
 @pytest.mark.workflow
@@ -574,197 +606,5 @@ def test_fairfd_runs_one_detector_through_all(walked):
     assert "digraph" in (results / "pipeline_info" / "rulegraph.dot").read_text()
 
 
-# ----------------------------------------------------------------- the Assessment
-
-
-ASSESSMENT_PLAN = "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml"
-
-
-def assessment_config(repo_root) -> dict:
-    return validate_config(yaml.safe_load((repo_root / "configs/assessment.yaml").read_text()))
-
-
-def test_the_assessment_plan_holds_its_tables_and_figures(walked):
-    """Tables 2-6 and Figs. 4-8: every detector of §5.1.2 on every dataset under every
-    operation, the codecs' rates measured per dataset, the augmentation, compression-rate and
-    training-data studies; the learned operations planned from their configured weights."""
-    run = walked["assessment"]
-    out = run["plans"][ASSESSMENT_PLAN]
-    assert run["codes"][ASSESSMENT_PLAN] == 0, out[-6000:]
-    config = resolved(run["copy"], config_files(ASSESSMENT_PLAN))
-    jobs = job_counts(out)
-    assert jobs["train"] == len(config["detectors"]) == 29
-    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
-    assert jobs["training_data_figure"] == 1
-    codecs = [f"jpeg@{q}" for q in (95, 80, 60, 45, 30)]
-    codecs += [f"learned_compression@{q}" for q in range(1, 9)]
-    assert jobs["compression_bpp"] == len(config["datasets"]) * len(codecs)
-    variants = planned(out, "variant")
-    assert set(codecs) | {f"denoise@{k}" for k in range(1, 6)} | {"vid_h264@40"} <= variants
-    assert not {"grayscale@1", "df_video_compression@30"} & variants  # not the Assessment's
-    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23", "ffpp_c40", "celebdf", "celebdf_v1"}
-
-
-def test_the_assessment_config_is_the_paper(repo_root):
-    """The values the paper states, where fairforge reads them (configs/assessment.yaml)."""
-    config = assessment_config(repo_root)
-    datasets = config["datasets"]
-    for name, quality in (("ffpp_raw", "raw"), ("ffpp_c23", "c23"), ("ffpp_c40", "c40")):
-        block = datasets[name]
-        assert block["split"] == "official" and block["options"]["compression"] == quality
-        assert block["options"]["methods"] == list(FF_METHODS[:4])  # §5.1.1
-        assert block["options"]["frames_per_video"] == {"train": 100, "val": 32, "test": 32}
-    assert next(iter(datasets)) == "ffpp_raw"  # detectors train on FFpp-Raw by default
-    assert datasets["celebdf"]["split"] == {"official": True, "val_from_train": 0.2}  # §5.1.1
-    assert datasets["celebdf_v1"]["adapter"] == "celebdf_v1"  # Table 6
-    assert config["faces"]["detector"] == "hog" and config["faces"]["crop_size"] == 300
-    # §5.1.3: per detector, the baselines without augmentation (§3.3)
-    expected = {
-        "capsule": ("adam", False, 25, 5e-4),
-        "xception": ("adam", False, 10, 1e-3),
-        "uia_vit": ("adam", False, 8, 3e-5),
-        "efficientnet_b4": ("sgd", True, 100, 1e-3),
-    }
-    archs = set()
-    for name in config["detectors"]:
-        s = detector_settings(config, name)
-        archs.add(s["arch"])
-        assert (s["optimizer"], s["sam"], s["epochs"], s["lr"]) == expected[s["arch"]], name
-        assert (s["input_size"], s["frames_train"], s["frames_test"], s["batch_size"]) == (
-            300,
-            100,
-            32,
-            32,
-        ), name
-        assert s["pretrained"].startswith("/data/weights/"), name
-        augment = name.rsplit("_", 1)[-1]
-        assert s["augment"] == (augment if augment in ("sdaug", "daug", "augmix") else "none")
-        # SBI trains on real faces only, its fakes self-blended afresh (§5.1.3)
-        assert (s["online_forgery"] == "sbi") == (s["arch"] == "efficientnet_b4"), name
-        if s["arch"] == "efficientnet_b4":
-            assert s["train_methods"] == []
-    assert archs == set(expected)
-    # §3.1's bicubic resize, the learned codec and DnCNN; §3.3's categories
-    options = config["variant_options"]
-    assert options["resize"] == {"down": "cubic", "up": "cubic"}
-    assert options["denoise"]["mode"] == "dncnn"
-    assert config["variant_suites"] == ["assessment", "assessment_video"]
-    assert config["metrics"]["robustness_categories"] == "assessment"
-
-
-def test_every_assessment_value_names_its_section(repo_root):
-    """Each setting of configs/assessment.yaml outside the detector list says where it comes
-    from: a section, table or figure of the paper, "unstated" (a fairforge default) or not
-    the Assessment's (another paper's study, off): on
-    its line, in the comment lines right above it or on the line of the block it is in."""
-    lines = (repo_root / "configs" / "assessment.yaml").read_text().splitlines()
-    cited = re.compile(r"#.*(§\d|Table \d|Fig\. \d|unstated|not the Assessment's)")
-    missing = []
-    parents: list[tuple[int, str]] = []
-    in_detectors = False
-    for i, line in enumerate(lines):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        indent = len(line) - len(line.lstrip())
-        parents = [(d, text) for d, text in parents if d < indent]
-        if indent == 0:
-            in_detectors = line.startswith("detectors:")
-        above = []
-        j = i - 1
-        while j >= 0 and lines[j].lstrip().startswith("#"):
-            above.append(lines[j])
-            j -= 1
-        value = line.split("#")[0].split(":", 1)[-1].strip()
-        context = [line, *above, *(text for _, text in parents)]
-        if value and not in_detectors and not any(cited.search(c) for c in context):
-            missing.append(f"{i + 1}: {line.strip()}")
-        parents.append((indent, " ".join([line, *above])))
-    assert not missing, "values without their section:\n" + "\n".join(missing)
-
-
-def test_the_assessment_start_files_load_onto_their_detectors(repo_root, tmp_path):
-    """Each ImageNet file of the header, written with random weights in its layout, loads
-    onto every detector that names it, built as the train rule builds it (300 px: UIA-ViT's
-    ViT takes the position embedding of a 300 px file)."""
-    from fairforge.training.detector import TrainConfig, build_model
-
-    assessment_weights(tmp_path)
-    config = assessment_config(repo_root)
-    done = set()
-    for name in config["detectors"]:
-        settings = detector_settings(config, name)
-        start = Path(settings["pretrained"]).name
-        if (settings["arch"], start) in done:
-            continue
-        done.add((settings["arch"], start))
-        model, _, size = build_model(
-            TrainConfig(**{**settings, "pretrained": str(tmp_path / "weights" / start)})
-        )
-        assert size == 300
-        if settings["arch"] == "uia_vit":
-            assert tuple(model.vit.patch_embed.grid_size) == (18, 18)
-        del model
-    assert {a for a, _ in done} == {"capsule", "xception", "efficientnet_b4", "uia_vit"}
-
-
-ASSESSMENT_LAPTOP = (
-    "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml my_laptop.yaml"
-)
-
-
-def test_the_assessment_subset_plans_its_studies(walked):
-    run = walked["assessment"]
-    out = run["plans"][ASSESSMENT_LAPTOP]
-    assert run["codes"][ASSESSMENT_LAPTOP] == 0, out[-6000:]
-    jobs = job_counts(out)
-    assert planned(out, "detector") == {"capsule_raw", "capsule_raw_sdaug", "capsule_c23"}
-    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23"}
-    assert jobs["train"] == 3 and jobs["compression_bpp"] == 2 * 3
-    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
-    assert jobs["training_data_figure"] == 1
-
-
-@pytest.mark.workflow
-def test_the_assessment_laptop_run_makes_its_tables_and_figures(walked):
-    """The Assessment's laptop walk-through for real, as written: Capsule-Forensics from the
-    fixture's VGG-19 file on rendered FF++ faces at raw and c23, its SDAug twin, one epoch on
-    the CPU, to the augmentation table, the codecs' rates and the report."""
-    run = walked["assessment"]
-    (line,) = [c for c in run["docs"]["assessment"][1]["commands"] if " -n " not in c]
-    copy, results = run["copy"], run["copy"] / "results"
-    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=2400)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
-    config = resolved(copy, config_files(line))
-    for name in ("capsule_raw", "capsule_raw_sdaug", "capsule_c23"):
-        trained = read_checkpoint(results / "models" / name / "model.pt", mmap=True)
-        settings = detector_settings(config, name)
-        assert trained["input_size"] == 300
-        for key in ("lr", "optimizer", "augment", "frames_train", "pretrained", "recipe"):
-            assert trained["train_config"][key] == settings[key], (name, key)
-    assert settings["lr"] == 5e-4 and settings["pretrained"].endswith("vgg19-dcbb9e9d.pth")
-    # robustness by the paper's categories
-    robustness = pd.read_csv(results / "robustness_table.csv")
-    categories = set(robustness.loc[robustness["scope"] == "category", "category"])
-    assert {"image/compression", "image/combination"} <= categories
-    assert {"image", "all"} <= set(robustness.loc[robustness["scope"] == "overall", "category"])
-    # each detector beside its SDAug twin, on both datasets
-    augmentation = pd.read_csv(results / "augmentation_table.csv")
-    assert set(zip(augmentation["detector"], augmentation["twin"])) == {
-        ("capsule_raw", "capsule_raw_sdaug")
-    }
-    assert set(augmentation["dataset"]) == {"ffpp_raw", "ffpp_c23"}
-    assert "overall" in set(augmentation["scope"])
-    # codecs by their rates: JPEG's falls with its quality, the learned codec has one
-    rates = pd.read_csv(results / "compression_rate.csv")
-    one = rates.loc[(rates["detector"] == "capsule_raw") & (rates["dataset"] == "ffpp_raw")]
-    bpp = one.set_index("variant")["bpp"]
-    assert set(bpp.index) == {"jpeg@95", "jpeg@30", "learned_compression@1"}
-    assert bpp["jpeg@95"] > bpp["jpeg@30"] > 0 and bpp["learned_compression@1"] > 0
-    per_sample = pd.read_csv(results / "ffpp_raw" / "compression_bpp" / "jpeg@30.csv")
-    assert (per_sample["bpp"] > 0).all() and int(one["n_samples"].iloc[0]) == len(per_sample)
-    for figure in ("compression_rate", "augmentation", "cross_manipulation"):
-        assert (results / "figures" / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
-    assert (results / "figures" / "robustness_by_training_data.png").is_file()
-    page = (results / "report.html").read_text()
-    for title in ("Codecs by bitrate", "Augmented twins", "Training data and robustness"):
-        assert title in page, title
+    out, jobs = plan_of(walked, "fairfd", LAPTOP)
+    assert jobs["train"] == 1 and planned(out, "detector") == {"xception"}

@@ -173,22 +173,46 @@ def exposure_tables():
                 for p in GROUPS
                 for g in GROUPS
             ]
-            ks += [
-                {
-                    **key,
-                    "group_a": a,
-                    "group_b": b,
-                    "n_a": 20,
-                    "n_b": 20,
-                    "statistic": 0.5,
-                    "pvalue": 0.001 if (a, b) == ("tone1", "tone2") else 0.6,
-                    # Holm over the 6 pairs: 0.001 x 6; 0.6 x 5 capped at 1
-                    "pvalue_holm": 0.006 if (a, b) == ("tone1", "tone2") else 1.0,
-                }
-                for i, a in enumerate(GROUPS)
-                for b in GROUPS[i + 1 :]
-            ]
+            # Holm over the 6 pairs: 0.001 x 6; 0.6 x 5 capped at 1
+            ks += ks_pairs(key, 20, ("tone1", "tone2"), (0.001, 0.6), (0.006, 1.0))
     return pd.DataFrame(summary), pd.DataFrame(per_probe), pd.DataFrame(ks)
+
+
+def ks_pairs(key: dict, n: int, differs: tuple, pvalues: tuple, holm: tuple, mean=None):
+    """KS rows of every pair of groups: the pair ``differs`` gets the first of ``pvalues``
+    and ``holm``, every other pair the second; with ``mean`` (group -> value), each pair's
+    means and their difference."""
+    rows = []
+    for i, a in enumerate(GROUPS):
+        for b in GROUPS[i + 1 :]:
+            which = 0 if (a, b) == differs else 1
+            row = {**key, "group_a": a, "group_b": b, "n_a": n, "n_b": n, "statistic": 0.5}
+            row.update(pvalue=pvalues[which], pvalue_holm=holm[which])
+            if mean is not None:
+                row.update(mean_a=mean[a], mean_b=mean[b], delta=abs(mean[a] - mean[b]))
+            rows.append(row)
+    return rows
+
+
+def averaged_tables():
+    """Fig. 2's tables as ``fairforge.ranking.average_across_encoders`` writes them: the two
+    encoders of FP_EXPOSURE pooled (both near-trained); tone2 and tone4 differ."""
+    means, tests = [], []
+    for setting in ("reidentification", "identification"):
+        for convention in ("all", "false_positive"):
+            for quantity in ("visibility", "exposure"):
+                key = {
+                    "distance": 3,
+                    "setting": setting,
+                    "convention": convention,
+                    "trained": "near",
+                    "n_encoders": 2,
+                    "quantity": quantity,
+                }
+                mean = dict(zip(GROUPS, (0.3, 0.45, 0.3, 0.15)))
+                means += [{**key, "group": g, "n_rankings": 40, "mean": mean[g]} for g in GROUPS]
+                tests += ks_pairs(key, 40, ("tone2", "tone4"), (0.002, 0.7), (0.024, 1.0), mean)
+    return pd.DataFrame(means), pd.DataFrame(tests)
 
 
 def predictions(detector, variant, split, seed):
@@ -303,6 +327,10 @@ def results(tmp_path_factory):
     per_probe.to_csv(at["exposure_per_probe_group"], index=False)
     ks.to_csv(at["exposure_ks"], index=False)
     write_image(at["exposure_figure"], sheet[::-1])
+    averaged, averaged_ks = averaged_tables()
+    averaged.to_csv(at["exposure_averaged"], index=False)
+    averaged_ks.to_csv(at["exposure_averaged_ks"], index=False)
+    write_image(at["exposure_averaged_figure"], sheet[:, ::-1])
     failures = failure_rates_table(
         pd.DataFrame(
             [
@@ -402,13 +430,14 @@ def test_every_section_table_and_figure_is_in_the_report(page, results):
         assert f'<section id="{anchor}">' in page, anchor
         assert f'href="#{anchor}"' in page, anchor
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    # the five run figures, the one dataset's forgery sheet, the exposure figure and the
-    # one method's forgery quality figure
-    assert len(images) == 5 + 3
+    # the five run figures, the one dataset's forgery sheet, the two exposure figures and
+    # the one method's forgery quality figure
+    assert len(images) == 5 + 4
     embedded = {base64.b64decode(i) for i in images}
     for path in (
         results / "figures" / "synthetic" / "forgery_examples.png",
         results / "figures" / "exposure.png",
+        results / "figures" / "exposure_averaged.png",
         results / "figures" / "efficiency.png",
         results / "figures" / "forgery_quality" / "faceswap.png",
     ):
@@ -512,6 +541,12 @@ def test_exposure_section_tables_and_verdict(page):
     assert "visibility" in text and "log2(position + 1)" in text  # the caption explains
     # one p < 0.05 pair per encoder x setting x convention: 8 of 48
     assert "8 of 48 tests differ at p < 0.05 after Holm's adjustment" in text
+    # Fig. 2: the exposure pooled over the encoders, most significant pair first
+    averaged = text[text.index("Exposure averaged across encoders (Exposure Fig. 2)") :]
+    assert "Kolmogorov–Smirnov test compares the two pooled distributions" in averaged
+    first = averaged.index("reidentification all near 2 tone2 tone4")
+    assert first < averaged.index("reidentification all near 2 tone1 tone2")
+    assert "exposure averaged across encoders" in page
     verdict = section(page, "verdict")
     assert (
         "Face ranking at distance 3, dlib_resnet: the group most exposed as a wrong "

@@ -94,11 +94,27 @@ def test_a_detector_whose_training_dataset_is_left_out_is_an_error(repo_root):
     assert list(part["datasets"]) == ["ffpp_c40"] and list(part["detectors"]) == ["xception_c40"]
 
 
-def test_a_ranking_of_a_left_out_dataset_is_an_error(repo_root):
+def test_the_ranking_keeps_its_selected_datasets_and_their_encoders_training_set(repo_root):
+    """Exposure ranks DiveFace and VGGFace2 with encoders trained on DiveFace: selecting
+    DiveFace ranks it alone; VGGFace2 alone leaves the trained encoders nothing to train on
+    (an error, not another training set); no ranked dataset left is an error too."""
     config = yaml.safe_load((repo_root / "configs" / "exposure.yaml").read_text())
+    config["select"] = {"datasets": ["diveface"]}
+    part = select_config(validate_config(copy.deepcopy(config)))
+    assert part["ranking"]["datasets"] == ["diveface"]
+    assert part["ranking"]["train_dataset"] == "diveface"
+    assert select_config(copy.deepcopy(part)) == part  # a cluster job selects again
     config["detectors"]["meso4"]["train_dataset"] = "vggface2"
     config["select"] = {"datasets": ["vggface2"]}
-    with pytest.raises(ValueError, match=r"ranks 'diveface' \(ranking\.dataset\)"):
+    with pytest.raises(ValueError, match=r"train on 'diveface' \(ranking\.train_dataset"):
+        select_config(validate_config(copy.deepcopy(config)))
+    # encoders trained elsewhere: VGGFace2 is ranked alone
+    config["select"]["encoders"] = ["hrnet"]
+    config["ranking"]["encoders"]["hrnet"] = {"checkpoint": "hrnet.pt"}
+    part = select_config(validate_config(copy.deepcopy(config)))
+    assert part["ranking"]["datasets"] == ["vggface2"] and "train_dataset" not in part["ranking"]
+    config["ranking"].update(datasets=["diveface"])
+    with pytest.raises(ValueError, match=r"ranks \['diveface'\] \(ranking\.datasets"):
         select_config(validate_config(copy.deepcopy(config)))
     config["ranking"]["enabled"] = False
     assert list(select_config(validate_config(config))["datasets"]) == ["vggface2"]
@@ -123,8 +139,10 @@ def test_variants_select_from_the_expanded_suites_and_keep_clean(repo_root):
 
 
 def test_encoders(repo_root):
-    config = select_config(paper(repo_root, "exposure", {"encoders": ["arcface", "hrnet"]}))
-    assert list(config["ranking"]["encoders"]) == ["arcface", "hrnet"]
+    config = select_config(
+        paper(repo_root, "exposure", {"encoders": ["hrnet_far", "mobilefacenet"]})
+    )
+    assert list(config["ranking"]["encoders"]) == ["mobilefacenet", "hrnet_far"]
 
 
 def test_the_schema_checks_the_select_block(repo_root):

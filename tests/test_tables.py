@@ -558,7 +558,8 @@ def test_most_exposed_groups_takes_the_false_positive_convention_and_breaks_ties
     assert top["exposure"].tolist() == [0.5, 0.4, 0.6]
     assert tables.most_exposed_groups(exposure_rows(), "all")["group"].tolist() == ["g0"] * 3
     summary = tables.exposure_summary(exposure_rows())
-    assert list(summary.columns[:6]) == [
+    assert list(summary.columns[:7]) == [
+        "distance",
         "encoder",
         "setting",
         "convention",
@@ -613,6 +614,24 @@ def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
         0.2
     )
     assert row["exposure of b"] == pytest.approx(0.02)
+    # several studies (datasets, distances) stay apart, each with its own rows
+    studies = pd.DataFrame(
+        [
+            {**r, "dataset": d, "distance": x, "visibility": r["visibility"] + x}
+            for d in ("one", "two")
+            for x in (3, 5)
+            for r in rows
+        ]
+    )
+    wide = tables.exposure_matrix(studies)
+    assert list(wide.columns[:3]) == ["dataset", "distance", "encoder"]
+    assert len(wide) == 2 * 2 * 2 * 2 * 2  # datasets, distances, encoders, settings, groups
+    far = wide[(wide["dataset"] == "two") & (wide["distance"] == 5)]
+    assert far.iloc[0]["visibility of a"] == pytest.approx(wide.iloc[0]["visibility of a"] + 2)
+    summary = tables.exposure_summary(exposure_rows().assign(dataset="one"))
+    assert list(summary.columns[:3]) == ["dataset", "distance", "encoder"]
+    top = tables.most_exposed_groups(exposure_rows().assign(dataset="one"))
+    assert top.columns[0] == "dataset" and set(top["dataset"]) == {"one"}
 
 
 def fairfd_xception_predictions(splits=("val", "test"), per_cell: int = 10_000):

@@ -24,6 +24,7 @@ from fairforge.recipes import RECIPES
 from fairforge.registry import Registry, UnknownName
 from fairforge.sources import ADAPTERS
 from fairforge.sources.split import SplitError, fractions_of
+from fairforge.workflow import encoder_train_dataset, ranked_datasets
 
 # Package data, read through importlib.resources so that an installed (not editable) package,
 # a wheel or a zip import finds it without the repository around it.
@@ -253,12 +254,7 @@ def _check_references(config: dict) -> None:
                 )
     for variant in config["variants"]:
         _check_variant(variant)
-    ranking_ds = config["ranking"].get("dataset")
-    if ranking_ds is not None and ranking_ds not in datasets:
-        raise ConfigError(
-            f"config: ranking.dataset: unknown dataset {ranking_ds!r} (configured: {datasets})"
-        )
-    _check_trained_encoders(config["ranking"])
+    _check_ranking(config)
     _check_features(config)
     total = sum(config["split"][k] for k in ("train", "val", "test"))
     if abs(total - 1.0) > 1e-6:
@@ -291,7 +287,23 @@ def _check_features(config: dict) -> None:
         )
 
 
-def _check_trained_encoders(ranking: dict) -> None:
+def _check_ranking(config: dict) -> None:
+    """The ranked datasets and the one the trained encoders learn on are configured ones."""
+    ranking, datasets = config["ranking"], list(config["datasets"])
+    if ranking.get("dataset") is not None and ranking.get("datasets"):
+        raise ConfigError("config: ranking: give datasets (a list) or dataset (one), not both")
+    named = [("dataset", ranking.get("dataset")), ("train_dataset", ranking.get("train_dataset"))]
+    named += [("datasets", name) for name in ranking.get("datasets") or []]
+    for key, name in named:
+        if name is not None and name not in datasets:
+            raise ConfigError(
+                f"config: ranking.{key}: unknown dataset {name!r} (configured: {datasets})"
+            )
+    _check_trained_encoders(config)
+
+
+def _check_trained_encoders(config: dict) -> None:
+    ranking = config["ranking"]
     trained = {label: opts for label, opts in ranking["encoders"].items() if "train" in opts}
     if not trained:
         return
@@ -309,10 +321,16 @@ def _check_trained_encoders(ranking: dict) -> None:
                 f"config: ranking.encoders.{label}: give either checkpoint "
                 "(trained elsewhere) or train, not both"
             )
-    if "train" in ranking["splits"]:
+    train_on = encoder_train_dataset(config)
+    if config["datasets"][train_on].get("split") == "test_only":
+        raise ConfigError(
+            f"config: ranking.train_dataset: encoders {sorted(trained)} train on "
+            f"{train_on!r}, which is test_only (split: test_only): nothing to train on"
+        )
+    if "train" in ranking["splits"] and train_on in ranked_datasets(config):
         raise ConfigError(
             f"config: ranking.splits: encoders {sorted(trained)} train on the "
-            "train split, so it cannot be ranked; use e.g. [val, test]"
+            f"train split of {train_on!r}, so it cannot be ranked; use e.g. [val, test]"
         )
 
 

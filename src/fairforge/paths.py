@@ -118,14 +118,20 @@ OUTPUTS = {
     # the ranking study
     "encoder_model": "{results}/encoders/{encoder}/model.pt",
     "encoder_training_log": "{results}/encoders/{encoder}/training_log.csv",
-    "ranking_study": "{results}/ranking/study.parquet",
-    "ranking_calibration": "{results}/ranking/calibration.parquet",
-    "embedding_shard": "{results}/ranking/embeddings/{encoder}/shard_{shard}.parquet",
+    # one study per ranked dataset, its embeddings per distance (a far@ level or learned)
+    "ranking_study": "{results}/ranking/{dataset}/study.parquet",
+    "ranking_calibration": "{results}/ranking/{dataset}/calibration.parquet",
+    "embedding_shard": (
+        "{results}/ranking/{dataset}/distance_{distance}/embeddings/{encoder}/shard_{shard}.parquet"
+    ),
     "exposure_table": "{results}/exposure_table.csv",
     "exposure_per_probe_group": "{results}/exposure_per_probe_group.csv",
     "exposure_ks": "{results}/exposure_ks.csv",
     "exposure_per_ranking": "{results}/exposure_per_ranking.parquet",
     "exposure_hit_curve": "{results}/exposure_hit_curve.csv",
+    # the Exposure paper's Fig. 2: exposure averaged across encoders, with KS tests
+    "exposure_averaged": "{results}/exposure_averaged.csv",
+    "exposure_averaged_ks": "{results}/exposure_averaged_ks.csv",
     # figures and the report
     "robustness_figure": "{results}/figures/robustness.png",
     "fairness_heatmap": "{results}/figures/fairness_heatmap.png",
@@ -137,6 +143,7 @@ OUTPUTS = {
     "augmentation_figure": "{results}/figures/augmentation.png",
     "cross_manipulation_figure": "{results}/figures/cross_manipulation.png",
     "training_data_figure": "{results}/figures/robustness_by_training_data.png",
+    "exposure_averaged_figure": "{results}/figures/exposure_averaged.png",
     "forgery_examples": "{results}/figures/{dataset}/forgery_examples.png",
     "face_backends_figure": "{results}/figures/{dataset}/face_backends.png",
     "forgery_quality_figure": "{results}/figures/forgery_quality/{method}.png",
@@ -183,6 +190,9 @@ REPORT_EXPOSURE = {
     "exposure_per_probe_group": "exposure_per_probe_group",
     "exposure_ks": "exposure_ks",
     "exposure_figure": "exposure_figure",
+    "exposure_averaged": "exposure_averaged",
+    "exposure_averaged_ks": "exposure_averaged_ks",
+    "exposure_averaged_figure": "exposure_averaged_figure",
 }
 
 # Written only when config metrics.subject_rates, and metrics.features names detectors.

@@ -14,19 +14,22 @@
    each probe ranks all templates by cosine similarity.
 5. Metrics of :mod:`fairforge.metrics.exposure`, for both counting conventions.
 
-:func:`exposure_study` runs it in one process; the workflow runs its steps as jobs:
-:func:`split_probe_gallery` once, :func:`embed_study` per encoder and shard (dlib's fallback
-box calibrated on the same :func:`calibration_rows` in every shard), :func:`rank_study` once.
+:func:`exposure_study` runs it in one process; the workflow runs its steps as jobs, for
+every ranked dataset and distance: :func:`split_probe_gallery` once per dataset,
+:func:`embed_study` per dataset, distance, encoder and shard (dlib's fallback box calibrated
+on the same :func:`calibration_rows` in every shard), :func:`rank_studies` once for all.
 
 Outputs (:func:`write_exposure_outputs`; :func:`exposure_study` writes them to ``out_dir``,
 the results folder by default):
-``exposure_table.csv`` (one row per encoder × setting × convention),
+``exposure_table.csv`` (one row per (dataset ×) distance × encoder × setting × convention),
 ``exposure_per_probe_group.csv``, ``exposure_ks.csv`` (KS tests on visibility and exposure,
 raw and Holm-adjusted p-values), and for the figure ``exposure_per_ranking.parquet``
 (per-ranking visibility and exposure of every group, NaN where the group holds no counted
 position) and ``exposure_hit_curve.csv``. The table has equation 7's unconditional
 ``disparate_*`` and, beside them, the paper's figures' ``disparate_*_conditional`` (means
-over only the rankings in which a group appears).
+over only the rankings in which a group appears). ``exposure_averaged.csv`` and
+``exposure_averaged_ks.csv`` are the paper's Fig. 2, the exposure averaged across the
+encoders of one training view (:func:`average_across_encoders`).
 """
 
 from __future__ import annotations
@@ -51,7 +54,11 @@ OUTPUT_FILES = {
     "ks": "exposure_ks.csv",
     "per_ranking": "exposure_per_ranking.parquet",
     "hit_curve": "exposure_hit_curve.csv",
+    "averaged": "exposure_averaged.csv",
+    "averaged_ks": "exposure_averaged_ks.csv",
 }
+#: How an encoder saw faces in training (:func:`average_across_encoders` pools one view).
+ENCODER_VIEWS = ("near", "far")
 
 
 # --------------------------------------------------------------------------- selection
@@ -338,10 +345,13 @@ def rank_study(
     *,
     hit_ks: Sequence[int] = (1, 5, 10),
     conventions: Sequence[str] = xm.CONVENTIONS,
+    dataset: str | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Rank the gallery for every probe of ``study`` (:func:`split_probe_gallery`) with each
     encoder's embeddings (:func:`embed_study`, label → frame) and measure; returns the
-    frames of :data:`OUTPUT_FILES` by key."""
+    frames of :data:`OUTPUT_FILES` by key but the averaged ones (:func:`rank_studies`).
+    ``distance`` labels the rows (a level of the far chain, or ``learned``); ``dataset``,
+    when given, leads every row."""
     study_views(settings)
     check_study(study, k, l)
     identities = np.array(sorted(study["subject_id"].unique()), dtype=object)
@@ -357,6 +367,8 @@ def rank_study(
     gallery_identity = gallery["subject_id"].map(id_index).to_numpy(dtype=np.int64)
     probe_groups = probes["group"].to_numpy(dtype=object)
     depth = min(n_id, max([k, *hit_ks]))
+    lead = {} if dataset is None else {"dataset": dataset}
+    distance = distance_label(distance)
 
     tables, per_group_rows, ks_rows, ranking_frames, curve_frames = [], [], [], [], []
     for label, frame in embeddings.items():
@@ -383,9 +395,10 @@ def rank_study(
                     for c in hit_ks
                 }
             base = {
+                **lead,
                 "encoder": label,
                 "setting": setting,
-                "distance": int(distance),
+                "distance": distance,
                 "k": int(k),
                 "l": int(l),
             }
@@ -403,9 +416,10 @@ def rank_study(
             curve_frames.append(
                 pd.DataFrame(
                     {
+                        **lead,
                         "encoder": label,
                         "setting": setting,
-                        "distance": int(distance),
+                        "distance": distance,
                         "k": np.arange(1, depth + 1),
                         "hit_ratio": curve,
                     }
@@ -431,9 +445,10 @@ def rank_study(
                 ranking_frames.append(
                     pd.DataFrame(
                         {
+                            **lead,
                             "encoder": label,
                             "setting": setting,
-                            "distance": int(distance),
+                            "distance": distance,
                             "convention": convention,
                             "probe_image_id": np.repeat(probes["image_id"].to_numpy(), len(groups)),
                             "probe_group": np.repeat(probe_groups, len(groups)),
@@ -451,6 +466,111 @@ def rank_study(
         "per_ranking": pd.concat(ranking_frames, ignore_index=True),
         "hit_curve": pd.concat(curve_frames, ignore_index=True),
     }
+
+
+def rank_studies(
+    runs: Sequence[tuple[str, object, pd.DataFrame, Mapping[str, pd.DataFrame]]],
+    settings: Sequence[str] = SETTINGS,
+    l: int = 10,
+    k: int = 10,
+    views: Mapping[str, str] | None = None,
+    *,
+    hit_ks: Sequence[int] = (1, 5, 10),
+    conventions: Sequence[str] = xm.CONVENTIONS,
+) -> dict[str, pd.DataFrame]:
+    """Several studies ranked in one run: ``runs`` holds (dataset, distance, study,
+    embeddings by encoder label) per ranked dataset and distance (:func:`rank_study` each).
+    Their outputs are stacked, every frame leading with a ``dataset`` column when there is
+    more than one dataset; a ``distance`` column that mixes ``learned`` with levels is
+    text. Then the exposure averaged across encoders (:func:`average_across_encoders`,
+    encoders pooled by ``views``: label → ``near`` | ``far``, default ``near``)."""
+    if not runs:
+        raise ValueError(
+            "no study to rank: give at least one (dataset, distance, study, embeddings)"
+        )
+    several = len({dataset for dataset, *_ in runs}) > 1
+    parts = [
+        rank_study(
+            study,
+            embeddings,
+            settings,
+            distance,
+            l,
+            k,
+            hit_ks=hit_ks,
+            conventions=conventions,
+            dataset=dataset if several else None,
+        )
+        for dataset, distance, study, embeddings in runs
+    ]
+    outputs = {key: pd.concat([p[key] for p in parts], ignore_index=True) for key in parts[0]}
+    if any(isinstance(distance_label(d), str) for _, d, _, _ in runs):
+        for frame in outputs.values():
+            frame["distance"] = frame["distance"].astype(str)
+    outputs.update(average_across_encoders(outputs["per_ranking"], views))
+    return outputs
+
+
+def distance_label(distance) -> int | str:
+    """A distance as the tables write it: a level of the far chain (1..5) as an int, else
+    its name (``learned``, the near-to-far generator)."""
+    text = str(distance)
+    return int(text) if text.isdigit() else text
+
+
+def _pooled_parts(per_ranking: pd.DataFrame, views: Mapping[str, str] | None):
+    """Per study, setting, convention and encoder view: (keys, groups, encoders, the
+    per-ranking values of each encoder by quantity), for :func:`average_across_encoders`
+    and its figure."""
+    views = dict(views or {})
+    unknown = {v for v in views.values() if v not in ENCODER_VIEWS}
+    if unknown:
+        raise ValueError(f"encoder views must be among {ENCODER_VIEWS}, got {sorted(unknown)}")
+    frame = per_ranking.assign(trained=per_ranking["encoder"].map(lambda e: views.get(e, "near")))
+    keys = [c for c in ("dataset", "distance", "setting", "convention") if c in frame.columns]
+    keys.append("trained")
+    for values, part in frame.groupby(keys, sort=False):
+        groups = sorted(part["group"].unique())
+        encoders = list(dict.fromkeys(part["encoder"]))
+        arrays = {
+            quantity: [
+                part[part["encoder"] == e]
+                .pivot(index="probe_image_id", columns="group", values=quantity)
+                .reindex(columns=groups)
+                .to_numpy()
+                for e in encoders
+            ]
+            for quantity in ("visibility", "exposure")
+        }
+        yield dict(zip(keys, values)), groups, encoders, arrays
+
+
+def average_across_encoders(
+    per_ranking: pd.DataFrame, views: Mapping[str, str] | None = None
+) -> dict[str, pd.DataFrame]:
+    """The Exposure paper's Fig. 2 as tables (:func:`fairforge.metrics.exposure
+    .averaged_across_encoders`): the rankings of every encoder of one view (``views``:
+    label → ``near`` | ``far``, default ``near``; the paper's close- and long-range runs
+    each pool their six encoders) pooled per study, setting and convention. ``averaged``:
+    per group its mean per-ranking visibility and exposure over the pooled rankings in which
+    it appears (``n_rankings``); ``averaged_ks``: the two-sample KS test between every pair
+    of groups with both means and their difference ``delta``, ``pvalue_holm`` adjusted over
+    one family per study, setting, convention and view (every pair, both quantities)."""
+    means_rows, ks_rows = [], []
+    for base, groups, encoders, arrays in _pooled_parts(per_ranking, views):
+        base = {**base, "n_encoders": len(encoders)}
+        family = []
+        for quantity, values in arrays.items():
+            means, counts, rows = xm.averaged_across_encoders(values, groups)
+            means_rows.extend(
+                {**base, "quantity": quantity, "group": g, "n_rankings": int(n), "mean": float(m)}
+                for g, n, m in zip(groups, counts, means)
+            )
+            family.extend({**base, "quantity": quantity, **row} for row in rows)
+        for row, p in zip(family, holm_adjust([row["pvalue"] for row in family])):
+            row["pvalue_holm"] = float(p)
+        ks_rows.extend(family)
+    return {"averaged": pd.DataFrame(means_rows), "averaged_ks": pd.DataFrame(ks_rows)}
 
 
 def write_exposure_outputs(outputs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> None:
@@ -485,12 +605,13 @@ def exposure_study(
     write: bool = True,
     degradation: str = "classical",
     generator: str | Path | None = None,
+    views: Mapping[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The whole protocol in one process: :func:`split_probe_gallery`, :func:`embed_study`
-    for every encoder, :func:`rank_study`. Returns (exposure_table, per_probe_group,
-    ks_table) and, with ``write``, writes all outputs to ``out_dir`` (default
-    ``results_dir``). The workflow runs the same steps as separate jobs, embedding shard
-    by shard.
+    for every encoder, :func:`rank_study`, :func:`average_across_encoders` (encoders pooled
+    by ``views``). Returns (exposure_table, per_probe_group, ks_table) and, with ``write``,
+    writes all outputs to ``out_dir`` (default ``results_dir``). The workflow runs the same
+    steps as separate jobs, embedding shard by shard, for every ranked dataset and distance.
 
     ``faces_df``: faces-manifest rows to use (e.g. the test split) with ``image_id``,
     ``subject_id``, ``crop_path`` (relative to ``results_dir``) and the group column(s).
@@ -523,8 +644,14 @@ def exposure_study(
         )
         for label, enc in resolve_encoders(encoder).items()
     }
-    outputs = rank_study(
-        study, embeddings, settings, distance, l, k, hit_ks=hit_ks, conventions=conventions
+    outputs = rank_studies(
+        [(None, distance, study, embeddings)],
+        settings,
+        l,
+        k,
+        views,
+        hit_ks=hit_ks,
+        conventions=conventions,
     )
     if write:
         write_exposure_outputs(outputs, out_dir if out_dir is not None else results_dir)
@@ -534,6 +661,27 @@ def exposure_study(
 # --------------------------------------------------------------------------- figure
 
 
+def _studies(frame: pd.DataFrame) -> list[dict]:
+    """The (dataset, distance) studies of an output frame, in order, as column filters."""
+    keys = [c for c in ("dataset", "distance") if c in frame.columns]
+    if not keys:
+        return [{}]
+    return [dict(zip(keys, values)) for values in dict.fromkeys(zip(*(frame[c] for c in keys)))]
+
+
+def _rows_of(frame: pd.DataFrame, where: Mapping) -> pd.DataFrame:
+    mask = np.ones(len(frame), dtype=bool)
+    for column, value in where.items():
+        mask &= (frame[column] == value).to_numpy()
+    return frame[mask]
+
+
+def _study_title(where: Mapping, several: bool) -> str:
+    if not several:
+        return ""
+    return ", ".join(f"{k} {v}" for k, v in where.items()) + ": "
+
+
 def plot_exposure(
     per_ranking: pd.DataFrame,
     hit_curve: pd.DataFrame,
@@ -541,74 +689,169 @@ def plot_exposure(
     convention: str = "false_positive",
 ) -> Path:
     """Box plots of per-ranking exposure per group (one panel per setting, one box per
-    encoder and group; empty values left out) and hit ratio against k per encoder."""
+    encoder and group; empty values left out) and hit ratio against k per encoder; one row
+    of panels per ranked dataset and distance."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    data = per_ranking[per_ranking["convention"] == convention]
-    settings = list(dict.fromkeys(data["setting"])) or list(dict.fromkeys(hit_curve["setting"]))
+    studies = _studies(per_ranking)
+    data_all = per_ranking[per_ranking["convention"] == convention]
+    settings = list(dict.fromkeys(data_all["setting"])) or list(dict.fromkeys(hit_curve["setting"]))
     encoders = list(dict.fromkeys(per_ranking["encoder"]))
-    groups = sorted(per_ranking["group"].unique())
-    fig = Figure(figsize=(4.5 * (len(settings) + 1), 4.0), layout="constrained")
+    fig = Figure(figsize=(4.5 * (len(settings) + 1), 4.0 * len(studies)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(settings) + 1, squeeze=False)[0]
+    rows = fig.subplots(len(studies), len(settings) + 1, squeeze=False)
     width = 0.8 / max(1, len(encoders))
     colours = [f"C{i}" for i in range(len(encoders))]
-    for ax, setting in zip(axes, settings):
-        here = data[data["setting"] == setting]
-        for e, enc in enumerate(encoders):
-            values = [
-                here.loc[(here["encoder"] == enc) & (here["group"] == g), "exposure"]
-                .dropna()
-                .to_numpy()
-                for g in groups
-            ]
-            positions = np.arange(len(groups)) + (e - (len(encoders) - 1) / 2) * width
-            keep = [i for i, v in enumerate(values) if len(v)]
-            if keep:
-                box = ax.boxplot(
-                    [values[i] for i in keep],
-                    positions=positions[keep],
-                    widths=width * 0.9,
-                    patch_artist=True,
-                    showfliers=False,
-                )
-                for patch in box["boxes"]:
-                    patch.set_facecolor(colours[e])
-                    patch.set_alpha(0.6)
-        ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right")
-        ax.set_title(f"{setting} ({convention})")
-        ax.set_ylabel("per-ranking exposure")
-    if len(encoders) > 1:
-        from matplotlib.patches import Patch
-
-        axes[0].legend([Patch(facecolor=c, alpha=0.6) for c in colours], encoders, fontsize="small")
-    ax = axes[-1]
-    for e, enc in enumerate(encoders):
-        for s, setting in enumerate(settings):
-            curve = hit_curve[(hit_curve["encoder"] == enc) & (hit_curve["setting"] == setting)]
-            ax.plot(
-                curve["k"],
-                curve["hit_ratio"],
-                color=colours[e],
-                linestyle=("-", "--", ":")[s % 3],
-                marker=".",
-                label=f"{enc} / {setting}",
+    for axes, where in zip(rows, studies):
+        title = _study_title(where, len(studies) > 1)
+        data = _rows_of(data_all, where)
+        groups = sorted(_rows_of(per_ranking, where)["group"].unique())
+        for ax, setting in zip(axes, settings):
+            here = data[data["setting"] == setting]
+            for e, enc in enumerate(encoders):
+                values = [
+                    here.loc[(here["encoder"] == enc) & (here["group"] == g), "exposure"]
+                    .dropna()
+                    .to_numpy()
+                    for g in groups
+                ]
+                positions = np.arange(len(groups)) + (e - (len(encoders) - 1) / 2) * width
+                keep = [i for i, v in enumerate(values) if len(v)]
+                if keep:
+                    box = ax.boxplot(
+                        [values[i] for i in keep],
+                        positions=positions[keep],
+                        widths=width * 0.9,
+                        patch_artist=True,
+                        showfliers=False,
+                    )
+                    for patch in box["boxes"]:
+                        patch.set_facecolor(colours[e])
+                        patch.set_alpha(0.6)
+            ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right")
+            # several rows: a longer title in a smaller font (one row: as it always was)
+            ax.set_title(
+                f"{title}{setting} ({convention})", **({"fontsize": "medium"} if title else {})
             )
-    ax.set_xlabel("k")
-    ax.set_ylabel("hit ratio @k")
-    ax.set_ylim(0, 1.02)
-    ax.legend(fontsize="small")
+            ax.set_ylabel("per-ranking exposure")
+        if len(encoders) > 1:
+            from matplotlib.patches import Patch
+
+            axes[0].legend(
+                [Patch(facecolor=c, alpha=0.6) for c in colours], encoders, fontsize="small"
+            )
+        ax = axes[-1]
+        curves = _rows_of(hit_curve, where)
+        for e, enc in enumerate(encoders):
+            for s, setting in enumerate(settings):
+                curve = curves[(curves["encoder"] == enc) & (curves["setting"] == setting)]
+                ax.plot(
+                    curve["k"],
+                    curve["hit_ratio"],
+                    color=colours[e],
+                    linestyle=("-", "--", ":")[s % 3],
+                    marker=".",
+                    label=f"{enc} / {setting}",
+                )
+        if title:
+            ax.set_title(title.rstrip(": "))
+        ax.set_xlabel("k")
+        ax.set_ylabel("hit ratio @k")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize="small")
+    return save_png(fig, path)
+
+
+#: p-value marks of the averaged-exposure figure's brackets (the paper's level is 0.05).
+SIGNIFICANCE = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
+
+
+def plot_averaged_exposure(
+    per_ranking: pd.DataFrame,
+    averaged_ks: pd.DataFrame,
+    path: str | Path,
+    views: Mapping[str, str] | None = None,
+    convention: str = "false_positive",
+    alpha: float = 0.05,
+) -> Path:
+    """The Exposure paper's Fig. 2: per group, the per-ranking exposure of the rankings of
+    every encoder of one view pooled (:func:`average_across_encoders`; empty values left
+    out), one panel per study, view and setting; a bracket joins two groups whose KS test
+    rejects equal distributions at ``alpha`` (raw p-value, as the paper; * < 0.05,
+    ** < 0.01, *** < 0.001) and the mean of each group is marked."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    parts = [
+        (base, groups, encoders, arrays["exposure"])
+        for base, groups, encoders, arrays in _pooled_parts(per_ranking, views)
+        if base["convention"] == convention
+    ]
+    settings = list(dict.fromkeys(base["setting"] for base, *_ in parts))
+    panels = list(
+        dict.fromkeys(
+            tuple((k, v) for k, v in base.items() if k not in ("setting", "convention"))
+            for base, *_ in parts
+        )
+    )
+    fig = Figure(
+        figsize=(5.0 * max(1, len(settings)), 4.0 * max(1, len(panels))), layout="constrained"
+    )
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(max(1, len(panels)), max(1, len(settings)), squeeze=False)
+    for base, groups, encoders, values in parts:
+        where = tuple((k, v) for k, v in base.items() if k not in ("setting", "convention"))
+        ax = axes[panels.index(where), settings.index(base["setting"])]
+        pooled = xm.pooled_rankings(values, len(groups))
+        columns = [col[np.isfinite(col)] for col in pooled.T]
+        keep = [i for i, col in enumerate(columns) if len(col)]
+        if keep:
+            ax.boxplot([columns[i] for i in keep], positions=keep, showfliers=False)
+            ax.plot(keep, [columns[i].mean() for i in keep], "D", color="C3", markersize=4)
+        tests = averaged_ks  # no pair to test (one group): no column either
+        if not tests.empty:
+            tests = _rows_of(tests, {**dict(where), "setting": base["setting"]})
+            tests = tests[(tests["convention"] == convention) & (tests["quantity"] == "exposure")]
+        top = max((col.max() for col in columns if len(col)), default=1.0)
+        step, level = 0.06 * max(top, 1e-6), top
+        significant = tests[tests["pvalue"] < alpha] if len(tests) else tests
+        for row in significant.itertuples(index=False):
+            a, b = groups.index(row.group_a), groups.index(row.group_b)
+            level += step
+            ax.plot([a, a, b, b], [level - step / 3, level, level, level - step / 3], "k-", lw=0.8)
+            mark = next(m for cut, m in SIGNIFICANCE if row.pvalue < cut)
+            ax.text((a + b) / 2, level, mark, ha="center", va="bottom", fontsize="small")
+        ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right")
+        label = ", ".join(f"{k} {v}" for k, v in where if k != "trained")
+        view = dict(where)["trained"]
+        ax.set_title(
+            f"{label + ': ' if label else ''}{len(encoders)} {view}-trained encoders, "
+            f"{base['setting']}",
+            fontsize="medium",
+        )
+        ax.set_ylabel(f"per-ranking exposure ({convention})")
     return save_png(fig, path)
 
 
 def plot_exposure_outputs(
-    out_dir: str | Path, path: str | Path | None = None, convention: str = "false_positive"
+    out_dir: str | Path,
+    path: str | Path | None = None,
+    convention: str = "false_positive",
+    averaged_path: str | Path | None = None,
+    views: Mapping[str, str] | None = None,
 ) -> Path:
-    """:func:`plot_exposure` from the files :func:`exposure_study` wrote to ``out_dir``."""
+    """:func:`plot_exposure` from the files :func:`exposure_study` wrote to ``out_dir``;
+    with ``averaged_path``, :func:`plot_averaged_exposure` there too."""
     out_dir = Path(out_dir)
     per_ranking = pd.read_parquet(out_dir / OUTPUT_FILES["per_ranking"])
     hit_curve = pd.read_csv(out_dir / OUTPUT_FILES["hit_curve"])
+    if averaged_path is not None:
+        try:
+            averaged_ks = pd.read_csv(out_dir / OUTPUT_FILES["averaged_ks"])
+        except pd.errors.EmptyDataError:  # one group: no pair to test
+            averaged_ks = pd.DataFrame()
+        plot_averaged_exposure(per_ranking, averaged_ks, averaged_path, views, convention)
     return plot_exposure(
         per_ranking, hit_curve, path or out_dir / "exposure_figure.png", convention
     )

@@ -278,24 +278,55 @@ def degradation_images(config: dict, key: str) -> list[str]:
     )
 
 
-def ranking_degradation(config: dict) -> dict:
-    """How the ranking study sees faces far away: ``{"degradation": ..., "generator": path
-    or None}`` (the keyword arguments of :func:`fairforge.ranking.embed_study`)."""
-    kind = config["ranking"].get("degradation", "classical")
-    if kind == "classical":
-        return {"degradation": kind, "generator": None}
+#: ``ranking.distances``' value for the near-to-far generator (the others are far@1..5's levels).
+LEARNED_DISTANCE = "learned"
+
+
+def ranking_distances(config: dict) -> list:
+    """How far away the ranking sees probes, one study per value in the same run:
+    ``ranking.distances`` (1..5, the classical chain at that level, or ``learned``, the
+    near-to-far generator), else the one-distance form: ``learned`` with
+    ``ranking.degradation: learned``, else ``ranking.distance``. Far-trained encoders see
+    their crops at the first value."""
+    ranking = config["ranking"]
+    if ranking.get("distances"):
+        return list(ranking["distances"])
+    if ranking.get("degradation", "classical") == LEARNED_DISTANCE:
+        return [LEARNED_DISTANCE]
+    return [ranking["distance"]]
+
+
+def ranking_view(config: dict, distance) -> dict:
+    """How the ranking sees faces at one value of :func:`ranking_distances` (an int, or its
+    text as a wildcard holds it): the keyword arguments of
+    :func:`fairforge.ranking.embed_study`, ``{"distance": d, "degradation": "classical",
+    "generator": None}`` or, for ``learned`` (one distance), ``{"degradation": "learned",
+    "generator": path}``."""
+    if str(distance) != LEARNED_DISTANCE:
+        return {"distance": int(distance), "degradation": "classical", "generator": None}
     weights = degradation_checkpoint(config)
     if not weights:
         raise ValueError(
-            "config: ranking.degradation: learned needs the near-to-far generator - set "
-            "degradation.high_dir and low_dir (the workflow trains it) or degradation.checkpoint"
+            "config: ranking.distances: learned needs the near-to-far generator (as "
+            "ranking.degradation: learned does) - set degradation.high_dir and low_dir (the "
+            "workflow trains it) or degradation.checkpoint"
         )
-    return {"degradation": kind, "generator": weights}
+    return {"degradation": LEARNED_DISTANCE, "generator": weights}
 
 
-def ranking_degradation_inputs(config: dict) -> list[str]:
-    """The generator the ranking study reads, when the workflow trains it."""
-    weights = ranking_degradation(config)["generator"]
+def ranking_degradation(config: dict) -> dict:
+    """How the ranking sees faces at its first distance: ``{"degradation": ..., "generator":
+    path or None}`` (:func:`ranking_view` without the distance)."""
+    view = ranking_view(config, ranking_distances(config)[0])
+    return {"degradation": view["degradation"], "generator": view["generator"]}
+
+
+def ranking_degradation_inputs(config: dict, distance=None) -> list[str]:
+    """The generator the ranking reads at ``distance`` (default: its first), when the
+    workflow trains it."""
+    if distance is None:
+        distance = ranking_distances(config)[0]
+    weights = ranking_view(config, distance)["generator"]
     return [weights] if weights == DEGRADATION_CHECKPOINT else []
 
 
@@ -445,9 +476,35 @@ def training_data_families(config: dict) -> list[list[str]]:
     return [members for members in families if len(members) > 1]
 
 
+def ranked_datasets(config: dict) -> list[str]:
+    """The datasets whose identities the ranking study ranks, each in a study of its own:
+    ``ranking.datasets``, else ``ranking.dataset``, else the first configured dataset."""
+    ranking = config["ranking"]
+    if ranking.get("datasets"):
+        return list(ranking["datasets"])
+    return [ranking.get("dataset") or next(iter(config["datasets"]))]
+
+
+def encoder_train_dataset(config: dict) -> str:
+    """The dataset on whose train-split identities the trained encoders learn, once for
+    every ranked dataset (the Exposure paper trains on DiveFace and ranks VGGFace2 too):
+    ``ranking.train_dataset``, else the first ranked dataset."""
+    return config["ranking"].get("train_dataset") or ranked_datasets(config)[0]
+
+
 def trained_encoders(config: dict) -> list[str]:
     """Labels of the ranking encoders that the workflow trains (those with a ``train`` block)."""
     return [label for label, opts in config["ranking"]["encoders"].items() if "train" in opts]
+
+
+def encoder_views(config: dict) -> dict[str, str]:
+    """Label -> how each ranking encoder saw faces in training: ``far`` (a ``train`` block
+    with ``far: true``) or ``near`` (close-range crops, and every encoder not trained
+    here). The exposure averaged across encoders pools encoders of one view."""
+    return {
+        label: "far" if (opts.get("train") or {}).get("far") else "near"
+        for label, opts in config["ranking"]["encoders"].items()
+    }
 
 
 def encoder_checkpoint(label: str) -> str:
@@ -469,24 +526,22 @@ def ranking_encoders(config: dict) -> dict[str, dict]:
 
 def encoder_training(config: dict, label: str) -> dict:
     """Keyword arguments of :func:`fairforge.training.encoder.train_encoder_on_faces` for
-    one trained encoder; far-trained encoders see faces at the ranking's distance, through
-    the ranking's degradation (with ``ranking.degradation: learned``, the same near-to-far
-    generator that degrades the probes)."""
+    one trained encoder; far-trained encoders see faces as the ranking sees probes at its
+    first distance (:func:`ranking_distances`: the classical chain at that level, or the
+    same near-to-far generator that degrades the probes)."""
     opts = config["ranking"]["encoders"][label]
-    settings = {
-        "arch": opts.get("encoder", label),
-        "distance": config["ranking"]["distance"],
-        **opts["train"],
-    }
-    if settings.get("far") and ranking_degradation(config)["degradation"] != "classical":
-        settings.update(ranking_degradation(config))
+    view = ranking_view(config, ranking_distances(config)[0])
+    at = {"distance": view["distance"]} if "distance" in view else {}
+    settings = {"arch": opts.get("encoder", label), **at, **opts["train"]}
+    if settings.get("far") and view["degradation"] != "classical":
+        settings.update(degradation=view["degradation"], generator=view["generator"])
     return settings
 
 
 def encoder_training_inputs(config: dict, label: str) -> list[str]:
     """What training one encoder waits for besides the faces: the near-to-far generator the
     workflow trains, when a far-trained encoder sees faces through it."""
-    if encoder_training(config, label).get("degradation") == "learned":
+    if encoder_training(config, label).get("degradation") == LEARNED_DISTANCE:
         return ranking_degradation_inputs(config)
     return []
 
@@ -564,8 +619,9 @@ def select_config(config: dict) -> dict:
     config does not define is an error that lists the valid ones. What only unselected
     detectors use goes too: a generated forgery method that some detector trains on from a
     dataset, and no selected one does, is no longer generated there (FairFD's ``sbi`` blends
-    on FF++). A selected detector that trains on an unselected dataset, or a ranking on
-    one, is an error: leaving it out silently would change what the detector is."""
+    on FF++). A selected detector that trains on an unselected dataset is an error: leaving
+    it out silently would change what the detector is. The ranking study keeps the
+    selected datasets it ranks (:func:`select_ranked_datasets`)."""
     chosen = config.get("select") or {}
     if not chosen:
         return config
@@ -587,12 +643,8 @@ def select_config(config: dict) -> dict:
                 "select.datasets leaves out: select it too, or leave the detector out"
             )
     ranking = config["ranking"]
-    ranked = ranking.get("dataset") or next(iter(config["datasets"]))
-    if ranking["enabled"] and ranked not in keep["datasets"]:
-        raise ValueError(
-            f"config: select.datasets: the ranking study ranks {ranked!r} (ranking.dataset), "
-            "which select.datasets leaves out: select it too, or set ranking.enabled: false"
-        )
+    if ranking["enabled"] and "datasets" in chosen:
+        select_ranked_datasets(config, keep)
     unused = training_only_methods(config, keep["detectors"])
     generated = {m for d in config["datasets"] for m in dataset_methods(config, d)}
     for name in config["datasets"]:
@@ -612,6 +664,35 @@ def select_config(config: dict) -> dict:
         config["variant_suites"] = []
     ranking["encoders"] = {k: v for k, v in ranking["encoders"].items() if k in keep["encoders"]}
     return config
+
+
+def select_ranked_datasets(config: dict, keep: dict[str, set[str]]) -> None:
+    """The ranking study on the selected datasets among those it ranks: none left is an
+    error, and so is leaving out the dataset that selected encoders train on (pinned in
+    ``ranking.train_dataset``, so that it does not become another dataset quietly)."""
+    ranking = config["ranking"]
+    ranked = ranked_datasets(config)
+    kept = [d for d in ranked if d in keep["datasets"]]
+    if not kept:
+        raise ValueError(
+            f"config: select.datasets: the ranking study ranks {ranked} (ranking.datasets, "
+            "default the first dataset), which select.datasets leaves out: select one of "
+            "them too, or set ranking.enabled: false"
+        )
+    trainers = [e for e in trained_encoders(config) if e in keep["encoders"]]
+    train_on = encoder_train_dataset(config)
+    if trainers and train_on not in keep["datasets"]:
+        raise ValueError(
+            f"config: select.datasets: encoders {trainers} train on {train_on!r} "
+            "(ranking.train_dataset, default the first ranked dataset), which "
+            "select.datasets leaves out: select it too, or leave those encoders out"
+        )
+    if trainers:
+        ranking["train_dataset"] = train_on
+    else:
+        ranking.pop("train_dataset", None)
+    ranking.pop("dataset", None)
+    ranking["datasets"] = kept
 
 
 def training_only_methods(config: dict, selected: set[str]) -> dict[str, set[str]]:

@@ -26,6 +26,8 @@ which a group holds no counted position has no value for that group ("empty"): p
 ``absent=np.nan`` to mark it. :func:`conditional_means` averages over the other rankings only
 (the paper's figures), and :func:`ks_tests` drops empty values explicitly before comparing
 the distributions of two groups, with Holm-adjusted p-values beside the raw ones.
+:func:`averaged_across_encoders` pools several encoders' per-ranking values first (the
+Exposure paper's Fig. 2).
 """
 
 from __future__ import annotations
@@ -319,6 +321,56 @@ def ks_tests(per_ranking: np.ndarray, groups: Sequence) -> list[dict]:
     for row, p in zip(rows, adjusted):
         row["pvalue_holm"] = float(p)
     return rows
+
+
+def pooled_rankings(per_ranking: Sequence[np.ndarray], n_groups: int) -> np.ndarray:
+    """The per-ranking values of several encoders as one (Σ n_rankings, n_groups) array,
+    empty values (NaN, and 0: the group holds no counted position) as NaN."""
+    arrays = [np.asarray(a, dtype=np.float64) for a in per_ranking]
+    if not arrays:
+        raise ValueError("averaging across encoders needs at least one encoder's rankings")
+    for a in arrays:
+        if a.ndim != 2 or a.shape[1] != n_groups:
+            raise ValueError(
+                f"each encoder's per-ranking values must be (n_rankings, {n_groups}), got {a.shape}"
+            )
+    pooled = np.concatenate(arrays, axis=0)
+    return np.where(pooled == 0, np.nan, pooled)
+
+
+def averaged_across_encoders(
+    per_ranking: Sequence[np.ndarray], groups: Sequence
+) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """The Exposure paper's Fig. 2: each group's exposure over the rankings of several
+    encoders, and a two-sample Kolmogorov–Smirnov test between every pair of groups.
+
+    ``per_ranking``: one (n_rankings, n_groups) array per encoder (columns in ``groups``
+    order; the encoders need not have the same number of rankings). A value that is NaN or
+    0 is empty: the group holds no counted position in that ranking (the authors' code sets
+    zeros to NaN). "Averaged across face encoders" is done as the authors' code does it
+    (``suspect_ranking_original.py``: ``pd.concat`` of every encoder's rankings, then the
+    per-group columns): the encoders' rankings are pooled (:func:`pooled_rankings`), each
+    group's mean is taken over the pooled rankings in which it appears (so an encoder
+    weighs by how often the group appears in its rankings), and the pooled distributions of
+    two groups are compared with ``scipy.stats.ks_2samp`` (two-sided; the paper calls a
+    difference significant at p < 0.05).
+
+    Returns (means, counts, rows): per group the mean and the number of pooled rankings in
+    which it appears, and the rows of :func:`ks_tests` on the pooled values
+    (``pvalue_holm`` over these pairs), each with ``mean_a``, ``mean_b`` and ``delta`` =
+    |mean_a − mean_b| (the figure's Δ annotations).
+    """
+    pooled = pooled_rankings(per_ranking, len(groups))
+    means = conditional_means(pooled)
+    counts = np.isfinite(pooled).sum(axis=0)
+    rows = ks_tests(pooled, groups)
+    for row, (i, j) in zip(rows, combinations(range(len(groups)), 2)):
+        row.update(
+            mean_a=float(means[i]),
+            mean_b=float(means[j]),
+            delta=float(abs(means[i] - means[j])),
+        )
+    return means, counts, rows
 
 
 # --------------------------------------------------------------------------- helpers

@@ -39,7 +39,7 @@ from fairforge.report.views import (
 )
 from fairforge.sources import get_adapter
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC, undertrained
-from fairforge.tables.exposure import exposure_matrix, exposure_summary
+from fairforge.tables.exposure import averaged_view, exposure_matrix, exposure_summary
 from fairforge.tables.failures import group_dependent_failures
 from fairforge.tables.fairness import dropped_resamples_note
 from fairforge.tables.features import subject_rates_summary
@@ -553,24 +553,43 @@ def _quality_parts(paths: Mapping) -> list[str]:
     return parts
 
 
-def _exposure_section(paths: Mapping, config: Mapping) -> str:
-    table = read_input(paths, "exposure_table")
-    per_probe = read_input(paths, "exposure_per_probe_group")
-    ks = read_input(paths, "exposure_ks")
-    ranking = config.get("ranking", {})
+def _exposure_facts(table: pd.DataFrame, ranking: Mapping, config: Mapping) -> list[str]:
+    """Per ranked dataset: its identities, images and probes, and the distances ranked."""
     facts = []
-    if not table.empty:
-        first = table.iloc[0]
-        dataset = ranking.get("dataset") or next(iter(config.get("datasets", {})), "")
+    datasets = ranking.get("datasets") or [
+        ranking.get("dataset") or next(iter(config.get("datasets", {})), "")
+    ]
+    by_dataset = (
+        table.groupby("dataset", sort=False)
+        if "dataset" in table.columns
+        else [(datasets[0], table)]
+    )
+    for dataset, rows in by_dataset:
+        first = rows.iloc[0]
+        distances = ", ".join(str(d) for d in dict.fromkeys(rows["distance"]))
         facts.append(
             f"Dataset {dataset}: {int(first['n_identities'])} identities with "
             f"{int(first['l'])} images each, {int(first['n_probes'])} probes and "
             f"{int(first['n_gallery_images'])} gallery images; probes seen at "
-            f"distance {int(first['distance'])}; the top k = {int(first['k'])} "
+            f"distance {distances}; the top k = {int(first['k'])} "
             "positions of each ranking are counted."
         )
-        facts += encoder_facts(table, ranking.get("encoders", {}))
-    ks_shown = ks.drop(columns=[c for c in ("distance", "k", "l") if c in ks.columns])
+    return facts
+
+
+def _exposure_section(paths: Mapping, config: Mapping) -> str:
+    table = read_input(paths, "exposure_table")
+    per_probe = read_input(paths, "exposure_per_probe_group")
+    ks = read_input(paths, "exposure_ks")
+    averaged_ks = read_input(paths, "exposure_averaged_ks")
+    ranking = config.get("ranking", {})
+    facts = []
+    if not table.empty:
+        facts += _exposure_facts(table, ranking, config)
+        facts += encoder_facts(table, ranking.get("encoders", {}), ranking.get("train_dataset"))
+    # the distance is said above unless several were ranked
+    shown = ("k", "l", "distance") if ks.get("distance", pd.Series()).nunique() <= 1 else ("k", "l")
+    ks_shown = ks.drop(columns=[c for c in shown if c in ks.columns])
     if not ks.empty:
         if "pvalue_holm" in ks.columns:
             said = (
@@ -601,6 +620,11 @@ def _exposure_section(paths: Mapping, config: Mapping) -> str:
         caption_html("exposure_ks"),
         facts_ks,
         table_html(ks_shown),
+        "<h3>Exposure averaged across encoders (Exposure Fig. 2)</h3>",
+        caption_html("exposure_averaged_ks"),
+        table_html(averaged_view(averaged_ks) if not averaged_ks.empty else averaged_ks),
+        figure_html(paths["exposure_averaged_figure"], "exposure averaged across encoders"),
+        caption_html("exposure_averaged_figure"),
     )
 
 

@@ -284,18 +284,22 @@ def _ranking_changes(fup: pd.DataFrame, metric: str, clean_fairest: list[str]) -
 
 
 def exposure_verdict(exposure: pd.DataFrame) -> list[str]:
-    """Per encoder, the group most exposed as a false-positive suspect in each setting."""
+    """Per study (dataset, distance) and encoder, the group most exposed as a
+    false-positive suspect in each setting."""
     top = most_exposed_groups(exposure, "false_positive")
     lines = []
-    for encoder, rows in top.groupby("encoder", sort=False):
+    keys = [c for c in ("dataset", "distance") if c in top.columns and top[c].notna().any()]
+    for key, rows in top.groupby([*keys, "encoder"], sort=False):
+        encoder = key[-1]
         said = []
         for row in rows.itertuples(index=False):
             text = f"{row.group} in {row.setting} (exposure {format_number(row.exposure)}"
             if row.runner_up:
                 text += f"; next {row.runner_up} {format_number(row.runner_up_exposure)}"
             said.append(text + ")")
-        distance = rows["distance"].iloc[0]
-        at = f" at distance {int(distance)}" if pd.notna(distance) else ""
+        first = rows.iloc[0]
+        at = f" of {first['dataset']}" if "dataset" in keys else ""
+        at += f" at distance {first['distance']}" if "distance" in keys else ""
         lines.append(
             f"Face ranking{at}, {encoder}: the group most exposed as a wrong suspect "
             f"(largest false-positive exposure) is " + ", ".join(said) + "."

@@ -268,16 +268,24 @@ def _share(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
-def encoder_facts(table: pd.DataFrame, encoders: Mapping) -> list[str]:
-    """How each encoder came to be (trained here or not) and how often it found no face."""
+def encoder_facts(
+    table: pd.DataFrame, encoders: Mapping, train_dataset: str | None = None
+) -> list[str]:
+    """How each encoder came to be (trained here, on ``train_dataset``'s identities, or not)
+    and how often it found no face."""
+    of = f" of {train_dataset}" if train_dataset else ""
     facts = []
     for label, rows in table.groupby("encoder", sort=False):
         train = (encoders.get(label) or {}).get("train")
         if train is not None:
-            seen = "far crops at the ranking distance" if train.get("far") else "close-range crops"
+            seen = (
+                "far crops at the ranking's first distance"
+                if train.get("far")
+                else "close-range crops"
+            )
             facts.append(
                 f"{label}: a {encoders[label].get('encoder', label)} encoder trained "
-                f"here on the train-split identities ({seen}, {train.get('head')} "
+                f"here on the train-split identities{of} ({seen}, {train.get('head')} "
                 f"head, {train.get('epochs')} epochs); those identities are not ranked."
             )
         if "fallback_share_probes" in rows and rows["fallback_share_probes"].notna().any():

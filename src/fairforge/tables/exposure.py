@@ -7,12 +7,21 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+#: The columns naming one ranking study (a dataset when several are ranked, a distance).
+STUDY_KEYS = ("dataset", "distance")
+
+
+def study_keys(frame: pd.DataFrame) -> list[str]:
+    """The :data:`STUDY_KEYS` a ranking output has."""
+    return [c for c in STUDY_KEYS if c in frame.columns]
+
 
 def exposure_summary(exposure: pd.DataFrame) -> pd.DataFrame:
-    """The exposure table a reader compares encoders by: encoder, setting, convention, hit
-    ratios, disparate visibility and exposure (equation 7's, then the conditional ones of the
-    paper's figures where present), then visibility and exposure of each group."""
-    lead = ["encoder", "setting", "convention"]
+    """The exposure table a reader compares encoders by: the study (dataset, distance),
+    encoder, setting, convention, hit ratios, disparate visibility and exposure (equation
+    7's, then the conditional ones of the paper's figures where present), then visibility
+    and exposure of each group."""
+    lead = [*study_keys(exposure), "encoder", "setting", "convention"]
     hits = [c for c in exposure.columns if c.startswith("hit_ratio@")]
     disparate = [
         c
@@ -33,11 +42,12 @@ def exposure_summary(exposure: pd.DataFrame) -> pd.DataFrame:
 def exposure_matrix(
     per_probe_group: pd.DataFrame, values: Sequence[str] = ("visibility", "exposure")
 ) -> pd.DataFrame:
-    """The per-probe-group matrices side by side: rows encoder x setting x convention x
-    probe group (with its number of probes), for each of ``values`` one column per gallery
-    group ("exposure of tone2": the exposure of that gallery group in the rankings of
-    these probes). Encoders, settings and conventions keep their order in the file."""
-    keys = ["encoder", "setting", "convention"]
+    """The per-probe-group matrices side by side: rows (dataset, distance,) encoder x
+    setting x convention x probe group (with its number of probes), for each of ``values``
+    one column per gallery group ("exposure of tone2": the exposure of that gallery group
+    in the rankings of these probes). Studies, encoders, settings and conventions keep
+    their order in the file."""
+    keys = [*study_keys(per_probe_group), "encoder", "setting", "convention"]
     index = [*keys, "probe_group", "n_probes"]
     galleries = sorted(per_probe_group["gallery_group"].astype(str).unique())
     frame = per_probe_group.assign(gallery_group=per_probe_group["gallery_group"].astype(str))
@@ -59,9 +69,10 @@ def exposure_matrix(
 
 
 def most_exposed_groups(exposure: pd.DataFrame, convention: str = "false_positive") -> pd.DataFrame:
-    """Per encoder and setting, the group with the largest exposure under ``convention``
-    (``false_positive``: the group most exposed as a wrong suspect), its exposure and the
-    runner-up's. Ties go to the first group by name."""
+    """Per study, encoder and setting, the group with the largest exposure under
+    ``convention`` (``false_positive``: the group most exposed as a wrong suspect), its
+    exposure and the runner-up's. Ties go to the first group by name; a group that a study
+    does not have (another dataset's) is left out."""
     rows = []
     groups = sorted(c[len("exposure_") :] for c in exposure.columns if c.startswith("exposure_"))
     for _, row in exposure.loc[exposure["convention"] == convention].iterrows():
@@ -71,6 +82,7 @@ def most_exposed_groups(exposure: pd.DataFrame, convention: str = "false_positiv
         ordered = values.iloc[np.lexsort((np.arange(len(values)), -values.to_numpy()))]
         rows.append(
             {
+                **({"dataset": row["dataset"]} if "dataset" in exposure.columns else {}),
                 "encoder": row["encoder"],
                 "setting": row["setting"],
                 "distance": row.get("distance", np.nan),
@@ -83,6 +95,7 @@ def most_exposed_groups(exposure: pd.DataFrame, convention: str = "false_positiv
     return pd.DataFrame(
         rows,
         columns=[
+            *(["dataset"] if "dataset" in exposure.columns else []),
             "encoder",
             "setting",
             "distance",
@@ -91,4 +104,22 @@ def most_exposed_groups(exposure: pd.DataFrame, convention: str = "false_positiv
             "runner_up",
             "runner_up_exposure",
         ],
+    )
+
+
+def averaged_view(averaged_ks: pd.DataFrame, quantity: str = "exposure") -> pd.DataFrame:
+    """The exposure averaged across encoders (the Exposure paper's Fig. 2) as the report
+    shows it: per study, setting, convention and encoder view, every pair of groups with
+    both means, their difference and the KS test, most significant first."""
+    rows = averaged_ks[averaged_ks["quantity"] == quantity]
+    keys = [*study_keys(rows), "setting", "convention", "trained"]
+    columns = [*keys, "n_encoders", "group_a", "group_b", "mean_a", "mean_b", "delta"]
+    columns += ["statistic", "pvalue", "pvalue_holm"]
+    ranks = {
+        f"_{k}": rows[k].map({v: i for i, v in enumerate(dict.fromkeys(rows[k]))}) for k in keys
+    }
+    return (
+        rows.assign(**ranks)
+        .sort_values([*ranks, "pvalue"], kind="stable")[columns]
+        .reset_index(drop=True)
     )
