@@ -605,6 +605,5 @@ def test_fairfd_runs_one_detector_through_all(walked):
     # the run's record of its rule graph, from the same config files
     assert "digraph" in (results / "pipeline_info" / "rulegraph.dot").read_text()
 
-
     out, jobs = plan_of(walked, "fairfd", LAPTOP)
     assert jobs["train"] == 1 and planned(out, "detector") == {"xception"}
