@@ -35,6 +35,7 @@ from fairforge.protocol import (
     card_markdown,
     layered_config,
     protocol_card,
+    unstated_text,
     value_text,
 )
 from fairforge.recipes import (
@@ -43,8 +44,10 @@ from fairforge.recipes import (
     RECIPE_KEYS,
     RECIPES,
     UNSTATED,
+    UNSTATED_MARK,
     Recipe,
     resolve_recipe,
+    unstated_recipe,
 )
 from fairforge.report.views import protocol_lines, protocol_tables
 from fairforge.tables.detectors import card_starts, detectors_frame
@@ -193,6 +196,36 @@ def test_init_random_is_flagged_on_the_card_detectors_csv_and_the_report():
     assert list(protocol_tables(frame)["detectors"]["detector"]) == ["x", "m"]
 
 
+def test_a_value_its_paper_leaves_to_another_recipe_names_it():
+    """FairFD leaves Adam's betas, the weight decay, the schedule and the test frames to
+    DeepfakeBench's detector configs (§5.1, A.6); the Assessment leaves SAM's base optimizer
+    and schedule to SBI's own (§5.1.3). The card, the report and docs' column say which."""
+    config = validate_config(
+        {
+            "detectors": {
+                "x": {"arch": "xception", "init": "random", "recipe": "fairfd"},
+                "s": {"arch": "efficientnet_b4", "init": "random", "recipe": "assessment"},
+            }
+        }
+    )
+    x, s = protocol_card(config)["detectors"]
+    assert x["sources"]["weight_decay"] == "unstated, recipe:deepfakebench"
+    assert x["sources"]["lr"] == "paper:FairFD §5.1" and x["weight_decay"] == 5e-4
+    assert s["sources"]["optimizer"] == "unstated, recipe:sbi" and s["optimizer"].startswith("sgd")
+    assert s["sources"]["sam"].startswith("paper:Assessment §5.1.3 (SAM); sam_rho: unstated")
+    assert s["sources"]["betas"] == UNSTATED  # SBI's SGD: the paper states no betas for it
+    assert [unstated_recipe(x["sources"][k]) for k in ("betas", "lr")] == ["deepfakebench", None]
+    lines = protocol_lines(card_frame({"detectors": [x, s], "datasets": []}))
+    assert (
+        "x: its paper leaves betas, weight_decay, schedule, frames_test unstated "
+        "(recipe deepfakebench's)." in lines
+    )
+    assert "s: its paper leaves optimizer, schedule unstated (recipe sbi's)." in lines
+    assert unstated_text(s["sources"]).endswith("; optimizer, schedule (recipe:sbi)")
+    with pytest.raises(ValueError, match=r"per_arch\['a'\]'s cite names no recipe key"):
+        Recipe(per_arch={"a": {"lr": 1e-3, "cite": {"lrate": "paper:P"}}})
+
+
 def test_the_config_check_stops_a_published_recipe_without_its_weights():
     """A detector on its own recipe is checked when the plan is made; on a named recipe,
     when its training starts (planning then imports no torch)."""
@@ -303,6 +336,17 @@ def paper_cards() -> dict[str, dict]:
     }
 
 
+def test_every_paper_config_has_its_facts_table():
+    """The three papers' detector protocols and the Exposure paper's datasets (its one
+    detector is fairforge's, not the paper's)."""
+    assert {p.stem for p in FACTS.glob("*.csv")} == {
+        "benchmark_paper",
+        "fairfd",
+        "assessment",
+        "exposure",
+    }
+
+
 @pytest.mark.parametrize("stem", sorted(p.stem for p in FACTS.glob("*.csv")))
 def test_the_card_says_what_the_paper_says(stem, paper_cards):
     """Each value of the facts table is the card's; a value the paper leaves open is
@@ -314,15 +358,39 @@ def test_the_card_says_what_the_paper_says(stem, paper_cards):
         for section in ("detectors", "datasets")
         for item in card[section]
     }
-    for fact in protocol_facts(stem):
+    facts = protocol_facts(stem)
+    for fact in facts:
         item = by_name[(fact["section"], fact["name"])]
         where = f"{stem}: {fact['name']}.{fact['key']}"
         assert value_text(item[fact["key"]]) == fact["value"], where
         source = item["sources"][fact["key"]]
-        if fact["citation"].startswith("unstated"):
+        cited = fact["citation"].split(" (")[0]
+        if cited == UNSTATED:
             assert UNSTATED in source, (where, source)
+        elif cited.startswith(UNSTATED_MARK):  # open in the paper, a named recipe's value
+            assert source.startswith(cited), (where, source)
         elif "paper:" in source:
-            assert fact["citation"].split(" (")[0] in source, (where, source)
+            assert cited in source, (where, source)
+    # the other way round: of every detector the table reads in full (those with an `arch`
+    # row), each value the card credits to this paper has its row (a value the paper does
+    # not state is never credited to it)
+    paper = f"paper:{paper_name(facts)}"
+    read = {(f["name"], f["key"]) for f in facts if f["section"] == "detector"}
+    missing = [
+        (item["detector"], key, source)
+        for item in card["detectors"]
+        if (item["detector"], "arch") in read
+        for key, source in item["sources"].items()
+        if source.startswith(paper) and (item["detector"], key) not in read
+    ]
+    assert not missing, (stem, missing)
+
+
+def paper_name(facts: list[dict]) -> str:
+    """The short name of a facts table's paper: the first word most of its citations start
+    with (``Benchmark``, ``FairFD``, ``Assessment``)."""
+    words = [f["citation"].split()[0] for f in facts if not f["citation"].startswith("unstated")]
+    return max(sorted(set(words)), key=words.count)
 
 
 def test_config_files_layer_as_snakemake_layers_them(tmp_path):
