@@ -22,7 +22,8 @@ Two kinds of recipe, one mechanism (:func:`resolve_recipe`):
 A config picks one with ``training.recipe`` or ``detectors.X.recipe`` and may override any
 key; :func:`resolve_recipe` gives every value with its origin (``paper:<short name> §x``,
 ``recipe:<name>``, ``config``, ``default``, or ``unstated, fairforge default`` where a cited
-recipe's paper leaves a value unstated), the one resolution the training rule and the
+recipe's paper leaves a value unstated, ``unstated, recipe:<name>`` where the recipe takes
+that value from another named recipe), the one resolution the training rule and the
 protocol card (:mod:`fairforge.protocol`) share.
 """
 
