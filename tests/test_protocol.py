@@ -293,6 +293,22 @@ def test_timm_weights_come_through_timm_s_cache_and_offline_name_it(tmp_path):
 # ----------------------------------------------------------------- the card
 
 
+def test_the_cli_prints_the_assessment_card_as_its_paper_states_it():
+    """The issue's acceptance, from a clone as it is: the JSON card of
+    configs/assessment.yaml holds every value of assessment.csv with its source."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "fairforge", "protocol", "--configfile", "configs/assessment.yaml"]
+        + ["--format", "json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_facts("assessment", json.loads(proc.stdout))
+
+
 def test_the_cli_prints_the_benchmark_card_as_json():
     """From a clone as it is: every detector with exactly the card's keys and their sources,
     every dataset with its split, frames and groups."""
@@ -352,7 +368,12 @@ def test_the_card_says_what_the_paper_says(stem, paper_cards):
     """Each value of the facts table is the card's; a value the paper leaves open is
     ``unstated`` on the card, and a value the card credits to a paper names the table's
     section."""
-    card = paper_cards[stem]
+    check_facts(stem, paper_cards[stem])
+
+
+def check_facts(stem: str, card: dict) -> None:
+    """``card`` (the protocol card of ``configs/<stem>.yaml``, as a dict or its JSON) against
+    the facts table of ``stem``, both ways."""
     by_name = {
         (section[:-1], item["detector" if section == "detectors" else "name"]): item
         for section in ("detectors", "datasets")
