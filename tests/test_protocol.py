@@ -296,8 +296,14 @@ def test_timm_weights_come_through_timm_s_cache_and_offline_name_it(tmp_path):
 def test_the_cli_prints_the_assessment_card_as_its_paper_states_it():
     """The issue's acceptance, from a clone as it is: the JSON card of
     configs/assessment.yaml holds every value of assessment.csv with its source."""
+    check_facts("assessment", cli_card("configs/assessment.yaml"))
+
+
+def cli_card(config: str) -> dict:
+    """``python -m fairforge protocol --configfile CONFIG --format json``, run in the
+    repository as it is, parsed."""
     proc = subprocess.run(
-        [sys.executable, "-m", "fairforge", "protocol", "--configfile", "configs/assessment.yaml"]
+        [sys.executable, "-m", "fairforge", "protocol", "--configfile", config]
         + ["--format", "json"],
         cwd=REPO,
         capture_output=True,
@@ -306,31 +312,13 @@ def test_the_cli_prints_the_assessment_card_as_its_paper_states_it():
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    check_facts("assessment", json.loads(proc.stdout))
+    return json.loads(proc.stdout)
 
 
 def test_the_cli_prints_the_benchmark_card_as_json():
     """From a clone as it is: every detector with exactly the card's keys and their sources,
     every dataset with its split, frames and groups."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fairforge",
-            "protocol",
-            "--configfile",
-            "configs/benchmark_paper.yaml",
-            "--format",
-            "json",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    card = json.loads(proc.stdout)
+    card = cli_card("configs/benchmark_paper.yaml")
     assert set(card) == {"detectors", "datasets"}
     for item in card["detectors"]:
         assert list(item) == [*DETECTOR_KEYS, "sources"]
