@@ -6,10 +6,11 @@ optimizer and schedule, epochs, early stopping, batch, input size, frames per vi
 augmentation, SAM, what it trains on) and ``sources``: per key, its origin: a paper section
 (``paper:Benchmark App. A``), a named recipe (``recipe:deepfakebench``), the ``config``, the
 fairforge ``default``, or ``unstated, fairforge default`` where the paper a recipe cites
-leaves the value open (``unstated, recipe:<name>`` where another recipe gives it). For every dataset it gives :data:`DATASET_KEYS`. The training values
-are resolved once, by :func:`fairforge.workflow.detector_protocol` (the settings the training
-rule passes), the start by :func:`fairforge.detectors.pretrained.resolve_start` (what training
-starts from); this module only lays them out.
+leaves the value open (``unstated, recipe:<name>`` where another recipe gives it). For every
+dataset it gives :data:`DATASET_KEYS`. The training values are resolved once, by
+:func:`fairforge.workflow.detector_protocol` (the settings the training rule passes), the
+start by :func:`fairforge.detectors.pretrained.resolve_start` (what training starts from);
+this module only lays them out.
 
 ``python -m fairforge protocol --configfile CONFIG [MORE ...]`` prints it (config files
 layered as the Snakefile layers them: the first replaces ``config.yaml``, the others merge

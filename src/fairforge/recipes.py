@@ -46,10 +46,10 @@ UNSTATED = "unstated, fairforge default"
 UNSTATED_MARK = "unstated, "
 
 
-def unstated_by(recipe: str, note: str = "") -> str:
+def unstated_by(recipe: str) -> str:
     """The origin of a value a paper leaves open that a recipe takes from named recipe
     ``recipe`` (e.g. FairFD's weight decay: ``unstated, recipe:deepfakebench``)."""
-    return f"{UNSTATED_MARK}recipe:{recipe}" + (f" ({note})" if note else "")
+    return f"{UNSTATED_MARK}recipe:{recipe}"
 
 
 def unstated_recipe(source: str) -> str | None:
