@@ -112,7 +112,7 @@ def resolved(copy: Path, files: list[str]) -> dict:
 def ff_splits(mnt: Path) -> None:
     """The split files of the FaceForensics GitHub repository, cloned at /mnt/FaceForensics."""
     splits = mnt / "FaceForensics" / "dataset" / "splits"
-    splits.mkdir(parents=True)
+    splits.mkdir(parents=True, exist_ok=True)
     for split, pairs in FF_PAIRS.items():
         (splits / f"{split}.json").write_text(json.dumps(pairs))
 
@@ -130,9 +130,12 @@ def faceforensics(mnt: Path) -> None:
     ff_splits(mnt)
 
 
-def faceforensics_faces(mnt: Path, qualities: tuple[str, ...] = ("c23",)) -> None:
+def faceforensics_faces(
+    mnt: Path, qualities: tuple[str, ...] = ("c23",), methods: tuple[str, ...] = FF_METHODS[:4]
+) -> None:
     """FairFD's FaceForensics++: c23 videos (or ``qualities``) of rendered faces talking; a
-    fake carries its source's face (every method the same blend: what matters is the layout)."""
+    fake of each of ``methods`` carries its source's face (every method the same blend: what
+    matters is the layout)."""
     root = mnt / "FaceForensics++"
     ids = [v for pairs in FF_PAIRS.values() for pair in pairs for v in pair]
     people = {vid: identity(f"ff{vid}", int(vid)) for vid in ids}
@@ -142,7 +145,7 @@ def faceforensics_faces(mnt: Path, qualities: tuple[str, ...] = ("c23",)) -> Non
             face_video(real, people[vid], vid)
         for pair in (p for v in FF_PAIRS.values() for p in v):
             for a, b in (pair, pair[::-1]):
-                for method in FF_METHODS[:4]:
+                for method in methods:
                     fake = root / f"manipulated_sequences/{method}/{c}/videos/{a}_{b}.mp4"
                     face_video(fake, people[a], a, donor=people[b])
     ff_splits(mnt)
@@ -328,6 +331,14 @@ def deeperforensics(mnt: Path) -> None:
         (root / "lists" / "splits" / f"{split}.txt").write_text(f"{name}.mp4\n")
 
 
+def benchmark_ffpp(mnt: Path) -> None:
+    """The Benchmark's FaceForensics++: every quality (noise, for plans; c23's originals are
+    DeeperForensics-1.0's reals), then the raw videos of faces talking, FaceShifter's too,
+    for the laptop walk-through's run."""
+    faceforensics(mnt)
+    faceforensics_faces(mnt, ("raw",), FF_METHODS)
+
+
 def benchmark_more(mnt: Path) -> None:
     """The Benchmark's other standard datasets as released: UADFV, DF-TIMIT with its VidTIMIT
     reals, ForgeryNet (noise: for plans)."""
@@ -373,7 +384,7 @@ def exposure_data(mnt: Path) -> None:
 
 FIXTURES = {
     "fairfd": (faceforensics_faces, ff_races, rfw, imagenet_weights),
-    "benchmark_paper": (faceforensics, celebdf, dfdc, deeperforensics, benchmark_more),
+    "benchmark_paper": (benchmark_ffpp, celebdf, dfdc, deeperforensics, benchmark_more),
     "assessment": (assessment_ffpp, celebdf, celebdf_v1, assessment_weights),
     "exposure": (exposure_data,),
 }
@@ -607,3 +618,84 @@ def test_fairfd_runs_one_detector_through_all(walked):
 
     out, jobs = plan_of(walked, "fairfd", LAPTOP)
     assert jobs["train"] == 1 and planned(out, "detector") == {"xception"}
+
+
+BENCHMARK_LAPTOP = (
+    "snakemake all -n --configfile configs/benchmark_paper.yaml my_paths.yaml my_laptop.yaml"
+)
+RANDOM_TYPES = ["df_contrast", "df_saturation", "df_blur", "jpeg", "df_noise"]
+
+
+def test_the_benchmark_subset_plans_two_detectors_and_the_paper_s_outputs(walked):
+    out, jobs = plan_of(walked, "benchmark_paper", BENCHMARK_LAPTOP)
+    assert jobs["train"] == 2 and planned(out, "detector") == {"meso4", "meso4_ffpp_df"}
+    assert planned(out, "dataset") == {"ffpp"}
+    assert jobs["predictions"] == 2 * 6  # clean and the five types at random intensity
+    assert planned(out, "variant") == {"clean", *(f"{t}@random" for t in RANDOM_TYPES)}
+    for rule in ("random_intensity_table", "in_domain_table", "efficiency_average_figure"):
+        assert jobs[rule] == 1, rule
+    # FWA's and Face X-ray's training fakes go with their detectors
+    assert planned(out, "method") == {"crops"}
+
+
+@pytest.mark.workflow
+def test_benchmark_runs_its_protocol_through_all(walked):
+    """The Benchmark's laptop walk-through for real: MesoNet-4 on FF++ raw and on its
+    Deepfakes alone, tested under the five perturbations at random intensity, through
+    Table 4, the robustness std of §4.3, Figs. 3-6 and the report."""
+    run = walked["benchmark_paper"]
+    (line,) = [c for c in run["docs"]["benchmark_paper"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    assert sorted(p.name for p in (results / "models").iterdir()) == ["meso4", "meso4_ffpp_df"]
+    one = read_checkpoint(results / "models" / "meso4_ffpp_df" / "model.pt", mmap=True)
+    assert one["train_config"]["train_methods"] == ["Deepfakes"]
+    card = pd.read_csv(results / "protocol.csv").set_index(["name", "key"])
+    assert card.loc[("meso4_ffpp_df", "init"), "value"] == "random"  # as MesoNet starts
+    # §4.3: per detector and per average over its training sets, the population std of the
+    # AUCs over the five perturbation types
+    table = pd.read_csv(results / "random_intensity_table.csv")
+    spread = table.loc[table["operation"] == "(std)"]
+    groups = {(r.detector, r.train_dataset) for r in spread.itertuples()}
+    assert groups == {
+        ("meso4", "ffpp"),
+        ("meso4_ffpp_df", "ffpp"),
+        ("meso4", "(mean)"),
+        ("meso4", "(mean, common)"),
+    }
+    for row in spread.itertuples():
+        types = table.loc[
+            (table["detector"] == row.detector)
+            & (table["train_dataset"] == row.train_dataset)
+            & (table["operation"] != "(std)")
+        ]
+        assert sorted(types["operation"]) == sorted(RANDOM_TYPES)
+        assert row.AUC == pytest.approx(types["AUC"].std(ddof=0), abs=1e-5)
+        assert row.n_operations == 5
+    # Table 4: each detector on what it trained on, FF++ counted by its manipulation
+    in_domain = pd.read_csv(results / "in_domain_table.csv").set_index("family")
+    assert list(in_domain.columns) == [
+        "arch",
+        "ffpp",
+        "ffpp/Deepfakes",
+        "average",
+        "average_common",
+    ]
+    detection = pd.read_csv(results / "detection_table.csv")
+    clean = detection.loc[(detection["variant"] == "clean") & (detection["unit"] == "frame")]
+    per_method = pd.read_csv(results / "detection_per_method.csv")
+    df_only = per_method.loc[
+        (per_method["variant"] == "clean") & (per_method["method"] == "Deepfakes")
+    ].set_index("detector")
+    assert in_domain.loc["meso4", "ffpp"] == pytest.approx(
+        clean.set_index("detector").loc["meso4", "AUC"], abs=1e-5
+    )
+    assert in_domain.loc["meso4", "ffpp/Deepfakes"] == pytest.approx(
+        df_only.loc["meso4_ffpp_df", "AUC"], abs=1e-5
+    )
+    assert in_domain.loc["meso4", "average"] == in_domain.loc["meso4", "ffpp/Deepfakes"]
+    for name in ("random_intensity", "efficiency", "efficiency_average"):
+        assert (results / "figures" / f"{name}.png").stat().st_size > 1000, name
+    report = (results / "report.html").read_text()
+    assert "Benchmark Table 4" in report and "Benchmark Fig. 3" in report
