@@ -64,7 +64,7 @@ ENCODER = "src/fairforge/encoders/toyenc.py"
 def follow():
     """``follow(path, registry, name)`` runs the example of ``path`` as the module that file
     would be, checks that it registered ``name`` on ``registry``, and returns the module.
-    On teardown the name leaves the registry's internal dicts and the module sys.modules."""
+    On teardown the name leaves the registry and the module sys.modules."""
     followed: list[tuple[Registry, str, str]] = []
 
     def run(path: str, registry: Registry, name: str) -> types.ModuleType:
@@ -79,8 +79,8 @@ def follow():
 
     yield run
     for registry, name, module_name in followed:
-        registry._members.pop(name, None)
-        registry._metadata.pop(name, None)
+        if name in registry:
+            registry.unregister(name)
         sys.modules.pop(module_name, None)
         assert name not in registry and name not in registry.names()
 
