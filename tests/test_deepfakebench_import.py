@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import deepfakebench_reference as dfb
 from fairforge.data import to_tensor
-from fairforge.detectors import create_detector, detector_entry
+from fairforge.detectors import DETECTORS, create_detector
 from fairforge.detectors.deepfakebench import (
     LAYOUTS,
     CheckpointMismatch,
@@ -96,7 +96,7 @@ def test_recorded_keys_map_with_nothing_left_over(model):
 def test_the_detector_normalises_as_deepfakebench_s_config(model):
     """Every layout's detector takes DeepfakeBench's config ``mean`` and ``std`` (data loading
     reads them from the detector class), ImageNet's for ``sbi``, 0.5 for the others."""
-    entry = detector_entry(deepfakebench_target(model))
+    entry = DETECTORS.get(deepfakebench_target(model))
     mean, std = dfb.normalisation("capsule_net" if model == "capsule" else model)
     assert (tuple(entry.mean), tuple(entry.std)) == (mean, std)
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fairforge.detector_kinds import predict, train_detector
-from fairforge.detectors import create_detector, detector_entry, list_detectors
+from fairforge.detectors import DETECTORS, create_detector, list_detectors
 from fairforge.images import write_image
 from fairforge.metrics.detection import auc
 from fairforge.runtime import load_checkpoint
@@ -42,7 +42,7 @@ def test_one_step_changes_weights(name):
 
 def test_unknown_detector_lists_the_registered_ones():
     with pytest.raises(KeyError, match="meso4"):
-        detector_entry("no_such_detector")
+        DETECTORS.get("no_such_detector")
 
 
 def _textured(rng, size):

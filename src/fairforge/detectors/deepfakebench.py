@@ -10,7 +10,7 @@ softmax probability of "fake". A head of another width is kept as it is (``sbi``
 classes: ``sbi_dfb`` computes the logit from them).
 
 Layouts are named by DeepfakeBench's ``model_name`` and declared, as data, on the registration
-of the fairforge detector that computes the same function (``@register(...,
+of the fairforge detector that computes the same function (``@DETECTORS.register(...,
 deepfakebench={"meso4": DeepfakeBenchLayout(...)})`` on ``meso4_dfb``); this module keeps the
 mechanism (:data:`LAYOUTS`, :func:`deepfakebench_target`):
 
