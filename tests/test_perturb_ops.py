@@ -13,6 +13,7 @@ from fairforge.perturb import (
     DEFAULT_SUITE,
     DF_SUITE,
     DISTANCE_SUITE,
+    OPERATIONS,
     InvalidImage,
     InvalidLevel,
     OperationUnavailable,
@@ -21,7 +22,6 @@ from fairforge.perturb import (
     apply_variant,
     available,
     create_op,
-    get_op_class,
     list_ops,
     parse_variant,
     unavailable_reason,
@@ -145,14 +145,14 @@ def test_df_block_covers_more_with_severity():
 
 
 def test_jpeg_quality_is_the_level_and_size_falls():
-    assert get_op_class("jpeg").levels == (95, 80, 60, 45, 30)
+    assert OPERATIONS.get("jpeg").levels == (95, 80, 60, 45, 30)
     sizes = [len(encode_jpeg(IMG, q)) for q in (95, 80, 60, 45, 30)]
     assert all(a > b for a, b in zip(sizes, sizes[1:])), sizes
     np.testing.assert_array_equal(create_op("jpeg", 60)(IMG, rng_for(0)), jpeg_roundtrip(IMG, 60))
 
 
 def test_gaussian_blur_kernel_is_the_level():
-    assert get_op_class("gaussian_blur").levels == (3, 5, 7, 9, 11)
+    assert OPERATIONS.get("gaussian_blur").levels == (3, 5, 7, 9, 11)
     expected = cv2.GaussianBlur(IMG, (7, 7), 0, borderType=cv2.BORDER_REFLECT_101)
     np.testing.assert_array_equal(create_op("gaussian_blur", 7)(IMG, rng_for(0)), expected)
 
@@ -247,7 +247,7 @@ def test_poisson_gaussian_noise_is_signal_dependent():
 def test_grayscale_has_equal_channels():
     out = apply_variant(IMG, "grayscale@1", "s")
     assert np.array_equal(out[..., 0], out[..., 1]) and np.array_equal(out[..., 1], out[..., 2])
-    assert get_op_class("grayscale").levels == (1,)
+    assert OPERATIONS.get("grayscale").levels == (1,)
 
 
 def test_enhancement_tables():
@@ -287,12 +287,12 @@ def test_denoise_nlm_removes_noise():
 
 
 def test_suites_cover_every_op_and_level():
-    image_ops = [n for n in list_ops(kind="image") if get_op_class(n).category != "distance"]
+    image_ops = [n for n in list_ops(kind="image") if OPERATIONS.get(n).category != "distance"]
     suite_ops = {parse_variant(v)[0] for v in DEFAULT_SUITE + DF_SUITE}
     assert suite_ops == set(image_ops)
     for name in suite_ops:
         levels = [parse_variant(v)[1] for v in DEFAULT_SUITE + DF_SUITE if v.startswith(name + "@")]
-        assert levels == list(get_op_class(name).levels)
+        assert levels == list(OPERATIONS.get(name).levels)
     assert {"df_video_compression", "vid_h264", "vid_hflip"} <= set(list_ops(kind="video"))
     assert list_ops(category="compression", kind="video") == ["df_video_compression", "vid_h264"]
     assert set(list_ops("distance")) == {"far", "far_learned"}
@@ -301,7 +301,7 @@ def test_suites_cover_every_op_and_level():
 
 def test_video_only_op_refuses_images():
     op = create_op("df_video_compression", 35)
-    assert op.kind == "video" and get_op_class(op.name).levels == (30, 32, 35, 38, 40)
+    assert op.kind == "video" and OPERATIONS.get(op.name).levels == (30, 32, 35, 38, 40)
     with pytest.raises(VideoOnlyOperation, match="video"):
         op(IMG, rng_for(0))
     with pytest.raises(VideoOnlyOperation, match="vid_hflip@1"):
