@@ -37,7 +37,6 @@ from .base import (
     list_backends,
     list_methods,
     method_key,
-    register_method,
     training_methods,
 )
 from .blend import online_blend, self_blend, xray_blend
@@ -65,7 +64,6 @@ __all__ = [
     "method_key",
     "nearest_targets",
     "online_blend",
-    "register_method",
     "sample_id_for",
     "self_blend",
     "target_choice",

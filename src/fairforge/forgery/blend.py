@@ -36,6 +36,7 @@ import numpy as np
 
 from ..seeding import rng_for
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -44,7 +45,6 @@ from .base import (
     composite,
     interocular,
     polygon_mask,
-    register_method,
     similarity_transform,
 )
 from .parsing import forehead_points
@@ -268,9 +268,8 @@ def online_blend(
     raise ValueError(f"online blending knows 'sbi' and 'xray', not {method!r}")
 
 
-@register_method("sbi")
+@FORGERY_METHODS.register("sbi/classical")
 class SelfBlended(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     purpose = "training"
     needs_target = False
@@ -292,9 +291,8 @@ class SelfBlended(ForgeryMethod):
         return ForgeryResult(image, mask, {"xray": xray_map(weight), **info})
 
 
-@register_method("xray")
+@FORGERY_METHODS.register("xray/classical")
 class XRayBlended(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     purpose = "training"
     needs_target = True

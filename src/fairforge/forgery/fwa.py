@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -30,7 +31,6 @@ from .base import (
     feather,
     interocular,
     polygon_mask,
-    register_method,
 )
 
 BLUR_KERNELS = (3, 5, 7, 9)
@@ -105,9 +105,8 @@ def fwa_blend(
     return image, weight, extra
 
 
-@register_method("fwa")
+@FORGERY_METHODS.register("fwa/classical")
 class FaceWarpingArtefacts(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     purpose = "training"
     needs_target = False

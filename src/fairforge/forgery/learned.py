@@ -32,12 +32,12 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
     composite,
     five_points,
-    register_method,
     similarity_transform,
 )
 from .parsing import PARTS, face_region, part_components
@@ -167,25 +167,25 @@ class _OnnxMethod(ForgeryMethod):
         return ForgeryResult(image, mask, extra)
 
 
-@register_method("faceswap")
+@FORGERY_METHODS.register("faceswap/onnx")
 class FaceSwapOnnx(_OnnxMethod):
     kept = "target"
     needs_target = True
 
 
-@register_method("fastreen")
+@FORGERY_METHODS.register("fastreen/onnx")
 class FastReenactmentOnnx(_OnnxMethod):
     kept = "source"
     needs_target = True
 
 
-@register_method("dualreen")
+@FORGERY_METHODS.register("dualreen/onnx")
 class DualReenactmentOnnx(_OnnxMethod):
     kept = "source"
     needs_target = True
 
 
-@register_method("maskgan")
+@FORGERY_METHODS.register("maskgan/onnx")
 class MaskGANOnnx(_OnnxMethod):
     kept = "source"
     needs_target = False
