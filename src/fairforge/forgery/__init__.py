@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (registers)
 )
 from .base import (
     FORGERY_METHODS,
+    ONLINE_FORGERIES,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -52,6 +53,7 @@ from .shard import (
 __all__ = [
     "FORGERY_COLUMNS",
     "FORGERY_METHODS",
+    "ONLINE_FORGERIES",
     "ForgeryError",
     "ForgeryMethod",
     "ForgeryResult",

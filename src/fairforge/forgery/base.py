@@ -196,6 +196,12 @@ def _check_method(key: str, cls: type[ForgeryMethod], meta: dict) -> dict:
 # says which method and backend it is, so the methods and their backends are listed from it.
 FORGERY_METHODS: Registry[type[ForgeryMethod]] = Registry("forgery method", check=_check_method)
 
+#: The fakes a training loop makes on the fly from one real face, fresh each epoch (the
+#: detector's ``online_forgery``): each a function ``(img, lm, rng, partner) -> (real, fake,
+#: X-ray map)``, ``partner`` (image, landmarks) of another identity's face or None;
+#: :func:`fairforge.forgery.blend.online_blend` seeds and calls them.
+ONLINE_FORGERIES: Registry = Registry("online_forgery")
+
 
 def list_methods() -> list[str]:
     return sorted({FORGERY_METHODS.metadata(key)["method"] for key in FORGERY_METHODS})

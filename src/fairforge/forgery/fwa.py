@@ -23,6 +23,7 @@ import numpy as np
 
 from .base import (
     FORGERY_METHODS,
+    ONLINE_FORGERIES,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -32,6 +33,7 @@ from .base import (
     interocular,
     polygon_mask,
 )
+from .blend import xray_map
 
 BLUR_KERNELS = (3, 5, 7, 9)
 REGIONS = ("rectangle", "hull")
@@ -103,6 +105,13 @@ def fwa_blend(
         raise ForgeryError("FWA region vanished after feathering")
     extra = {"scale": round(scale, 4), "blur_kernel": kernel, "region": kind}
     return image, weight, extra
+
+
+@ONLINE_FORGERIES.register("fwa")
+def _online_fwa(img, lm, rng, partner=None):
+    """FWA's warp as a training fake; the map is the X-ray of its feathered region."""
+    fake, weight, _ = fwa_blend(img, lm, rng)
+    return np.asarray(img), fake, xray_map(weight)
 
 
 @FORGERY_METHODS.register("fwa/classical")
