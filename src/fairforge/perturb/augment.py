@@ -27,7 +27,15 @@ from fairforge.perturb.ops import add_gaussian_noise, gray_mean, jpeg_roundtrip,
 from fairforge.registry import Registry
 from fairforge.seeding import rng_for
 
-AUGMENTATIONS: Registry[type[Augmentation]] = Registry("augmentation")
+
+def _check_augmentation(name: str, cls: type[Augmentation], meta: dict) -> dict:
+    """An augmentation registration, ``@AUGMENTATIONS.register(name)``: the class learns its
+    name (which also seeds its draws)."""
+    cls.name = name
+    return meta
+
+
+AUGMENTATIONS: Registry[type[Augmentation]] = Registry("augmentation", check=_check_augmentation)
 
 ENHANCE_KINDS = ("brightness", "contrast")
 SMOOTH_KINDS = ("gaussian", "average")
@@ -140,8 +148,6 @@ class Augmentation:
 
 @AUGMENTATIONS.register("none")
 class NoAugment(Augmentation):
-    name = "none"
-
     def plan(self, rng, noise_fires=None):
         return AugmentPlan()
 
@@ -156,7 +162,6 @@ class SDAug(Augmentation):
     draws it per image everywhere.
     """
 
-    name = "sdaug"
     noise_scopes = ("batch", "image")
 
     def __init__(
@@ -221,8 +226,6 @@ class DAug(Augmentation):
     sigma 25 and quality 52 are the middles of [3, 15], [0, 50] and [10, 95].
     """
 
-    name = "daug"
-
     def __init__(
         self,
         seed: int = 0,
@@ -277,8 +280,6 @@ class DeepfakeBenchAug(Augmentation):
     Flip and rotation move the face: :meth:`apply_geometry` moves its mask the same way
     (the training dataset calls it for detectors that learn from masks).
     """
-
-    name = "deepfakebench"
 
     def __init__(
         self,
@@ -361,7 +362,6 @@ class FairFDAug(DeepfakeBenchAug):
     F3Net, SPSL, SRM, FFD, CORE and Capsule set it; JPEG p 0.5 at quality 40-100), and
     ``steps`` may change them (:class:`DeepfakeBenchAug`'s flip, rotation and JPEG keywords)."""
 
-    name = "fairfd"
     #: the steps FairFD leaves out
     OMITTED = ("p_blur", "blur_limit", "p_brightness", "brightness_limit", "contrast_limit")
 
@@ -471,8 +471,6 @@ class AugMix(Augmentation):
     the augmentation: detectors train on the mixed image with their own loss. Rotation,
     shear and translation move the face, and a mask is not moved with a mixture of them.
     """
-
-    name = "augmix"
 
     def __init__(
         self,
