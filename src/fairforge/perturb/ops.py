@@ -22,13 +22,9 @@ from fairforge.perturb.base import OPERATIONS, Operation, OperationUnavailable, 
 WEIGHTS_DIR = Path("weights")
 
 
-def default_weights_path(op: str, level: int | None = None) -> Path:
-    """Where an op looks for its weights when the config gives no path."""
-    if op == "learned_compression":
-        return WEIGHTS_DIR / "compressai" / f"bmshj2018-factorized-q{level}.pth.tar"
-    if op == "dncnn":
-        return WEIGHTS_DIR / "dncnn" / "dncnn_color_blind.pth"
-    raise KeyError(op)
+# Where an op looks for its weights when the config gives no path ({quality}: the level).
+COMPRESSAI_WEIGHTS = str(WEIGHTS_DIR / "compressai" / "bmshj2018-factorized-q{quality}.pth.tar")
+DNCNN_WEIGHTS = WEIGHTS_DIR / "dncnn" / "dncnn_color_blind.pth"
 
 
 # --- pixel helpers shared with augment.py and distance.py --------------------------------
@@ -204,11 +200,7 @@ class LearnedCompression(Operation):
 
     def __init__(self, level: int, weights: str | Path | None = None, device: str = "cpu"):
         super().__init__(level)
-        self.weights = (
-            Path(str(weights).format(quality=self.level))
-            if weights
-            else default_weights_path(self.name, self.level)
-        )
+        self.weights = Path(str(weights or COMPRESSAI_WEIGHTS).format(quality=self.level))
         self.device = device
 
     def check_available(self) -> None:
@@ -293,7 +285,7 @@ class Denoise(Operation):
         self.mode = mode or ("dncnn" if weights else "nlm")
         if self.mode not in self.modes:
             raise PerturbationError(f"denoise: mode {self.mode!r} is not one of {list(self.modes)}")
-        self.weights = Path(weights) if weights else default_weights_path("dncnn")
+        self.weights = Path(weights) if weights else DNCNN_WEIGHTS
         self.device = device
 
     def param_rounding(self) -> str | None:
