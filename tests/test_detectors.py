@@ -45,6 +45,21 @@ def test_unknown_detector_lists_the_registered_ones():
         DETECTORS.get("no_such_detector")
 
 
+def test_a_registration_is_checked_and_the_class_learns_its_name():
+    toy = type("Toy", (torch.nn.Module,), {})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        DETECTORS.register("toy_bad_kind", toy, kind="magic")
+    with pytest.raises(TypeError, match=r"unknown registration keys \['colour'\]"):
+        DETECTORS.register("toy_bad_key", toy, colour="red")
+    with pytest.raises(ValueError, match="names no recipe"):
+        DETECTORS.register("toy_no_recipe", toy, recipe_name="toy")
+    assert not {"toy_bad_kind", "toy_bad_key", "toy_no_recipe"} & set(DETECTORS.names())
+    with DETECTORS.registered("toy", toy, kind="classical"):
+        assert toy.name == "toy" and "toy" in list_detectors(kind="classical")
+        assert DETECTORS.metadata("toy")["recipe"] is None
+    assert "toy" not in DETECTORS
+
+
 def _textured(rng, size):
     base = rng.normal(128, 40, (size // 4, size // 4, 3))
     img = cv2.resize(base, (size, size), interpolation=cv2.INTER_CUBIC)

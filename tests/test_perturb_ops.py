@@ -16,6 +16,7 @@ from fairforge.perturb import (
     OPERATIONS,
     InvalidImage,
     InvalidLevel,
+    Operation,
     OperationUnavailable,
     PerturbationError,
     VideoOnlyOperation,
@@ -470,3 +471,17 @@ def test_denoise_dncnn_mode(tmp_path):
     np.testing.assert_array_equal(one, apply_variant(IMG, "denoise@1", "s", options))
     with pytest.raises(PerturbationError, match="mode"):
         create_op("denoise", 1, mode="bm3d")
+
+
+def test_an_operation_learns_its_name_and_its_metadata_are_its_class_attributes():
+    toy = type("ToyOp", (Operation,), {"category": "noise", "params": (1, 2, 3, 4, 5)})
+    with pytest.raises(TypeError, match="metadata are its class attributes"):
+        OPERATIONS.register("toyop", toy, category="blur")
+    with OPERATIONS.registered("toyop", toy):
+        assert toy.name == "toyop" and create_op("toyop", 2).name == "toyop"
+        assert OPERATIONS.metadata("toyop") == {
+            "kind": "image",
+            "category": "noise",
+            "levels": (1, 2, 3, 4, 5),
+        }
+    assert "toyop" not in list_ops()
