@@ -4,14 +4,19 @@ file, every registry and every import layer there is."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
+import io
 import pkgutil
 import re
+import sys
 import tomllib
 import types
 from pathlib import Path
+
+import pytest
 
 import fairforge
 from fairforge.registry import Registry
@@ -30,14 +35,28 @@ def all_modules() -> dict[str, types.ModuleType]:
     out = {"fairforge": fairforge}
     failed = []
     for info in pkgutil.walk_packages(fairforge.__path__, "fairforge."):
-        if info.name == "fairforge.__main__":
-            continue  # runs the command line on import; it holds only that call
         try:
-            out[info.name] = importlib.import_module(info.name)
+            module = _import(info.name)
+            if module is not None:
+                out[info.name] = module
         except Exception as err:  # noqa: BLE001 - every failure is reported below
             failed.append(f"{info.name}: {type(err).__name__}: {err}")
     assert not failed, "modules that do not import:\n" + "\n".join(failed)
     return out
+
+
+def _import(name: str) -> types.ModuleType | None:
+    if name != "fairforge.__main__":
+        return importlib.import_module(name)
+    # ``python -m fairforge`` runs the command line when imported: ask it for its help.
+    argv, sys.argv = sys.argv, ["fairforge", "--help"]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as done:
+            importlib.import_module(name)
+    finally:
+        sys.argv = argv
+    assert done.value.code == 0, f"python -m fairforge --help exited {done.value.code}"
+    return None  # it exited while importing, so it holds nothing to inspect
 
 
 def _is_dispatch_value(value: object) -> bool:
