@@ -33,8 +33,12 @@ NOT_DISPATCH: set[str] = set()
 def all_modules() -> dict[str, types.ModuleType]:
     """Every module of the package, imported; a module that fails to import is an error."""
     out = {"fairforge": fairforge}
-    failed = []
-    for info in pkgutil.walk_packages(fairforge.__path__, "fairforge."):
+    failed: list[str] = []
+
+    def unwalkable(name: str) -> None:  # walk_packages would skip a broken package silently
+        failed.append(f"{name}: the package does not import")
+
+    for info in pkgutil.walk_packages(fairforge.__path__, "fairforge.", onerror=unwalkable):
         try:
             module = _import(info.name)
             if module is not None:
