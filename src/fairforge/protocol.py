@@ -30,6 +30,7 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.detectors.base import DETECTORS
 from fairforge.detectors.pretrained import resolve_start
+from fairforge.optimizers import SCHEDULES
 from fairforge.recipes import CONFIG, DEFAULT, NOT_PAPER_INIT, UNSTATED, unstated_recipe
 from fairforge.sources import ADAPTERS
 from fairforge.workflow import (
@@ -109,14 +110,8 @@ def _joined(*sources: str) -> str:
 def schedule_text(values: dict) -> str:
     """The learning-rate schedule of resolved recipe ``values`` in words."""
     kind = values["schedule"]
-    if kind == "step":
-        text = f"step: x{values['gamma']:g} every {values['step_size']} epochs"
-    elif kind == "multistep":
-        text = f"multistep: x{values['gamma']:g} at epochs {list(values['milestones'])}"
-    elif kind == "linear_decay":
-        text = f"linear_decay: to 0 from {values['decay_start']:.0%} of the epochs"
-    else:
-        text = kind
+    words = SCHEDULES.metadata(kind).get("words")
+    text = words(values) if words else kind
     if values["warmup_epochs"]:
         text += f", after {values['warmup_epochs']} warm-up epochs"
     return text

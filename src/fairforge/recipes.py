@@ -13,7 +13,7 @@ the ``source`` of its values and, per value, the paper section that states it (`
 Two kinds of recipe, one mechanism (:func:`resolve_recipe`):
 
 - a detector's own published recipe lives with the detector, on its registration
-  (``@register("xception", recipe=Recipe(...))`` in ``fairforge/detectors/xception.py``,
+  (``@DETECTORS.register("xception", recipe=Recipe(...))`` in ``fairforge/detectors/xception.py``,
   :func:`fairforge.detectors.base.declared_recipe`); a config selects it with
   ``recipe: published`` or by the name the detector gives it (``sbi``);
 - a paper's protocol that trains many detectors one way (DeepfakeBench's, the Assessment's)

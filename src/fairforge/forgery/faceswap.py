@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -29,7 +30,6 @@ from .base import (
     interocular,
     poisson_clone,
     polygon_mask,
-    register_method,
 )
 from .parsing import occluders
 from .warp import piecewise_affine_maps, remap
@@ -43,9 +43,8 @@ def keep_target(target_img: np.ndarray, target_lm: np.ndarray, iod: float) -> np
     return mouth | occluders(target_img, target_lm)
 
 
-@register_method("faceswap")
+@FORGERY_METHODS.register("faceswap/classical")
 class FaceSwap(ForgeryMethod):
-    backend = "classical"
     kept = "target"
     needs_target = True
     defaults = {

@@ -48,6 +48,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -56,7 +57,6 @@ from .base import (
     erode,
     feather,
     interocular,
-    register_method,
 )
 from .parsing import CELEBAMASK_LABELS, label_map
 from .releases import ReleaseFile
@@ -185,9 +185,8 @@ def render_edit(
     return composite(np.clip(canvas + 0.5, 0, 255).astype(np.uint8), img, region.astype(np.float32))
 
 
-@register_method("maskgan")
+@FORGERY_METHODS.register("maskgan/classical")
 class MaskGAN(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     needs_target = False
     random = True

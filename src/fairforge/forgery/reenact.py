@@ -40,6 +40,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -49,7 +50,6 @@ from .base import (
     feather,
     interocular,
     polygon_mask,
-    register_method,
     similarity_transform,
 )
 from .parsing import EXPRESSION, LOWER_MOUTH_WEIGHTS, face_frame, measure_expression
@@ -315,7 +315,7 @@ def _sample(img: np.ndarray, disp: np.ndarray) -> np.ndarray:
     return remap(img, xs + disp[..., 0], ys + disp[..., 1])
 
 
-@register_method("fastreen")
+@FORGERY_METHODS.register("fastreen/classical")
 class FastReenactment(_Reenactment):
     defaults = {**_Reenactment.defaults, "low_sigma": 0.12}  # low-pass scale, IOD units
 
@@ -358,7 +358,7 @@ class FastReenactment(_Reenactment):
         return np.clip(low_w + high_w + 0.5, 0, 255).astype(np.uint8)
 
 
-@register_method("dualreen")
+@FORGERY_METHODS.register("dualreen/classical")
 class DualReenactment(_Reenactment):
     defaults = {
         **_Reenactment.defaults,

@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -35,7 +36,6 @@ from .base import (
     five_points,
     interocular,
     polygon_mask,
-    register_method,
 )
 from .faceswap import keep_target
 from .parsing import face_region, measure_expression, occluders
@@ -100,9 +100,8 @@ def identity_landmarks(source_lm: np.ndarray, target_lm: np.ndarray, size: int) 
     return project(lift_landmarks(neutral, model, rot_s, t_s, camera), rot_t, t_t, camera)
 
 
-@register_method("simswap")
+@FORGERY_METHODS.register("simswap/classical")
 class SimSwapClassical(ForgeryMethod):
-    backend = "classical"
     kept = "target"
     needs_target = True
     defaults = {
@@ -173,7 +172,7 @@ def model_path(method: str, options: dict, key: str, what: str) -> str:
     return str(value)
 
 
-@register_method("simswap")
+@FORGERY_METHODS.register("simswap/onnx")
 class SimSwapOnnx(ForgeryMethod):
     """A learned swapper run through insightface's own model loading and swapper.
 
@@ -188,7 +187,6 @@ class SimSwapOnnx(ForgeryMethod):
     RGB to insightface's BGR and back, and takes the pixels that changed as the mask.
     """
 
-    backend = "onnx"
     kept = "target"
     needs_target = True
     defaults = {

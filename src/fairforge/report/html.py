@@ -37,7 +37,7 @@ from fairforge.report.views import (
     undefined_metrics_lines,
     wide_pvalues,
 )
-from fairforge.sources import get_adapter
+from fairforge.sources import ADAPTERS
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC, undertrained
 from fairforge.tables.exposure import averaged_view, exposure_matrix, exposure_summary
 from fairforge.tables.failures import group_dependent_failures
@@ -670,7 +670,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     fup = read_input(paths, "fairness_under_perturbation")
     robustness = read_input(paths, "robustness")
     synthetic = any(
-        get_adapter(d["adapter"]).synthetic
+        ADAPTERS.create(d["adapter"]).synthetic
         for d in config.get("datasets", {}).values()
         if "adapter" in d
     )
