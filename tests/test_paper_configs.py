@@ -9,7 +9,8 @@ the plan (``snakemake all -n``) must hold exactly the paper's datasets and detec
 detector trained once and tested on every dataset under every variant, and nothing of the
 demo's. FairFD's one-detector walk-through (``select:``) plans one detector, and runs for
 real through ``all`` on faces rendered into FaceForensics++ videos and RFW photos, with a race
-annotation and random-weight ImageNet files in the released layouts.
+annotation and random-weight ImageNet files in the released layouts. The Assessment's and
+Exposure's laptop walk-throughs run for real too, to their own tables and figures.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -699,3 +701,252 @@ def test_benchmark_runs_its_protocol_through_all(walked):
         assert (results / "figures" / f"{name}.png").stat().st_size > 1000, name
     report = (results / "report.html").read_text()
     assert "Benchmark Table 4" in report and "Benchmark Fig. 3" in report
+
+
+@pytest.mark.workflow
+def test_exposure_ranks_vggface2_with_an_encoder_trained_on_diveface(walked):
+    """The Exposure laptop walk-through for real, as written: the generator and one
+    far-trained encoder trained once, on DiveFace's train identities through that
+    generator, then DiveFace's and VGGFace2's test identities ranked at two distances in
+    one run, to the exposure tables and Fig. 2's averaged exposure."""
+    run = walked["exposure"]
+    (line,) = [c for c in run["docs"]["exposure"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    jobs = job_counts(proc.stdout + proc.stderr)
+    assert jobs["train_encoder"] == jobs["train_degradation"] == 1
+    assert jobs["embed_shard"] == 2 * 2
+    table = pd.read_csv(results / "exposure_table.csv")
+    assert list(table.columns[:3]) == ["dataset", "encoder", "setting"]
+    assert set(table["encoder"]) == {"mobilefacenet_far"}
+    assert set(table["dataset"]) == {"diveface", "vggface2"}
+    assert set(table["distance"].astype(str)) == {"learned", "3"}
+    assert len(table) == 2 * 2 * 2 * 2  # datasets, distances, settings, conventions
+    vgg = table[table["dataset"] == "vggface2"]
+    assert (vgg["n_identities"] == VGG_TEST_PEOPLE).all()
+    assert vgg[["exposure_female", "exposure_male"]].notna().all().all()
+    assert vgg.filter(like="exposure_asian").isna().all().all()  # DiveFace's groups only
+    # trained once, on DiveFace's train identities: none of them ranked, none of VGGFace2's
+    trained = read_checkpoint(results / "encoders" / "mobilefacenet_far" / "model.pt", mmap=True)
+    learned = set(trained["classes"])
+    diveface = pd.read_parquet(results / "diveface" / "sources.parquet")
+    train_ids = set(diveface.loc[diveface["split"] == "train", "subject_id"])
+    assert len(learned) >= 2 and learned <= train_ids
+    for dataset in ("diveface", "vggface2"):
+        study = pd.read_parquet(results / "ranking" / dataset / "study.parquet")
+        assert not learned & set(study["subject_id"])
+    # the far crops and probes went through the generator this run trained first
+    generator = results / "degradation" / "high_to_low.pt"
+    model = results / "encoders" / "mobilefacenet_far" / "model.pt"
+    assert generator.stat().st_mtime <= model.stat().st_mtime
+    embedded = {
+        d: pd.read_parquet(
+            next((results / "ranking" / "vggface2" / f"distance_{d}").rglob("*.parquet"))
+        )
+        for d in ("learned", "3")
+    }
+    probes = [e.loc[e["role"] == "probe", "embedding"].tolist() for e in embedded.values()]
+    assert not np.allclose(np.stack(probes[0]), np.stack(probes[1]))
+    # Fig. 2: the exposure averaged across the encoders of each view, with KS tests
+    averaged = pd.read_csv(results / "exposure_averaged_ks.csv")
+    assert set(averaged["dataset"]) == {"diveface", "vggface2"}
+    assert set(averaged["trained"]) == {"far"} and (averaged["n_encoders"] == 1).all()
+    assert {"mean_a", "mean_b", "delta", "pvalue", "pvalue_holm"} <= set(averaged.columns)
+    assert (results / "figures" / "exposure_averaged.png").stat().st_size > 1000
+
+
+# ----------------------------------------------------------------- the Assessment
+
+
+ASSESSMENT_PLAN = "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml"
+
+
+def assessment_config(repo_root) -> dict:
+    return validate_config(yaml.safe_load((repo_root / "configs/assessment.yaml").read_text()))
+
+
+def test_the_assessment_plan_holds_its_tables_and_figures(walked):
+    """Tables 2-6 and Figs. 4-8: every detector of §5.1.2 on every dataset under every
+    operation, the codecs' rates measured per dataset, the augmentation, compression-rate and
+    training-data studies; the learned operations planned from their configured weights."""
+    run = walked["assessment"]
+    out = run["plans"][ASSESSMENT_PLAN]
+    assert run["codes"][ASSESSMENT_PLAN] == 0, out[-6000:]
+    config = resolved(run["copy"], config_files(ASSESSMENT_PLAN))
+    jobs = job_counts(out)
+    assert jobs["train"] == len(config["detectors"]) == 29
+    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
+    assert jobs["training_data_figure"] == 1
+    codecs = [f"jpeg@{q}" for q in (95, 80, 60, 45, 30)]
+    codecs += [f"learned_compression@{q}" for q in range(1, 9)]
+    assert jobs["compression_bpp"] == len(config["datasets"]) * len(codecs)
+    variants = planned(out, "variant")
+    assert set(codecs) | {f"denoise@{k}" for k in range(1, 6)} | {"vid_h264@40"} <= variants
+    assert not {"grayscale@1", "df_video_compression@30"} & variants  # not the Assessment's
+    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23", "ffpp_c40", "celebdf", "celebdf_v1"}
+
+
+def test_the_assessment_config_is_the_paper(repo_root):
+    """The values the paper states, where fairforge reads them (configs/assessment.yaml)."""
+    config = assessment_config(repo_root)
+    datasets = config["datasets"]
+    for name, quality in (("ffpp_raw", "raw"), ("ffpp_c23", "c23"), ("ffpp_c40", "c40")):
+        block = datasets[name]
+        assert block["split"] == "official" and block["options"]["compression"] == quality
+        assert block["options"]["methods"] == list(FF_METHODS[:4])  # §5.1.1
+        assert block["options"]["frames_per_video"] == {"train": 100, "val": 32, "test": 32}
+    assert next(iter(datasets)) == "ffpp_raw"  # detectors train on FFpp-Raw by default
+    assert datasets["celebdf"]["split"] == {"official": True, "val_from_train": 0.2}  # §5.1.1
+    assert datasets["celebdf_v1"]["adapter"] == "celebdf_v1"  # Table 6
+    assert config["faces"]["detector"] == "hog" and config["faces"]["crop_size"] == 300
+    # §5.1.3: per detector, the baselines without augmentation (§3.3)
+    expected = {
+        "capsule": ("adam", False, 25, 5e-4),
+        "xception": ("adam", False, 10, 1e-3),
+        "uia_vit": ("adam", False, 8, 3e-5),
+        "efficientnet_b4": ("sgd", True, 100, 1e-3),
+    }
+    archs = set()
+    for name in config["detectors"]:
+        s = detector_settings(config, name)
+        archs.add(s["arch"])
+        assert (s["optimizer"], s["sam"], s["epochs"], s["lr"]) == expected[s["arch"]], name
+        assert (s["input_size"], s["frames_train"], s["frames_test"], s["batch_size"]) == (
+            300,
+            100,
+            32,
+            32,
+        ), name
+        assert s["pretrained"].startswith("/data/weights/"), name
+        augment = name.rsplit("_", 1)[-1]
+        assert s["augment"] == (augment if augment in ("sdaug", "daug", "augmix") else "none")
+        # SBI trains on real faces only, its fakes self-blended afresh (§5.1.3)
+        assert (s["online_forgery"] == "sbi") == (s["arch"] == "efficientnet_b4"), name
+        if s["arch"] == "efficientnet_b4":
+            assert s["train_methods"] == []
+    assert archs == set(expected)
+    # §3.1's bicubic resize, the learned codec and DnCNN; §3.3's categories
+    options = config["variant_options"]
+    assert options["resize"] == {"down": "cubic", "up": "cubic"}
+    assert options["denoise"]["mode"] == "dncnn"
+    assert config["variant_suites"] == ["assessment", "assessment_video"]
+    assert config["metrics"]["robustness_categories"] == "assessment"
+
+
+def test_every_assessment_value_names_its_section(repo_root):
+    """Each setting of configs/assessment.yaml outside the detector list says where it comes
+    from: a section, table or figure of the paper, "unstated" (a fairforge default) or not
+    the Assessment's (another paper's study, off): on
+    its line, in the comment lines right above it or on the line of the block it is in."""
+    lines = (repo_root / "configs" / "assessment.yaml").read_text().splitlines()
+    cited = re.compile(r"#.*(§\d|Table \d|Fig\. \d|unstated|not the Assessment's)")
+    missing = []
+    parents: list[tuple[int, str]] = []
+    in_detectors = False
+    for i, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        parents = [(d, text) for d, text in parents if d < indent]
+        if indent == 0:
+            in_detectors = line.startswith("detectors:")
+        above = []
+        j = i - 1
+        while j >= 0 and lines[j].lstrip().startswith("#"):
+            above.append(lines[j])
+            j -= 1
+        value = line.split("#")[0].split(":", 1)[-1].strip()
+        context = [line, *above, *(text for _, text in parents)]
+        if value and not in_detectors and not any(cited.search(c) for c in context):
+            missing.append(f"{i + 1}: {line.strip()}")
+        parents.append((indent, " ".join([line, *above])))
+    assert not missing, "values without their section:\n" + "\n".join(missing)
+
+
+def test_the_assessment_start_files_load_onto_their_detectors(repo_root, tmp_path):
+    """Each ImageNet file of the header, written with random weights in its layout, loads
+    onto every detector that names it, built as the train rule builds it (300 px: UIA-ViT's
+    ViT takes the position embedding of a 300 px file)."""
+    from fairforge.training.detector import TrainConfig, build_model
+
+    assessment_weights(tmp_path)
+    config = assessment_config(repo_root)
+    done = set()
+    for name in config["detectors"]:
+        settings = detector_settings(config, name)
+        start = Path(settings["pretrained"]).name
+        if (settings["arch"], start) in done:
+            continue
+        done.add((settings["arch"], start))
+        model, _, size = build_model(
+            TrainConfig(**{**settings, "pretrained": str(tmp_path / "weights" / start)})
+        )
+        assert size == 300
+        if settings["arch"] == "uia_vit":
+            assert tuple(model.vit.patch_embed.grid_size) == (18, 18)
+        del model
+    assert {a for a, _ in done} == {"capsule", "xception", "efficientnet_b4", "uia_vit"}
+
+
+ASSESSMENT_LAPTOP = (
+    "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml my_laptop.yaml"
+)
+
+
+def test_the_assessment_subset_plans_its_studies(walked):
+    run = walked["assessment"]
+    out = run["plans"][ASSESSMENT_LAPTOP]
+    assert run["codes"][ASSESSMENT_LAPTOP] == 0, out[-6000:]
+    jobs = job_counts(out)
+    assert planned(out, "detector") == {"capsule_raw", "capsule_raw_sdaug", "capsule_c23"}
+    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23"}
+    assert jobs["train"] == 3 and jobs["compression_bpp"] == 2 * 3
+    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
+    assert jobs["training_data_figure"] == 1
+
+
+@pytest.mark.workflow
+def test_the_assessment_laptop_run_makes_its_tables_and_figures(walked):
+    """The Assessment's laptop walk-through for real, as written: Capsule-Forensics from the
+    fixture's VGG-19 file on rendered FF++ faces at raw and c23, its SDAug twin, one epoch on
+    the CPU, to the augmentation table, the codecs' rates and the report."""
+    run = walked["assessment"]
+    (line,) = [c for c in run["docs"]["assessment"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=2400)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    config = resolved(copy, config_files(line))
+    for name in ("capsule_raw", "capsule_raw_sdaug", "capsule_c23"):
+        trained = read_checkpoint(results / "models" / name / "model.pt", mmap=True)
+        settings = detector_settings(config, name)
+        assert trained["input_size"] == 300
+        for key in ("lr", "optimizer", "augment", "frames_train", "pretrained", "recipe"):
+            assert trained["train_config"][key] == settings[key], (name, key)
+    assert settings["lr"] == 5e-4 and settings["pretrained"].endswith("vgg19-dcbb9e9d.pth")
+    # robustness by the paper's categories
+    robustness = pd.read_csv(results / "robustness_table.csv")
+    categories = set(robustness.loc[robustness["scope"] == "category", "category"])
+    assert {"image/compression", "image/combination"} <= categories
+    assert {"image", "all"} <= set(robustness.loc[robustness["scope"] == "overall", "category"])
+    # each detector beside its SDAug twin, on both datasets
+    augmentation = pd.read_csv(results / "augmentation_table.csv")
+    assert set(zip(augmentation["detector"], augmentation["twin"])) == {
+        ("capsule_raw", "capsule_raw_sdaug")
+    }
+    assert set(augmentation["dataset"]) == {"ffpp_raw", "ffpp_c23"}
+    assert "overall" in set(augmentation["scope"])
+    # codecs by their rates: JPEG's falls with its quality, the learned codec has one
+    rates = pd.read_csv(results / "compression_rate.csv")
+    one = rates.loc[(rates["detector"] == "capsule_raw") & (rates["dataset"] == "ffpp_raw")]
+    bpp = one.set_index("variant")["bpp"]
+    assert set(bpp.index) == {"jpeg@95", "jpeg@30", "learned_compression@1"}
+    assert bpp["jpeg@95"] > bpp["jpeg@30"] > 0 and bpp["learned_compression@1"] > 0
+    per_sample = pd.read_csv(results / "ffpp_raw" / "compression_bpp" / "jpeg@30.csv")
+    assert (per_sample["bpp"] > 0).all() and int(one["n_samples"].iloc[0]) == len(per_sample)
+    for figure in ("compression_rate", "augmentation", "cross_manipulation"):
+        assert (results / "figures" / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
+    assert (results / "figures" / "robustness_by_training_data.png").is_file()
+    page = (results / "report.html").read_text()
+    for title in ("Codecs by bitrate", "Augmented twins", "Training data and robustness"):
+        assert title in page, title

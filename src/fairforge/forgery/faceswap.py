@@ -1,5 +1,8 @@
 """Graphic face swap (the FaceSwap method of FaceForensics++, learning-free).
 
+FairFD's FaceSwap [21] is this graphics method itself, so it is not a stand-in: no network
+is released for it, and it has no ``official`` backend.
+
 The source face is cut into Delaunay triangles over its 68 landmarks and each triangle is
 mapped affinely onto the matching triangle of the target's landmarks; the warped face is
 colour-corrected to the target (LAB mean and std inside the face hull) and blended into the

@@ -4,8 +4,9 @@
 own loading (``insightface.model_zoo.get_model``) and swapper (``INSwapper.get``), with the
 identity from an ArcFace ONNX model (``ArcFaceONNX.get``); see :class:`SimSwapOnnx`.
 
-``backend="classical"`` is a learning-free stand-in for an identity-encoder swap (SimSwap's
-identity injection), different in mechanism from ``faceswap``'s paste of the source face:
+``backend="classical"`` is a learning-free stand-in for FairFD's SimSwap [22] (Chen et al.,
+ACM MM 2020), an identity-encoder swap (SimSwap's identity injection; ``official``,
+:mod:`~fairforge.forgery.simswap_official`, runs its release), different in mechanism from ``faceswap``'s paste of the source face:
 the target image itself is changed, so its expression, pose, lighting, fine detail and
 occluders stay. (1) Shape: the source's landmarks, given the target's expression measures
 and lifted onto the generic 3-D face under the source's PnP pose, are re-projected under
