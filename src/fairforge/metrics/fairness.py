@@ -36,10 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..columns import FAIRNESS_INPUT_COLUMNS
+from ..columns import FAIRNESS_INPUT_COLUMNS, REAL
 from . import detection
 
-REAL = "real"
 UR_DENOMINATORS = ("one_plus_acc", "acc")
 FAIRFD_KEYS = (
     "DPD",

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from fairforge.columns import FAKE_REFERENCE_COLUMNS, LABEL_COLUMNS, LISTING_COLUMNS
+from fairforge.columns import REAL as REAL_METHOD  # the name the adapters import
 from fairforge.images import IMAGE_SUFFIXES
 from fairforge.registry import Registry
 
@@ -226,7 +227,6 @@ def listing_row(
     }
 
 
-REAL_METHOD = "real"
 
 
 def labelled_row(

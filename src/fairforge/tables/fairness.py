@@ -22,6 +22,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import CLEAN, REAL
 from fairforge.metrics.fairness import (
     accuracy_matrix,
     fairness_reasons,
@@ -35,7 +36,6 @@ from fairforge.metrics.multiplicity import holm_adjust
 from fairforge.metrics.resampling import stats_from_frame
 from fairforge.metrics.significance import paired_differences, permutation_pvalues
 from fairforge.metrics.thresholds import compare_thresholds
-from fairforge.perturb import CLEAN
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC
 from fairforge.tables.failures import forgery_shortfalls
 from fairforge.tables.predictions import evaluation_rows, groups_of, table_from_files
@@ -365,7 +365,7 @@ def part_approaches(preds: pd.DataFrame) -> list[str]:
     """The approaches of a dataset's predictions, ``real`` first (so that every detector's
     statistics share the rows of the accuracy matrix)."""
     names = sorted(set(preds["method"].astype(str)))
-    return ["real"] + [n for n in names if n != "real"] if "real" in names else names
+    return [REAL] + [n for n in names if n != REAL] if REAL in names else names
 
 
 def part_groups(preds: pd.DataFrame) -> list[str]:
@@ -504,7 +504,7 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
 
     Empty (with the columns) when the variant was not evaluated.
     """
-    columns = ["dataset", "detector", "metric", "clean", "grayscale", "change"]
+    columns = ["dataset", "detector", "metric", CLEAN, "grayscale", "change"]
     if variant not in set(fup["variant"]):
         return pd.DataFrame(columns=columns)
     metrics = _metric_columns(fup)
@@ -520,7 +520,7 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
                     "dataset": dataset,
                     "detector": detector,
                     "metric": metrics,
-                    "clean": clean.to_numpy(float),
+                    CLEAN: clean.to_numpy(float),
                     "grayscale": gray.to_numpy(float),
                     "change": (gray - clean).to_numpy(float),
                 }

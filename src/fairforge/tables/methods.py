@@ -17,12 +17,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import CLEAN, REAL
 from fairforge.metrics.detection import detection_metrics
 from fairforge.tables.predictions import evaluation_rows, groups_of
 from fairforge.tables.variants import order_rows
 
-REAL = "real"
-CLEAN = "clean"
 AVERAGE = "average"
 
 
