@@ -227,8 +227,6 @@ def listing_row(
     }
 
 
-
-
 def labelled_row(
     row: dict,
     label: int,
