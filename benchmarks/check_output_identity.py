@@ -25,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -150,17 +149,11 @@ def compare(ref: Path, new: Path) -> bool:
 
 def against(rev: str, keep: Path | None) -> bool:
     """The tiny run with the sources of ``rev`` and with the working tree's, compared."""
+    from check_training_identity import extract  # this folder is on the path of a script
+
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="output-identity-"))
     base = work / "sources"
-    base.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True
-    ).stdout
-    with tempfile.NamedTemporaryFile(suffix=".tar") as fh:
-        fh.write(archive)
-        fh.flush()
-        with tarfile.open(fh.name) as tar:
-            tar.extractall(base, filter="data")
+    extract(rev, base)
     run(work / "ref", base)
     run(work / "new", REPO)
     print(f"reference: {rev} ({work / 'ref'}); new: working tree ({work / 'new'})")

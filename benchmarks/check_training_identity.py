@@ -346,19 +346,24 @@ def _tensors(obj):
             yield from _tensors(v)
 
 
-def against(rev: str, keep: Path | None) -> bool:
-    """Train with the sources of ``rev`` and with the working tree's, then compare."""
-    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="training-identity-"))
-    base = work / "base"
-    base.mkdir(parents=True, exist_ok=True)
+def extract(rev: str, dest: Path, *paths: str) -> None:
+    """The files of ``rev`` (those under ``paths``, or all) written below ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", rev, "src"], check=True, capture_output=True
+        ["git", "-C", str(REPO), "archive", rev, *paths], check=True, capture_output=True
     ).stdout
     with tempfile.NamedTemporaryFile(suffix=".tar") as fh:
         fh.write(archive)
         fh.flush()
         with tarfile.open(fh.name) as tar:
-            tar.extractall(base, filter="data")
+            tar.extractall(dest, filter="data")
+
+
+def against(rev: str, keep: Path | None) -> bool:
+    """Train with the sources of ``rev`` and with the working tree's, then compare."""
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="training-identity-"))
+    base = work / "base"
+    extract(rev, base, "src")
     for name, src in (("ref", base / "src"), ("new", REPO / "src")):
         env = {**os.environ, "PYTHONPATH": str(src)}
         subprocess.run([sys.executable, __file__, "run", str(work / name)], check=True, env=env)

@@ -11,7 +11,7 @@ with logged(snakemake.log[0]):
     twins = twins_from_frame(pd.read_csv(i.detectors), "sdaug")
     figures.robustness_figure(pd.read_csv(i.robustness), o.robustness, twins=twins)
     conventions = Conventions.from_metrics(m)
-    heatmap_metrics = figures.default_heatmap_metrics(conventions.ur_denominator)
+    heatmap_metrics = figures.default_heatmap_metrics(conventions)
     figures.fairness_heatmap(pd.read_csv(i.fairness), o.heatmap, heatmap_metrics)
     preds = concat_manifests(i.predictions, contract="predictions")
     figures.score_distributions(

@@ -349,7 +349,7 @@ def results(tmp_path_factory):
         robustness, at["robustness_figure"], twins=twins_from_frame(detectors, "sdaug")
     )
     figures.fairness_heatmap(
-        fup, at["fairness_heatmap"], figures.default_heatmap_metrics(m["ur_denominator"])
+        fup, at["fairness_heatmap"], figures.default_heatmap_metrics(Conventions.from_metrics(m))
     )
     figures.score_distributions(preds, at["score_distributions"])
     figures.failure_figure(failures, at["failures_figure"])

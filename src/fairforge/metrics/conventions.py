@@ -28,6 +28,12 @@ from .detection import EER_METHODS, THRESHOLD_RULES
 UR_DENOMINATORS = ("one_plus_acc", "acc")
 
 
+def metric_name(metric: str, ur_denominator: str) -> str:
+    """The name a metric is reported under: a utility-regularized gap (``UR...``) carries the
+    denominator it was computed with (``URDEOdds_one_plus_acc``), other names stay."""
+    return f"{metric}_{ur_denominator}" if metric.startswith("UR") else metric
+
+
 @dataclass(frozen=True)
 class Conventions:
     """How predictions are turned into metrics (module docstring)."""
@@ -67,6 +73,15 @@ class Conventions:
     def from_config(cls, config: Mapping) -> Conventions:
         """The conventions of a whole config (its ``metrics`` block)."""
         return cls.from_metrics(config.get("metrics") or {})
+
+    def metric_name(self, metric: str) -> str:
+        """:func:`metric_name` under the one UR denominator of these conventions."""
+        if len(self.ur_denominators) != 1:
+            raise ValueError(
+                f"conventions with several UR denominators {self.ur_denominators} name a UR "
+                "metric once per denominator: use metric_name(metric, denominator)"
+            )
+        return metric_name(metric, self.ur_denominators[0])
 
     def at(self, threshold: float | Mapping[str, float]) -> Conventions:
         """The same conventions at another threshold (e.g. fitted per group)."""

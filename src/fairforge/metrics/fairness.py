@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..columns import FAIRNESS_INPUT_COLUMNS, REAL
 from . import detection
-from .conventions import DEFAULT_CONVENTIONS, UR_DENOMINATORS, Conventions
+from .conventions import DEFAULT_CONVENTIONS, UR_DENOMINATORS, Conventions, metric_name
 
 FAIRFD_KEYS = (
     "DPD",
@@ -505,7 +505,7 @@ def metrics_from_cell_counts(
         fair = _fairfd_from_array(A, real_index, den)
         if i == 0:
             out.update({k: fair[k] for k in REPORT_ORDER_NON_UR})
-        out.update({f"{k}_{den}": fair[k] for k in FAIRFD_KEYS if k.startswith("UR")})
+        out.update({metric_name(k, den): fair[k] for k in FAIRFD_KEYS if k.startswith("UR")})
     for key, value in pooled_from_confusion(tn, fp, fn, tp).items():
         out[f"pooled_{key}"] = value
     return out

@@ -315,7 +315,7 @@ def _study_parts(paths: Mapping) -> list[str]:
     return parts
 
 
-def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> str:
+def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, conventions: Conventions) -> str:
     keep = [
         "dataset",
         "detector",
@@ -323,7 +323,7 @@ def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> s
         "AUC",
         "ACC",
         "AADPD",
-        f"URDEOdds_{ur}",
+        conventions.metric_name("URDEOdds"),
         "pooled_DEOdds",
         "pooled_AccGap",
     ]
@@ -648,7 +648,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     """The report page of one run. ``paths``: :func:`report_inputs`; ``config``: the run's
     validated config (datasets, variants, metrics, ranking). The ranking-exposure section
     and its verdict line appear only when ``ranking.enabled``."""
-    ur = Conventions.from_config(config).ur_denominator
+    conventions = Conventions.from_config(config)
     detection = read_input(paths, "detection")
     fairness = read_input(paths, "fairness")
     ci = read_input(paths, "fairness_ci")
@@ -665,7 +665,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         ci,
         pvalues,
         fup,
-        ur,
+        conventions,
         standing=read_input(paths, "standing"),
         failures=read_input(paths, "failures"),
         min_forgery_success=config.get("metrics", {}).get(
@@ -722,7 +722,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         _detection_section(detection, paths),
         _fairness_section(paths, fairness, ci, pvalues),
         _robustness_section(paths, robustness),
-        _perturbed_fairness_section(paths, fup, ur),
+        _perturbed_fairness_section(paths, fup, conventions),
         _thresholds_section(read_input(paths, "thresholds")),
         _grayscale_section(read_input(paths, "grayscale"), list(fup["variant"].unique())),
         _balanced_section(read_input(paths, "balanced")),
@@ -739,7 +739,10 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         _forgeries_section(paths),
         _failures_section(paths, read_input(paths, "failures")),
         _section(
-            "glossary", "What the metrics mean", caption_html("glossary"), _p(ur_convention(ur))
+            "glossary",
+            "What the metrics mean",
+            caption_html("glossary"),
+            _p(ur_convention(conventions.ur_denominator)),
         ),
     ]
     return (

@@ -238,8 +238,8 @@ def fairness_under_perturbation(
 VERDICT_METRICS = ("AADPD", "URDEOdds")
 
 
-def verdict_metric_names(ur_denominator: str) -> list[str]:
-    return [f"{m}_{ur_denominator}" if m.startswith("UR") else m for m in VERDICT_METRICS]
+def verdict_metric_names(conventions: Conventions) -> list[str]:
+    return [conventions.metric_name(m) for m in VERDICT_METRICS]
 
 
 PVALUE_COLUMNS = [
@@ -325,7 +325,7 @@ def pvalue_table(
                 for r in diff.itertuples(index=False)
             ]
     table = pd.DataFrame(rows, columns=PVALUE_COLUMNS)
-    family = table["metric"].isin(verdict_metric_names(c.ur_denominator)).to_numpy()
+    family = table["metric"].isin(verdict_metric_names(c)).to_numpy()
     p_holm = np.full(len(table), np.nan)
     p_holm[family] = holm_adjust(table.loc[family, "p_value"].to_numpy(float))
     table["p_holm"] = p_holm
