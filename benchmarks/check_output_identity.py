@@ -161,25 +161,16 @@ def against(rev: str, keep: Path | None) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", metavar="REV", help="run REV's sources and ours")
-    parser.add_argument("--keep", type=Path, help="with --against: the folder to run into")
-    sub = parser.add_subparsers(dest="command")
-    one = sub.add_parser("run")
-    one.add_argument("out", type=Path)
-    one.add_argument("--repo", type=Path, default=REPO, help="the sources to run")
-    cmp = sub.add_parser("compare")
-    cmp.add_argument("ref", type=Path)
-    cmp.add_argument("new", type=Path)
-    args = parser.parse_args()
+    from check_training_identity import command_line, finish  # this folder is on the path
+
+    def repo_option(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--repo", type=Path, default=REPO, help="the sources to run")
+
+    args, parser = command_line(__doc__, repo_option)
     if args.command == "run":
         run(args.out, args.repo.resolve())
-    elif args.command == "compare":
-        sys.exit(0 if compare(args.ref, args.new) else 1)
-    elif args.against:
-        sys.exit(0 if against(args.against, args.keep) else 1)
     else:
-        parser.error("give --against REV, or run / compare")
+        finish(args, parser, compare, against)
 
 
 if __name__ == "__main__":
