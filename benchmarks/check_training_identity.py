@@ -346,19 +346,24 @@ def _tensors(obj):
             yield from _tensors(v)
 
 
-def against(rev: str, keep: Path | None) -> bool:
-    """Train with the sources of ``rev`` and with the working tree's, then compare."""
-    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="training-identity-"))
-    base = work / "base"
-    base.mkdir(parents=True, exist_ok=True)
+def extract(rev: str, dest: Path, *paths: str) -> None:
+    """The files of ``rev`` (those under ``paths``, or all) written below ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", rev, "src"], check=True, capture_output=True
+        ["git", "-C", str(REPO), "archive", rev, *paths], check=True, capture_output=True
     ).stdout
     with tempfile.NamedTemporaryFile(suffix=".tar") as fh:
         fh.write(archive)
         fh.flush()
         with tarfile.open(fh.name) as tar:
-            tar.extractall(base, filter="data")
+            tar.extractall(dest, filter="data")
+
+
+def against(rev: str, keep: Path | None) -> bool:
+    """Train with the sources of ``rev`` and with the working tree's, then compare."""
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="training-identity-"))
+    base = work / "base"
+    extract(rev, base, "src")
     for name, src in (("ref", base / "src"), ("new", REPO / "src")):
         env = {**os.environ, "PYTHONPATH": str(src)}
         subprocess.run([sys.executable, __file__, "run", str(work / name)], check=True, env=env)
@@ -366,24 +371,39 @@ def against(rev: str, keep: Path | None) -> bool:
     return compare(work / "ref", work / "new")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", metavar="REV", help="train with REV's sources and ours")
-    parser.add_argument("--keep", type=Path, help="with --against: the folder to train into")
+def command_line(doc: str, run_options=None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """The arguments of an identity check: ``--against REV [--keep DIR]``, ``run OUT`` (with
+    ``run_options(parser)`` adding its own) or ``compare REF NEW``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--against", metavar="REV", help="run REV's sources and ours")
+    parser.add_argument("--keep", type=Path, help="with --against: the folder to run into")
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("run").add_argument("out", type=Path)
+    one = sub.add_parser("run")
+    one.add_argument("out", type=Path)
+    if run_options is not None:
+        run_options(one)
     cmp = sub.add_parser("compare")
     cmp.add_argument("ref", type=Path)
     cmp.add_argument("new", type=Path)
-    args = parser.parse_args()
-    if args.command == "run":
-        run(args.out)
-    elif args.command == "compare":
+    return parser.parse_args(), parser
+
+
+def finish(args, parser, compare, against) -> None:
+    """Compare, or run both sides and compare, as ``args`` say; exits 1 when they differ."""
+    if args.command == "compare":
         sys.exit(0 if compare(args.ref, args.new) else 1)
     elif args.against:
         sys.exit(0 if against(args.against, args.keep) else 1)
     else:
         parser.error("give --against REV, or run / compare")
+
+
+def main() -> None:
+    args, parser = command_line(__doc__)
+    if args.command == "run":
+        run(args.out)
+    else:
+        finish(args, parser, compare, against)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 from fairforge.joblog import logged
+from fairforge.metrics import Conventions
 from fairforge.tables import detection_table, robustness_table, table_from_files
 
 with logged(snakemake.log[0]):
@@ -6,10 +7,8 @@ with logged(snakemake.log[0]):
     detection = table_from_files(
         snakemake.input,
         detection_table,
-        threshold=m["threshold"],
+        conventions=Conventions.from_metrics(m),
         split=m["evaluation_split"],
-        threshold_rule=m["threshold_rule"],
-        eer=m["eer"],
     )
     detection.to_csv(snakemake.output.detection, index=False, float_format="%.6g")
     robustness = robustness_table(detection, categories=m["robustness_categories"])

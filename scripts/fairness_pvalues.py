@@ -1,5 +1,6 @@
 from fairforge.joblog import logged
 from fairforge.manifest import concat_manifests
+from fairforge.metrics import Conventions
 from fairforge.tables import pvalue_table
 
 with logged(snakemake.log[0]):
@@ -9,10 +10,7 @@ with logged(snakemake.log[0]):
         concat_manifests(snakemake.input, contract="predictions"),
         n_perm=snakemake.params.n_perm,
         seed=snakemake.params.seed,
-        threshold=m["threshold"],
-        ur_denominator=m["ur_denominator"],
-        threshold_rule=m["threshold_rule"],
-        eer=m["eer"],
+        conventions=Conventions.from_metrics(m),
         split=m["evaluation_split"],
     )
     table.to_csv(snakemake.output[0], index=False, float_format="%.6g")

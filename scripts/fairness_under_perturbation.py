@@ -1,4 +1,5 @@
 from fairforge.joblog import logged
+from fairforge.metrics import Conventions
 from fairforge.tables import fairness_under_perturbation, grayscale_table, table_from_files
 
 with logged(snakemake.log[0]):
@@ -6,10 +7,7 @@ with logged(snakemake.log[0]):
     table = table_from_files(
         snakemake.input,
         fairness_under_perturbation,
-        threshold=m["threshold"],
-        ur_denominator=m["ur_denominator"],
-        threshold_rule=m["threshold_rule"],
-        eer=m["eer"],
+        conventions=Conventions.from_metrics(m),
         split=m["evaluation_split"],
     )
     table.to_csv(snakemake.output.table, index=False, float_format="%.6g")

@@ -1,4 +1,5 @@
 from fairforge.joblog import logged
+from fairforge.metrics import Conventions
 from fairforge.report import figures
 from fairforge.tables import table_from_files
 from fairforge.tables.features import subject_rates_table
@@ -8,8 +9,7 @@ with logged(snakemake.log[0]):
     table = table_from_files(
         snakemake.input,
         subject_rates_table,
-        threshold=m["threshold"],
-        threshold_rule=m["threshold_rule"],
+        conventions=Conventions.from_metrics(m),
         split=m["evaluation_split"],
     )
     table.to_csv(snakemake.output.table, index=False, float_format="%.6g")

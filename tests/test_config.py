@@ -1,7 +1,10 @@
 import pytest
 import yaml
 
-from fairforge.config import ConfigError, load_config, validate_config
+from fairforge.config import ConfigError, load_config, load_schema, validate_config
+from fairforge.metrics import DEFAULT_CONVENTIONS, Conventions
+from fairforge.metrics.conventions import UR_DENOMINATORS
+from fairforge.metrics.detection import EER_METHODS, THRESHOLD_RULES
 
 
 def test_defaults_are_filled_in_nested_blocks():
@@ -9,6 +12,23 @@ def test_defaults_are_filled_in_nested_blocks():
     assert config["training"]["recipe"] == "deepfakebench"
     assert "init" not in config["detectors"]["m"]  # unset: as the architecture's paper
     assert config["metrics"]["ur_denominator"] == "one_plus_acc"
+
+
+def test_conventions_defaults_and_choices_are_the_schemas():
+    metrics = load_schema()["properties"]["metrics"]["properties"]
+    for name in ("threshold", "threshold_rule", "eer", "ur_denominator"):
+        assert getattr(DEFAULT_CONVENTIONS, name) == metrics[name]["default"], name
+    assert list(THRESHOLD_RULES) == metrics["threshold_rule"]["enum"]
+    assert list(EER_METHODS) == metrics["eer"]["enum"]
+    assert set(UR_DENOMINATORS) == set(metrics["ur_denominator"]["enum"])
+    # a validated config gives the conventions its metrics block holds, the rest ignored
+    config = validate_config({"metrics": {"threshold_rule": ">=", "eer": "nearest"}})
+    assert Conventions.from_config(config) == Conventions(threshold_rule=">=", eer="nearest")
+    assert Conventions.from_config({}) == DEFAULT_CONVENTIONS
+    with pytest.raises(ValueError, match="ur_denominator"):
+        Conventions(ur_denominator="half")
+    with pytest.raises(ValueError, match="threshold_rule"):
+        Conventions(threshold_rule="=>")
 
 
 def test_unknown_key_is_named():

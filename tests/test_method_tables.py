@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairforge.metrics import Conventions
 from fairforge.tables import cross_manipulation_table, per_method_table
 
 
@@ -30,6 +31,17 @@ def test_per_method_auc_scores_each_method_against_the_reals():
     assert got.loc["a", ["n_real", "n_fake"]].tolist() == [4, 4]
     # val rows are not evaluated
     assert per_method_table(predictions("x", "a").assign(split="val")).empty
+
+
+def test_per_method_acc_follows_the_decision_rule():
+    # the highest real scores exactly 0.4: real under ">", fake under ">="
+    preds = predictions("x", "a")
+    strict = per_method_table(preds, Conventions(threshold=0.4)).set_index("method")
+    geq = per_method_table(preds, Conventions(threshold=0.4, threshold_rule=">=")).set_index(
+        "method"
+    )
+    assert strict.loc["a", "ACC"] == pytest.approx(1.0)
+    assert geq.loc["a", "ACC"] == pytest.approx(7 / 8)
 
 
 def test_cross_manipulation_rows_are_training_methods():

@@ -17,6 +17,7 @@ from fairlearn.metrics import (
 from sklearn.metrics import accuracy_score, roc_auc_score
 
 from fairforge.metrics import (
+    Conventions,
     accuracy_matrix,
     apply_group_thresholds,
     best_threshold,
@@ -188,14 +189,16 @@ def test_accuracy_matrix_of_built_frame(ref_frame, ref_matrix):
 
 def test_fairness_report_reproduces_reference(ref, ref_frame):
     tol = ref["tolerance"]
-    report = fairness_report(ref_frame, ur_denominator=("one_plus_acc", "acc"))
+    report = fairness_report(ref_frame, Conventions(ur_denominator=("one_plus_acc", "acc")))
     for key, value in ref["table3"].items():
         name = f"{key}_one_plus_acc" if key.startswith("UR") else key
         assert report[name] == pytest.approx(value, abs=tol), key
     assert report["AccGap"] == pytest.approx(ref["table1_overall"]["accgap"], abs=tol)
     assert report["MeanAcc"] == pytest.approx(ref["table1_overall"]["mean"], abs=tol)
     assert report["n_samples"] == len(ref_frame)
-    table5b = fairness_report(ref_frame, ur_denominator="acc", approaches=["real", "faceswap"])
+    table5b = fairness_report(
+        ref_frame, Conventions(ur_denominator="acc"), approaches=["real", "faceswap"]
+    )
     for key, value in ref["table5b_threshold_0.5_real_and_faceswap_only"].items():
         name = f"{key}_acc" if key.startswith("UR") else key
         assert table5b[name] == pytest.approx(value, abs=tol), key
@@ -391,7 +394,9 @@ def test_compare_thresholds_side_by_side():
     table, fitted = compare_thresholds(val, test)
     assert list(table.columns) == ["global", "per_group"]
     assert table["global"].to_dict() == pytest.approx(fairness_report(test), nan_ok=True)
-    assert table["per_group"].to_dict() == pytest.approx(fairness_report(test, fitted), nan_ok=True)
+    assert table["per_group"].to_dict() == pytest.approx(
+        fairness_report(test, Conventions(threshold=fitted)), nan_ok=True
+    )
     # fitted on the test data itself, per-group thresholds cannot lower accuracy
     table_self, _ = compare_thresholds(test, test)
     assert table_self.loc["ACC", "per_group"] >= table_self.loc["ACC", "global"]
@@ -415,7 +420,7 @@ def test_threshold_rule_reaches_the_fairness_metrics_and_the_fitted_thresholds()
     # group a: the real at 0.5 is right under ">" and wrong under ">="; the fake the reverse
     assert strict.loc["real", "a"] == 1.0 and strict.loc["fs", "a"] == 0.5
     assert geq.loc["real", "a"] == 0.5 and geq.loc["fs", "a"] == 1.0
-    report = fairness_report(frame, threshold_rule=">=")
+    report = fairness_report(frame, Conventions(threshold_rule=">="))
     assert report["AADPD"] == pytest.approx(0.5 * (0.5 + 0.0))
     assert fairness_report(frame)["AADPD"] == pytest.approx(0.5 * (0.0 + 0.5))
     # the fitted threshold maximises accuracy under the same rule

@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from fairforge.metrics import (
+    Conventions,
     accuracy_matrix,
     bootstrap_intervals,
     bootstrap_replicates,
@@ -80,7 +81,7 @@ def subject_predictions(
 
 def test_point_estimates_equal_fairness_report():
     df = subject_predictions(0, 12)
-    report = fairness_report(df, ur_denominator=("one_plus_acc", "acc"))
+    report = fairness_report(df, Conventions(ur_denominator=("one_plus_acc", "acc")))
     est = point_estimates(stats_from_frame(df), ur_denominator=("one_plus_acc", "acc"))
     for key, value in est.items():
         assert report[key] == pytest.approx(value, abs=1e-12), key

@@ -11,6 +11,7 @@ import pytest
 from fairforge.config import validate_config
 from fairforge.forgery.quality import QUALITY_MEASURES
 from fairforge.images import write_image
+from fairforge.metrics import Conventions
 from fairforge.protocol import card_frame, protocol_card
 from fairforge.report import build_report, figures, report_inputs
 from fairforge.tables import (
@@ -263,23 +264,18 @@ def results(tmp_path_factory):
     m = CONFIG["metrics"]
     clean = preds.loc[preds["variant"] == "clean"]
     test = clean.loc[clean["split"] == "test"]
-    for name, frame in fairness_outputs(
-        test, ur_denominator=m["ur_denominator"], bootstrap=m["bootstrap"]
-    ).items():
+    conventions = Conventions.from_metrics(m)
+    for name, frame in fairness_outputs(test, conventions, bootstrap=m["bootstrap"]).items():
         frame.to_csv(at[FAIRNESS_OUTPUTS[name]], index=False)
     detection = detection_table(preds)
     detection.to_csv(at["detection"], index=False)
     robustness = robustness_table(detection)
     robustness.to_csv(at["robustness"], index=False)
-    fup = fairness_under_perturbation(preds, ur_denominator=m["ur_denominator"])
+    fup = fairness_under_perturbation(preds, conventions)
     fup.to_csv(at["fairness_under_perturbation"], index=False)
     grayscale_table(fup).to_csv(at["grayscale"], index=False)
-    pvalue_table(preds, n_perm=200, ur_denominator=m["ur_denominator"]).to_csv(
-        at["pvalues"], index=False
-    )
-    thresholds_table(preds, ur_denominator=m["ur_denominator"]).to_csv(
-        at["thresholds"], index=False
-    )
+    pvalue_table(preds, n_perm=200, conventions=conventions).to_csv(at["pvalues"], index=False)
+    thresholds_table(preds, conventions).to_csv(at["thresholds"], index=False)
     detectors = detectors_frame(SETTINGS)
     detectors.to_csv(at["detectors"], index=False)
     card_frame(protocol_card(validate_config(PROTOCOL_CONFIG))).to_csv(at["protocol"], index=False)
@@ -353,7 +349,7 @@ def results(tmp_path_factory):
         robustness, at["robustness_figure"], twins=twins_from_frame(detectors, "sdaug")
     )
     figures.fairness_heatmap(
-        fup, at["fairness_heatmap"], figures.default_heatmap_metrics(m["ur_denominator"])
+        fup, at["fairness_heatmap"], figures.default_heatmap_metrics(Conventions.from_metrics(m))
     )
     figures.score_distributions(preds, at["score_distributions"])
     figures.failure_figure(failures, at["failures_figure"])
@@ -678,21 +674,20 @@ def with_an_untrained_detector(results, work, keep):
     failures.to_csv(at["failures"], index=False)
     m = CONFIG["metrics"]
     test = preds.loc[(preds["variant"] == "clean") & (preds["split"] == "test")]
+    conventions = Conventions.from_metrics(m)
     out = fairness_outputs(
         test,
-        ur_denominator=m["ur_denominator"],
+        conventions,
         bootstrap=m["bootstrap"],
         training=training,
         failures=failures,
     )
     for name, frame in out.items():
         frame.to_csv(at[FAIRNESS_OUTPUTS[name]], index=False)
-    fairness_under_perturbation(preds, ur_denominator=m["ur_denominator"]).to_csv(
+    fairness_under_perturbation(preds, conventions).to_csv(
         at["fairness_under_perturbation"], index=False
     )
-    pvalue_table(preds, n_perm=200, ur_denominator=m["ur_denominator"]).to_csv(
-        at["pvalues"], index=False
-    )
+    pvalue_table(preds, n_perm=200, conventions=conventions).to_csv(at["pvalues"], index=False)
     return build_report(report_inputs(work, ["synthetic"], ["faceswap"]), NO_RANKING)
 
 

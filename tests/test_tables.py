@@ -8,7 +8,7 @@ from sklearn.metrics import roc_auc_score
 
 from fairforge import tables
 from fairforge.forgery import training_methods
-from fairforge.metrics import fairness_report
+from fairforge.metrics import Conventions, fairness_report
 from fairforge.tables import (
     balanced_table,
     balanced_twins,
@@ -251,10 +251,10 @@ def test_robustness_by_the_assessment_categories():
 def test_fairness_under_perturbation_equals_fairness_report_per_variant():
     clean = predictions((1.0, 1.0, 1.0, 1.0), variant="clean", seed=4)
     gray = predictions((1.0, 0.5, 1.0, 0.7), variant="grayscale@1", seed=5)
-    fup = fairness_under_perturbation(pd.concat([clean, gray]), ur_denominator="acc")
+    fup = fairness_under_perturbation(pd.concat([clean, gray]), Conventions(ur_denominator="acc"))
     assert list(fup["variant"]) == ["clean", "grayscale@1"]
     row = fup.set_index("variant").loc["grayscale@1"]
-    expected = fairness_report(gray, ur_denominator="acc")
+    expected = fairness_report(gray, Conventions(ur_denominator="acc"))
     for key, value in expected.items():
         assert row[key] == pytest.approx(value, nan_ok=True), key
     assert row["category"] == "color"

@@ -18,6 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from fairforge.columns import PREDICTION_FILE_COLUMNS
+from fairforge.metrics.conventions import DEFAULT_CONVENTIONS, UR_DENOMINATORS, Conventions
+from fairforge.metrics.detection import EER_METHODS, THRESHOLD_RULES
 
 
 def _read_predictions(paths: list[str]) -> pd.DataFrame:
@@ -36,20 +38,38 @@ def _read_predictions(paths: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _conventions(args) -> Conventions:
+    """The metric conventions the command line gives (``--ur-denominator`` where the
+    command has it)."""
+    return Conventions(
+        threshold=args.threshold,
+        threshold_rule=args.threshold_rule,
+        eer=args.eer,
+        ur_denominator=getattr(args, "ur_denominator", DEFAULT_CONVENTIONS.ur_denominator),
+    )
+
+
+def _convention_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of :func:`_conventions` but ``--ur-denominator``, defaults from
+    :class:`~fairforge.metrics.conventions.Conventions`."""
+    d = DEFAULT_CONVENTIONS
+    p.add_argument("--threshold", type=float, default=d.threshold)
+    p.add_argument(
+        "--threshold-rule",
+        choices=list(THRESHOLD_RULES),
+        default=d.threshold_rule,
+        help="fake when score > or >= t",
+    )
+    p.add_argument("--eer", choices=list(EER_METHODS), default=d.eer)
+
+
 def cmd_fairness(args) -> int:
     from fairforge.tables import fairness_outputs
 
     preds = _read_predictions(args.predictions)
     if args.split and "split" in preds.columns:
         preds = preds.loc[preds["split"] == args.split]
-    out = fairness_outputs(
-        preds,
-        threshold=args.threshold,
-        ur_denominator=args.ur_denominator,
-        bootstrap=args.bootstrap,
-        threshold_rule=args.threshold_rule,
-        eer=args.eer,
-    )
+    out = fairness_outputs(preds, _conventions(args), bootstrap=args.bootstrap)
     out["table"].to_csv(args.out, index=False, float_format="%.6g")
     if args.per_group:
         out["per_group"].to_csv(args.per_group, index=False, float_format="%.6g")
@@ -67,6 +87,7 @@ def cmd_metrics(args) -> int:
     preds = _read_predictions(args.predictions)
     if args.split and "split" in preds.columns:
         preds = preds.loc[preds["split"] == args.split]
+    c = _conventions(args)
     rows = []
     for det, part in preds.groupby("detector", sort=True):
         rows.append(
@@ -75,9 +96,9 @@ def cmd_metrics(args) -> int:
                 **detection_metrics(
                     part["label"].to_numpy(),
                     part["score"].to_numpy(),
-                    threshold=args.threshold,
-                    threshold_rule=args.threshold_rule,
-                    eer=args.eer,
+                    threshold=c.threshold,
+                    threshold_rule=c.threshold_rule,
+                    eer=c.eer,
                 ),
             }
         )
@@ -174,12 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predictions", nargs="+", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--per-group", help="also write the per-group table here")
-    p.add_argument("--ur-denominator", choices=["acc", "one_plus_acc"], default="one_plus_acc")
-    p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument(
-        "--threshold-rule", choices=[">", ">="], default=">", help="fake when score > or >= t"
+        "--ur-denominator",
+        choices=list(UR_DENOMINATORS),
+        default=DEFAULT_CONVENTIONS.ur_denominator,
     )
-    p.add_argument("--eer", choices=["interpolated", "nearest"], default="interpolated")
+    _convention_arguments(p)
     p.add_argument("--split", default=None, help="keep only this split (e.g. test)")
     p.add_argument(
         "--bootstrap",
@@ -193,11 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("metrics", help="detection metrics (AUC, ACC, AP, EER) per detector")
     p.add_argument("--predictions", nargs="+", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--threshold", type=float, default=0.5)
-    p.add_argument(
-        "--threshold-rule", choices=[">", ">="], default=">", help="fake when score > or >= t"
-    )
-    p.add_argument("--eer", choices=["interpolated", "nearest"], default="interpolated")
+    _convention_arguments(p)
     p.add_argument("--split", default=None)
     p.set_defaults(func=cmd_metrics)
 

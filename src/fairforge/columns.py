@@ -16,6 +16,13 @@ This module imports nothing from fairforge, so every layer may import it.
 
 from __future__ import annotations
 
+#: The method of a real (pristine) sample: an approach of the fairness metrics like any
+#: manipulation (FairFD §3.2), written in the ``method`` column of sources, samples and
+#: predictions.
+REAL = "real"
+#: The variant of an unperturbed sample, written in the ``variant`` column of predictions.
+CLEAN = "clean"
+
 # sources: one row per image of a dataset (fairforge.sources.build.build_sources).
 SOURCE_COLUMNS = (
     "image_id",
@@ -221,17 +228,6 @@ CONTRACTS: dict[str, tuple[str, ...]] = {
     "forgery": tuple(c for c in FORGERY_COLUMNS if c != "params"),
     "imported_masks": tuple(IMPORTED_MASK_COLUMNS),
     "samples": ("sample_id", "dataset", "split", "label", "method", "group", "subject_id", "path"),
-    "predictions": (
-        "sample_id",
-        "dataset",
-        "split",
-        "label",
-        "method",
-        "group",
-        "subject_id",
-        "detector",
-        "variant",
-        "score",
-    ),
+    "predictions": tuple(PREDICTION_COLUMNS),
     "features": tuple(FEATURE_COLUMNS),
 }

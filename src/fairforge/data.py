@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from fairforge.columns import XRAY_COLUMN
+from fairforge.columns import CLEAN, XRAY_COLUMN
 from fairforge.forgery import ONLINE_FORGERIES, as_landmarks, online_blend
 from fairforge.forgery.shard import NEIGHBOURS
 from fairforge.images import read_image, read_mask
@@ -98,7 +98,7 @@ class FaceDataset(Dataset):
         input_size: int,
         mean,
         std,
-        variant: str = "clean",
+        variant: str = CLEAN,
         augment: Callable | None = None,
         seed: int = 0,
         mask_column: str | None = None,
@@ -120,7 +120,7 @@ class FaceDataset(Dataset):
         self.mask_column = mask_column
         self.xray_column = xray_column
         self._apply_variant = None
-        if variant != "clean":
+        if variant != CLEAN:
             from fairforge.perturb import apply_variant
 
             self._apply_variant = apply_variant

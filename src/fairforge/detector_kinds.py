@@ -23,12 +23,14 @@ import logging
 import math
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
+from fairforge.columns import CLEAN
 from fairforge.detectors import DETECTORS, detector_kind
 from fairforge.detectors.headpose import sample_landmarks
 from fairforge.efficiency import checkpoint_efficiency_rows
@@ -47,6 +49,33 @@ from fairforge.video import loading_variant
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class ScoreRequest:
+    """What one prediction job asks of a detector, whatever its kind: built once, by
+    :func:`predict`, and handed to :meth:`DetectorKind.score` with the samples.
+
+    ``model`` is a checkpoint or (external kind) a score file; the samples of ``splits`` are
+    scored under ``variant`` (``variant_options`` its operations' settings), and of a video
+    the ``frames`` that ``pick`` picks (:func:`fairforge.data.frames_to_score`; None: every
+    frame). ``batch_size``, ``num_workers``, ``device`` and ``memory_mb`` (a bound on the
+    loader's queue) say how a network is run.
+    """
+
+    arch: str
+    model: str | Path
+    results_dir: str | Path
+    detector: str
+    variant: str = CLEAN
+    splits: tuple[str, ...] = ("val", "test")
+    batch_size: int = 64
+    num_workers: int = 0
+    device: str = "auto"
+    variant_options: dict | None = None
+    memory_mb: float | None = None
+    frames: int | None = None
+    pick: str = "spaced"
+
+
 class DetectorKind(ABC):
     """How the detectors of one kind are trained, run and costed."""
 
@@ -62,27 +91,9 @@ class DetectorKind(ABC):
         return the training log (one row per epoch)."""
 
     @abstractmethod
-    def score(
-        self,
-        arch: str,
-        model: str | Path,
-        samples: pd.DataFrame,
-        results_dir: str | Path,
-        detector: str,
-        variant: str,
-        splits,
-        *,
-        batch_size: int,
-        num_workers: int,
-        device: str,
-        variant_options: dict | None,
-        memory_mb: float | None = None,
-        frames: int | None = None,
-        pick: str = "spaced",
-    ) -> pd.DataFrame:
-        """Predictions (the contract) of ``model`` (a checkpoint or a score file) on the
-        samples of ``splits`` under ``variant``: of a video, the ``frames`` that ``pick``
-        picks (:func:`fairforge.data.frames_to_score`; None: every frame)."""
+    def score(self, samples: pd.DataFrame, request: ScoreRequest) -> pd.DataFrame:
+        """Predictions (the contract) of ``request.model`` (a checkpoint or a score file)
+        on the ``samples`` the request selects (:class:`ScoreRequest`)."""
 
     @abstractmethod
     def cost(
@@ -115,38 +126,22 @@ class NetworkKind(DetectorKind):
     def fit(self, samples, results_dir, settings, out_path):
         return train_network(samples, results_dir, settings, out_path)
 
-    def score(
-        self,
-        arch,
-        model,
-        samples,
-        results_dir,
-        detector,
-        variant,
-        splits,
-        *,
-        batch_size,
-        num_workers,
-        device,
-        variant_options,
-        memory_mb=None,
-        frames=None,
-        pick="spaced",
-    ):
-        frame = scored_frame(samples, splits, variant, frames, pick)
+    def score(self, samples, request):
+        r = request
+        frame = scored_frame(samples, r.splits, r.variant, r.frames, r.pick)
         scores = network_scores(
-            model,
+            r.model,
             frame,
-            results_dir,
-            variant,
-            batch_size,
-            num_workers,
-            device,
-            variant_options,
-            memory_mb,
+            r.results_dir,
+            r.variant,
+            r.batch_size,
+            r.num_workers,
+            r.device,
+            r.variant_options,
+            r.memory_mb,
         )
-        predictions = prediction_frame(frame, detector, variant, scores)
-        if getattr(DETECTORS.get(arch), "sequence_input", False):  # scored per video
+        predictions = prediction_frame(frame, r.detector, r.variant, scores)
+        if getattr(DETECTORS.get(r.arch), "sequence_input", False):  # scored per video
             return one_row_per_video(predictions)
         return predictions
 
@@ -185,28 +180,12 @@ class ClassicalKind(DetectorKind):
             ]
         )
 
-    def score(
-        self,
-        arch,
-        model,
-        samples,
-        results_dir,
-        detector,
-        variant,
-        splits,
-        *,
-        batch_size,
-        num_workers,
-        device,
-        variant_options,
-        memory_mb=None,
-        frames=None,
-        pick="spaced",
-    ):
-        frame = scored_frame(samples, splits, variant, frames, pick)
-        fitted = DETECTORS.get(arch).load(model)
+    def score(self, samples, request):
+        r = request
+        frame = scored_frame(samples, r.splits, r.variant, r.frames, r.pick)
+        fitted = DETECTORS.get(r.arch).load(r.model)
         landmarks = sample_landmarks(
-            frame, results_dir, loading_variant(variant), variant_options=variant_options
+            frame, r.results_dir, loading_variant(r.variant), variant_options=r.variant_options
         )
         scores = fitted.predict_proba(landmarks)
         missing = ~np.isfinite(scores)
@@ -215,10 +194,10 @@ class ClassicalKind(DetectorKind):
                 "%d of %d faces had no landmarks under %s; scored 0.5",
                 int(missing.sum()),
                 len(scores),
-                loading_variant(variant),
+                loading_variant(r.variant),
             )
         scores = np.where(missing, np.float32(0.5), scores).astype(np.float32)
-        return prediction_frame(frame, detector, variant, scores)
+        return prediction_frame(frame, r.detector, r.variant, scores)
 
     def cost(self, model, detector, device, batch_sizes, repeats):
         return {"detector": detector, "note": "classical detector: cost is dlib landmarks + SVM"}
@@ -232,26 +211,12 @@ class ExternalKind(DetectorKind):
             "there is nothing to train"
         )
 
-    def score(
-        self,
-        arch,
-        model,
-        samples,
-        results_dir,
-        detector,
-        variant,
-        splits,
-        *,
-        batch_size,
-        num_workers,
-        device,
-        variant_options,
-        memory_mb=None,
-        frames=None,
-        pick="spaced",
-    ):
+    def score(self, samples, request):
         # the score file holds what the detector scored elsewhere: no frames are picked here
-        return DETECTORS.create(arch, model).predictions(samples, detector, variant, splits)
+        r = request
+        return DETECTORS.create(r.arch, r.model).predictions(
+            samples, r.detector, r.variant, r.splits
+        )
 
     def cost(self, model, detector, device, batch_sizes, repeats):
         return {"detector": detector, "note": "external detector: scored elsewhere"}
@@ -282,7 +247,7 @@ def predict(
     samples: pd.DataFrame,
     root: str | Path,
     detector: str,
-    variant: str = "clean",
+    variant: str = CLEAN,
     splits=("val", "test"),
     batch_size: int = 64,
     num_workers: int = 0,
@@ -303,14 +268,13 @@ def predict(
     """
     torch.set_num_threads(max(1, threads))
     arch = arch or checkpoint_arch(model)
-    return kind_of(arch).score(
-        arch,
-        model,
-        samples,
-        root,
-        detector,
-        variant,
-        splits,
+    request = ScoreRequest(
+        arch=arch,
+        model=model,
+        results_dir=root,
+        detector=detector,
+        variant=variant,
+        splits=tuple(splits),
         batch_size=batch_size,
         num_workers=num_workers,
         device=device,
@@ -319,6 +283,7 @@ def predict(
         frames=frames_test,
         pick=frame_pick(arch, frames_test_pick),
     )
+    return kind_of(arch).score(samples, request)
 
 
 def frame_pick(arch: str, pick: str | None = None) -> str:

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader
 
-from fairforge.columns import PREDICTION_COLUMNS
+from fairforge.columns import CLEAN, PREDICTION_COLUMNS
 from fairforge.data import (
     FaceDataset,
     SequenceDataset,
@@ -81,7 +81,7 @@ def score_frame(
     meta: dict,
     frame: pd.DataFrame,
     root: str | Path,
-    variant: str = "clean",
+    variant: str = CLEAN,
     batch_size: int = 64,
     num_workers: int = 0,
     device: torch.device | str = "cpu",
@@ -230,7 +230,7 @@ def network_scores(
     checkpoint: str | Path,
     frame: pd.DataFrame,
     root: str | Path,
-    variant: str = "clean",
+    variant: str = CLEAN,
     batch_size: int = 64,
     num_workers: int = 0,
     device: str = "auto",

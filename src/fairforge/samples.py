@@ -19,7 +19,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .columns import IMPORTED_MASK_COLUMNS, SAMPLE_COLUMNS, VIDEO_FRAME_COLUMNS, XRAY_COLUMN
+from .columns import (
+    FORGERY_COLUMNS,
+    IMPORTED_MASK_COLUMNS,
+    LABEL_COLUMNS,
+    REAL,
+    SAMPLE_COLUMNS,
+    VIDEO_FRAME_COLUMNS,
+    XRAY_COLUMN,
+)
 from .faces import release_crops
 from .manifest import read_manifest
 
@@ -27,12 +35,10 @@ from .manifest import read_manifest
 # present): the samples job spans the dataset, so it loads these columns and no others.
 SOURCE_INPUTS = ["image_id", "split", "group", "subject_id", "ok", "reason"]
 # ... and of a labelled dataset's sources, when present.
-SOURCE_LABEL_INPUTS = ["label", "method"]
+SOURCE_LABEL_INPUTS = list(LABEL_COLUMNS[:2])
 # The sources columns read when the manifest has them (video frames, labels).
 SOURCE_OPTIONAL_INPUTS = [*VIDEO_FRAME_COLUMNS, *SOURCE_LABEL_INPUTS]
 FACE_INPUTS = ["image_id", "ok", "reason", "crop_path"]
-#: The method of the real crops.
-REAL = "real"
 #: The share of the samples that is the dataset's own crops (real, and imported fakes).
 CROPS = "crops"
 #: A dataset's own crop's sample id: its image id after the prefix of its label (0, 1).
@@ -42,19 +48,7 @@ MASK_INPUTS = [c for c in IMPORTED_MASK_COLUMNS if c not in ("image_id", "method
 #: The backend of a real sample whose face the detector missed, kept with the crop its
 #: aligned release made (:func:`fairforge.faces.release_crops`).
 RELEASE_BACKEND = "release_aligned"
-FORGERY_INPUTS = [
-    "sample_id",
-    "method",
-    "backend",
-    "image_id",
-    "path",
-    "mask_path",
-    "group",
-    "subject_id",
-    "split",
-    "ok",
-    "reason",
-]
+FORGERY_INPUTS = [c for c in FORGERY_COLUMNS if c not in ("target_image_id", "params")]
 
 
 def read_masks(paths) -> pd.DataFrame | None:
@@ -90,7 +84,7 @@ def build_samples(
         real = real.assign(label=0, method=REAL)
     # A dataset's own fakes are crops like its real images, labelled by the dataset.
     fake = real["label"].astype(int).to_numpy() == 1
-    backend = np.where(fake, "imported", np.where(released, RELEASE_BACKEND, "real"))
+    backend = np.where(fake, "imported", np.where(released, RELEASE_BACKEND, REAL))
     real = real.rename(columns={"crop_path": "path"}).assign(
         sample_id=np.where(fake, CROP_ID_PREFIX[1], CROP_ID_PREFIX[0]).astype(object)
         + real["image_id"].to_numpy(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fairforge.checkpoints import TIMM_PREFIX
+from fairforge.columns import CLEAN
 from fairforge.faces.align import face_fraction
 from fairforge.forgery.base import backend_options
 from fairforge.paths import RESULTS, result_path
@@ -633,7 +634,7 @@ def select_config(config: dict) -> dict:
                 f"config: select.{key}: {unknown} not defined in {where} (defined: {valid})"
             )
     keep = {key: set(chosen.get(key) or selectable_names(config, key)) for key in SELECTABLE}
-    keep["variants"].add("clean")
+    keep["variants"].add(CLEAN)
     for name in (n for n in config["detectors"] if n in keep["detectors"]):
         missing = [d for d in train_datasets(config, name) if d not in keep["datasets"]]
         if missing and trains(config, name):

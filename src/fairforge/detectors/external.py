@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import PREDICTION_COLUMNS
+from fairforge.columns import CLEAN, PREDICTION_COLUMNS
 from fairforge.detectors.base import DETECTORS
 
 
@@ -44,7 +44,7 @@ def external_predictions(
     scores: str | Path | pd.DataFrame,
     samples: pd.DataFrame,
     detector: str,
-    variant: str = "clean",
+    variant: str = CLEAN,
     splits=("val", "test"),
 ) -> pd.DataFrame:
     """Validate a score file against ``samples`` and return predictions for ``splits``."""
@@ -101,6 +101,6 @@ class ScoreFile:
         self.path = path
 
     def predictions(
-        self, samples: pd.DataFrame, detector: str, variant: str = "clean", splits=("val", "test")
+        self, samples: pd.DataFrame, detector: str, variant: str = CLEAN, splits=("val", "test")
     ) -> pd.DataFrame:
         return external_predictions(self.path, samples, detector, variant, splits)

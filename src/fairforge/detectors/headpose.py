@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fairforge.columns import PREDICTION_COLUMNS
+from fairforge.columns import CLEAN, PREDICTION_COLUMNS
 from fairforge.detectors.base import DETECTORS
 from fairforge.faces import detect_faces, predict_landmarks
 from fairforge.forgery.pose import camera_matrix, generic_face_3d, head_pose
@@ -145,7 +145,7 @@ class HeadPoseSVM:
 def sample_landmarks(
     frame: pd.DataFrame,
     root: str | Path,
-    variant: str = "clean",
+    variant: str = CLEAN,
     face_detector: str = "hog",
     read: Callable[[Path], np.ndarray] | None = None,
     variant_options: dict | None = None,
@@ -153,7 +153,7 @@ def sample_landmarks(
     """(N, 68, 2) dlib landmarks of the images of ``frame`` (``path`` relative to ``root``)
     under ``variant``; NaN rows where no face is found."""
     read = read or read_image
-    apply = None if variant == "clean" else apply_variant
+    apply = None if variant == CLEAN else apply_variant
     out = np.full((len(frame), 68, 2), np.nan, dtype=np.float32)
     for i, row in enumerate(frame.itertuples(index=False)):
         img = read(Path(root) / row.path)
@@ -170,7 +170,7 @@ def headpose_predictions(
     frame: pd.DataFrame,
     landmarks: np.ndarray,
     detector: str = "headpose",
-    variant: str = "clean",
+    variant: str = CLEAN,
 ) -> pd.DataFrame:
     """The predictions contract for ``frame`` rows scored from their ``landmarks``
     (faces without landmarks get a NaN score)."""

@@ -1,5 +1,7 @@
 """Metrics as plain functions over arrays and prediction frames (docs/metrics.md sections 2-5, 8, 11).
 
+- :mod:`.conventions`: the threshold, its rule, the EER method and the UR denominator of a
+  run, as one :class:`~.conventions.Conventions` that the frame-level functions take.
 - :mod:`.detection`: AUC, ACC, AP, EER, frame and video level.
 - :mod:`.fairness`: FairFD accuracy-matrix metrics (naive, AA, UR) and textbook pooled metrics;
   ``fairness_report`` / ``fairness_table`` / ``per_group_long`` over a predictions frame.
@@ -17,6 +19,7 @@
   heuristic (FairFD Fig. 7).
 """
 
+from .conventions import DEFAULT_CONVENTIONS, Conventions
 from .detection import acc, ap, auc, detection_metrics, eer, roc_points, video_level, video_scores
 from .fairness import (
     accuracy_matrix,
@@ -48,6 +51,8 @@ from .thresholds import (
 )
 
 __all__ = [
+    "Conventions",
+    "DEFAULT_CONVENTIONS",
     "acc",
     "ap",
     "auc",

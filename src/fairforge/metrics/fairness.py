@@ -36,11 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..columns import FAIRNESS_INPUT_COLUMNS
+from ..columns import FAIRNESS_INPUT_COLUMNS, REAL
 from . import detection
+from .conventions import DEFAULT_CONVENTIONS, UR_DENOMINATORS, Conventions, metric_name
 
-REAL = "real"
-UR_DENOMINATORS = ("one_plus_acc", "acc")
 FAIRFD_KEYS = (
     "DPD",
     "DEOdds",
@@ -506,7 +505,7 @@ def metrics_from_cell_counts(
         fair = _fairfd_from_array(A, real_index, den)
         if i == 0:
             out.update({k: fair[k] for k in REPORT_ORDER_NON_UR})
-        out.update({f"{k}_{den}": fair[k] for k in FAIRFD_KEYS if k.startswith("UR")})
+        out.update({metric_name(k, den): fair[k] for k in FAIRFD_KEYS if k.startswith("UR")})
     for key, value in pooled_from_confusion(tn, fp, fn, tp).items():
         out[f"pooled_{key}"] = value
     return out
@@ -570,20 +569,22 @@ def metric_reasons(
 def fairness_reasons(
     predictions: pd.DataFrame,
     report: Mapping[str, float],
-    threshold: Threshold = 0.5,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
 ) -> dict[str, str]:
-    """:func:`metric_reasons` of one detector's predictions and its :func:`fairness_report`."""
+    """:func:`metric_reasons` of one detector's predictions and its :func:`fairness_report`
+    under the same ``conventions``."""
     frame = _select(predictions, approaches, groups)
     enc = encode_predictions(
         frame["label"],
         frame["method"],
         frame["group"],
         frame["score"],
-        threshold,
+        conventions.threshold,
         approaches,
         groups,
+        conventions.threshold_rule,
     )
     _, total = enc.cell_counts()
     kept = enc.kept
@@ -618,23 +619,20 @@ def _select(
 
 def fairness_report(
     predictions: pd.DataFrame,
-    threshold: Threshold = 0.5,
-    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
 ) -> dict[str, float]:
     """All detection, FairFD and pooled fairness metrics of one detector's predictions.
 
     ``predictions`` has columns label, method, group, score (and usually sample_id,
     subject_id). ``approaches`` / ``groups`` restrict the samples (e.g. FairFD Table 5(b)
-    uses ``["real", "faceswap"]``); ``threshold`` is a float or a ``{group: threshold}``
-    mapping; ``ur_denominator`` one name or several; ``threshold_rule`` (``">"`` or
-    ``">="``) and ``eer`` (``"interpolated"`` or ``"nearest"``): the conventions of
-    :mod:`.detection`. Key names: see the module docstring.
+    uses ``["real", "faceswap"]``); ``conventions``: the threshold (a float or a
+    ``{group: threshold}`` mapping), its rule, the EER method and the UR denominator(s)
+    (:class:`~fairforge.metrics.conventions.Conventions`). Key names: see the module
+    docstring.
     """
+    c = conventions
     _check_frame(predictions)
     frame = _select(predictions, approaches, groups)
     enc = encode_predictions(
@@ -642,17 +640,17 @@ def fairness_report(
         frame["method"],
         frame["group"],
         frame["score"],
-        threshold,
+        c.threshold,
         approaches,
         groups,
-        threshold_rule,
+        c.threshold_rule,
     )
     if enc.real_index is None:
         raise ValueError("the predictions have no 'real' approach; FairFD metrics need one")
     correct, total = enc.cell_counts()
-    counted = metrics_from_cell_counts(correct, total, enc.real_index, ur_denominator)
+    counted = metrics_from_cell_counts(correct, total, enc.real_index, c.ur_denominator)
     score = frame["score"].to_numpy(dtype=np.float64)
-    det = detection.detection_metrics(enc.label, score, eer=eer)
+    det = detection.detection_metrics(enc.label, score, eer=c.eer)
     group_auc = _group_auc(enc.label, score, enc.group_code, len(enc.groups))
     report = {"AUC": det["AUC"], "AP": det["AP"], "EER": det["EER"]}
     report.update({k: float(v) for k, v in counted.items()})
@@ -682,25 +680,13 @@ def _split_by(predictions: pd.DataFrame, by: str | Sequence[str] | None):
 def fairness_table(
     predictions: pd.DataFrame,
     by: str | Sequence[str] | None = "detector",
-    threshold: Threshold = 0.5,
-    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """Wide table of :func:`fairness_report`: one row per metric, one column per ``by`` value."""
     reports = {
-        name: fairness_report(
-            part,
-            threshold,
-            ur_denominator,
-            approaches,
-            groups,
-            threshold_rule=threshold_rule,
-            eer=eer,
-        )
+        name: fairness_report(part, conventions, approaches, groups)
         for name, part in _split_by(predictions, by)
     }
     table = pd.DataFrame(reports)
@@ -715,13 +701,12 @@ def fairness_table(
 def per_group_long(
     predictions: pd.DataFrame,
     by: str | Sequence[str] | None = "detector",
-    threshold: Threshold = 0.5,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
 ) -> pd.DataFrame:
-    """Long table: per ``by`` value, approach and group the accuracy, counts and rates.
+    """Long table: per ``by`` value, approach and group the accuracy, counts and rates, at
+    ``conventions.threshold`` under its rule.
 
     Rows with approach ``all`` pool every approach: their accuracy is the sample-pooled
     accuracy of the group and their rates (PR, TPR, FPR, TNR, FNR, AUC) are the textbook
@@ -738,10 +723,10 @@ def per_group_long(
             part["method"],
             part["group"],
             part["score"],
-            threshold,
+            conventions.threshold,
             approaches,
             groups,
-            threshold_rule,
+            conventions.threshold_rule,
         )
         score = part["score"].to_numpy(dtype=np.float64)
         pred = enc.correct == (enc.label == 1)  # predicted fake, recovered from correctness

@@ -10,12 +10,13 @@ is the reported one. :func:`bootstrap_intervals` gives them all per metric,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .fairness import Threshold, _by_columns, _split_by
+from .conventions import DEFAULT_CONVENTIONS, Conventions
+from .fairness import _by_columns, _split_by
 from .inversion import inverted_intervals
 from .resampling import (
     SubjectStats,
@@ -83,14 +84,13 @@ def bootstrap_intervals(
     n_boot: int = 1000,
     seed: int = 0,
     level: float = 0.95,
-    ur_denominator: str | Iterable[str] = "one_plus_acc",
-    threshold: Threshold = 0.5,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
 ) -> pd.DataFrame:
-    """Bias-corrected subject-bootstrap intervals of every count-based metric.
+    """Bias-corrected subject-bootstrap intervals of every count-based metric, under
+    ``conventions`` (its threshold and rule apply to a predictions frame, not to
+    :class:`~fairforge.metrics.resampling.SubjectStats`, already counted).
 
     One row per metric: ``estimate`` (plug-in), ``estimate_bc`` (bias-corrected: 2·estimate
     − mean of the valid replicates), ``ci_low``/``ci_high`` (the reported interval: for a
@@ -105,7 +105,9 @@ def bootstrap_intervals(
     """
     if not 0 < level < 1:
         raise ValueError("level must lie in (0, 1)")
-    stats = as_stats(data, threshold, approaches, groups, threshold_rule)
+    c = conventions
+    ur_denominator = c.ur_denominator
+    stats = as_stats(data, c.threshold, approaches, groups, c.threshold_rule)
     estimate = point_estimates(stats, ur_denominator)
     reps, noise = bootstrap_noise(stats, n_boot, seed, ur_denominator)
     jack = jackknife_estimates(stats, ur_denominator)
@@ -151,12 +153,9 @@ def bootstrap_table(
     n_boot: int = 1000,
     seed: int = 0,
     level: float = 0.95,
-    ur_denominator: str | Iterable[str] = "one_plus_acc",
-    threshold: Threshold = 0.5,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
 ) -> pd.DataFrame:
     """Long table of :func:`bootstrap_intervals`, one block per ``by`` value.
 
@@ -166,15 +165,7 @@ def bootstrap_table(
     frames = []
     for name, part in _split_by(predictions, by):
         table = bootstrap_intervals(
-            part,
-            n_boot,
-            seed,
-            level,
-            ur_denominator,
-            threshold,
-            approaches,
-            groups,
-            threshold_rule=threshold_rule,
+            part, n_boot, seed, level, conventions, approaches, groups
         ).reset_index()
         names = name if isinstance(name, tuple) else (name,)
         for i, col in enumerate(cols):

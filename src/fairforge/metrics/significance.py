@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..seeding import rng_for
-from .fairness import NOT_GAPS, Threshold, metrics_from_cell_counts
+from .conventions import DEFAULT_CONVENTIONS, Conventions
+from .fairness import NOT_GAPS, metrics_from_cell_counts
 from .intervals import basic_interval
 from .resampling import (
     CHUNK,
@@ -34,14 +35,11 @@ def permutation_pvalues(
     data: SubjectStats | pd.DataFrame,
     n_perm: int = 1000,
     seed: int = 0,
-    ur_denominator: str | Iterable[str] = "one_plus_acc",
-    threshold: Threshold = 0.5,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
 ) -> dict[str, float]:
-    """One-sided p-values that each gap metric is larger than chance.
+    """One-sided p-values that each gap metric is larger than chance, under ``conventions``.
 
     Under the null, group labels are exchangeable across subjects: each replicate shuffles
     the subjects' groups (group sizes kept, a subject's samples staying together).
@@ -49,7 +47,9 @@ def permutation_pvalues(
     """
     if n_perm < 1:
         raise ValueError("n_perm must be positive")
-    stats = as_stats(data, threshold, approaches, groups, threshold_rule)
+    c = conventions
+    ur_denominator = c.ur_denominator
+    stats = as_stats(data, c.threshold, approaches, groups, c.threshold_rule)
     observed = point_estimates(stats, ur_denominator)
     data_empty = stats.cell_counts()[1] == 0
     rng = rng_for("fairforge.metrics.permutation", seed)
@@ -88,24 +88,12 @@ def permutation_pvalue(
     metric: str = "DPD",
     n_perm: int = 1000,
     seed: int = 0,
-    ur_denominator: str | Iterable[str] = "one_plus_acc",
-    threshold: Threshold = 0.5,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
 ) -> float:
     """The permutation p-value of one metric (a key of :func:`permutation_pvalues`)."""
-    pvalues = permutation_pvalues(
-        data,
-        n_perm,
-        seed,
-        ur_denominator,
-        threshold,
-        approaches,
-        groups,
-        threshold_rule=threshold_rule,
-    )
+    pvalues = permutation_pvalues(data, n_perm, seed, conventions, approaches, groups)
     if metric not in pvalues:
         raise ValueError(f"unknown gap metric {metric!r}; choose from {sorted(pvalues)}")
     return pvalues[metric]

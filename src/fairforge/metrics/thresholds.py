@@ -7,12 +7,13 @@ the per-group thresholds are reported side by side.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import detection
+from .conventions import DEFAULT_CONVENTIONS, Conventions
 from .fairness import Threshold, _encode, _select, fairness_report
 
 
@@ -104,41 +105,33 @@ def apply_group_thresholds(
 def compare_thresholds(
     validation: pd.DataFrame,
     test: pd.DataFrame,
-    threshold: float = 0.5,
-    ur_denominator: str | Iterable[str] = "one_plus_acc",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     approaches: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
-    *,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Test metrics at the global ``threshold`` and at per-group thresholds fitted on
-    ``validation`` (groups absent there keep the global threshold).
+    """Test metrics at the global ``conventions.threshold`` and at per-group thresholds
+    fitted on ``validation`` (groups absent there keep the global threshold).
 
     ``approaches`` / ``groups`` restrict both the fit and the test (FairFD Table 5(b):
     ``["real", "faceswap"]`` with ``ur_denominator="acc"``). Returns the table (rows:
     :func:`fairness_report` keys; columns ``global`` and ``per_group``) and the fitted
     thresholds.
     """
+    threshold = conventions.threshold
     validation = _select(validation, approaches, groups)
     fitted = fit_group_thresholds(
         validation["label"],
         validation["score"],
         validation["group"],
         prefer=threshold,
-        threshold_rule=threshold_rule,
+        threshold_rule=conventions.threshold_rule,
     )
-    conventions = {"threshold_rule": threshold_rule, "eer": eer}
     test_groups = sorted(set(test["group"].astype(str)))
     per_group: Threshold = {g: fitted.get(g, threshold) for g in test_groups}
     table = pd.DataFrame(
         {
-            "global": fairness_report(
-                test, threshold, ur_denominator, approaches, groups, **conventions
-            ),
-            "per_group": fairness_report(
-                test, per_group, ur_denominator, approaches, groups, **conventions
-            ),
+            "global": fairness_report(test, conventions, approaches, groups),
+            "per_group": fairness_report(test, conventions.at(per_group), approaches, groups),
         }
     )
     table.index.name = "metric"

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from fairforge.columns import CLEAN
 from fairforge.perturb.base import (
     OPERATIONS,
     Operation,
@@ -43,7 +44,6 @@ from fairforge.perturb.base import (
 )
 from fairforge.seeding import rng_for
 
-CLEAN = "clean"
 #: Where an operation applies: on the aligned face crop (the default) or on the whole frame.
 APPLY_AT = ("crop", "frame")
 #: The suffix of a frame-mode variant or suite: ``jpeg@60~frame``.

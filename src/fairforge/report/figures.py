@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from fairforge.forgery.quality import CARD_MEASURES
+from fairforge.metrics.conventions import Conventions
 from fairforge.perturb import CLEAN
 from fairforge.plotting import save_png
 from fairforge.tables.efficiency import (
@@ -355,8 +356,8 @@ def training_data_figure(
 # --------------------------------------------------------------------------- fairness
 
 
-def default_heatmap_metrics(ur_denominator: str) -> list[str]:
-    return ["AUC", "AADPD", f"URDEOdds_{ur_denominator}", "pooled_DEOdds"]
+def default_heatmap_metrics(conventions: Conventions) -> list[str]:
+    return ["AUC", "AADPD", conventions.metric_name("URDEOdds"), "pooled_DEOdds"]
 
 
 def fairness_heatmap(fup: pd.DataFrame, path: str | Path, metrics: Sequence[str]) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 import fairforge.video  # noqa: F401  (the video adapters register when it is imported)
+from fairforge.metrics.conventions import Conventions
 from fairforge.perturb import CLEAN
 from fairforge.report.inputs import caption_text, ranking_enabled, read_input
 from fairforge.report.text import format_number, ur_convention
@@ -122,7 +123,7 @@ def _undertrained_line(detectors: pd.DataFrame, min_val_auc: float) -> str:
 
 def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> str:
     m = config.get("metrics", {})
-    ur = m.get("ur_denominator", "one_plus_acc")
+    conventions = Conventions.from_config(config)
     datasets = pd.DataFrame(
         [
             {
@@ -164,9 +165,9 @@ def _run_section(config: Mapping, paths: Mapping, detectors: pd.DataFrame) -> st
             for t in [
                 f"Evaluation on the {m.get('evaluation_split', 'test')} split; the validation "
                 "split only fits the per-group thresholds.",
-                f"A sample is predicted fake when its score {m.get('threshold_rule', '>')} "
-                f"{m.get('threshold', 0.5)}.",
-                ur_convention(ur),
+                f"A sample is predicted fake when its score {conventions.threshold_rule} "
+                f"{conventions.threshold}.",
+                ur_convention(conventions.ur_denominator),
                 f"Confidence intervals of the gaps: 95%, by test inversion over "
                 f"{m.get('bootstrap', 0)} subject-level bootstrap resamples (subjects "
                 "resampled within their group; docs/metrics.md section 4); a lower end of 0 "
@@ -329,7 +330,7 @@ def _study_parts(paths: Mapping) -> list[str]:
     return parts
 
 
-def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> str:
+def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, conventions: Conventions) -> str:
     keep = [
         "dataset",
         "detector",
@@ -337,7 +338,7 @@ def _perturbed_fairness_section(paths: Mapping, fup: pd.DataFrame, ur: str) -> s
         "AUC",
         "ACC",
         "AADPD",
-        f"URDEOdds_{ur}",
+        conventions.metric_name("URDEOdds"),
         "pooled_DEOdds",
         "pooled_AccGap",
     ]
@@ -662,7 +663,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     """The report page of one run. ``paths``: :func:`report_inputs`; ``config``: the run's
     validated config (datasets, variants, metrics, ranking). The ranking-exposure section
     and its verdict line appear only when ``ranking.enabled``."""
-    ur = config.get("metrics", {}).get("ur_denominator", "one_plus_acc")
+    conventions = Conventions.from_config(config)
     detection = read_input(paths, "detection")
     fairness = read_input(paths, "fairness")
     ci = read_input(paths, "fairness_ci")
@@ -679,7 +680,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         ci,
         pvalues,
         fup,
-        ur,
+        conventions,
         standing=read_input(paths, "standing"),
         failures=read_input(paths, "failures"),
         min_forgery_success=config.get("metrics", {}).get(
@@ -736,7 +737,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         _detection_section(detection, paths),
         _fairness_section(paths, fairness, ci, pvalues),
         _robustness_section(paths, robustness),
-        _perturbed_fairness_section(paths, fup, ur),
+        _perturbed_fairness_section(paths, fup, conventions),
         _thresholds_section(read_input(paths, "thresholds")),
         _grayscale_section(read_input(paths, "grayscale"), list(fup["variant"].unique())),
         _balanced_section(read_input(paths, "balanced")),
@@ -753,7 +754,10 @@ def build_report(paths: Mapping, config: Mapping) -> str:
         _forgeries_section(paths),
         _failures_section(paths, read_input(paths, "failures")),
         _section(
-            "glossary", "What the metrics mean", caption_html("glossary"), _p(ur_convention(ur))
+            "glossary",
+            "What the metrics mean",
+            caption_html("glossary"),
+            _p(ur_convention(conventions.ur_denominator)),
         ),
     ]
     return (

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fairforge.metrics.conventions import Conventions
 from fairforge.perturb import CLEAN
 from fairforge.report.text import format_number
 from fairforge.report.views import detector_columns
@@ -24,10 +25,6 @@ from fairforge.tables.variants import sorted_variants
 
 # A Holm-adjusted p-value below this is reported as significant.
 ALPHA = 0.05
-
-
-def _metric_name(metric: str, ur_denominator: str) -> str:
-    return f"{metric}_{ur_denominator}" if metric.startswith("UR") else metric
 
 
 def _ci_of(ci: pd.DataFrame | None, dataset, detector, metric) -> tuple[float, float]:
@@ -138,7 +135,7 @@ def verdict(
     ci: pd.DataFrame | None,
     pvalues: pd.DataFrame | None,
     fup: pd.DataFrame | None,
-    ur_denominator: str,
+    conventions: Conventions,
     standing: pd.DataFrame | None = None,
     failures: pd.DataFrame | None = None,
     min_forgery_success: float = MIN_FORGERY_SUCCESS,
@@ -163,7 +160,7 @@ def verdict(
         if not detectors:
             continue
         for base in VERDICT_METRICS:
-            metric = _metric_name(base, ur_denominator)
+            metric = conventions.metric_name(base)
             if metric not in table.index:
                 continue
             values = table.loc[metric, detectors].astype(float)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import REAL
 from fairforge.recipes import NOT_PAPER_INIT, UNSTATED, unstated_recipe
 from fairforge.report.text import format_number
 from fairforge.tables.efficiency import clean_metric
@@ -88,7 +89,7 @@ def per_group_accuracy(per_group: pd.DataFrame) -> pd.DataFrame:
     wide.columns.name = None
     wide = wide.reset_index()
     # real first, pooled ("all") last, as in the paper
-    order = wide["approach"].map(lambda a: (0 if a == "real" else 2 if a == "all" else 1, a))
+    order = wide["approach"].map(lambda a: (0 if a == REAL else 2 if a == "all" else 1, a))
     return wide.assign(_o=order).sort_values(["dataset", "detector", "_o"]).drop(columns="_o")
 
 

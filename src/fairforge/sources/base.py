@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from fairforge.columns import FAKE_REFERENCE_COLUMNS, LABEL_COLUMNS, LISTING_COLUMNS
+from fairforge.columns import REAL as REAL_METHOD  # the name the adapters import
 from fairforge.images import IMAGE_SUFFIXES
 from fairforge.registry import Registry
 
@@ -218,9 +219,6 @@ def listing_row(
         "ok": bool(ok),
         "reason": reason,
     }
-
-
-REAL_METHOD = "real"
 
 
 def labelled_row(

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from fairforge.forgery import training_methods
+from fairforge.metrics.conventions import DEFAULT_CONVENTIONS, Conventions
 from fairforge.metrics.detection import detection_metrics, video_level
 from fairforge.tables.predictions import evaluation_rows, groups_of
 from fairforge.tables.variants import order_rows
@@ -30,20 +31,18 @@ def _video_frames(part: pd.DataFrame) -> pd.DataFrame | None:
 
 def detection_table(
     preds: pd.DataFrame,
-    threshold: float = 0.5,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     split: str | None = "test",
-    *,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
 ) -> pd.DataFrame:
-    """AUC, ACC (at ``threshold``), AP, EER and counts per dataset x detector x variant.
-    ``threshold_rule`` and ``eer``: the conventions of :mod:`fairforge.metrics.detection`.
+    """AUC, ACC (at the threshold), AP, EER and counts per dataset x detector x variant,
+    under ``conventions`` (:class:`~fairforge.metrics.conventions.Conventions`).
 
     ``unit`` is ``frame`` (every prediction) or ``video`` (one score per video, the mean of
     its frame scores; only where ``video_id`` exists). Counts are of frames or videos. Fakes
     made for training (:func:`~fairforge.forgery.base.training_methods`) are not the
     dataset's: they are left out here.
     """
+    c = conventions
     rows = []
     scored = evaluation_rows(preds, split)
     scored = scored.loc[~scored["method"].isin(training_methods())]
@@ -56,9 +55,9 @@ def detection_table(
                 **detection_metrics(
                     part["label"].to_numpy(),
                     part["score"].to_numpy(),
-                    threshold,
-                    threshold_rule,
-                    eer,
+                    c.threshold,
+                    c.threshold_rule,
+                    c.eer,
                 ),
             }
         )
@@ -71,9 +70,9 @@ def detection_table(
                     **video_level(
                         frames,
                         video_col="video_key",
-                        threshold=threshold,
-                        threshold_rule=threshold_rule,
-                        eer=eer,
+                        threshold=c.threshold,
+                        threshold_rule=c.threshold_rule,
+                        eer=c.eer,
                     ),
                 }
             )

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import CLEAN, REAL
+from fairforge.metrics.conventions import DEFAULT_CONVENTIONS, Conventions
 from fairforge.metrics.fairness import (
     accuracy_matrix,
     fairness_reasons,
@@ -35,7 +38,6 @@ from fairforge.metrics.multiplicity import holm_adjust
 from fairforge.metrics.resampling import stats_from_frame
 from fairforge.metrics.significance import paired_differences, permutation_pvalues
 from fairforge.metrics.thresholds import compare_thresholds
-from fairforge.perturb import CLEAN
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC
 from fairforge.tables.failures import forgery_shortfalls
 from fairforge.tables.predictions import evaluation_rows, groups_of, table_from_files
@@ -60,13 +62,10 @@ def _per_dataset(preds: pd.DataFrame):
 
 def fairness_outputs(
     preds: pd.DataFrame,
-    threshold: float = 0.5,
-    ur_denominator: str = "one_plus_acc",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     bootstrap: int = 0,
     seed: int = 0,
     *,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
     training: Mapping[str, TrainingRecord] | None = None,
     min_val_auc: float = TRAINED_ENOUGH_AUC,
     max_constant_share: float = MAX_CONSTANT_SHARE,
@@ -92,24 +91,17 @@ def fairness_outputs(
                 sorted(part["label"].unique()),
             )
             continue
-        table = fairness_table(
-            part,
-            threshold=threshold,
-            ur_denominator=ur_denominator,
-            threshold_rule=threshold_rule,
-            eer=eer,
-        )
+        table = fairness_table(part, conventions=conventions)
         table = table.reset_index().assign(dataset=dataset)
         reasons: dict[tuple, str] = {}  # (detector, metric) -> why it is NaN or partial
         for detector, det_part in part.groupby("detector", sort=True):
             report = table.set_index("metric")[detector].to_dict()
-            for metric, why in fairness_reasons(det_part, report, threshold).items():
+            for metric, why in fairness_reasons(det_part, report, conventions).items():
                 reasons[detector, metric] = why
         standing = standing_table(
             part,
             training,
-            threshold,
-            threshold_rule,
+            conventions,
             min_val_auc=min_val_auc,
             max_constant_share=max_constant_share,
         )
@@ -128,20 +120,11 @@ def fairness_outputs(
             for m in table["metric"]
         ]
         tables.append(table)
-        per_group.append(
-            per_group_long(part, threshold=threshold, threshold_rule=threshold_rule).assign(
+        per_group.append(per_group_long(part, conventions=conventions).assign(dataset=dataset))
+        if bootstrap:
+            ci = bootstrap_table(part, n_boot=bootstrap, seed=seed, conventions=conventions).assign(
                 dataset=dataset
             )
-        )
-        if bootstrap:
-            ci = bootstrap_table(
-                part,
-                n_boot=bootstrap,
-                seed=seed,
-                threshold=threshold,
-                ur_denominator=ur_denominator,
-                threshold_rule=threshold_rule,
-            ).assign(dataset=dataset)
             ci["reason"] = [
                 _joined(reasons.get((d, m)), *(notes if m not in NOT_JUDGED_ROWS else []))
                 for d, m in zip(ci["detector"], ci["metric"])
@@ -182,10 +165,10 @@ def fairness_outputs(
 
 
 def fairness_options(metrics: Mapping) -> dict:
-    """Keyword arguments of :func:`fairness_outputs` from the config's ``metrics`` block."""
-    keys = ("threshold", "ur_denominator", "threshold_rule", "eer", "bootstrap")
-    keys += ("min_val_auc", "max_constant_share", "min_forgery_success")
-    return {key: metrics[key] for key in keys}
+    """Keyword arguments of :func:`fairforge.tables.fairness.fairness_outputs` from the
+    config's ``metrics`` block: its conventions and the settings of the outputs."""
+    keys = ("bootstrap", "min_val_auc", "max_constant_share", "min_forgery_success")
+    return {"conventions": Conventions.from_metrics(metrics)} | {key: metrics[key] for key in keys}
 
 
 def _joined(*parts: str | None) -> str:
@@ -231,12 +214,8 @@ def _dataset_first(frame: pd.DataFrame) -> pd.DataFrame:
 
 def fairness_under_perturbation(
     preds: pd.DataFrame,
-    threshold: float = 0.5,
-    ur_denominator: str = "one_plus_acc",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     split: str | None = "test",
-    *,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """One row per dataset x detector x variant, one column per fairness_report key."""
     rows = []
@@ -246,9 +225,7 @@ def fairness_under_perturbation(
                 "dataset": dataset,
                 "detector": detector,
                 "variant": variant,
-                **fairness_report(
-                    part, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
-                ),
+                **fairness_report(part, conventions),
             }
         )
     table = order_rows(with_variant_info(pd.DataFrame(rows)))
@@ -261,8 +238,8 @@ def fairness_under_perturbation(
 VERDICT_METRICS = ("AADPD", "URDEOdds")
 
 
-def verdict_metric_names(ur_denominator: str) -> list[str]:
-    return [f"{m}_{ur_denominator}" if m.startswith("UR") else m for m in VERDICT_METRICS]
+def verdict_metric_names(conventions: Conventions) -> list[str]:
+    return [conventions.metric_name(m) for m in VERDICT_METRICS]
 
 
 PVALUE_COLUMNS = [
@@ -284,13 +261,9 @@ def pvalue_table(
     preds: pd.DataFrame,
     n_perm: int = 1000,
     seed: int = 0,
-    threshold: float = 0.5,
-    ur_denominator: str = "one_plus_acc",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     split: str | None = "test",
     variant: str = CLEAN,
-    *,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
 ) -> pd.DataFrame:
     """Every test the report makes about the ``variant`` predictions, with Holm-adjusted
     p-values (``p_holm``) over the family the verdict draws conclusions from: every test on
@@ -312,14 +285,12 @@ def pvalue_table(
     preds = evaluation_rows(preds, split)
     if "variant" in preds.columns:
         preds = preds.loc[preds["variant"] == variant]
-    options = {"threshold_rule": threshold_rule}
+    c = conventions
     for dataset, part in _per_dataset(preds):
         stats = {}
         for (detector,), det in groups_of(part, ("detector",)):
-            observed = fairness_report(
-                det, threshold, ur_denominator, threshold_rule=threshold_rule, eer=eer
-            )
-            pvalues = permutation_pvalues(det, n_perm, seed, ur_denominator, threshold, **options)
+            observed = fairness_report(det, c)
+            pvalues = permutation_pvalues(det, n_perm, seed, c)
             rows += [
                 {
                     "dataset": dataset,
@@ -334,10 +305,10 @@ def pvalue_table(
                 for m, p in pvalues.items()
             ]
             stats[detector] = stats_from_frame(
-                det, threshold, part_approaches(part), part_groups(part), threshold_rule
+                det, c.threshold, part_approaches(part), part_groups(part), c.threshold_rule
             )
         for a, b in combinations(sorted(stats), 2):
-            diff = paired_differences(stats[a], stats[b], n_perm, seed, 0.95, ur_denominator)
+            diff = paired_differences(stats[a], stats[b], n_perm, seed, 0.95, c.ur_denominator)
             rows += [
                 {
                     "dataset": dataset,
@@ -354,7 +325,7 @@ def pvalue_table(
                 for r in diff.itertuples(index=False)
             ]
     table = pd.DataFrame(rows, columns=PVALUE_COLUMNS)
-    family = table["metric"].isin(verdict_metric_names(ur_denominator)).to_numpy()
+    family = table["metric"].isin(verdict_metric_names(c)).to_numpy()
     p_holm = np.full(len(table), np.nan)
     p_holm[family] = holm_adjust(table.loc[family, "p_value"].to_numpy(float))
     table["p_holm"] = p_holm
@@ -365,7 +336,7 @@ def part_approaches(preds: pd.DataFrame) -> list[str]:
     """The approaches of a dataset's predictions, ``real`` first (so that every detector's
     statistics share the rows of the accuracy matrix)."""
     names = sorted(set(preds["method"].astype(str)))
-    return ["real"] + [n for n in names if n != "real"] if "real" in names else names
+    return [REAL] + [n for n in names if n != REAL] if REAL in names else names
 
 
 def part_groups(preds: pd.DataFrame) -> list[str]:
@@ -378,16 +349,13 @@ FIT_ON = ("val", "evaluated")
 
 def thresholds_options(metrics: Mapping) -> dict:
     """Keyword arguments of :func:`thresholds_table` from the config's ``metrics`` block:
-    its ``thresholds`` sub-block (approaches, ur_denominator; null falls back to
-    ``metrics.ur_denominator``) and the shared conventions."""
+    the run's conventions, but for the ``thresholds`` sub-block's ur_denominator (null keeps
+    ``metrics.ur_denominator``), and its approaches."""
     study = metrics.get("thresholds") or {}
-    return {
-        "threshold": metrics["threshold"],
-        "ur_denominator": study.get("ur_denominator") or metrics["ur_denominator"],
-        "approaches": study.get("approaches"),
-        "threshold_rule": metrics.get("threshold_rule", ">"),
-        "eer": metrics.get("eer", "interpolated"),
-    }
+    conventions = Conventions.from_metrics(metrics)
+    if study.get("ur_denominator"):
+        conventions = replace(conventions, ur_denominator=study["ur_denominator"])
+    return {"conventions": conventions, "approaches": study.get("approaches")}
 
 
 def fitted_on_text(fit_split: str, eval_split: str) -> str:
@@ -396,20 +364,18 @@ def fitted_on_text(fit_split: str, eval_split: str) -> str:
     return f"{fit_split} (the evaluated set)" if fit_split == eval_split else fit_split
 
 
-def per_approach_rows(
-    test: pd.DataFrame, threshold, approaches, threshold_rule: str
-) -> dict[str, float]:
-    """FairFD Table 5(a) at one threshold (a number or per group): every approach's accuracy
-    per group, ``accuracy[<approach>][<group>]``, and its ``STD[<approach>]`` and
-    ``AccGap[<approach>]`` over the groups."""
+def per_approach_rows(test: pd.DataFrame, conventions: Conventions, approaches) -> dict[str, float]:
+    """FairFD Table 5(a) at the threshold of ``conventions`` (a number or per group): every
+    approach's accuracy per group, ``accuracy[<approach>][<group>]``, and its
+    ``STD[<approach>]`` and ``AccGap[<approach>]`` over the groups."""
     matrix = accuracy_matrix(
         test["label"],
         test["method"],
         test["group"],
         test["score"],
-        threshold,
+        conventions.threshold,
         approaches,
-        threshold_rule=threshold_rule,
+        threshold_rule=conventions.threshold_rule,
     )
     table = per_group_table(matrix).drop(index="overall")
     out = {}
@@ -422,18 +388,15 @@ def per_approach_rows(
 
 def thresholds_table(
     preds: pd.DataFrame,
-    threshold: float = 0.5,
-    ur_denominator: str = "one_plus_acc",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     fit_split: str = "val",
     eval_split: str = "test",
     variant: str = CLEAN,
     *,
     approaches: list[str] | None = None,
-    threshold_rule: str = ">",
-    eer: str = "interpolated",
 ) -> pd.DataFrame:
-    """FairFD Table 5: utility and fairness on ``eval_split`` at the global ``threshold`` and
-    at per-group thresholds fitted on ``fit_split``, each group's the one that maximises its
+    """FairFD Table 5: utility and fairness on ``eval_split`` at the global threshold of
+    ``conventions`` and at per-group thresholds fitted on ``fit_split``, each group's the one that maximises its
     accuracy. ``fit_split == eval_split`` fits them on the evaluated set itself, as FairFD
     §5.3.2 does. ``approaches`` restricts the rows of the accuracy matrix (the paper's
     Table 5: ``["real", "faceswap"]`` with ``ur_denominator="acc"``; config
@@ -448,6 +411,7 @@ def thresholds_table(
     """
     if "variant" in preds.columns:
         preds = preds.loc[preds["variant"] == variant]
+    threshold = conventions.threshold
     rows = []
     for (dataset, detector), part in groups_of(preds, ("dataset", "detector")):
         fit, test = evaluation_rows(part, fit_split), evaluation_rows(part, eval_split)
@@ -457,31 +421,21 @@ def thresholds_table(
                 "(config inference.splits, metrics.evaluation_split)"
             )
         groups = sorted(set(test["group"].astype(str)))
-        at_global = per_approach_rows(test, threshold, approaches, threshold_rule)
+        at_global = per_approach_rows(test, conventions, approaches)
         if fit.empty:  # nothing to fit on: the global column alone, and why
             fitted_on = (
                 f"not fitted: no {fit_split!r} predictions on {dataset} (set "
                 "metrics.thresholds.fit_on: evaluated to fit on the evaluated set, as FairFD "
                 "5.3.2 does)"
             )
-            report = fairness_report(
-                test, threshold, ur_denominator, approaches, threshold_rule=threshold_rule, eer=eer
-            )
+            report = fairness_report(test, conventions, approaches)
             at_global.update({f"threshold[{g}]": threshold for g in groups})
             table = pd.DataFrame({"global": {**report, **at_global}, "per_group": np.nan})
         else:
             fitted_on = fitted_on_text(fit_split, eval_split)
-            table, fitted = compare_thresholds(
-                fit,
-                test,
-                threshold,
-                ur_denominator,
-                approaches,
-                threshold_rule=threshold_rule,
-                eer=eer,
-            )
+            table, fitted = compare_thresholds(fit, test, conventions, approaches)
             per_group = {g: fitted.get(g, threshold) for g in groups}
-            at_fitted = per_approach_rows(test, per_group, approaches, threshold_rule)
+            at_fitted = per_approach_rows(test, conventions.at(per_group), approaches)
             table = pd.concat([table, pd.DataFrame({"global": at_global, "per_group": at_fitted})])
             for group in sorted(set(groups) | set(fitted)):
                 table.loc[f"threshold[{group}]"] = [threshold, fitted.get(group, threshold)]
@@ -504,7 +458,7 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
 
     Empty (with the columns) when the variant was not evaluated.
     """
-    columns = ["dataset", "detector", "metric", "clean", "grayscale", "change"]
+    columns = ["dataset", "detector", "metric", CLEAN, "grayscale", "change"]
     if variant not in set(fup["variant"]):
         return pd.DataFrame(columns=columns)
     metrics = _metric_columns(fup)
@@ -520,7 +474,7 @@ def grayscale_table(fup: pd.DataFrame, variant: str = GRAYSCALE) -> pd.DataFrame
                     "dataset": dataset,
                     "detector": detector,
                     "metric": metrics,
-                    "clean": clean.to_numpy(float),
+                    CLEAN: clean.to_numpy(float),
                     "grayscale": gray.to_numpy(float),
                     "change": (gray - clean).to_numpy(float),
                 }

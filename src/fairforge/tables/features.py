@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fairforge.metrics.conventions import DEFAULT_CONVENTIONS, Conventions
 from fairforge.metrics.mmd import mmd_test
 from fairforge.metrics.subjects import SUBJECT_RATE_COLUMNS, subject_rates
 from fairforge.perturb import CLEAN
@@ -41,13 +42,13 @@ MIN_TSNE_POINTS = 4
 
 def subject_rates_table(
     preds: pd.DataFrame,
-    threshold: float = 0.5,
-    threshold_rule: str = ">",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     split: str | None = "test",
     variant: str = CLEAN,
 ) -> pd.DataFrame:
     """:func:`~fairforge.metrics.subjects.subject_rates` of each dataset x detector on the
-    ``split`` rows of ``variant``: columns dataset, detector, then the per-subject columns."""
+    ``split`` rows of ``variant`` (at the threshold and rule of ``conventions``): columns
+    dataset, detector, then the per-subject columns."""
     if "variant" in preds.columns:
         preds = preds.loc[preds["variant"] == variant]
     parts = []
@@ -57,8 +58,8 @@ def subject_rates_table(
             part["score"],
             part["subject_id"],
             part["group"],
-            threshold,
-            threshold_rule,
+            conventions.threshold,
+            conventions.threshold_rule,
         )
         parts.append(rates.assign(dataset=dataset, detector=detector))
     columns = [*RATE_KEYS, *SUBJECT_RATE_COLUMNS]

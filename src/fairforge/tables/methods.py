@@ -17,20 +17,23 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from fairforge.columns import CLEAN, REAL
+from fairforge.metrics.conventions import DEFAULT_CONVENTIONS, Conventions
 from fairforge.metrics.detection import detection_metrics
 from fairforge.tables.predictions import evaluation_rows, groups_of
 from fairforge.tables.variants import order_rows
 
-REAL = "real"
-CLEAN = "clean"
 AVERAGE = "average"
 
 
 def per_method_table(
-    preds: pd.DataFrame, threshold: float = 0.5, split: str | None = "test"
+    preds: pd.DataFrame,
+    conventions: Conventions = DEFAULT_CONVENTIONS,
+    split: str | None = "test",
 ) -> pd.DataFrame:
     """One row per dataset x detector x variant x fake method: the metrics of the real images
-    against that method's fakes (``n_real``, ``n_fake`` count them)."""
+    against that method's fakes (``n_real``, ``n_fake`` count them), under ``conventions``."""
+    c = conventions
     rows = []
     for (dataset, detector, variant), part in groups_of(evaluation_rows(preds, split)):
         real = part.loc[part["method"] == REAL]
@@ -43,7 +46,11 @@ def per_method_table(
                     "variant": variant,
                     "method": method,
                     **detection_metrics(
-                        both["label"].to_numpy(), both["score"].to_numpy(), threshold
+                        both["label"].to_numpy(),
+                        both["score"].to_numpy(),
+                        c.threshold,
+                        c.threshold_rule,
+                        c.eer,
                     ),
                 }
             )

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fairforge.metrics.conventions import DEFAULT_CONVENTIONS, Conventions
 from fairforge.metrics.detection import auc, predict_fake
 from fairforge.metrics.fairness import NOT_GAPS
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC
@@ -88,8 +89,7 @@ def _share(value: float) -> str:
 def detector_standing(
     preds: pd.DataFrame,
     record: TrainingRecord | None,
-    threshold: float = 0.5,
-    threshold_rule: str = ">",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     *,
     min_val_auc: float = TRAINED_ENOUGH_AUC,
     max_constant_share: float = MAX_CONSTANT_SHARE,
@@ -99,7 +99,7 @@ def detector_standing(
     None for a detector the workflow neither trained nor imported (a score file)."""
     label = preds["label"].to_numpy(np.int64)
     score = preds["score"].to_numpy(np.float64)
-    fake = predict_fake(score, threshold, threshold_rule)
+    fake = predict_fake(score, conventions.threshold, conventions.threshold_rule)
     called = {c: float(fake[label == c].mean()) if (label == c).any() else np.nan for c in (0, 1)}
     evaluated_auc = auc(label, score)
     reasons = []
@@ -146,8 +146,7 @@ def detector_standing(
 def standing_table(
     preds: pd.DataFrame,
     records: Mapping[str, TrainingRecord] | None = None,
-    threshold: float = 0.5,
-    threshold_rule: str = ">",
+    conventions: Conventions = DEFAULT_CONVENTIONS,
     *,
     min_val_auc: float = TRAINED_ENOUGH_AUC,
     max_constant_share: float = MAX_CONSTANT_SHARE,
@@ -165,8 +164,7 @@ def standing_table(
             **detector_standing(
                 part,
                 records.get(detector),
-                threshold,
-                threshold_rule,
+                conventions,
                 min_val_auc=min_val_auc,
                 max_constant_share=max_constant_share,
             ),

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from fairforge.balance import balance_subjects
 from fairforge.checkpoints import read_state_dict
+from fairforge.columns import REAL
 from fairforge.data import (
     BalancedBatchSampler,
     EpochSampler,
@@ -56,7 +57,6 @@ from fairforge.runtime import (
     read_checkpoint,
     write_checkpoint,
 )
-from fairforge.samples import REAL
 from fairforge.seeding import derive_seed
 from fairforge.training.loop import run_loop
 
@@ -167,7 +167,7 @@ def no_validation(samples: pd.DataFrame, cfg: TrainConfig) -> str:
     datasets = sorted(samples["dataset"].unique()) if "dataset" in samples.columns else []
     per_split = samples.groupby("split").size().to_dict() if "split" in samples.columns else {}
     return (
-        f"{cfg.arch}: no validation samples of methods {['real', *cfg.train_methods]} in "
+        f"{cfg.arch}: no validation samples of methods {[REAL, *cfg.train_methods]} in "
         f"dataset(s) {datasets} (samples per split: {per_split}); give each training "
         "dataset a val split in datasets.<name>.split: a val fraction, or split.val_from_train "
         "for an official or listed split, e.g. {official: true, val_from_train: 0.2}"

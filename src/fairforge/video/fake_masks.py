@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.columns import IMPORTED_MASK_COLUMNS
+from fairforge.columns import IMPORTED_MASK_COLUMNS, REAL
 from fairforge.faces import landmarks_array
 from fairforge.faces.align import DEFAULT_BORDER, warp_crop
 from fairforge.forgery.base import ForgeryError
@@ -243,7 +243,7 @@ def shard_fake_masks(
     name, block = dataset
     rows = read_shard(sources, shard[0], shard[1])
     if "label" not in rows.columns:  # a dataset of real images only
-        rows = rows.assign(label=0, method="real")
+        rows = rows.assign(label=0, method=REAL)
     fakes = rows.loc[rows["label"].to_numpy() == 1]
     adapter = ADAPTERS.create(block["adapter"])
     references = adapter.fake_references(fakes, Path(root), **adapter.listing_options(name, block))
