@@ -128,7 +128,7 @@ def random_maskgan(folder: Path, threads: int) -> dict:
     written by tests/maskgan_reference.py, whose parser is tilted to parse a face into skin
     and parts (an untrained one finds no part to edit, and no face would reach the
     generator)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
     import maskgan_reference
 
     return {**maskgan_reference.random_release(folder, full=True), "threads": threads}

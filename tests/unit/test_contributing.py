@@ -47,7 +47,7 @@ from fairforge.sources import ADAPTERS, build_sources, get_adapter, list_sources
 from fairforge.training.detector import TrainConfig
 from fairforge.workflow import count_source_items, dataset_root
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONTRIBUTING = REPO / "CONTRIBUTING.md"
 # A recipe's example is a python block whose first line names the file it would be.
 EXAMPLE = re.compile(r"```python\n(# (src/fairforge/[\w/]+\.py)\n.*?)```", re.S)

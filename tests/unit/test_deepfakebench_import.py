@@ -104,7 +104,7 @@ def test_the_detector_normalises_as_deepfakebench_s_config(model):
 def test_the_readme_names_every_imported_model_s_score():
     """The README's DeepfakeBench table has a row for every detector a layout loads onto,
     and its "score" column says which output that detector gives."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     header = "| detector | parameters here | DeepfakeBench model, parameters | import | score |"
     table = readme[readme.index(header) :].split("\n\n")[0].splitlines()[2:]
     rows = {}

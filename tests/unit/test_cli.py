@@ -9,7 +9,7 @@ import pytest
 
 from fairforge.cli import main
 
-REFERENCE = Path(__file__).resolve().parent / "data" / "fairfd_xception.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "fairfd_xception.json"
 PER_CELL = 10_000  # every accuracy has four decimals, so it is an exact count of 10 000
 
 

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DATA = Path(__file__).parent / "data" / "deepfakebench"
+DATA = Path(__file__).parents[1] / "data" / "deepfakebench"
 DFB_SIZE = 256  # DeepfakeBench's resolution for these models but UIA-ViT
 RESOLUTION = {"uia_vit": 224}
 # ``mean`` and ``std`` of training/config/detector/<model>.yaml: 0.5 but for sbi

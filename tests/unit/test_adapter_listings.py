@@ -34,7 +34,7 @@ from test_video_datasets import (  # noqa: E402
 )
 from test_video_layouts import uadfv_tree  # noqa: E402
 
-RECORDED = Path(__file__).parent / "data" / "adapter_listings"
+RECORDED = Path(__file__).parents[1] / "data" / "adapter_listings"
 SPLIT3 = {"train": 0.6, "val": 0.2, "test": 0.2}
 TMP = "{tmp}"
 

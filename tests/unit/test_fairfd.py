@@ -43,7 +43,7 @@ from test_report import CONFIG as REPORT_CONFIG
 from test_report import results  # noqa: F401  (the report's results tree, a fixture)
 from test_tables import fairfd_xception_predictions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RACES = ("Caucasian", "Asian", "African", "Indian")
 
 

@@ -34,7 +34,7 @@ from fairforge.training.detector import (
     train_network,
 )
 
-DATA = Path(__file__).parent / "data" / "deepfakebench"
+DATA = Path(__file__).parents[1] / "data" / "deepfakebench"
 SIZE = 64  # the smallest size whose UCF content map keeps 2×2 positions for AdaIN
 
 

@@ -52,7 +52,7 @@ from fairforge.training.detector import TrainConfig, build_model, train_network
 from fairforge.workflow import detector_protocol, detector_settings
 from test_online_training import clip_samples
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: One facts table per paper config: ``<config stem>.csv`` with section, name, key, value
 #: and citation (the paper section that states the value, or ``unstated, fairforge
 #: default``). FairFD's and Assessment's go next to the Benchmark's.

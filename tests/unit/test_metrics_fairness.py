@@ -34,7 +34,7 @@ from fairforge.metrics import (
 
 # FairFD's published numbers: Table 1(a) (Xception's accuracy matrix), Table 3's Xception
 # column and Table 5(b) at threshold 0.5
-REFERENCE = Path(__file__).resolve().parent / "data" / "fairfd_xception.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "fairfd_xception.json"
 ROWS = ["real", "faceswap", "simswap", "fastreen", "dualreen", "maskgan"]
 
 

@@ -642,7 +642,7 @@ def fairfd_xception_predictions(splits=("val", "test"), per_cell: int = 10_000):
     import json
     from pathlib import Path
 
-    reference = Path(__file__).resolve().parent / "data" / "fairfd_xception.json"
+    reference = Path(__file__).resolve().parents[1] / "data" / "fairfd_xception.json"
     ref = json.loads(reference.read_text())
     parts = []
     for split in splits:

@@ -11,7 +11,7 @@ import pytest
 from fairforge.sharding import shard_ids
 from fairforge.workflow import count_source_items
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # The benchmark's config generator and job formula, so the test checks what it measures.
 spec = importlib.util.spec_from_file_location("bench_plan", REPO / "benchmarks" / "bench_plan.py")
 bench_plan = importlib.util.module_from_spec(spec)
