@@ -6,6 +6,9 @@ import pytest
 
 # tests/helpers: the builders and reference re-statements that test files import by name.
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+# Fixtures that test files in both folders read.
+from degradation_faces import face_folders  # noqa: E402, F401
+from report_results import results  # noqa: E402, F401
 from snakemake_run import snakemake  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ probability of "fake" for images ``x`` as its test code reads it (``pred_dict["p
 :func:`dfb_inputs` normalises images as each detector config says (``mean``, ``std``:
 ImageNet's for ``sbi``, 0.5 for the others). ``CONSTANTS`` lists the keys that DeepfakeBench
 stores as fixed parameters (DCT matrices, band masks, SRM kernels), which a test must not
-randomise. ``python tests/deepfakebench_reference.py`` rewrites the JSON files.
+randomise. ``python tests/helpers/deepfakebench_reference.py`` rewrites the JSON files.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ dataset's released layout (the builders of the adapters' own tests), lists it as
 workflow does (:func:`fairforge.sources.list_dataset`: root, options and plan from the
 dataset block) and compares the listing, the plan (``count_items``) and the imported methods
 with ``tests/data/adapter_listings/``. A change that alters a listing on purpose re-records
-them (``python tests/test_adapter_listings.py``) and names the change in its commit.
+them (``python tests/unit/test_adapter_listings.py``) and names the change in its commit.
 """
 
 from __future__ import annotations
@@ -24,15 +24,9 @@ import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic
 from fairforge.images import write_image
 from fairforge.sources import get_adapter, image_id_from_path, list_dataset, resolved_split
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_sources import folder_tree, vggface2_tree, write_jpeg  # noqa: E402
-from test_video_datasets import (  # noqa: E402
-    deeperforensics_tree,
-    dfdc_tree,
-    faceforensics_tree,
-    noise_video,
-)
-from test_video_layouts import uadfv_tree  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parents[1] / "helpers"))  # when run as a script
+from source_trees import folder_tree, vggface2_tree, write_jpeg
+from video_trees import deeperforensics_tree, dfdc_tree, faceforensics_tree, noise_video, uadfv_tree
 
 RECORDED = Path(__file__).parents[1] / "data" / "adapter_listings"
 SPLIT3 = {"train": 0.6, "val": 0.2, "test": 0.2}

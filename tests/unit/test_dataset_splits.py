@@ -24,8 +24,7 @@ from fairforge.sources.split import (
     check_subject_disjoint as check_disjoint,
 )
 from fairforge.workflow import dataset_block, dataset_methods, dataset_split, train_input
-from test_labelled_sources import labelled_csv
-from test_sources import SPLIT3, folder_tree
+from source_trees import SPLIT3, folder_tree, labelled_csv
 
 
 def test_split_specs():

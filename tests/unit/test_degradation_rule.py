@@ -2,20 +2,16 @@
 train_degradation rule run for real by Snakemake on two tiny folders."""
 
 import copy
-import subprocess
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 
 from fairforge.config import validate_config
-from fairforge.images import read_image, write_image
+from fairforge.images import read_image
 from fairforge.inference import variant_unavailable
 from fairforge.perturb import apply_variant
-from fairforge.perturb.learned_degradation import HighToLowGenerator, load_generator
-from fairforge.seeding import rng_for
 from fairforge.training.degradation import train_high_to_low
 from fairforge.workflow import (
     DEGRADATION_CHECKPOINT,
@@ -31,7 +27,6 @@ from fairforge.workflow import (
     trains_degradation,
     variant_options,
 )
-from snakemake_run import snakemake as run_snakemake
 
 FAR_LEARNED = "far_learned@1"
 
@@ -46,28 +41,6 @@ def tiny_config(
     if options is not None:
         config["variant_options"] = copy.deepcopy(options)
     return validate_config(config)
-
-
-def write_faces(folder: Path, count: int, size: int, name: str) -> None:
-    """Smooth colour fields with a bright blob: face-like enough to train on, and each differs."""
-    yy, xx = np.mgrid[0:size, 0:size] / size
-    for i in range(count):
-        rng = rng_for("test_degradation_rule", name, i)
-        base = rng.uniform(40, 200, 3)
-        slope = rng.uniform(-60, 60, (2, 3))
-        cy, cx = rng.uniform(0.3, 0.7, 2)
-        blob = 80 * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 0.02)
-        image = base + yy[..., None] * slope[0] + xx[..., None] * slope[1] + blob[..., None]
-        image += rng.normal(0, 6, image.shape)
-        write_image(folder / f"{name}_{i:02d}.png", np.clip(image, 0, 255).astype(np.uint8))
-
-
-@pytest.fixture(scope="module")
-def face_folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("degradation_faces")
-    write_faces(root / "high", 16, 64, "high")
-    write_faces(root / "low", 16, 16, "low")
-    return root / "high", root / "low"
 
 
 # --- which generator far_learned reads --------------------------------------------------------
@@ -260,57 +233,3 @@ def test_training_inputs_are_the_images_of_each_folder(repo_root, face_folders, 
 
 
 # --- the rule, run for real ----------------------------------------------------------------------
-
-
-@pytest.mark.workflow
-def test_train_degradation_rule_writes_the_generator_the_ranking_study_uses(
-    repo_root, face_folders, tmp_path
-):
-    high, low = face_folders
-    with open(repo_root / "tests" / "data" / "tiny_config.yaml") as fh:
-        config = yaml.safe_load(fh)
-    config["device"] = "cpu"
-    config["degradation"] = {
-        "high_dir": str(high),
-        "low_dir": str(low),
-        "steps": 5,
-        "batch_size": 4,
-    }
-    with open(tmp_path / "config.yaml", "w") as fh:
-        yaml.safe_dump(config, fh)
-
-    def snakemake(*args: str) -> subprocess.CompletedProcess:
-        return run_snakemake(repo_root, tmp_path, "--cores", "1", *args, timeout=1800)
-
-    snakemake(DEGRADATION_CHECKPOINT)
-    gen = load_generator(tmp_path / DEGRADATION_CHECKPOINT)
-    assert isinstance(gen, HighToLowGenerator)
-    import torch
-
-    payload = torch.load(tmp_path / DEGRADATION_CHECKPOINT, map_location="cpu", weights_only=True)
-    assert payload["train"]["steps"] == 5 and payload["train"]["seed"] == 3
-    assert payload["train"]["n_high"] == 16 and payload["train"]["n_low"] == 16
-    assert len(payload["history"]["mse"]) == 5
-    sheet = read_image(tmp_path / "results/degradation/samples.png")
-    assert sheet.shape == (4 * 64, 8 * 64, 3)  # inputs, pools, generated, real x 8 faces
-    log = (tmp_path / "results/logs/degradation/train.log").read_text()
-    assert "steps 4-4" in log and "wrote" in log
-    assert (tmp_path / "results/pipeline_info/benchmarks/degradation/train.tsv").is_file()
-
-    # The outputs are up to date: a second run would not retrain.
-    proc = snakemake("-n", DEGRADATION_CHECKPOINT)
-    assert "Nothing to be done" in proc.stdout + proc.stderr
-
-    # The ranking study of the tiny config with the learned degradation: the far-trained
-    # encoder trains on faces the generator degraded, and the probes are degraded by it too.
-    config["datasets"] = {"synthetic": config["datasets"]["synthetic"]}
-    config["ranking"]["degradation"] = "learned"
-    with open(tmp_path / "config.yaml", "w") as fh:
-        yaml.safe_dump(config, fh)
-    proc = snakemake("-p", "results/exposure_table.csv")
-    out = proc.stdout + proc.stderr
-    train_encoder = out[out.index("rule train_encoder:") :].split("\n\n")[0]
-    assert DEGRADATION_CHECKPOINT in train_encoder
-    table = pd.read_csv(tmp_path / "results/exposure_table.csv")
-    assert set(table["encoder"]) == {"dlib_resnet", "mobilefacenet_far"}
-    assert (table["n_identities"] > 0).all()

@@ -2,17 +2,12 @@
 table with subject-bootstrap intervals, its figure, and configs/mtcnn.yaml's plan."""
 
 import math
-import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import skimage.data
-import yaml
 
 from fairforge.faces import Detection, FaceModels
 from fairforge.faces.compare import (
@@ -150,28 +145,3 @@ def test_backend_outcome_and_options():
     assert isinstance(opts["models"], FaceModels) and opts["upsample"] == 0
     row = backend_outcome(np.zeros((64, 64, 3), np.uint8), "hog", "dlib68", FaceModels(), 0)
     assert row["reason"] == "no face detected" and not row["detected"]
-
-
-def test_mtcnn_config_plans_the_demo_with_mtcnn(repo_root, tmp_path):
-    """configs/mtcnn.yaml over the demo's config.yaml: MTCNN on CPU, compared with HOG (a
-    plan, no run)."""
-    shutil.copy(repo_root / "config.yaml", tmp_path / "config.yaml")
-    targets = ["results/synthetic/face_detection_by_backend.csv", "results/synthetic/faces.parquet"]
-    configs = ["config.yaml", str(repo_root / "configs" / "mtcnn.yaml")]
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo_root / "Snakefile"), "-n"]
-    plan = subprocess.run(
-        [*cmd, *targets, "--configfile", *configs],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert plan.returncode == 0, plan.stderr[-2000:]
-    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout, re.MULTILINE))
-    # the demo's images (4 tones x 2 genders x subjects x images) in shards of its
-    # shard_size; one comparison job
-    demo = yaml.safe_load((repo_root / "config.yaml").read_text())
-    world = demo["datasets"]["synthetic"]["options"]
-    images = 4 * 2 * world["subjects_per_group"] * world["images_per_subject"]
-    shards = math.ceil(images / demo["shard_size"])
-    assert jobs["faces_shard"] == str(shards) and jobs["face_backends"] == "1"

@@ -39,9 +39,8 @@ from fairforge.tables.features import (
 )
 from fairforge.training.detector import TrainConfig, save_checkpoint, training_sets
 from fairforge.workflow import detector_settings, feature_jobs, select_config
-from test_report import CONFIG as REPORT_CONFIG
-from test_report import results  # noqa: F401  (the report's results tree, a fixture)
-from test_tables import fairfd_xception_predictions
+from report_results import CONFIG as REPORT_CONFIG
+from report_results import fairfd_xception_predictions
 
 ROOT = Path(__file__).resolve().parents[2]
 RACES = ("Caucasian", "Asian", "African", "Indian")

@@ -16,36 +16,7 @@ from fairforge.samples import build_samples
 from fairforge.sources import build_sources, check_subject_disjoint, real_only
 from fairforge.sources.base import csv_label
 from fairforge.sources.split import SplitError, linked_subjects
-from test_sources import SPLIT3, check_subject_split, write_jpeg
-
-
-def labelled_csv(folder: Path, extra: list[dict] | None = None) -> Path:
-    """Six subjects per group, two real images each; each subject has one fake of it made
-    with the face of its partner (0-1, 2-3, 4-5; method by group)."""
-    rows = []
-    for g, method in (("a", "deepfakes"), ("b", "face2face")):
-        for k in range(6):
-            subject, donor = f"{g}{k}", f"{g}{k ^ 1}"
-            for j in range(2):
-                rel = f"real/{subject}_{j}.png"
-                write_jpeg(folder / rel, seed=k * 10 + j)
-                rows.append({"path": rel, "subject_id": subject, "group": g, "label": "0"})
-            rel = f"fake/{subject}_{donor}.png"
-            write_jpeg(folder / rel, seed=100 + k)
-            rows.append(
-                {
-                    "path": rel,
-                    "subject_id": subject,
-                    "group": g,
-                    "label": "1",
-                    "method": method,
-                    "source_subject": donor,
-                    "target_subject": subject,
-                }
-            )
-    table = pd.DataFrame(rows + (extra or [])).fillna("")
-    table.to_csv(folder / "labels.csv", index=False)
-    return folder / "labels.csv"
+from source_trees import SPLIT3, check_subject_split, labelled_csv, write_jpeg
 
 
 def test_csv_label_rules():

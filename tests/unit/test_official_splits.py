@@ -17,9 +17,8 @@ from fairforge.config import ConfigError, validate_config
 from fairforge.sources import SplitError, build_sources, parse_split, resolved_split
 from fairforge.sources.split import ratio_frames, split_report, subject_overlaps
 from fairforge.training.detector import TrainConfig, training_sets
-from test_sources import folder_tree
-from test_video_datasets import attributes_csv, faceforensics_tree
-from test_video_layouts import CELEB_SWAPS, CELEB_TEST, tiny_video
+from source_trees import folder_tree
+from video_trees import CELEB_SWAPS, CELEB_TEST, attributes_csv, faceforensics_tree, tiny_video
 
 
 def test_split_spec_forms_and_options():

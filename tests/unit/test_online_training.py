@@ -15,6 +15,7 @@ from fairforge.forgery.template import template_face
 from fairforge.images import write_image
 from fairforge.inference import one_row_per_video, video_scores
 from fairforge.training.detector import TrainConfig, online_method, train_network, with_landmarks
+from training_clips import _video_frame, clip_samples
 
 SIZE = 64
 
@@ -167,25 +168,6 @@ def test_train_network_on_online_self_blends(reals, tmp_path):
 # --- Conv-LSTM: frame sequences of a video, scored per video ----------------------------------
 
 
-def _video_frame(lengths, methods=None):
-    rows = []
-    for v, n in enumerate(lengths):
-        method = (methods or ["real"] * len(lengths))[v]
-        for f in reversed(range(n)):  # rows out of frame order on purpose
-            rows.append(
-                {
-                    "sample_id": f"{method}_v{v}_f{f}",
-                    "video_id": f"v{v}",
-                    "frame_index": f,
-                    "method": method,
-                    "label": int(method != "real"),
-                    "subject_id": f"s{v}",
-                    "group": "g",
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 def test_sequence_groups_chunk_each_video_in_frame_order():
     frame = _video_frame([5, 1, 3], ["real", "real", "faceswap"])
     groups = sequence_groups(frame, 2)
@@ -214,24 +196,6 @@ def test_video_scores_and_one_row_per_video():
     assert list(per_video["video_id"]) == ["v0", "v1"] and "frame_index" not in per_video
     np.testing.assert_allclose(per_video["score"], [0.3, 0.9])
     assert list(per_video["subject_id"]) == ["s0", "s1"]
-
-
-def clip_samples(root) -> pd.DataFrame:
-    """Two real and two fake videos of three 32 px frames each, per split (train, val), the
-    fakes brighter noise, written under ``root``."""
-    rows = []
-    for split in ("train", "val"):
-        frame = _video_frame([3, 3, 3, 3], ["real", "real", "faceswap", "faceswap"])
-        frame["sample_id"] = split + "_" + frame["sample_id"]
-        frame["video_id"] = split + "_" + frame["video_id"]
-        rows.append(frame.assign(split=split, dataset="d"))
-    samples = pd.concat(rows, ignore_index=True)
-    rng = np.random.default_rng(0)
-    samples["path"] = samples["sample_id"] + ".png"
-    for sid, label in zip(samples["sample_id"], samples["label"]):
-        img = rng.integers(0, 256 if label else 64, (32, 32, 3)).astype(np.uint8)
-        write_image(root / f"{sid}.png", img)
-    return samples
 
 
 def test_conv_lstm_trains_on_sequences_and_scores_per_video(tmp_path):

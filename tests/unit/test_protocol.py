@@ -50,7 +50,7 @@ from fairforge.report.views import protocol_lines, protocol_tables
 from fairforge.tables.detectors import card_starts, detectors_frame
 from fairforge.training.detector import TrainConfig, build_model, train_network
 from fairforge.workflow import detector_protocol, detector_settings
-from test_online_training import clip_samples
+from training_clips import clip_samples
 
 REPO = Path(__file__).resolve().parents[2]
 #: One facts table per paper config: ``<config stem>.csv`` with section, name, key, value

@@ -6,8 +6,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import cv2
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -29,34 +27,7 @@ from fairforge.sources import (
     split_by_subject,
     split_counts,
 )
-
-SPLIT3 = {"train": 0.6, "val": 0.2, "test": 0.2}
-
-
-def write_jpeg(path: Path, width: int = 40, height: int = 32, seed: int = 0) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
-    assert cv2.imwrite(str(path), pixels)
-
-
-def folder_tree(base: Path, groups: list[str], subjects: int = 3, images: int = 2) -> None:
-    """``base/{group}/{group}_s{k}/{group}_s{k}_{j}.jpg`` with sizes varying by image."""
-    for g in groups:
-        for k in range(subjects):
-            for j in range(images):
-                write_jpeg(
-                    base / g / f"{g}_s{k}" / f"{g}_s{k}_{j}.jpg", 40 + j, 32 + k, seed=10 * k + j
-                )
-
-
-def check_subject_split(df: pd.DataFrame, fractions=SPLIT3) -> None:
-    labelled = df[df["group"] != ""]
-    per_subject = labelled.groupby("subject_id")["split"].nunique()
-    assert (per_subject == 1).all(), "a subject is in two splits"
-    active = {s for s, f in fractions.items() if f > 0}
-    for group, part in labelled.groupby("group"):
-        assert set(part["split"]) == active, f"group {group} misses a split"
-
+from source_trees import SPLIT3, check_subject_split, folder_tree, vggface2_tree, write_jpeg
 
 # ------------------------------------------------------------------------------------ rfw
 
@@ -318,22 +289,6 @@ def test_diveface_unknown_folder_is_named(tmp_path: Path):
 
 
 # ------------------------------------------------------------------------------- vggface2
-
-
-def vggface2_tree(root: Path) -> Path:
-    """Identity folders under train/ and test/, and the release's identity_meta.csv."""
-    identities = {"train": ["n000001", "n000002", "n000003"], "test": ["n000009"]}
-    for k, (folder, ids) in enumerate(identities.items()):
-        for i, identity in enumerate(ids):
-            for j in range(2):
-                write_jpeg(root / folder / identity / f"000{j}_01.jpg", seed=10 * k + i + j)
-    (root / "meta").mkdir()
-    # As the release writes it: spaces after the commas, Gender m/f; n000003 is unlabelled.
-    (root / "meta" / "identity_meta.csv").write_text(
-        'Class_ID, Name, Sample_Num, Flag, Gender\nn000001, "A_B", 2, 1, m\n'
-        'n000002, "C_D", 2, 1, f\nn000009, "E_F", 2, 0, f\n'
-    )
-    return root
 
 
 def test_vggface2_identity_folders_labels_and_official_split(tmp_path: Path):

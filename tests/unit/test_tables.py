@@ -28,6 +28,7 @@ from fairforge.tables import (
     twins_from_frame,
     variants,
 )
+from report_results import fairfd_xception_predictions
 
 GROUPS = ("g0", "g1", "g2", "g3")
 
@@ -632,43 +633,6 @@ def test_exposure_matrix_puts_gallery_groups_in_columns_per_probe_group():
     assert list(summary.columns[:3]) == ["dataset", "distance", "encoder"]
     top = tables.most_exposed_groups(exposure_rows().assign(dataset="one"))
     assert top.columns[0] == "dataset" and set(top["dataset"]) == {"one"}
-
-
-def fairfd_xception_predictions(splits=("val", "test"), per_cell: int = 10_000):
-    """Xception's accuracy matrix of FairFD Table 1 (tests/data/fairfd_xception.json) as
-    predictions: per split, approach and race, ``per_cell`` samples of which the published
-    share is right (scores 0.9 and 0.1: four-decimal accuracies are exact counts of 10 000).
-    Returns the predictions and the reference."""
-    import json
-    from pathlib import Path
-
-    reference = Path(__file__).resolve().parents[1] / "data" / "fairfd_xception.json"
-    ref = json.loads(reference.read_text())
-    parts = []
-    for split in splits:
-        for r, row in enumerate(ref["rows"]):  # every row: the study must drop the others
-            label = ref["row_labels"][row]
-            method = "real" if row == "Real" else row.lower()
-            for g, group in enumerate(ref["groups"]):
-                correct = np.arange(per_cell) < round(ref["accuracy"][r][g] * per_cell)
-                fake = correct if label == 1 else ~correct
-                parts.append(
-                    pd.DataFrame(
-                        {
-                            "sample_id": [f"{split}-{method}-{group}-{i}" for i in range(per_cell)],
-                            "label": label,
-                            "method": method,
-                            "group": group,
-                            "subject_id": [f"{group}-{i % 50}" for i in range(per_cell)],
-                            "score": np.where(fake, 0.9, 0.1),
-                            "split": split,
-                            "detector": "xception",
-                            "dataset": "fairfd",
-                            "variant": "clean",
-                        }
-                    )
-                )
-    return pd.concat(parts, ignore_index=True), ref
 
 
 def test_thresholds_table_reproduces_fairfd_table_5b_when_configured_as_the_paper():

@@ -5,49 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.config import validate_config
 from fairforge.images import read_image, write_image
 from fairforge.sources import SourceError, build_sources, check_subject_disjoint, get_adapter
-from fairforge.sources.synthetic import sample_subject
 from fairforge.video import compressed_copies
-from fairforge.video.clips import render_clip
-from fairforge.video.ffmpeg import write_video
-from snakemake_run import snakemake
-from test_labelled_workflow import face_mask
-from test_sources import write_jpeg
-
-IDS = ["000", "001", "002", "003", "004", "005"]
-PAIRS = {"train": [["000", "001"]], "val": [["002", "003"]], "test": [["004", "005"]]}
-
-
-def faceforensics_tree(root: Path, compression: str = "c23", frames: int = 5) -> Path:
-    """Frames as FaceForensics++'s extraction script writes them, tiny images."""
-
-    def frames_of(folder: Path, seed: int) -> None:
-        for i in range(frames):
-            write_jpeg(folder / f"{i:04d}.png", 24, 20, seed=seed + i)
-
-    for k, vid in enumerate(IDS):
-        frames_of(root / f"original_sequences/youtube/{compression}/images/{vid}", 10 * k)
-    for m, method in enumerate(("Deepfakes", "NeuralTextures")):
-        for pair in (p for v in PAIRS.values() for p in v):
-            for a, b in (pair, pair[::-1]):
-                folder = root / f"manipulated_sequences/{method}/{compression}/images/{a}_{b}"
-                frames_of(folder, 1000 * (m + 1) + int(a))
-    (root / "splits").mkdir(parents=True)
-    for split, pairs in PAIRS.items():
-        (root / "splits" / f"{split}.json").write_text(json.dumps(pairs))
-    pd.DataFrame(
-        {"id": IDS, "race": ["A", "B"] * 3, "gender": ["f", "f", "m", "m", "f", "m"]}
-    ).to_csv(root / "ff_attributes.csv", index=False)
-    return root
+from video_trees import (
+    deeperforensics_tree,
+    dfdc_tree,
+    faceforensics_tree,
+    noise_video,
+)
 
 
 def test_faceforensics_layout_labels_methods_and_official_split(tmp_path: Path):
@@ -141,15 +113,6 @@ def test_faceforensics_compression_and_missing_method_are_named(tmp_path: Path):
         )
 
 
-def noise_video(path: Path, seed: int, frames: int = 6, size: int = 32) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10, (size, size))
-    rng = np.random.default_rng(seed)
-    for _ in range(frames):
-        writer.write(rng.integers(0, 256, (size, size, 3), dtype=np.uint8))
-    writer.release()
-
-
 def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
     cd = tmp_path / "Celeb-DF-v2"
     for i, name in enumerate(["id0_0000", "id1_0000", "id2_0000", "id3_0000"]):
@@ -204,186 +167,6 @@ def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
 
 # ----------------------------------------------------------- the four video datasets, run
 
-# The fixture videos: synthetic faces talking for three frames, 128 px (dlib's HOG detector
-# finds no face at 64 px), two frames sampled per video; crops are 64 px (tiny_config).
-CLIP_SIZE, CLIP_FRAMES, SEED = 128, 3, 5
-# group -> the renderer's tone and presentation; an identity's group is the parity of its
-# number (even light, odd dark), so every split has both groups.
-FACE_GROUPS = {"light": ("tone1", "female"), "dark": ("tone4", "male")}
-
-
-def identity(key: str, number: int):
-    tone, gender = FACE_GROUPS["light" if number % 2 == 0 else "dark"]
-    return sample_subject(SEED, key, tone, gender)
-
-
-def face_video(path: Path, target, clip: str, donor=None) -> None:
-    """A clip of ``target`` talking; with a ``donor``, a fake as a dataset ships it: the
-    donor's face rendered with the same motion, blended into the target's frames."""
-    frames = render_clip(target, SEED, clip, n_frames=CLIP_FRAMES, size=CLIP_SIZE)
-    if donor is not None:
-        mask = face_mask(CLIP_SIZE)
-        other = render_clip(donor, SEED, clip, n_frames=CLIP_FRAMES, size=CLIP_SIZE)
-        frames = np.clip(frames * (1 - mask) + other * mask, 0, 255).astype(np.uint8)
-    write_video(path, frames, fps=10)
-
-
-def attributes_csv(path: Path, ids: dict[str, int]) -> str:
-    groups = ["light" if n % 2 == 0 else "dark" for n in ids.values()]
-    pd.DataFrame({"id": list(ids), "group": groups}).to_csv(path, index=False)
-    return path.name
-
-
-def video_datasets(base: Path) -> dict[str, dict]:
-    """FaceForensics++, Celeb-DF v2, DFDC and DeeperForensics-1.0 fixture trees in their
-    released layouts, and their dataset blocks."""
-    ff, cd, dfdc, dfr = (base / n for n in ("FF", "Celeb-DF-v2", "DFDC", "DFR"))
-    youtube = ff / "original_sequences/youtube/c23/videos"
-    ff_ids = {f"{n:03d}": n for n in range(6)}
-    people = {vid: identity(f"ff{vid}", n) for vid, n in ff_ids.items()}
-    for vid in ff_ids:
-        face_video(youtube / f"{vid}.mp4", people[vid], f"ff{vid}")
-    for pair in (p for v in PAIRS.values() for p in v):
-        for a, b in (pair, pair[::-1]):
-            fake = ff / f"manipulated_sequences/Deepfakes/c23/videos/{a}_{b}.mp4"
-            face_video(fake, people[a], f"ff{a}", donor=people[b])
-    (ff / "splits").mkdir()
-    for split, pairs in PAIRS.items():
-        (ff / "splits" / f"{split}.json").write_text(json.dumps(pairs))
-
-    celeb = {f"id{n}": identity(f"cd{n}", n) for n in range(4)}
-    for key in celeb:
-        face_video(cd / "Celeb-real" / f"{key}_0000.mp4", celeb[key], f"cd{key}")
-    for a, b in (("id0", "id1"), ("id1", "id0"), ("id2", "id3"), ("id3", "id2")):
-        name = f"{a}_{b}_0000"
-        face_video(cd / "Celeb-synthesis" / f"{name}.mp4", celeb[a], f"cd{a}", celeb[b])
-    face_video(cd / "YouTube-real" / "00000.mp4", identity("yt0", 0), "yt0")
-    (cd / "List_of_testing_videos.txt").write_text(
-        "1 Celeb-real/id2_0000.mp4\n1 Celeb-real/id3_0000.mp4\n1 YouTube-real/00000.mp4\n"
-        "0 Celeb-synthesis/id2_id3_0000.mp4\n0 Celeb-synthesis/id3_id2_0000.mp4\n"
-    )
-
-    part = dfdc / "dfdc_train_part_0"
-    actors = {f"r{n}": identity(f"dfdc{n}", n) for n in range(2)}
-    meta = {}
-    for n, (real, person) in enumerate(actors.items()):
-        face_video(part / f"{real}.mp4", person, f"dfdc{real}")
-        face_video(part / f"f{n}.mp4", person, f"dfdc{real}", identity(f"dfdc_donor{n}", n))
-        meta[f"{real}.mp4"] = {"label": "REAL", "split": "train", "original": None}
-        meta[f"f{n}.mp4"] = {"label": "FAKE", "split": "train", "original": f"{real}.mp4"}
-    (part / "metadata.json").write_text(json.dumps(meta))
-
-    # DeeperForensics-1.0's fakes swap an actor's face onto FF++ target videos 004 and 005
-    # (the test pair); targets 000-003 have no fakes here, so their gender is unknown.
-    for target, actor in (("004", "W104"), ("005", "M105")):
-        fake = dfr / "manipulated_videos/end_to_end" / f"{target}_{actor}.mp4"
-        face_video(fake, people[target], f"ff{target}", identity(actor, ff_ids[target]))
-    (dfr / "lists" / "splits").mkdir(parents=True)
-    for split in ("train", "val"):
-        (dfr / "lists" / "splits" / f"{split}.txt").write_text("")
-    (dfr / "lists" / "splits" / "test.txt").write_text("004_W104.mp4\n005_M105.mp4\n")
-
-    frames = {"frames_per_video": 2}
-    return {
-        "ffpp": {
-            "adapter": "faceforensics",
-            "root": str(ff),
-            "split": "official",
-            "options": {
-                **frames,
-                "methods": ["Deepfakes"],
-                "attributes": attributes_csv(ff / "groups.csv", ff_ids),
-            },
-        },
-        "celebdf": {
-            "adapter": "celebdf",
-            "root": str(cd),
-            "split": "official",
-            "options": {
-                **frames,
-                "attributes": attributes_csv(
-                    cd / "groups.csv", {**{f"id{n}_0000": n for n in range(4)}, "00000": 0}
-                ),
-            },
-        },
-        "dfdc": {
-            "adapter": "dfdc",
-            "root": str(dfdc),
-            "split": "test_only",
-            "options": {
-                **frames,
-                "attributes": attributes_csv(dfdc / "groups.csv", {"r0": 0, "r1": 1}),
-            },
-        },
-        "dfr": {
-            "adapter": "deeperforensics",
-            "root": str(dfr),
-            "split": "official",
-            "group_by": ["gender"],
-            "options": {**frames, "targets": str(youtube)},
-        },
-    }
-
-
-@pytest.mark.workflow
-def test_four_video_datasets_train_on_ffpp_and_reach_the_fairness_table(repo_root, tmp_path):
-    """One real run: a detector trains on FaceForensics++ (official split, its Deepfakes, no
-    generated fakes, H.264-compressed training crops) and is tested on it, Celeb-DF v2 (its test list), DFDC (test only) and
-    DeeperForensics-1.0 (its test split), up to the fairness and per-method tables."""
-    datasets = video_datasets(tmp_path / "data")
-    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
-    config["datasets"] = {
-        name: {"group_by": ["group"], **block, "forgery": False} for name, block in datasets.items()
-    }
-    # The detector trains on H.264-compressed copies of FF++'s training crops.
-    config["datasets"]["ffpp"]["train_compression"] = "vid_h264@40"
-    config["forgery"]["methods"] = ["faceswap"]
-    config["training"]["train_methods"] = ["Deepfakes"]
-    config["variants"] = ["clean"]
-    config["ranking"] = {"enabled": False}
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    targets = ("results/fairness_table.csv", "results/cross_manipulation.csv")
-    snakemake(repo_root, workdir, "--cores", "2", *targets)
-
-    results = workdir / "results"
-    methods = {
-        "ffpp": "Deepfakes",
-        "celebdf": "Celeb-synthesis",
-        "dfdc": "DFDC",
-        "dfr": "end_to_end",
-    }
-    for name, method in methods.items():
-        sources = pd.read_parquet(results / name / "sources.parquet")
-        usable = sources[sources["ok"]]
-        assert set(usable["method"]) == {"real", method}, name
-        assert (usable.groupby("video_id").size() == 2).all(), name
-        check_subject_disjoint(usable)
-        # No forgery or pairing job ran: the datasets bring their fakes.
-        assert not (results / name / "forgeries").exists()
-        assert not (results / name / "pairs.parquet").exists()
-        preds = pd.read_parquet(results / "predictions" / "meso4" / name / "clean.parquet")
-        # Test rows of every dataset are scored (val rows too where a dataset has them).
-        assert "test" in set(preds["split"]) and set(preds["method"]) == {"real", method}
-        assert set(preds["group"]) == {"light", "dark"} or name == "dfr", name
-    copies = pd.read_parquet(results / "ffpp" / "train_copies" / "crops.parquet")
-    moved = copies["path"].str.startswith("ffpp/train_copies/crops/")
-    assert moved.equals(copies["split"] == "train") and moved.sum() == 4 * 2
-    assert all((results / p).is_file() for p in copies["path"])
-    dfr = pd.read_parquet(results / "dfr" / "sources.parquet").drop_duplicates("video_id")
-    assert dfr.loc[~dfr["ok"], "reason"].str.startswith("target video without fakes").sum() == 4
-    assert set(dfr.loc[dfr["ok"], "group"]) == {"female", "male"}
-    assert set(pd.read_parquet(results / "dfdc" / "sources.parquet")["split"]) == {"test"}
-
-    table = pd.read_csv(results / "fairness_table.csv")
-    assert set(table["dataset"]) == set(methods) and "DPD" in set(table["metric"])
-    per_method = pd.read_csv(results / "detection_per_method.csv")
-    assert set(zip(per_method["dataset"], per_method["method"])) == set(methods.items())
-    cross = pd.read_csv(results / "cross_manipulation.csv")
-    assert set(cross["trained_on"]) == {"Deepfakes"}
-    assert set(methods.values()) | {"average"} <= set(cross.columns)
-
 
 def test_video_adapter_reads_labels_methods_and_identities(tmp_path: Path):
     folder = tmp_path / "vids"
@@ -419,29 +202,6 @@ def test_video_adapter_reads_labels_methods_and_identities(tmp_path: Path):
     assert get_adapter("video").imported_methods("v", cfg) == ["lipsync", "swap"]
 
 
-def dfdc_tree(root: Path, size: int = 32) -> Path:
-    """Two part folders as the DFDC release has them; originals r0..r3, fakes of each."""
-    parts = {
-        "dfdc_train_part_0": {
-            "r0.mp4": {"label": "REAL", "split": "train", "original": None},
-            "r1.mp4": {"label": "REAL", "split": "train", "original": None},
-            "f0.mp4": {"label": "FAKE", "split": "train", "original": "r0.mp4"},
-            "f1.mp4": {"label": "FAKE", "split": "train", "original": "r1.mp4"},
-        },
-        "dfdc_train_part_1": {
-            "r2.mp4": {"label": "REAL", "split": "train", "original": None},
-            "r3.mp4": {"label": "REAL", "split": "train", "original": None},
-            "f2.mp4": {"label": "FAKE", "split": "train", "original": "r2.mp4"},
-            "f3.mp4": {"label": "FAKE", "split": "train", "original": "r3.mp4"},
-        },
-    }
-    for k, (part, meta) in enumerate(parts.items()):
-        for i, name in enumerate(meta):
-            noise_video(root / part / name, 10 * k + i, size=size)
-        (root / part / "metadata.json").write_text(json.dumps(meta))
-    return root
-
-
 def test_dfdc_metadata_labels_originals_and_bad_entries(tmp_path: Path):
     dfdc = dfdc_tree(tmp_path / "dfdc")
     meta = json.loads((dfdc / "dfdc_train_part_1" / "metadata.json").read_text())
@@ -470,34 +230,6 @@ def test_dfdc_metadata_labels_originals_and_bad_entries(tmp_path: Path):
     assert get_adapter("dfdc").count_items("dfdc", cfg) == 10 * 2
     with pytest.raises(SourceError, match="no DFDC metadata.json"):
         build_sources("dfdc", out, "dfdc", folder=str(tmp_path / "results"))
-
-
-def deeperforensics_tree(root: Path, ff_targets: Path, size: int = 32) -> Path:
-    """DeeperForensics-1.0's end_to_end fakes of targets 000-003 with actors M004, W101,
-    M005, W102, one actor's source recording, and its reference splits; the target videos
-    are FaceForensics++'s (``ff_targets``)."""
-    swaps = {"000": "M004", "001": "W101", "002": "M005", "003": "W102"}
-    for i, (target, actor) in enumerate(swaps.items()):
-        noise_video(ff_targets / f"{target}.mp4", 50 + i, size=size)
-        for v, variant in enumerate(("end_to_end", "end_to_end_level_3")):
-            noise_video(
-                root / "manipulated_videos" / variant / f"{target}_{actor}.mp4",
-                60 + 10 * v + i,
-                size=size,
-            )
-    noise_video(
-        root / "source_videos/W101/light_uniform/happy/camera_front/W101_light_uniform_happy"
-        "_camera_front.mp4",
-        90,
-        size=size,
-    )
-    (root / "lists" / "splits").mkdir(parents=True)
-    for split, names in {"train": ["000_M004", "001_W101"], "val": ["002_M005"]}.items():
-        (root / "lists" / "splits" / f"{split}.txt").write_text(
-            "".join(f"{n}.mp4\n" for n in names)
-        )
-    (root / "lists" / "splits" / "test.txt").write_text("003_W102.mp4\n")
-    return root
 
 
 def test_deeperforensics_fakes_targets_source_videos_and_splits(tmp_path: Path):

@@ -16,33 +16,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from fairforge.images import write_image
 from fairforge.sources import image_id_from_path
 from fairforge.sources.base import iter_images
-from fairforge.sources.synthetic import render_face, sample_subject, sample_view
 from fairforge.video.clips import synthetic_videos
+from hostile_files import EXPECTED, GOOD, REDUCE_ABOVE, write_hostile
 from snakemake_run import snakemake
-from test_hostile_files import EXPECTED, GOOD, REDUCE_ABOVE, write_hostile
+from workflow_trees import GROUPS, SIZE, csv_config, face, workdir_with, write_folder_tree
 
 pytestmark = pytest.mark.workflow
 
-# group -> (the renderer's tone and presentation that draw its faces)
-GROUPS = {"light": ("tone1", "female"), "dark": ("tone4", "male")}
 # Face swaps take their target from another subject of the same group and split: two per
 # group in each of train, val and test.
 SUBJECTS_PER_GROUP = 6
 IMAGES_PER_SUBJECT = 2
-# The test-only datasets: two subjects per group (a swap target), two images each.
-SIZE = 160
-
-
-def face(seed: int, subject: str, group: str, view: int, size: int = SIZE):
-    tone, gender = GROUPS[group]
-    return render_face(
-        sample_subject(seed, subject, tone, gender), sample_view(seed, f"{subject}_{view}"), size
-    )
 
 
 def write_faces(folder: Path) -> pd.DataFrame:
@@ -66,16 +54,6 @@ def write_faces(folder: Path) -> pd.DataFrame:
     labels = pd.DataFrame(rows)
     labels.to_csv(folder / "labels.csv", index=False)
     return labels
-
-
-def write_folder_tree(base: Path, group_dirs: dict[str, str], seed: int) -> None:
-    """``base/{group folder}/{subject}/{0,1}.jpg``: RFW's and DiveFace's layout."""
-    for folder, group in group_dirs.items():
-        for k in range(2):
-            for j in range(2):
-                write_image(
-                    base / folder / f"{group}{seed}{k}" / f"{j}.jpg", face(seed, f"{k}", group, j)
-                )
 
 
 def write_fairface(root: Path) -> None:
@@ -166,26 +144,6 @@ def all_adapters_config(repo_root: Path, trees: dict[str, Path]) -> dict:
     config["images"] = {"reduce_above": REDUCE_ABOVE}
     config["metrics"]["bootstrap"] = 20
     return config
-
-
-def csv_config(repo_root: Path, dataset: dict) -> dict:
-    """tests/data/tiny_config.yaml cut to one csv dataset, two methods, meso4 for one epoch
-    on clean images, without the ranking study."""
-    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
-    config["datasets"] = {"mine": {"adapter": "csv", "group_by": ["group"], **dataset}}
-    config["forgery"]["methods"] = ["faceswap", "sbi"]
-    config["variants"] = ["clean"]
-    config["ranking"] = {"enabled": False}
-    config["training"]["epochs"] = 1
-    config["detectors"] = {"meso4": {"arch": "meso4", "input_size": 64}}
-    return config
-
-
-def workdir_with(tmp_path: Path, name: str, config: dict) -> Path:
-    workdir = tmp_path / name
-    workdir.mkdir()
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return workdir
 
 
 def write_trees(tmp_path: Path) -> tuple[dict[str, Path], dict[str, pd.DataFrame]]:

@@ -31,8 +31,8 @@ from fairforge.metrics.detection import auc
 from fairforge.video.ffmpeg import read_video, write_video
 from released_cuts import real_faces, rfw_image
 from snakemake_run import snakemake
-from test_labelled_workflow import face_mask, write_labelled_faces
-from test_video_datasets import CLIP_SIZE, PAIRS, attributes_csv, face_video, identity
+from video_trees import CLIP_SIZE, PAIRS, attributes_csv, face_video, identity
+from workflow_trees import face_mask, write_labelled_faces
 
 pytestmark = pytest.mark.workflow
 

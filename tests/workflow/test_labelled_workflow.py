@@ -8,64 +8,13 @@ identities; fairforge also generates ``faceswap`` fakes of the real images, so t
 mix imported and generated fakes. A second dataset is the same csv, test only.
 """
 
-from pathlib import Path
-
-import cv2
-import numpy as np
 import pandas as pd
 import pytest
 
-from fairforge.images import write_image
-from fairforge.sources.synthetic import render_face, sample_subject, sample_view
 from snakemake_run import snakemake
-from test_adapters_workflow import GROUPS, csv_config, workdir_with
+from workflow_trees import csv_config, workdir_with, write_labelled_faces
 
 pytestmark = pytest.mark.workflow
-
-SUBJECTS = 6  # partners 0-1, 2-3, 4-5: one pair per group in each split
-SIZE = 256
-
-
-def face_mask(size: int = SIZE) -> np.ndarray:
-    mask = np.zeros((size, size), np.float32)
-    cv2.ellipse(mask, (size // 2, int(size * 0.53)), (size // 5, size // 4), 0, 0, 360, 1.0, -1)
-    return cv2.GaussianBlur(mask, (0, 0), size / 40)[..., None]
-
-
-def write_labelled_faces(folder: Path) -> pd.DataFrame:
-    rows, mask = [], face_mask()
-    for group, (tone, gender) in GROUPS.items():
-        identities = {k: sample_subject(7, f"{group}_{k}", tone, gender) for k in range(SUBJECTS)}
-        for k, identity in identities.items():
-            subject, partner = f"{group}_{k}", f"{group}_{k ^ 1}"
-            for j in range(2):
-                rel = f"real/{subject}_{j}.png"
-                write_image(
-                    folder / rel, render_face(identity, sample_view(7, f"{subject}_{j}"), SIZE)
-                )
-                rows.append({"path": rel, "subject_id": subject, "group": group, "label": 0})
-            view = sample_view(7, f"{subject}_fake")
-            photo = render_face(identity, view, SIZE).astype(np.float32)
-            donor = render_face(identities[k ^ 1], view, SIZE).astype(np.float32)
-            tinted = photo * np.array([1.25, 0.9, 0.8], np.float32)
-            for method, edited in (("paste", donor), ("tint", tinted)):
-                fake = np.clip(photo * (1 - mask) + edited * mask, 0, 255).astype(np.uint8)
-                rel = f"fake/{method}/{subject}.png"
-                write_image(folder / rel, fake)
-                rows.append(
-                    {
-                        "path": rel,
-                        "subject_id": subject,
-                        "group": group,
-                        "label": 1,
-                        "method": method,
-                        "source_subject": partner if method == "paste" else "",
-                        "target_subject": subject,
-                    }
-                )
-    labels = pd.DataFrame(rows).fillna("")
-    labels.to_csv(folder / "labels.csv", index=False)
-    return labels
 
 
 def test_labelled_csv_trains_predicts_and_reaches_the_fairness_table(repo_root, tmp_path):

@@ -29,14 +29,13 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.images import write_image
 from fairforge.runtime import read_checkpoint
-from fairforge.sources.adapters import VGGFACE2_GENDER
 from fairforge.sources.synthetic import render_face, sample_subject, sample_view
+from fairforge.sources.adapters import VGGFACE2_GENDER
 from fairforge.tables import split_variants
 from fairforge.workflow import all_variants, detector_settings, select_config
 from snakemake_run import SNAKEMAKE, repository_copy
-from test_adapters_workflow import face
-from test_video_datasets import face_video, identity, noise_video
-from test_video_layouts import dftimit_tree, forgerynet_tree, uadfv_tree
+from video_trees import dftimit_tree, face_video, forgerynet_tree, identity, noise_video, uadfv_tree
+from workflow_trees import face
 
 PAPER_CONFIGS = ("fairfd", "benchmark_paper", "assessment", "exposure")
 FF_METHODS = ("Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures", "FaceShifter")
