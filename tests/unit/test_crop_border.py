@@ -4,7 +4,7 @@ margin that never leaves a landmark outside the crop.
 
 The photographs are the Grace Hopper portrait matplotlib ships as sample data and
 scikit-image's astronaut (Eileen Collins), cut around the face box dlib finds in them, and
-the astronaut cut as UTKFace cuts its chips (tests/released_cuts.py).
+the astronaut cut as UTKFace cuts its chips (tests/helpers/released_cuts.py).
 """
 
 from __future__ import annotations

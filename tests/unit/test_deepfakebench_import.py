@@ -2,7 +2,7 @@
 function: zero unmatched keys at DeepfakeBench's 256 px shapes, and equal outputs (max |diff|
 ≤ 1e-5) on a state dict in DeepfakeBench's names and shapes with random values, each model fed
 the same uint8 images normalised as its DeepfakeBench config says and as fairforge's detector
-says (tests/deepfakebench_reference.py reconstructs DeepfakeBench's models;
+says (tests/helpers/deepfakebench_reference.py reconstructs DeepfakeBench's models;
 tests/data/deepfakebench/*.json records their keys, normalisation and resolution)."""
 
 import json

@@ -1,7 +1,7 @@
 """``dualreen`` backend ``official``: the Dual-Generator release (Hsu et al., CVPR 2022) loaded
 from its three files computes the release's function.
 
-tests/dualreen_reference.py restates the release's modules and ``demo.py``; random weights
+tests/helpers/dualreen_reference.py restates the release's modules and ``demo.py``; random weights
 saved in the release's layout are loaded through fairforge's loader, and the networks and
 the whole pipeline on real photographs (Grace Hopper as the source, scikit-image's astronaut
 as the driver) give the release's outputs.

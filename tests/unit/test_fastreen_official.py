@@ -2,9 +2,9 @@
 reference [23]) and its Graphonomy parser, loaded from the release's files, compute the
 release's function.
 
-tests/fastreen_reference.py restates the release. Random weights in the release's layout
+tests/helpers/fastreen_reference.py restates the release. Random weights in the release's layout
 (spectral-norm keys, Graphonomy's DataParallel names) are loaded through fairforge's loader;
-with the narrow widths the release's arguments allow (tests/fastreen_reference.SMALL_ARGS:
+with the narrow widths the release's arguments allow (tests/helpers/fastreen_reference.SMALL_ARGS:
 the same blocks, fewer channels) the whole pipeline on real photographs gives the release's
 outputs, and at the released widths every network does.
 """

@@ -379,7 +379,7 @@ def test_parsing_parts_are_disjoint_and_on_the_face(faces):
 
 
 def test_maskgan_edits_a_parsed_subset(faces):
-    """FairFD's edit (tests/test_maskgan.py has its details): a subset of the parsed parts,
+    """FairFD's edit (tests/unit/test_maskgan.py has its details): a subset of the parsed parts,
     each dilated or eroded; a nose-only edit stays within the nose dilated by its radius."""
     for seed in range(5):
         _, res = _run("maskgan", faces, seed=seed)

@@ -1,6 +1,6 @@
 """maskgan ``backend: official``: MaskGAN's released generator and the BiSeNet face parser
-compute the authors' functions, proven without the weights. tests/maskgan_reference.py and
-tests/bisenet_reference.py restate the authors' modules and pre-processing; random weights
+compute the authors' functions, proven without the weights. tests/helpers/maskgan_reference.py and
+tests/helpers/bisenet_reference.py restate the authors' modules and pre-processing; random weights
 saved in the releases' layouts (state dicts in PyTorch's legacy format, as in 2019) load
 through fairforge's loaders and give the same outputs (max |diff| <= 1e-5)."""
 

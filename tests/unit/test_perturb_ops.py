@@ -136,7 +136,7 @@ def test_df_pixelate_psnr_falls_with_severity_on_band_limited_images():
 
 
 def test_df_block_covers_more_with_severity():
-    # df_block's fixed 8 px blocks need a 256 px side (tests/test_deeperforensics_reference.py).
+    # df_block's fixed 8 px blocks need a 256 px side (tests/unit/test_deeperforensics_reference.py).
     frame = face_like(256, 256, seed=1)
     covered = [
         (apply_variant(frame, v, "s") != frame).any(axis=-1).mean() for v in variants_of("df_block")

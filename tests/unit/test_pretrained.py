@@ -167,7 +167,7 @@ def test_a_pretrained_file_for_an_architecture_without_layout_stops_the_config()
 
 
 def _efficientnet_pytorch_b0(size: int, seed: int):
-    """A B0 in efficientnet_pytorch's names and layout (tests/deepfakebench_reference.py) with
+    """A B0 in efficientnet_pytorch's names and layout (tests/helpers/deepfakebench_reference.py) with
     random weights and BatchNorm statistics of random images, and its ImageNet head."""
     with torch.device("meta"):
         net = dfb._EfficientNet(size, dfb._B0, stem=32, head=1280, unpadded_stem=False)

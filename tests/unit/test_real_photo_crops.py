@@ -1,10 +1,10 @@
 """Crops that keep the face, on real photographs cut the way released datasets cut them
-(tests/released_cuts.py: UTKFace's dlib chips, RFW's 400-px squares, FaceForensics++'s 480p
+(tests/helpers/released_cuts.py: UTKFace's dlib chips, RFW's 400-px squares, FaceForensics++'s 480p
 and 720p frames) and written in those datasets' released layouts.
 
 Each tree runs as the workflow runs it: the dataset's adapter, the faces stage with the
 config's defaults (dlib HOG), the pairs, then every forgery method's classical backend. The
-groups are assigned as tests/test_paper_configs.py's RFW fixture does: the real faces in turn
+groups are assigned as tests/workflow/test_paper_configs.py's RFW fixture does: the real faces in turn
 over the four RFW races. Before the crops kept the face, the default ``faces.border:
 shrink`` fitted the margin to these framings and cut the chin: the methods made fakes for
 0-1 of 8 UTKFace chips, 2-5 of 9 RFW images (every Indian face, at most one other per race)

@@ -2,7 +2,7 @@
 a real whose face the detector misses stays a sample, cropped by the release's alignment,
 marked so, and its miss is still counted per group.
 
-The RFW tree holds real photographs cut as RFW cuts them (tests/released_cuts.py), one of them
+The RFW tree holds real photographs cut as RFW cuts them (tests/helpers/released_cuts.py), one of them
 upside down, which dlib's HOG detector does not find."""
 
 from __future__ import annotations

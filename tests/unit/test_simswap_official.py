@@ -1,5 +1,5 @@
 """SimSwap's official backend computes the authors' function: the generator (224 and 512) and
-ArcFace equal a re-statement of the authors' modules (tests/simswap_reference.py) loaded with
+ArcFace equal a re-statement of the authors' modules (tests/helpers/simswap_reference.py) loaded with
 the same random weights saved in the release's layouts, and the whole path (alignment,
 identity, generator, paste-back) equals the authors' inference path on photographs."""
 

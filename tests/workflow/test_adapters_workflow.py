@@ -6,7 +6,7 @@ both documented forms (the csv file as ``root``; a folder ``root`` and ``options
 ``video`` (a folder of videos and its labels csv). Each tree is written here as the public
 dataset lays it out, with faces from the synthetic renderer saved as plain JPEG and PNG files,
 so the workflow sees them as any user's photos. The csv dataset also holds the hostile files
-of tests/test_hostile_files.py, whose reasons the run must record without losing a row.
+of tests/unit/test_hostile_files.py, whose reasons the run must record without losing a row.
 
 One run reaches ``results/fairness_table.csv`` for all seven datasets: the csv dataset trains
 the detector (one epoch), the others are test-only, one forgery method, ranking off.

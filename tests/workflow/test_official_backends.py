@@ -31,7 +31,7 @@ from snakemake_run import snakemake
 
 def simswap_release(folder: Path) -> dict:
     """SimSwap 224 (one ID-injection block, a one-block-per-stage ArcFace: the tiny run's
-    speed; the released depths are checked in tests/test_simswap_official.py)."""
+    speed; the released depths are checked in tests/unit/test_simswap_official.py)."""
     return simswap_reference.write_random_release(folder, 224, seed=4, n_blocks=1)[0]
 
 
