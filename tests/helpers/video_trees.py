@@ -364,8 +364,7 @@ def celebdf_v1_first_release(root: Path, faces: bool = False) -> Path:
 # test list holds id4's and id5's videos and the fake of id4 with id5's face, and id5's face
 # is also in the training fake id1_id5: a published list that is not subject-disjoint.
 CELEB_SWAPS = (("id0", "id1"), ("id1", "id0"), ("id2", "id3"), ("id3", "id2"), ("id4", "id5"))
-
-
+CELEB_SWAPS += (("id1", "id5"),)
 CELEB_TEST = (
     "1 Celeb-real/id4_0000.mp4\n1 Celeb-real/id5_0000.mp4\n0 Celeb-synthesis/id4_id5_0000.mp4\n"
 )

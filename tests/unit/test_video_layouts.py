@@ -19,7 +19,6 @@ import fairforge.video  # noqa: F401  (registers the frame sampler)
 from fairforge.sources import SourceError, build_sources, get_adapter
 from fairforge.sources.split import linked_subjects
 from video_trees import (
-    CELEB_SWAPS,
     FRAMES,
     celebdf_v1_first_release,
     dftimit_tree,
@@ -27,12 +26,6 @@ from video_trees import (
     tiny_video,
     uadfv_tree,
 )
-
-# ------------------------------------------------------------------------- fixture trees
-
-
-CELEB_SWAPS += (("id1", "id5"),)
-
 
 # --------------------------------------------------------------------------- the listings
 
