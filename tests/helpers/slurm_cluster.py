@@ -32,7 +32,9 @@ PARTITION = "debug"
 # each job, so srun reads the default /etc/slurm/slurm.conf: we write it there when it is
 # absent (or a stale one of ours), marked, and remove it when the cluster stops.
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
-MARKER = "# Written by fairforge tests/helpers/slurm_cluster.py; removed when its test cluster stops.\n"
+MARKER = (
+    "# Written by fairforge tests/helpers/slurm_cluster.py; removed when its test cluster stops.\n"
+)
 
 
 def which(name: str) -> str | None:

@@ -28,16 +28,22 @@ def test_forward_gives_one_logit_per_image(name):
 
 @pytest.mark.parametrize("name", list_detectors(kind="network"))
 def test_one_step_changes_weights(name):
+    """One step moves exactly the parameters the loss reaches (a non-zero gradient), frozen
+    ones stay, and the gradient runs from the head back to the first trainable layer."""
     torch.manual_seed(0)
     model = create_detector(name, input_size=SMALL).train()
-    before = [p.detach().clone() for p in model.parameters()]
+    named = dict(model.named_parameters())
+    before = {k: p.detach().clone() for k, p in named.items()}
     opt = torch.optim.Adam(model.parameters(), lr=2e-4)
     labels = torch.tensor([0, 1, 0, 1])
     loss = model.loss(model(torch.randn(4, 3, SMALL, SMALL)), labels, {})
     loss.backward()
+    reached = {k for k, p in named.items() if p.grad is not None and p.grad.any()}
     opt.step()
-    changed = sum(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters()))
-    assert changed > 0
+    changed = {k for k, p in named.items() if not torch.equal(before[k], p.detach())}
+    assert changed == reached
+    trainable = [k for k, p in named.items() if p.requires_grad]
+    assert {trainable[0], trainable[-1]} <= changed, trainable
 
 
 def test_unknown_detector_lists_the_registered_ones():

@@ -5,7 +5,9 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
+from fairforge.faces import stage
 from fairforge.forgery import (
     FORGERY_COLUMNS,
     ForgeryError,
@@ -52,6 +54,7 @@ from fairforge.images import read_image, write_image
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.pairs import NO_TARGET, make_pairs
 from fairforge.registry import UnknownName
+from fairforge.sources import synthetic
 
 SIZE = 128
 CLASSICAL = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray", "fwa"]
@@ -456,8 +459,6 @@ def test_self_blend_augments_either_copy_and_online_blends_are_fresh(faces):
 
 def _tiny_onnx_models(d):
     """Export a tiny ArcFace-shaped encoder and an inswapper_128-shaped swapper."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("onnxruntime")
     import onnx
     from onnx import numpy_helper
 
@@ -526,7 +527,6 @@ def test_simswap_onnx_missing_paths_are_named(tmp_path, onnx_models):
 
 
 def test_simswap_onnx_runs_insightfaces_own_swapper(faces, onnx_models):
-    pytest.importorskip("insightface")
     from insightface.app.common import Face
     from insightface.model_zoo import get_model
 
@@ -553,8 +553,6 @@ def test_simswap_onnx_runs_insightfaces_own_swapper(faces, onnx_models):
 def _tiny_generator(path, names, parsing=False):
     """A tiny ONNX model with the learned-backend contract: inputs ``names`` (1x3x32x32, or
     1x1x32x32 for a parsing map), output 1x3x32x32 in [0, 1] mixing all inputs."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("onnxruntime")
 
     class Tiny(torch.nn.Module):
         def __init__(self):
@@ -753,8 +751,6 @@ def test_xray_blends_the_nearest_face_of_another_subject(dataset):
 def _rendered_faces(people):
     """The synthetic world's faces of ``people`` ((subject, tone, gender), first view, drawn
     at 400 px), aligned by the faces stage: a list of (crop, landmarks)."""
-    synthetic = pytest.importorskip("fairforge.sources.synthetic")
-    stage = pytest.importorskip("fairforge.faces.stage")
     out = []
     for sid, tone, gender in people:
         img = synthetic.render_face(

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairforge.faces import stage
 from fairforge.forgery import forge_shard
 from fairforge.forgery.parsing import cie_lab, parse_parts
 from fairforge.forgery.pose import (
@@ -30,6 +31,7 @@ from fairforge.forgery.quality import (
 )
 from fairforge.images import read_image, write_image
 from fairforge.pairs import make_pairs
+from fairforge.sources import synthetic
 from fairforge.tables.forgery_quality import (
     card_columns,
     card_from_files,
@@ -85,8 +87,6 @@ def test_pixel_measures():
 def rendered(tmp_path_factory):
     """Aligned crops of the synthetic renderer: two groups, two subjects, two images each,
     a faces table and the pairs."""
-    synthetic = pytest.importorskip("fairforge.sources.synthetic")
-    stage = pytest.importorskip("fairforge.faces.stage")
     root = tmp_path_factory.mktemp("quality")
     rows = []
     for group, tone in (("A", "tone1"), ("B", "tone4")):

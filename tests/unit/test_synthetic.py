@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 from pathlib import Path
 
+import dlib
 import numpy as np
 import pytest
 
@@ -22,8 +23,6 @@ from fairforge.sources.synthetic import (
     synthetic_sources,
     synthetic_subject_table,
 )
-
-dlib = pytest.importorskip("dlib")
 
 GROUPS = [(t, g) for t in DEFAULT_TONES for g in DEFAULT_GENDERS]
 
