@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pandas as pd
 import pytest
@@ -304,6 +305,13 @@ def test_training_crops_as_jpeg_and_h264_copies(tmp_path: Path):
             assert new.startswith(f"d/train_copies/{variant}/")
             a, b = read_image(results / new), read_image(results / old)
             assert a.shape == b.shape and 0 < np.abs(a.astype(int) - b).mean() < 20, variant
+            if variant == "jpeg@30":  # the copy is the crop through libjpeg at quality 30
+                ok, buf = cv2.imencode(
+                    ".jpg", cv2.cvtColor(b, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 30]
+                )
+                assert ok
+                encoded = cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+                assert np.array_equal(a, encoded)
         again = compressed_copies(samples, variant, results_root=results, out_dir=out)
         assert again["path"].tolist() == copies["path"].tolist()
     with pytest.raises(ValueError):
