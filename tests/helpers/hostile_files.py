@@ -13,9 +13,7 @@ import pandas as pd
 from PIL import Image
 
 from fairforge import images
-from fairforge.images import (
-    write_image,
-)
+from fairforge.images import write_image
 from fairforge.sources.synthetic import render_face, sample_subject, sample_view
 
 FACE_SIZE = 256

@@ -10,9 +10,7 @@ import yaml
 
 from fairforge.images import read_image
 from fairforge.perturb.learned_degradation import HighToLowGenerator, load_generator
-from fairforge.workflow import (
-    DEGRADATION_CHECKPOINT,
-)
+from fairforge.workflow import DEGRADATION_CHECKPOINT
 from snakemake_run import snakemake as run_snakemake
 
 

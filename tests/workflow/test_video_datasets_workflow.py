@@ -8,9 +8,7 @@ import yaml
 
 from fairforge.sources import check_subject_disjoint
 from snakemake_run import snakemake
-from video_trees import (
-    video_datasets,
-)
+from video_trees import video_datasets
 
 
 @pytest.mark.workflow
