@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 from fairforge.data import FaceDataset
-from fairforge.detectors import create_detector, detector_entry, list_detectors
+from fairforge.detectors import DETECTORS, create_detector, list_detectors
 from fairforge.images import write_image
 from fairforge.inference import score_frame
 from fairforge.runtime import pick_device
@@ -124,7 +124,7 @@ def run(args) -> pd.DataFrame:
         root = Path(tmp)
         frame = write_images(root, args.n_images, args.size)
         for name in names:
-            entry = detector_entry(name)
+            entry = DETECTORS.get(name)
             torch.manual_seed(0)
             model = create_detector(name, input_size=args.size).eval()
             meta = {"input_size": args.size, "mean": list(entry.mean), "std": list(entry.std)}

@@ -54,8 +54,11 @@ from fairforge.workflow import (
     scoring_settings,
     train_compression,
     train_dataset,
+    train_datasets,
     train_input,
+    train_methods,
     trained_encoders,
+    trained_settings,
     training_data_families,
     variant_options,
 )
@@ -104,12 +107,15 @@ RANDOM_VARIANTS = [v for v in REPORT_VARIANTS if is_random_variant(v)]
 RATE_VARIANTS = rate_variants(REPORT_VARIANTS)
 AUGMENTATION_STUDIES = augmentation_studies(config)
 TRAINING_FAMILIES = training_data_families(config)
+# What each trained or imported detector is (the Benchmark's Table 4 and Figs. 4-6).
+TRAINED_SETTINGS = trained_settings(config)
 STUDIES = [
     study
     for study, planned in (
         ("compression_rate", RATE_VARIANTS),
         ("augmentation", AUGMENTATION_STUDIES),
         ("training_data", TRAINING_FAMILIES),
+        ("benchmark", RANDOM_VARIANTS),
     )
     if planned
 ]
@@ -158,6 +164,7 @@ localrules:
     protocol,
     forgery_examples,
     efficiency_figure,
+    efficiency_average_figure,
     report_html,
 
 
@@ -344,11 +351,12 @@ def get_scoring_settings(wildcards):
 
 
 def get_detector_training_datasets(wildcards):
-    """Detector -> its arch and training dataset (the random-intensity table's mean)."""
+    """Detector -> its arch and training set (the random-intensity table's means)."""
     return {
         d: {
             "arch": config["detectors"][d].get("arch", d),
             "train_dataset": train_dataset(config, d),
+            "train_methods": train_methods(config, d),
         }
         for d in DETECTORS
     }

@@ -101,6 +101,36 @@ rule method_tables:
         "../scripts/method_tables.py"
 
 
+rule in_domain_table:
+    """Benchmark Table 4: each detector on the test split of what it trained on (its
+    dataset, or the manipulations of it it trained on), with the averages."""
+    input:
+        [
+            result_path("predictions", detector=d, dataset=on, variant="clean")
+            for d in TRAINED_SETTINGS
+            for on in train_datasets(config, d)
+        ],
+    output:
+        report(
+            result_path("in_domain_table"),
+            caption=caption_path("in_domain_table"),
+            category="Detection",
+        ),
+    log:
+        log_path("report/in_domain_table.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(30),
+    params:
+        settings=TRAINED_SETTINGS,
+        datasets=DATASETS,
+        metrics=config["metrics"],
+    script:
+        "../scripts/in_domain_table.py"
+
+
 rule fairness_under_perturbation:
     """Every fairness metric per detector x variant; grayscale next to clean (FairFD Table 6)."""
     input:

@@ -65,6 +65,28 @@ rule efficiency_figure:
         "../scripts/efficiency_figure.py"
 
 
+rule efficiency_average_figure:
+    """Benchmark Figs. 4-6: per architecture, its clean AUC averaged over its training sets
+    and the datasets, against GFLOPs, parameters and latency at batch 1."""
+    input:
+        efficiency=result_path("efficiency"),
+        detection=result_path("detection_table"),
+    output:
+        report(
+            result_path("efficiency_average_figure"),
+            caption=caption_path("efficiency_figure"),
+            category="Efficiency",
+        ),
+    log:
+        log_path("report/efficiency_average_figure.log"),
+    conda:
+        "../envs/fairforge.yaml"
+    params:
+        families=TRAINED_SETTINGS,
+    script:
+        "../scripts/efficiency_figure.py"
+
+
 rule forgery_examples:
     """FairFD Figure 2: per group a source, its target, every method's fake and mask."""
     input:

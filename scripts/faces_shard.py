@@ -6,7 +6,7 @@ from fairforge.images import ImageLimits
 from fairforge.joblog import logged
 from fairforge.manifest import check_columns, write_manifest
 from fairforge.sharding import read_shard
-from fairforge.sources import get_adapter
+from fairforge.sources import ADAPTERS
 
 with logged(snakemake.log[0]):
     p, out = snakemake.params, snakemake.output
@@ -14,7 +14,7 @@ with logged(snakemake.log[0]):
     check_columns(shard, "sources", snakemake.input[0])
     Path(out.crops).mkdir(parents=True, exist_ok=True)
     crops_rel = Path(out.crops).relative_to(p.results).as_posix()
-    aligned = get_adapter(p.adapter).release_aligned(shard["path"])
+    aligned = ADAPTERS.create(p.adapter).release_aligned(shard["path"])
     run = dict(limits=ImageLimits(**p.images), release_aligned=aligned, with_matrix=True)
     faces = process_faces(
         shard, p.root, Path(p.results), crops_rel, **run, **stage_options(p.faces)

@@ -1,6 +1,7 @@
 import pandas as pd
 
 from fairforge.joblog import logged
+from fairforge.report.figures import random_intensity_figure
 from fairforge.tables import random_draw_summary, random_intensity_table
 
 with logged(snakemake.log[0]):
@@ -13,6 +14,9 @@ with logged(snakemake.log[0]):
         ],
         ignore_index=True,
     )
-    table = random_intensity_table(robustness, p.detectors, draws=draws)
-    table.to_csv(snakemake.output[0], index=False, float_format="%.6g")
+    table = random_intensity_table(
+        robustness, p.detectors, draws=draws, average_excludes=p.average_excludes
+    )
+    table.to_csv(snakemake.output.table, index=False, float_format="%.6g")
+    random_intensity_figure(table, snakemake.output.figure)
     print(table.to_string(index=False))

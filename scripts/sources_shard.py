@@ -3,12 +3,12 @@ from fairforge.images import ImageLimits
 from fairforge.joblog import logged
 from fairforge.manifest import write_manifest
 from fairforge.sharding import read_shard
-from fairforge.sources import get_adapter, inspect_sources
+from fairforge.sources import ADAPTERS, inspect_sources
 
 with logged(snakemake.log[0]):
     p = snakemake.params
     rows = read_shard(snakemake.input[0], snakemake.wildcards.shard, p.shard_size)
-    get_adapter(p.dataset["adapter"]).prepare_shard(
+    ADAPTERS.create(p.dataset["adapter"]).prepare_shard(
         rows, p.root, seed=p.seed, name=snakemake.wildcards.dataset, dataset_cfg=p.dataset
     )
     sources = inspect_sources(rows, p.root, snakemake.threads, ImageLimits(**p.images))

@@ -20,9 +20,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from fairforge.columns import XRAY_COLUMN
-from fairforge.forgery import as_landmarks, online_blend
-from fairforge.forgery.blend import xray_map
-from fairforge.forgery.fwa import fwa_blend
+from fairforge.forgery import ONLINE_FORGERIES, as_landmarks, online_blend
 from fairforge.forgery.shard import NEIGHBOURS
 from fairforge.images import read_image, read_mask
 from fairforge.seeding import rng_for
@@ -31,7 +29,6 @@ from fairforge.sources.split import even_positions
 log = logging.getLogger(__name__)
 
 #: The fakes a training set can make on the fly from its real faces (``online_forgery``).
-ONLINE_FORGERIES = ("sbi", "xray", "fwa")
 #: A sample's manipulation mask (Face X-ray's map of it: XRAY_COLUMN).
 MASK_COLUMN = "mask_path"
 
@@ -272,19 +269,11 @@ def online_fake(
     epoch: int,
     partner: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(real, fake, X-ray map) of one real face for one epoch, made by ``method``.
-
-    ``sbi`` and ``xray`` are :func:`fairforge.forgery.online_blend` (the real of an SBI pair
-    is its possibly augmented background copy); ``fwa`` is
-    :func:`fairforge.forgery.fwa.fwa_blend` seeded the same way, its map the X-ray of
-    its feathered region. The map is uint8 (255 = 1), zero outside the blending boundary.
-    """
-    if method == "fwa":
-        fake, weight, _ = fwa_blend(img, lm, rng_for(seed, "online", method, key, epoch))
-        return np.asarray(img), fake, xray_map(weight)
-    if method in ("sbi", "xray"):
-        return online_blend(method, img, lm, seed, key, epoch, partner=partner)
-    raise ValueError(f"online_forgery must be one of {ONLINE_FORGERIES}, got {method!r}")
+    """(real, fake, X-ray map) of one real face for one epoch, made by ``method``, a member
+    of :data:`fairforge.forgery.ONLINE_FORGERIES` (``sbi``, ``xray``: blends; ``fwa``: a
+    warp) seeded by :func:`fairforge.forgery.online_blend`. The map is uint8 (255 = 1), zero
+    outside the blending boundary."""
+    return online_blend(method, img, lm, seed, key, epoch, partner=partner)
 
 
 def partner_pools(frame: pd.DataFrame, landmarks: np.ndarray, neighbours: int = NEIGHBOURS):
@@ -334,8 +323,7 @@ class OnlineForgeryDataset(Dataset):
         augment: Callable | None = None,
         seed: int = 0,
     ):
-        if method not in ONLINE_FORGERIES:
-            raise ValueError(f"online_forgery must be one of {ONLINE_FORGERIES}, got {method!r}")
+        ONLINE_FORGERIES.check(method)
         self.frame = frame.reset_index(drop=True)
         self.landmarks = np.stack([as_landmarks(v) for v in landmarks]) if len(frame) else None
         if len(self.frame) != (0 if self.landmarks is None else len(self.landmarks)):

@@ -96,6 +96,9 @@ OUTPUTS = {
     "random_intensity_table": "{results}/random_intensity_table.csv",
     # the intensity each sample got under each op@random variant, per dataset
     "random_intensity_draws": "{results}/{dataset}/random_intensity_draws.csv",
+    # ... the Benchmark's Fig. 3 from it; its Table 4: each detector on what it trained on
+    "random_intensity_figure": "{results}/figures/random_intensity.png",
+    "in_domain_table": "{results}/in_domain_table.csv",
     "detection_per_method": "{results}/detection_per_method.csv",
     "cross_manipulation": "{results}/cross_manipulation.csv",
     # codecs by bitrate: each codec variant's bits per pixel on every scored sample, and AUC
@@ -138,6 +141,8 @@ OUTPUTS = {
     "score_distributions": "{results}/figures/score_distributions.png",
     "failures_figure": "{results}/figures/failures_per_group.png",
     "efficiency_figure": "{results}/figures/efficiency.png",
+    # per architecture, its average AUC over training sets and datasets (Benchmark Figs. 4-6)
+    "efficiency_average_figure": "{results}/figures/efficiency_average.png",
     "exposure_figure": "{results}/figures/exposure.png",
     "compression_rate_figure": "{results}/figures/compression_rate.png",
     "augmentation_figure": "{results}/figures/augmentation.png",
@@ -207,7 +212,8 @@ REPORT_FEATURES = {
 }
 
 # Written only where the run has what they compare (``report_paths(studies=...)``): codec
-# variants at two or more rates; augmented twins; detectors that differ only in training data.
+# variants at two or more rates; augmented twins; detectors that differ only in training data;
+# op@random variants.
 REPORT_STUDIES = {
     "compression_rate": {
         "compression_rate": "compression_rate",
@@ -219,6 +225,13 @@ REPORT_STUDIES = {
         "cross_manipulation_figure": "cross_manipulation_figure",
     },
     "training_data": {"training_data_figure": "training_data_figure"},
+    # the Benchmark's protocol (op@random variants): its Table 4, Fig. 3 and Figs. 4-6
+    "benchmark": {
+        "random_intensity": "random_intensity_table",
+        "random_intensity_figure": "random_intensity_figure",
+        "in_domain": "in_domain_table",
+        "efficiency_average_figure": "efficiency_average_figure",
+    },
 }
 
 _FIELD = re.compile(r"\{(\w+)\}")

@@ -6,10 +6,11 @@ optimizer and schedule, epochs, early stopping, batch, input size, frames per vi
 augmentation, SAM, what it trains on) and ``sources``: per key, its origin: a paper section
 (``paper:Benchmark App. A``), a named recipe (``recipe:deepfakebench``), the ``config``, the
 fairforge ``default``, or ``unstated, fairforge default`` where the paper a recipe cites
-leaves the value open. For every dataset it gives :data:`DATASET_KEYS`. The training values
-are resolved once, by :func:`fairforge.workflow.detector_protocol` (the settings the training
-rule passes), the start by :func:`fairforge.detectors.pretrained.resolve_start` (what training
-starts from); this module only lays them out.
+leaves the value open (``unstated, recipe:<name>`` where another recipe gives it). For every
+dataset it gives :data:`DATASET_KEYS`. The training values are resolved once, by
+:func:`fairforge.workflow.detector_protocol` (the settings the training rule passes), the
+start by :func:`fairforge.detectors.pretrained.resolve_start` (what training starts from);
+this module only lays them out.
 
 ``python -m fairforge protocol --configfile CONFIG [MORE ...]`` prints it (config files
 layered as the Snakefile layers them: the first replaces ``config.yaml``, the others merge
@@ -29,7 +30,8 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.detectors.base import DETECTORS
 from fairforge.detectors.pretrained import resolve_start
-from fairforge.recipes import CONFIG, DEFAULT, NOT_PAPER_INIT, UNSTATED
+from fairforge.optimizers import SCHEDULES
+from fairforge.recipes import CONFIG, DEFAULT, NOT_PAPER_INIT, UNSTATED, unstated_recipe
 from fairforge.sources import ADAPTERS
 from fairforge.workflow import (
     dataset_split,
@@ -108,14 +110,8 @@ def _joined(*sources: str) -> str:
 def schedule_text(values: dict) -> str:
     """The learning-rate schedule of resolved recipe ``values`` in words."""
     kind = values["schedule"]
-    if kind == "step":
-        text = f"step: x{values['gamma']:g} every {values['step_size']} epochs"
-    elif kind == "multistep":
-        text = f"multistep: x{values['gamma']:g} at epochs {list(values['milestones'])}"
-    elif kind == "linear_decay":
-        text = f"linear_decay: to 0 from {values['decay_start']:.0%} of the epochs"
-    else:
-        text = kind
+    words = SCHEDULES.metadata(kind).get("words")
+    text = words(values) if words else kind
     if values["warmup_epochs"]:
         text += f", after {values['warmup_epochs']} warm-up epochs"
     return text
@@ -363,6 +359,20 @@ MARKDOWN_COLUMNS = (
 )
 
 
+def unstated_text(sources: dict) -> str:
+    """The keys whose values a detector's paper leaves open, from their ``sources``: those
+    that are fairforge defaults, then those a named recipe gives, e.g. ``early_stopping;
+    betas, weight_decay (recipe:deepfakebench)``."""
+    parts = [", ".join(k for k in DETECTOR_KEYS if UNSTATED in sources[k])]
+    by_recipe: dict[str, list[str]] = {}
+    for key in DETECTOR_KEYS:
+        recipe = unstated_recipe(sources[key])
+        if recipe:
+            by_recipe.setdefault(recipe, []).append(key)
+    parts += [f"{', '.join(keys)} (recipe:{recipe})" for recipe, keys in by_recipe.items()]
+    return "; ".join(p for p in parts if p) or "-"
+
+
 def card_markdown(card: dict) -> str:
     """The detectors of the card as a markdown table (docs/papers.md's protocol blocks): one
     row per protocol, detectors that differ only in their training datasets on one row
@@ -376,12 +386,11 @@ def card_markdown(card: dict) -> str:
             if key == "init" and NOT_PAPER_INIT in item["sources"]["init"]:
                 text += f" ({NOT_PAPER_INIT})"
             cells.append(text.replace("|", "/"))
-        unstated = [k for k in DETECTOR_KEYS if UNSTATED in item["sources"][k]]
-        key = (*cells, ", ".join(unstated) or "-")
+        key = (*cells, unstated_text(item["sources"]))
         row = rows.setdefault(key, {"names": [], "datasets": []})
         row["names"].append(item["detector"])
         row["datasets"] += [d for d in item["train_datasets"] or [] if d not in row["datasets"]]
-    head = ["detector", *MARKDOWN_COLUMNS, "unstated (fairforge default)"]
+    head = ["detector", *MARKDOWN_COLUMNS, "unstated (fairforge default, or the recipe named)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, row in rows.items():
         name = row["names"][0] + (f" (+{len(row['names']) - 1})" if len(row["names"]) > 1 else "")

@@ -13,7 +13,7 @@ the ``source`` of its values and, per value, the paper section that states it (`
 Two kinds of recipe, one mechanism (:func:`resolve_recipe`):
 
 - a detector's own published recipe lives with the detector, on its registration
-  (``@register("xception", recipe=Recipe(...))`` in ``fairforge/detectors/xception.py``,
+  (``@DETECTORS.register("xception", recipe=Recipe(...))`` in ``fairforge/detectors/xception.py``,
   :func:`fairforge.detectors.base.declared_recipe`); a config selects it with
   ``recipe: published`` or by the name the detector gives it (``sbi``);
 - a paper's protocol that trains many detectors one way (DeepfakeBench's, the Assessment's)
@@ -22,7 +22,8 @@ Two kinds of recipe, one mechanism (:func:`resolve_recipe`):
 A config picks one with ``training.recipe`` or ``detectors.X.recipe`` and may override any
 key; :func:`resolve_recipe` gives every value with its origin (``paper:<short name> §x``,
 ``recipe:<name>``, ``config``, ``default``, or ``unstated, fairforge default`` where a cited
-recipe's paper leaves a value unstated), the one resolution the training rule and the
+recipe's paper leaves a value unstated, ``unstated, recipe:<name>`` where the recipe takes
+that value from another named recipe), the one resolution the training rule and the
 protocol card (:mod:`fairforge.protocol`) share.
 """
 
@@ -40,6 +41,24 @@ PUBLISHED = "published"
 CONFIG = "config"
 DEFAULT = "default"
 UNSTATED = "unstated, fairforge default"
+#: The mark every "the paper leaves it open" origin starts with: :data:`UNSTATED`, or
+#: :func:`unstated_by` where the value is a named recipe's.
+UNSTATED_MARK = "unstated, "
+
+
+def unstated_by(recipe: str) -> str:
+    """The origin of a value a paper leaves open that a recipe takes from named recipe
+    ``recipe`` (e.g. FairFD's weight decay: ``unstated, recipe:deepfakebench``)."""
+    return f"{UNSTATED_MARK}recipe:{recipe}"
+
+
+def unstated_recipe(source: str) -> str | None:
+    """The named recipe of a value its paper leaves open (a ``source`` that starts
+    :func:`unstated_by`), else None."""
+    head = f"{UNSTATED_MARK}recipe:"
+    return source[len(head) :].split()[0].rstrip(";") if source.startswith(head) else None
+
+
 #: The flag of a detector trained from random weights where its paper starts from ImageNet.
 NOT_PAPER_INIT = "not the paper's initialisation"
 #: How a recipe's model starts: from random weights or from ImageNet weights.
@@ -86,7 +105,8 @@ class Recipe:
     augment_warmup: int = 0
     #: every batch half real, half fake (e.g. 16 + 16)
     balanced_batches: bool = False
-    #: per-architecture overrides, e.g. ``{"capsule": {"epochs": 25, "lr": 5e-4}}``
+    #: per-architecture overrides, e.g. ``{"capsule": {"epochs": 25, "lr": 5e-4}}``; an
+    #: entry's ``cite`` (same form as the recipe's) replaces the recipe's citations of its keys
     per_arch: dict = field(default_factory=dict)
     # -- where the recipe comes from (not training keys)
     #: the start the recipe's model takes: ``random``, ``imagenet``; None: not stated
@@ -114,9 +134,11 @@ class Recipe:
             raise ValueError(f"init must be one of {INITS} or None, got {self.init!r}")
         if len(tuple(self.betas)) != 2:
             raise ValueError(f"betas must be two numbers, got {self.betas!r}")
-        unknown = sorted(set(self.cite) - set(RECIPE_KEYS) - set(CITED_FACTS))
-        if unknown:
-            raise ValueError(f"cite names no recipe key: {unknown}")
+        for arch, part in {None: {"cite": self.cite}, **self.per_arch}.items():
+            unknown = sorted(set(part.get("cite", {})) - set(RECIPE_KEYS) - set(CITED_FACTS))
+            if unknown:
+                where = "cite" if arch is None else f"per_arch[{arch!r}]'s cite"
+                raise ValueError(f"{where} names no recipe key: {unknown}")
 
 
 def cited(where: str, *keys: str, **notes: str) -> dict[str, str]:
@@ -162,30 +184,52 @@ RECIPES.register(
     ),
     paper="DeepfakeBench's detector configs",
 )
+# FairFD §5.1 states the optimizer (Adam), lr 0.0002, 10 epochs, batch 32, the augmentation
+# (image compression, horizontal flip and rotation; `fairfd` draws them with DeepfakeBench's
+# probabilities and ranges) and, for its FF++ training data, 32 frames per video and crops
+# resized to 256 x 256 (Table 4's balanced twins double the epochs: §5.3.1, in the config).
+# The rest it leaves open: it trains on DeepfakeBench's preprocessed FF++ (§5.1) and follows
+# its hyperparameters (A.6), so Adam's betas, the weight decay, the constant lr (no
+# scheduler) and the 32 frames per test video are DeepfakeBench's detector configs'
+# (`unstated, recipe:deepfakebench`); early stopping and the rest fairforge's defaults. So
+# the recipe is DeepfakeBench's with FairFD's augmentation, every value cited anew.
+_FAIRFD = "paper:FairFD §5.1"
 RECIPES.register(
     "fairfd",
-    Recipe(
-        optimizer="adam",  # §5.1; betas (0.9, 0.999), torch's defaults and DeepfakeBench's
-        lr=2e-4,  # §5.1
-        # unstated in FairFD; DeepfakeBench's detector configs, whose hyperparameters FairFD
-        # follows (A.6) and whose preprocessed FF++ it trains on (§5.1)
-        weight_decay=5e-4,
-        epochs=10,  # §5.1 (Table 4's balanced twins double it: §5.3.1)
-        batch_size=32,  # §5.1
-        input_size=256,  # §5.1: crops resized to 256 x 256
-        frames_train=32,  # §5.1: 32 frames per FF++ video
-        frames_test=32,  # unstated; DeepfakeBench's test frames per video
-        augment="fairfd",  # §5.1: image compression, horizontal flip and rotation
+    replace(
+        RECIPES.get("deepfakebench"),
+        augment="fairfd",
+        source=_FAIRFD,
+        cite={
+            **cited(
+                _FAIRFD,
+                "lr",
+                "epochs",
+                "batch_size",
+                optimizer="Adam",
+                sam="Adam",
+                input_size="crops resized to 256 x 256",
+                frames_train="32 frames per FF++ video",
+                augment="image compression, horizontal flip and rotation",
+            ),
+            **cited(
+                unstated_by("deepfakebench"), "betas", "weight_decay", "schedule", "frames_test"
+            ),
+        },
     ),
     paper="FairFD §5.1 (Adam 2e-4, batch 32, 10 epochs; compression, flip, rotation)",
 )
-# Assessment §5.1.3: Adam (β 0.9, 0.999: torch's defaults), faces at 300 × 300, 100 frames
-# per training video and 32 per validation and test video; no augmentation (§3.3: the
-# baselines train on unaltered data, SDAug is the comparison). Batch 32 and no weight decay
-# are unstated for Capsule, Xception and UIA-ViT (fairforge's defaults). SBI is the
-# EfficientNet-B4 the paper trains (its only one): SAM, 100 epochs, batch 32, lr 1e-3 (§5.1.3);
-# SAM's base optimizer (SGD, momentum 0.9) and the linear decay over the last quarter are
-# unstated there and are SBI's own (Shiohara & Yamasaki 2022, §4.1 and its code).
+# Assessment §5.1.3: Adam (β 0.9, 0.999) for Capsule-Forensics (25 epochs, lr 5e-4),
+# XceptionNet (10, 1e-3) and UIA-ViT (8, 3e-5); SBI's EfficientNet-B4 by SAM, 100 epochs,
+# batch 32, lr 1e-3; for every detector faces at 300 x 300, 100 frames per training video and
+# 32 per validation and test video; no augmentation (§3.3: the operations are not applied to
+# the training data). Batch 32 of the three, weight decay, lr schedule and early stopping are
+# unstated (fairforge's defaults); SAM's base optimizer (SGD, momentum 0.9), its rho and the
+# linear decay over the last quarter are SBI's own (Shiohara & Yamasaki 2022, §4.1 and its
+# code: the `sbi` recipe on EfficientNet-B4's registration). An architecture the paper does
+# not train takes the recipe's lr and epochs (`recipe:assessment`).
+_ASSESSMENT = "paper:Assessment §5.1.3"
+_ADAM = cited(_ASSESSMENT, "epochs", "lr", optimizer="Adam", sam="Adam", betas="Adam")
 RECIPES.register(
     "assessment",
     Recipe(
@@ -195,10 +239,21 @@ RECIPES.register(
         input_size=300,
         frames_train=100,
         frames_test=32,
+        source=_ASSESSMENT,
+        cite={
+            **cited("recipe:assessment", "lr", "epochs"),
+            **cited(
+                _ASSESSMENT,
+                input_size="face regions resized to 300x300",
+                frames_train="100 frames per training video",
+                frames_test="32 frames per validation and test video",
+            ),
+            "augment": "paper:Assessment §3.3 (training data without the operations)",
+        },
         per_arch={
-            "capsule": {"epochs": 25, "lr": 5e-4},
-            "xception": {"epochs": 10, "lr": 1e-3},
-            "uia_vit": {"epochs": 8, "lr": 3e-5},
+            "capsule": {"epochs": 25, "lr": 5e-4, "cite": _ADAM},
+            "xception": {"epochs": 10, "lr": 1e-3, "cite": _ADAM},
+            "uia_vit": {"epochs": 8, "lr": 3e-5, "cite": _ADAM},
             "efficientnet_b4": {
                 "optimizer": "sgd",
                 "momentum": 0.9,
@@ -207,6 +262,17 @@ RECIPES.register(
                 "lr": 1e-3,
                 "schedule": "linear_decay",
                 "decay_start": 0.75,
+                "cite": {
+                    **cited(_ASSESSMENT, "epochs", "lr", "batch_size", sam="SAM"),
+                    **cited(
+                        unstated_by("sbi"),
+                        "optimizer",
+                        "momentum",
+                        "sam_rho",
+                        "schedule",
+                        "decay_start",
+                    ),
+                },
             },
         },
     ),
@@ -218,20 +284,29 @@ RECIPES.register(
 )
 
 
+def arch_part(recipe: Recipe, arch: str | None = None) -> tuple[dict, dict]:
+    """``recipe``'s values for ``arch`` (its ``per_arch`` entry) and its citations there
+    (the recipe's, the entry's ``cite`` over them)."""
+    values = dict(recipe.per_arch.get(arch, {}))
+    return values, {**recipe.cite, **values.pop("cite", {})}
+
+
 def stated(recipe: Recipe, arch: str | None = None) -> set[str]:
     """The keys ``recipe`` states for ``arch``: those it cites, sets away from the default,
     or sets for the architecture."""
     default = Recipe()
+    values, cite = arch_part(recipe, arch)
     keys = {k for k in RECIPE_KEYS if getattr(recipe, k) != getattr(default, k)}
-    return keys | (set(recipe.cite) & set(RECIPE_KEYS)) | set(recipe.per_arch.get(arch, {}))
+    return keys | (set(cite) & set(RECIPE_KEYS)) | set(values)
 
 
 def origin(recipe: Recipe, name: str, key: str, arch: str | None = None) -> str:
-    """Where ``recipe``'s value of ``key`` (or ``init``) comes from: its citation, else the
-    recipe's source (``recipe:<name>`` unless it names one); a value it does not state is
-    the fairforge default, ``unstated`` by a recipe that states a paper."""
-    if key in recipe.cite:
-        return recipe.cite[key]
+    """Where ``recipe``'s value of ``key`` (or ``init``) comes from: its citation (for
+    ``arch``), else the recipe's source (``recipe:<name>`` unless it names one); a value it
+    does not state is the fairforge default, ``unstated`` by a recipe that states a paper."""
+    cite = arch_part(recipe, arch)[1]
+    if key in cite:
+        return cite[key]
     if key in stated(recipe, arch) or (key == "init" and recipe.init is not None):
         return recipe.source or f"recipe:{name}"
     return UNSTATED if recipe.source else DEFAULT
@@ -244,7 +319,7 @@ def resolve_recipe(
     per-architecture values, then each ``(origin, overrides)`` layer in turn (``None``
     values are ignored). Returns the flat values (:data:`RECIPE_KEYS` plus ``recipe``) and,
     per key, where the value comes from (:func:`origin`, or the layer's origin)."""
-    values = dict(recipe.per_arch.get(arch, {}))
+    values = arch_part(recipe, arch)[0]
     sources = {k: origin(recipe, name, k, arch) for k in RECIPE_KEYS}
     for where, overrides in layers:
         unknown = sorted(set(overrides) - set(RECIPE_KEYS))

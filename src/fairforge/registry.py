@@ -15,12 +15,21 @@ the timm habit)::
     DETECTORS.metadata("meso4")        # {"kind": "network"}
 
 Every family raises the same errors: :class:`UnknownName` (it lists the valid names) and
-:class:`DuplicateName`.
+:class:`DuplicateName`. A family whose members must satisfy more (a detector's ``kind``, an
+operation's levels) gives its registry a ``check``: called on every registration with the
+name, the member and the metadata, it raises on a bad member and returns the metadata to
+keep (with defaults filled in, or read off the class).
+
+Tests add a member for their duration only::
+
+    with DETECTORS.registered("toy", Toy, kind="network"):
+        ...
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -50,8 +59,13 @@ class DuplicateName(RegistryError, ValueError):
 class Registry(Generic[T]):
     """Named members of one family (classes or factory functions) with their metadata."""
 
-    def __init__(self, family: str):
+    def __init__(
+        self,
+        family: str,
+        check: Callable[[str, T, dict[str, Any]], dict[str, Any]] | None = None,
+    ):
         self.family = family
+        self._check = check
         self._members: dict[str, T] = {}
         self._metadata: dict[str, dict[str, Any]] = {}
 
@@ -59,7 +73,8 @@ class Registry(Generic[T]):
         """Register ``member`` under ``name``; without ``member``, a decorator.
 
         Registering the same object twice under one name is a no-op (a module imported
-        twice); a different object under a taken name raises :class:`DuplicateName`.
+        twice); a different object under a taken name raises :class:`DuplicateName`. The
+        family's ``check``, if any, validates the member and gives the metadata kept.
         """
         if not isinstance(name, str) or not name:
             raise RegistryError(f"{self.family}: a name must be a non-empty string, got {name!r}")
@@ -71,11 +86,34 @@ class Registry(Generic[T]):
                     f"{self.family} {name!r} is registered twice: "
                     f"{_qualname(taken)} and {_qualname(obj)}"
                 )
+            meta = dict(metadata)
+            if self._check is not None:
+                meta = self._check(name, obj, meta)
             self._members[name] = obj
-            self._metadata[name] = dict(metadata)
+            self._metadata[name] = meta
             return obj
 
         return add if member is None else add(member)
+
+    def unregister(self, name: str) -> T:
+        """Remove the member registered under ``name`` and return it."""
+        member = self.get(name)
+        del self._members[name]
+        del self._metadata[name]
+        return member
+
+    @contextmanager
+    def registered(self, name: str, member: T, **metadata: Any) -> Iterator[T]:
+        """Register ``member`` under ``name`` for the ``with`` block only (for tests); the
+        name must be free, and is free again afterwards."""
+        if name in self._members:
+            raise DuplicateName(f"{self.family} {name!r} is already registered")
+        self.register(name, member, **metadata)
+        try:
+            yield member
+        finally:
+            if self._members.get(name) is member:
+                self.unregister(name)
 
     def get(self, name: str) -> T:
         """The member registered under ``name``."""

@@ -22,7 +22,7 @@ import pytest
 
 import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.images import write_image
-from fairforge.sources import get_adapter, image_id_from_path, list_dataset, resolved_split
+from fairforge.sources import ADAPTERS, image_id_from_path, list_dataset, resolved_split
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "helpers"))  # when run as a script
 from source_trees import folder_tree, vggface2_tree, write_jpeg
@@ -221,7 +221,7 @@ def _normal(value, base: Path):
 def listed(case: str, base: Path) -> tuple[str, dict]:
     """The listing of ``case``'s tree as csv text, and its plan and imported methods."""
     dataset_cfg = CASES[case](base)
-    adapter = get_adapter(dataset_cfg["adapter"])
+    adapter = ADAPTERS.create(dataset_cfg["adapter"])
     root = adapter.resolve_root(case, dataset_cfg, base / "results")
     split = resolved_split(dataset_cfg["adapter"], dataset_cfg["split"])
     listing = list_dataset(case, dataset_cfg, root, split, seed=3)

@@ -12,11 +12,11 @@ import torch
 from fairforge.perturb import AugMix, DAug, SDAug, create_augment
 from fairforge.perturb.augment import (
     AUGMIX_ALL_OPS,
+    AUGMIX_OPERATORS,
     AUGMIX_OPS,
     AugmentPlan,
     AugMixPlan,
     apply_plan,
-    augmix_op,
     enhance,
     smooth,
 )
@@ -287,11 +287,11 @@ def test_augmix_mixes_its_chains_with_the_original():
     np.testing.assert_array_equal(out, np.clip(np.rint(expected), 0, 255).astype(np.uint8))
     # m = 0 is the original; a translation moves the picture by whole pixels, filling black
     np.testing.assert_array_equal(AugMix().apply(img, AugMixPlan((1.0,), 0.0, ((),))), img)
-    moved = np.asarray(augmix_op(pil, "translate_x", 5.0))
+    moved = np.asarray(AUGMIX_OPERATORS.create("translate_x", pil, 5.0))
     np.testing.assert_array_equal(moved[:, :-5], img[:, 5:])
     assert (moved[:, -5:] == 0).all()
     with pytest.raises(ValueError, match="unknown AugMix operation"):
-        augmix_op(pil, "cutout", 1.0)
+        AUGMIX_OPERATORS.create("cutout", pil, 1.0)
 
 
 def test_augmix_is_seeded_by_its_generator_on_a_real_photograph():
@@ -306,3 +306,9 @@ def test_augmix_is_seeded_by_its_generator_on_a_real_photograph():
     assert any(not np.array_equal(a, o) for o in others)
     # mild at severity 1: the face stays where it was, most pixels within a few grey levels
     assert np.median(np.abs(a.astype(int) - face)) < 30
+
+
+def test_every_augmix_operation_is_registered_with_its_magnitude():
+    assert set(AUGMIX_OPERATORS.names()) == set(AUGMIX_ALL_OPS)
+    for op in AUGMIX_ALL_OPS:
+        assert callable(AUGMIX_OPERATORS.metadata(op)["magnitude"]), op

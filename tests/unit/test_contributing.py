@@ -43,7 +43,7 @@ from fairforge.perturb import (
 )
 from fairforge.ranking import resolve_encoders
 from fairforge.registry import Registry
-from fairforge.sources import ADAPTERS, build_sources, get_adapter, list_sources
+from fairforge.sources import ADAPTERS, build_sources, list_sources
 from fairforge.training.detector import TrainConfig
 from fairforge.workflow import count_source_items, dataset_root
 
@@ -64,7 +64,7 @@ ENCODER = "src/fairforge/encoders/toyenc.py"
 def follow():
     """``follow(path, registry, name)`` runs the example of ``path`` as the module that file
     would be, checks that it registered ``name`` on ``registry``, and returns the module.
-    On teardown the name leaves the registry's internal dicts and the module sys.modules."""
+    On teardown the name leaves the registry and the module sys.modules."""
     followed: list[tuple[Registry, str, str]] = []
 
     def run(path: str, registry: Registry, name: str) -> types.ModuleType:
@@ -79,8 +79,8 @@ def follow():
 
     yield run
     for registry, name, module_name in followed:
-        registry._members.pop(name, None)
-        registry._metadata.pop(name, None)
+        if name in registry:
+            registry.unregister(name)
         sys.modules.pop(module_name, None)
         assert name not in registry and name not in registry.names()
 
@@ -200,7 +200,7 @@ def test_toy_adapter_lists_groups_and_subject_splits(follow, tmp_path):
     # What the workflow asks of an adapter before listing, then what the listing job does.
     assert dataset_root("toy", block) == root
     assert count_source_items("toy", block) == 20
-    adapter = get_adapter("toyfolder")
+    adapter = ADAPTERS.create("toyfolder")
     listing = list_sources("toyfolder", root, "toy", seed=0,
                            **adapter.listing_options("toy", block))  # fmt: skip
     assert len(listing) == 20 and listing["ok"].all()

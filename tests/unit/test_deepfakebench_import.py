@@ -16,10 +16,10 @@ import torch.nn.functional as F
 
 import deepfakebench_reference as dfb
 from fairforge.data import to_tensor
-from fairforge.detectors import create_detector, detector_entry
+from fairforge.detectors import DETECTORS, create_detector
 from fairforge.detectors.deepfakebench import (
-    LAYOUTS,
     CheckpointMismatch,
+    deepfakebench_layouts,
     deepfakebench_target,
     load_deepfakebench,
     map_deepfakebench_state,
@@ -92,11 +92,11 @@ def test_recorded_keys_map_with_nothing_left_over(model):
     assert abs(here - (theirs - unused)) / theirs < 0.02, (here, theirs, unused)
 
 
-@pytest.mark.parametrize("model", sorted(LAYOUTS))
+@pytest.mark.parametrize("model", sorted(deepfakebench_layouts()))
 def test_the_detector_normalises_as_deepfakebench_s_config(model):
     """Every layout's detector takes DeepfakeBench's config ``mean`` and ``std`` (data loading
     reads them from the detector class), ImageNet's for ``sbi``, 0.5 for the others."""
-    entry = detector_entry(deepfakebench_target(model))
+    entry = DETECTORS.get(deepfakebench_target(model))
     mean, std = dfb.normalisation("capsule_net" if model == "capsule" else model)
     assert (tuple(entry.mean), tuple(entry.std)) == (mean, std)
 
@@ -112,7 +112,7 @@ def test_the_readme_names_every_imported_model_s_score():
         cells = [c.strip() for c in line.strip("|").split("|")]
         for name in re.findall(r"`(\w+)`", cells[0]):
             rows[name] = cells
-    for model in LAYOUTS:
+    for model in deepfakebench_layouts():
         cells = rows[deepfakebench_target(model)]
         assert cells[3] != "—" and "DeepfakeBench" in cells[4], (model, cells[4])
     assert "output: deepfakebench" in rows["capsule"][4]

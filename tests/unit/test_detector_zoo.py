@@ -9,12 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from fairforge.columns import PREDICTION_COLUMNS
-from fairforge.detectors import (
-    create_detector,
-    detector_entry,
-    detector_kind,
-    list_detectors,
-)
+from fairforge.detectors import DETECTORS, create_detector, detector_kind, list_detectors
 from fairforge.detectors.capsule import squash
 from fairforge.detectors.conv_lstm import LSTM
 from fairforge.detectors.core import crop_flip_view
@@ -88,8 +83,8 @@ def test_the_zoo_is_registered_on_one_registry_by_kind():
     assert isinstance(create_detector("headpose", image_size=128), HeadPoseSVM)
     with pytest.raises(UnknownName, match="headpose"):
         create_detector("nope")
-    assert detector_entry("ffd").needs_masks
-    assert not detector_entry("xception").needs_masks
+    assert DETECTORS.get("ffd").needs_masks
+    assert not DETECTORS.get("xception").needs_masks
 
 
 # --- auxiliary losses ------------------------------------------------------------------------
@@ -498,8 +493,8 @@ def test_fwa_artefact_removes_detail_inside_the_face_only():
         again.image, create_method("fwa")(img, lm, None, None, rng_for("fwa", 1)).image
     )
     assert other.extra != again.extra or not np.array_equal(other.image, again.image)
-    assert detector_entry("fwa").online_forgery == "fwa"
-    assert detector_entry("face_xray").online_forgery == "xray"
+    assert DETECTORS.get("fwa").online_forgery == "fwa"
+    assert DETECTORS.get("face_xray").online_forgery == "xray"
 
 
 def test_xray_target_is_the_blending_boundary():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fairforge.detector_kinds import predict, train_detector
-from fairforge.detectors import create_detector, detector_entry, list_detectors
+from fairforge.detectors import DETECTORS, create_detector, list_detectors
 from fairforge.images import write_image
 from fairforge.metrics.detection import auc
 from fairforge.runtime import load_checkpoint
@@ -48,7 +48,22 @@ def test_one_step_changes_weights(name):
 
 def test_unknown_detector_lists_the_registered_ones():
     with pytest.raises(KeyError, match="meso4"):
-        detector_entry("no_such_detector")
+        DETECTORS.get("no_such_detector")
+
+
+def test_a_registration_is_checked_and_the_class_learns_its_name():
+    toy = type("Toy", (torch.nn.Module,), {})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        DETECTORS.register("toy_bad_kind", toy, kind="magic")
+    with pytest.raises(TypeError, match=r"unknown registration keys \['colour'\]"):
+        DETECTORS.register("toy_bad_key", toy, colour="red")
+    with pytest.raises(ValueError, match="names no recipe"):
+        DETECTORS.register("toy_no_recipe", toy, recipe_name="toy")
+    assert not {"toy_bad_kind", "toy_bad_key", "toy_no_recipe"} & set(DETECTORS.names())
+    with DETECTORS.registered("toy", toy, kind="classical"):
+        assert toy.name == "toy" and "toy" in list_detectors(kind="classical")
+        assert DETECTORS.metadata("toy")["recipe"] is None
+    assert "toy" not in DETECTORS
 
 
 def _textured(rng, size):

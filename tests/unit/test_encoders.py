@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from fairforge.encoders import (
+    ENCODERS,
     EncoderError,
     FaceEncoder,
     create_encoder,
     list_encoders,
-    register_encoder,
 )
 from fairforge.encoders.heads import ArcFaceHead, NPCFaceHead
 from fairforge.encoders.trainable import ArchSpec, arch_spec, trainable_encoders
@@ -51,7 +51,7 @@ def test_registry_lists_every_encoder_and_rejects_unknown_names():
         "resnet152",
     ]
     with pytest.raises(DuplicateName, match="twice"):
-        register_encoder("dlib_resnet")(type("Again", (FaceEncoder,), {}))
+        ENCODERS.register("dlib_resnet")(type("Again", (FaceEncoder,), {}))
 
 
 # --------------------------------------------------------------------------- dlib

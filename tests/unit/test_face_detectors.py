@@ -30,10 +30,8 @@ def upsampled_hog():
     def find(img, upsample, adjust_threshold, models_dir):
         return hog(img, upsample + 1, adjust_threshold, models_dir)
 
-    FACE_DETECTORS.register("hog_up", find, manifest_name="dlib_hog_up")
-    yield "hog_up"
-    FACE_DETECTORS._members.pop("hog_up", None)
-    FACE_DETECTORS._metadata.pop("hog_up", None)
+    with FACE_DETECTORS.registered("hog_up", find, manifest_name="dlib_hog_up"):
+        yield "hog_up"
 
 
 def test_builtin_detectors_are_registered():

@@ -34,7 +34,7 @@ from fairforge.forgery.difference_masks import (
 )
 from fairforge.images import read_image, read_mask, write_image
 from fairforge.samples import build_samples
-from fairforge.sources import get_adapter
+from fairforge.sources import ADAPTERS
 from fairforge.training.detector import TrainConfig, online_method
 from fairforge.video.fake_masks import NO_REFERENCE, fake_masks
 from released_cuts import ffpp_frame, real_faces
@@ -106,7 +106,7 @@ def _noise(key: str) -> np.ndarray:
 
 def test_faceforensics_names_its_mask_folders_and_each_fakes_target_video(tmp_path):
     ff = ff_tree(tmp_path / "FF")
-    adapter = get_adapter("faceforensics")
+    adapter = ADAPTERS.create("faceforensics")
     listing = adapter.list(tmp_path / "out", folder=ff, frames_per_video=1)
     fakes = listing.loc[listing["label"] == 1]
     refs = adapter.fake_references(fakes, tmp_path / "out", folder=ff, compression="c23")
@@ -119,7 +119,7 @@ def test_faceforensics_names_its_mask_folders_and_each_fakes_target_video(tmp_pa
     assert face2face.source_file == str(ff / "original_sequences/youtube/c23/images/002")
     assert list(refs["image_id"]) == list(fakes["image_id"])
     # a dataset that names no references gives none
-    csv = get_adapter("csv").fake_references(fakes, tmp_path)
+    csv = ADAPTERS.create("csv").fake_references(fakes, tmp_path)
     assert (csv["mask_file"] == "").all() and (csv["source_file"] == "").all()
 
 

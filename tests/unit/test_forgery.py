@@ -17,6 +17,9 @@ from fairforge.forgery import (
     list_methods,
 )
 from fairforge.forgery.base import (
+    FORGERY_METHODS,
+    ONLINE_FORGERIES,
+    ForgeryMethod,
     change_energy,
     dilate,
     erode,
@@ -892,3 +895,22 @@ def test_example_sheet_shows_each_methods_change(dataset):
         tile = change_row[:, (2 + k) * 32 : (3 + k) * 32]
         made = shown["image_id"].iloc[0] in set(forgeries[m].loc[forgeries[m].ok, "image_id"])
         assert (tile != 255).any() == made
+
+
+def test_a_method_learns_name_and_backend_from_its_key():
+    toy = type("ToyMethod", (ForgeryMethod,), {"kept": "source"})
+    with pytest.raises(ValueError, match="must be '<method>/<backend>'"):
+        FORGERY_METHODS.register("toyswap", toy)
+    with pytest.raises(TypeError, match="metadata are its class attributes"):
+        FORGERY_METHODS.register("toyswap/onnx", toy, kept="target")
+    with FORGERY_METHODS.registered("toyswap/onnx", toy):
+        assert (toy.name, toy.backend) == ("toyswap", "onnx")
+        assert FORGERY_METHODS.metadata("toyswap/onnx")["kept"] == "source"
+        assert "onnx" in list_backends("toyswap")
+    assert "toyswap" not in list_methods()
+
+
+def test_online_forgeries_are_a_registry_and_name_the_config_key():
+    assert ONLINE_FORGERIES.names() == ["fwa", "sbi", "xray"]
+    with pytest.raises(UnknownName, match="unknown online_forgery 'swap'; valid: fwa, sbi, xray"):
+        online_blend("swap", np.zeros((8, 8, 3), np.uint8), np.zeros((68, 2)), 0, "k", 0)

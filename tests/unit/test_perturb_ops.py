@@ -13,15 +13,16 @@ from fairforge.perturb import (
     DEFAULT_SUITE,
     DF_SUITE,
     DISTANCE_SUITE,
+    OPERATIONS,
     InvalidImage,
     InvalidLevel,
+    Operation,
     OperationUnavailable,
     PerturbationError,
     VideoOnlyOperation,
     apply_variant,
     available,
     create_op,
-    get_op_class,
     list_ops,
     parse_variant,
     unavailable_reason,
@@ -145,14 +146,14 @@ def test_df_block_covers_more_with_severity():
 
 
 def test_jpeg_quality_is_the_level_and_size_falls():
-    assert get_op_class("jpeg").levels == (95, 80, 60, 45, 30)
+    assert OPERATIONS.get("jpeg").levels == (95, 80, 60, 45, 30)
     sizes = [len(encode_jpeg(IMG, q)) for q in (95, 80, 60, 45, 30)]
     assert all(a > b for a, b in zip(sizes, sizes[1:])), sizes
     np.testing.assert_array_equal(create_op("jpeg", 60)(IMG, rng_for(0)), jpeg_roundtrip(IMG, 60))
 
 
 def test_gaussian_blur_kernel_is_the_level():
-    assert get_op_class("gaussian_blur").levels == (3, 5, 7, 9, 11)
+    assert OPERATIONS.get("gaussian_blur").levels == (3, 5, 7, 9, 11)
     expected = cv2.GaussianBlur(IMG, (7, 7), 0, borderType=cv2.BORDER_REFLECT_101)
     np.testing.assert_array_equal(create_op("gaussian_blur", 7)(IMG, rng_for(0)), expected)
 
@@ -247,7 +248,7 @@ def test_poisson_gaussian_noise_is_signal_dependent():
 def test_grayscale_has_equal_channels():
     out = apply_variant(IMG, "grayscale@1", "s")
     assert np.array_equal(out[..., 0], out[..., 1]) and np.array_equal(out[..., 1], out[..., 2])
-    assert get_op_class("grayscale").levels == (1,)
+    assert OPERATIONS.get("grayscale").levels == (1,)
 
 
 def test_enhancement_tables():
@@ -287,12 +288,12 @@ def test_denoise_nlm_removes_noise():
 
 
 def test_suites_cover_every_op_and_level():
-    image_ops = [n for n in list_ops(kind="image") if get_op_class(n).category != "distance"]
+    image_ops = [n for n in list_ops(kind="image") if OPERATIONS.get(n).category != "distance"]
     suite_ops = {parse_variant(v)[0] for v in DEFAULT_SUITE + DF_SUITE}
     assert suite_ops == set(image_ops)
     for name in suite_ops:
         levels = [parse_variant(v)[1] for v in DEFAULT_SUITE + DF_SUITE if v.startswith(name + "@")]
-        assert levels == list(get_op_class(name).levels)
+        assert levels == list(OPERATIONS.get(name).levels)
     assert {"df_video_compression", "vid_h264", "vid_hflip"} <= set(list_ops(kind="video"))
     assert list_ops(category="compression", kind="video") == ["df_video_compression", "vid_h264"]
     assert set(list_ops("distance")) == {"far", "far_learned"}
@@ -301,7 +302,7 @@ def test_suites_cover_every_op_and_level():
 
 def test_video_only_op_refuses_images():
     op = create_op("df_video_compression", 35)
-    assert op.kind == "video" and get_op_class(op.name).levels == (30, 32, 35, 38, 40)
+    assert op.kind == "video" and OPERATIONS.get(op.name).levels == (30, 32, 35, 38, 40)
     with pytest.raises(VideoOnlyOperation, match="video"):
         op(IMG, rng_for(0))
     with pytest.raises(VideoOnlyOperation, match="vid_hflip@1"):
@@ -470,3 +471,17 @@ def test_denoise_dncnn_mode(tmp_path):
     np.testing.assert_array_equal(one, apply_variant(IMG, "denoise@1", "s", options))
     with pytest.raises(PerturbationError, match="mode"):
         create_op("denoise", 1, mode="bm3d")
+
+
+def test_an_operation_learns_its_name_and_its_metadata_are_its_class_attributes():
+    toy = type("ToyOp", (Operation,), {"category": "noise", "params": (1, 2, 3, 4, 5)})
+    with pytest.raises(TypeError, match="metadata are its class attributes"):
+        OPERATIONS.register("toyop", toy, category="blur")
+    with OPERATIONS.registered("toyop", toy):
+        assert toy.name == "toyop" and create_op("toyop", 2).name == "toyop"
+        assert OPERATIONS.metadata("toyop") == {
+            "kind": "image",
+            "category": "noise",
+            "levels": (1, 2, 3, 4, 5),
+        }
+    assert "toyop" not in list_ops()

@@ -35,6 +35,7 @@ from fairforge.protocol import (
     card_markdown,
     layered_config,
     protocol_card,
+    unstated_text,
     value_text,
 )
 from fairforge.recipes import (
@@ -43,8 +44,10 @@ from fairforge.recipes import (
     RECIPE_KEYS,
     RECIPES,
     UNSTATED,
+    UNSTATED_MARK,
     Recipe,
     resolve_recipe,
+    unstated_recipe,
 )
 from fairforge.report.views import protocol_lines, protocol_tables
 from fairforge.tables.detectors import card_starts, detectors_frame
@@ -193,6 +196,36 @@ def test_init_random_is_flagged_on_the_card_detectors_csv_and_the_report():
     assert list(protocol_tables(frame)["detectors"]["detector"]) == ["x", "m"]
 
 
+def test_a_value_its_paper_leaves_to_another_recipe_names_it():
+    """FairFD leaves Adam's betas, the weight decay, the schedule and the test frames to
+    DeepfakeBench's detector configs (§5.1, A.6); the Assessment leaves SAM's base optimizer
+    and schedule to SBI's own (§5.1.3). The card, the report and docs' column say which."""
+    config = validate_config(
+        {
+            "detectors": {
+                "x": {"arch": "xception", "init": "random", "recipe": "fairfd"},
+                "s": {"arch": "efficientnet_b4", "init": "random", "recipe": "assessment"},
+            }
+        }
+    )
+    x, s = protocol_card(config)["detectors"]
+    assert x["sources"]["weight_decay"] == "unstated, recipe:deepfakebench"
+    assert x["sources"]["lr"] == "paper:FairFD §5.1" and x["weight_decay"] == 5e-4
+    assert s["sources"]["optimizer"] == "unstated, recipe:sbi" and s["optimizer"].startswith("sgd")
+    assert s["sources"]["sam"].startswith("paper:Assessment §5.1.3 (SAM); sam_rho: unstated")
+    assert s["sources"]["betas"] == UNSTATED  # SBI's SGD: the paper states no betas for it
+    assert [unstated_recipe(x["sources"][k]) for k in ("betas", "lr")] == ["deepfakebench", None]
+    lines = protocol_lines(card_frame({"detectors": [x, s], "datasets": []}))
+    assert (
+        "x: its paper leaves betas, weight_decay, schedule, frames_test unstated "
+        "(recipe deepfakebench's)." in lines
+    )
+    assert "s: its paper leaves optimizer, schedule unstated (recipe sbi's)." in lines
+    assert unstated_text(s["sources"]).endswith("; optimizer, schedule (recipe:sbi)")
+    with pytest.raises(ValueError, match=r"per_arch\['a'\]'s cite names no recipe key"):
+        Recipe(per_arch={"a": {"lr": 1e-3, "cite": {"lrate": "paper:P"}}})
+
+
 def test_the_config_check_stops_a_published_recipe_without_its_weights():
     """A detector on its own recipe is checked when the plan is made; on a named recipe,
     when its training starts (planning then imports no torch)."""
@@ -260,20 +293,18 @@ def test_timm_weights_come_through_timm_s_cache_and_offline_name_it(tmp_path):
 # ----------------------------------------------------------------- the card
 
 
-def test_the_cli_prints_the_benchmark_card_as_json():
-    """From a clone as it is: every detector with exactly the card's keys and their sources,
-    every dataset with its split, frames and groups."""
+def test_the_cli_prints_the_assessment_card_as_its_paper_states_it():
+    """The issue's acceptance, from a clone as it is: the JSON card of
+    configs/assessment.yaml holds every value of assessment.csv with its source."""
+    check_facts("assessment", cli_card("configs/assessment.yaml"))
+
+
+def cli_card(config: str) -> dict:
+    """``python -m fairforge protocol --configfile CONFIG --format json``, run in the
+    repository as it is, parsed."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fairforge",
-            "protocol",
-            "--configfile",
-            "configs/benchmark_paper.yaml",
-            "--format",
-            "json",
-        ],
+        [sys.executable, "-m", "fairforge", "protocol", "--configfile", config]
+        + ["--format", "json"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -281,7 +312,13 @@ def test_the_cli_prints_the_benchmark_card_as_json():
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    card = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_the_cli_prints_the_benchmark_card_as_json():
+    """From a clone as it is: every detector with exactly the card's keys and their sources,
+    every dataset with its split, frames and groups."""
+    card = cli_card("configs/benchmark_paper.yaml")
     assert set(card) == {"detectors", "datasets"}
     for item in card["detectors"]:
         assert list(item) == [*DETECTOR_KEYS, "sources"]
@@ -290,7 +327,9 @@ def test_the_cli_prints_the_benchmark_card_as_json():
         assert list(item) == [*DATASET_KEYS, "sources"]
     archs = {d["arch"] for d in card["detectors"]}
     assert len(archs) == 11 and "conv_lstm" in archs  # Table 3's eleven
-    assert len(card["detectors"]) == 11 * 7  # each on each standard dataset
+    # each on each standard dataset, and the nine that learn from the fakes on FF++/DF, FS and
+    # FShifter (Table 4)
+    assert len(card["detectors"]) == 11 * 7 + 9 * 3
     ffpp = next(d for d in card["datasets"] if d["name"] == "ffpp")
     assert ffpp["options"]["compression"] == "raw"
 
@@ -303,26 +342,66 @@ def paper_cards() -> dict[str, dict]:
     }
 
 
+def test_every_paper_config_has_its_facts_table():
+    """The three papers' detector protocols and the Exposure paper's datasets (its one
+    detector is fairforge's, not the paper's)."""
+    assert {p.stem for p in FACTS.glob("*.csv")} == {
+        "benchmark_paper",
+        "fairfd",
+        "assessment",
+        "exposure",
+    }
+
+
 @pytest.mark.parametrize("stem", sorted(p.stem for p in FACTS.glob("*.csv")))
 def test_the_card_says_what_the_paper_says(stem, paper_cards):
     """Each value of the facts table is the card's; a value the paper leaves open is
     ``unstated`` on the card, and a value the card credits to a paper names the table's
     section."""
-    card = paper_cards[stem]
+    check_facts(stem, paper_cards[stem])
+
+
+def check_facts(stem: str, card: dict) -> None:
+    """``card`` (the protocol card of ``configs/<stem>.yaml``, as a dict or its JSON) against
+    the facts table of ``stem``, both ways."""
     by_name = {
         (section[:-1], item["detector" if section == "detectors" else "name"]): item
         for section in ("detectors", "datasets")
         for item in card[section]
     }
-    for fact in protocol_facts(stem):
+    facts = protocol_facts(stem)
+    for fact in facts:
         item = by_name[(fact["section"], fact["name"])]
         where = f"{stem}: {fact['name']}.{fact['key']}"
         assert value_text(item[fact["key"]]) == fact["value"], where
         source = item["sources"][fact["key"]]
-        if fact["citation"].startswith("unstated"):
+        cited = fact["citation"].split(" (")[0]
+        if cited == UNSTATED:
             assert UNSTATED in source, (where, source)
+        elif cited.startswith(UNSTATED_MARK):  # open in the paper, a named recipe's value
+            assert source.startswith(cited), (where, source)
         elif "paper:" in source:
-            assert fact["citation"].split(" (")[0] in source, (where, source)
+            assert cited in source, (where, source)
+    # the other way round: of every detector the table reads in full (those with an `arch`
+    # row), each value the card credits to this paper has its row (a value the paper does
+    # not state is never credited to it)
+    paper = f"paper:{paper_name(facts)}"
+    read = {(f["name"], f["key"]) for f in facts if f["section"] == "detector"}
+    missing = [
+        (item["detector"], key, source)
+        for item in card["detectors"]
+        if (item["detector"], "arch") in read
+        for key, source in item["sources"].items()
+        if source.startswith(paper) and (item["detector"], key) not in read
+    ]
+    assert not missing, (stem, missing)
+
+
+def paper_name(facts: list[dict]) -> str:
+    """The short name of a facts table's paper: the first word most of its citations start
+    with (``Benchmark``, ``FairFD``, ``Assessment``)."""
+    words = [f["citation"].split()[0] for f in facts if not f["citation"].startswith("unstated")]
+    return max(sorted(set(words)), key=words.count)
 
 
 def test_config_files_layer_as_snakemake_layers_them(tmp_path):

@@ -39,3 +39,52 @@ def test_duplicate_name_is_an_error_but_reregistering_the_same_object_is_not():
     toys.register("x", member)
     with pytest.raises(DuplicateName, match="toy 'x' is registered twice"):
         toys.register("x", object())
+
+
+def test_unregister_frees_the_name_and_unknown_names_stay_errors():
+    toys = Registry("toy")
+    member = object()
+    toys.register("x", member, colour="red")
+    assert toys.unregister("x") is member
+    assert "x" not in toys and toys.names() == [] and toys.names(colour="red") == []
+    with pytest.raises(UnknownName, match="unknown toy 'x'"):
+        toys.unregister("x")
+    toys.register("x", object())  # free again: no DuplicateName
+
+
+def test_registered_lasts_for_the_with_block_only_even_on_error():
+    toys = Registry("toy")
+    toys.register("kept", object())
+    member = object()
+    with toys.registered("tmp", member, colour="blue") as got:
+        assert got is member and toys.get("tmp") is member
+        assert toys.names(colour="blue") == ["tmp"]
+    assert toys.names() == ["kept"]
+    with pytest.raises(RuntimeError), toys.registered("tmp", member):
+        raise RuntimeError("boom")
+    assert "tmp" not in toys
+    with pytest.raises(DuplicateName, match="toy 'kept' is already registered"):
+        with toys.registered("kept", object()):
+            pass
+    assert "kept" in toys
+
+
+def test_a_family_check_validates_members_and_gives_their_metadata():
+    def check(name, cls, meta):
+        if not isinstance(cls, type):
+            raise TypeError(f"{name}: a class, please")
+        cls.name = name  # the class learns its name
+        return {"size": 1, **meta}
+
+    toys = Registry("toy", check=check)
+
+    @toys.register("b", colour="red")
+    class B:
+        pass
+
+    assert B.name == "b" and toys.metadata("b") == {"size": 1, "colour": "red"}
+    with pytest.raises(TypeError, match="c: a class"):
+        toys.register("c", object())
+    assert "c" not in toys
+    with toys.registered("d", type("D", (), {}), size=2):
+        assert toys.get("d").name == "d" and toys.names(size=2) == ["d"]

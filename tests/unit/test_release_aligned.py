@@ -17,7 +17,7 @@ import pytest
 from fairforge.faces import detection_rate_by_group, process_faces
 from fairforge.images import read_image, write_image
 from fairforge.samples import RELEASE_BACKEND, build_samples, failure_counts
-from fairforge.sources import build_sources, get_adapter
+from fairforge.sources import ADAPTERS, build_sources
 from released_cuts import real_faces, rfw_image
 
 CROP = 128
@@ -40,7 +40,7 @@ def rfw(tmp_path_factory):
         write_image(path, image)
         images[subject] = read_image(path)
     sources = build_sources("rfw", root, "rfw", split="test_only", races=list(RACES))
-    aligned = get_adapter("rfw").release_aligned(sources["path"])
+    aligned = ADAPTERS.create("rfw").release_aligned(sources["path"])
     out = root / "results"
     faces = process_faces(sources, root, out, "crops", release_aligned=aligned, crop_size=CROP)
     return root, sources, faces, images
@@ -78,12 +78,12 @@ def test_the_kept_real_is_a_sample_and_its_miss_is_counted_per_group(rfw):
 
 def test_only_aligned_releases_keep_their_misses(tmp_path):
     paths = pd.Series(["a/1.jpg", "25_0_1_2017.jpg.chip.jpg", "wild/25_0_1_2017.jpg"])
-    assert get_adapter("rfw").release_aligned(paths).all()
-    assert get_adapter("fairface").release_aligned(paths).all()
+    assert ADAPTERS.create("rfw").release_aligned(paths).all()
+    assert ADAPTERS.create("fairface").release_aligned(paths).all()
     # UTKFace's "Aligned&Cropped Faces" are its chips; its in-the-wild photos are not
-    assert get_adapter("utkface").release_aligned(paths).tolist() == [False, True, False]
+    assert ADAPTERS.create("utkface").release_aligned(paths).tolist() == [False, True, False]
     for loose in ("synthetic", "diveface", "vggface2", "csv"):
-        assert not get_adapter(loose).release_aligned(paths).any(), loose
+        assert not ADAPTERS.create(loose).release_aligned(paths).any(), loose
     # without the flag a miss is lost as before: no crop, no sample
     root = tmp_path / "one"
     face = real_faces(("hanks",))[0]

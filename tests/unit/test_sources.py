@@ -21,7 +21,6 @@ from fairforge.sources import (
     assign_subject_splits,
     build_sources,
     diveface_group,
-    get_adapter,
     list_adapters,
     parse_utkface_name,
     split_by_subject,
@@ -140,10 +139,10 @@ def test_every_adapter_is_registered_with_its_hooks():
         "video",
     }
     for name in ADAPTERS:
-        adapter = get_adapter(name)
+        adapter = ADAPTERS.create(name)
         assert isinstance(adapter, SourceAdapter) and adapter.default_group_by
         assert type(adapter).list is not SourceAdapter.list, name
-    assert [n for n in ADAPTERS if get_adapter(n).synthetic] == ["synthetic", "synthetic_video"]
+    assert [n for n in ADAPTERS if ADAPTERS.create(n).synthetic] == ["synthetic", "synthetic_video"]
 
 
 # -------------------------------------------------------------------------------- utkface

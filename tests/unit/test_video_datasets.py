@@ -13,7 +13,7 @@ import pytest
 import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
 from fairforge.config import validate_config
 from fairforge.images import read_image, write_image
-from fairforge.sources import SourceError, build_sources, check_subject_disjoint, get_adapter
+from fairforge.sources import ADAPTERS, SourceError, build_sources, check_subject_disjoint
 from fairforge.video import compressed_copies
 from video_trees import (
     deeperforensics_tree,
@@ -61,7 +61,7 @@ def test_faceforensics_layout_labels_methods_and_official_split(tmp_path: Path):
 
     # The adapter plans without decoding and names what the detectors may train on.
     cfg = {"adapter": "faceforensics", "root": str(ff), "options": {"frames_per_video": 3}}
-    assert get_adapter("faceforensics").count_items("ff", cfg) == 18 * 3
+    assert ADAPTERS.create("faceforensics").count_items("ff", cfg) == 18 * 3
     config = validate_config(
         {
             "datasets": {"ff": {**cfg, "split": "official", "forgery": False}},
@@ -94,7 +94,7 @@ def test_faceforensics_frames_per_split(tmp_path: Path):
         "root": str(ff),
         "options": {"frames_per_video": {"train": 5, "test": 2}},
     }
-    assert get_adapter("faceforensics").count_items("ff", cfg) == 18 * 5
+    assert ADAPTERS.create("faceforensics").count_items("ff", cfg) == 18 * 5
 
 
 def test_faceforensics_compression_and_missing_method_are_named(tmp_path: Path):
@@ -146,7 +146,7 @@ def test_celebdf_layout_videos_and_test_list(tmp_path: Path):
     assert not bad["ok"] and "unexpected Celeb-synthesis name" in bad["reason"]
     ok = df[df["ok"]]
     assert (ok.groupby("video_id").size() == 2).all()
-    assert get_adapter("celebdf").imported_methods("cd", {}) == ["Celeb-synthesis"]
+    assert ADAPTERS.create("celebdf").imported_methods("cd", {}) == ["Celeb-synthesis"]
     # Asked to be subject-disjoint, id3's training video is kept, unusable, with why.
     strict = build_sources(
         "celebdf",
@@ -200,7 +200,7 @@ def test_video_adapter_reads_labels_methods_and_identities(tmp_path: Path):
     assert (df.groupby("video_id")["label"].nunique() == 1).all() and len(df) == 3 * 2 + 1
     assert not by_video.loc["v3", "ok"] and "method 'real'" in by_video.loc["v3", "reason"]
     cfg = {"adapter": "video", "root": str(folder)}
-    assert get_adapter("video").imported_methods("v", cfg) == ["lipsync", "swap"]
+    assert ADAPTERS.create("video").imported_methods("v", cfg) == ["lipsync", "swap"]
 
 
 def test_dfdc_metadata_labels_originals_and_bad_entries(tmp_path: Path):
@@ -228,7 +228,7 @@ def test_dfdc_metadata_labels_originals_and_bad_entries(tmp_path: Path):
     assert df.loc[df["ok"]].groupby("video_id").size().eq(2).all() and df["ok"].sum() == 16
     check_subject_disjoint(df[df["ok"]])
     cfg = {"adapter": "dfdc", "root": str(dfdc), "options": {"frames_per_video": 2}}
-    assert get_adapter("dfdc").count_items("dfdc", cfg) == 10 * 2
+    assert ADAPTERS.create("dfdc").count_items("dfdc", cfg) == 10 * 2
     with pytest.raises(SourceError, match="no DFDC metadata.json"):
         build_sources("dfdc", out, "dfdc", folder=str(tmp_path / "results"))
 
@@ -265,7 +265,7 @@ def test_deeperforensics_fakes_targets_source_videos_and_splits(tmp_path: Path):
     assert by_video.loc["target_002", "split"] == "val" and fake["split"] == "train"
     assert by_video.loc["end_to_end_003_W102", "split"] == "test"
     check_subject_disjoint(df)
-    assert get_adapter("deeperforensics").imported_methods("d", {}) == ["end_to_end"]
+    assert ADAPTERS.create("deeperforensics").imported_methods("d", {}) == ["end_to_end"]
     with pytest.raises(SourceError, match="ships no real videos"):
         build_sources("deeperforensics", out, "dfr", folder=str(dfr), frames_per_video=1)
     with pytest.raises(SourceError, match="unknown DeeperForensics-1.0 variant"):

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import fairforge.video  # noqa: F401  (registers the frame sampler)
-from fairforge.sources import SourceError, build_sources, get_adapter
+from fairforge.sources import ADAPTERS, SourceError, build_sources
 from fairforge.sources.split import linked_subjects
 from video_trees import (
     FRAMES,
@@ -59,8 +59,8 @@ def test_uadfv_pairs_share_a_subject_and_split(tmp_path: Path):
     }
     assert (df[df["ok"]].groupby("video_id").size() == FRAMES).all()
     cfg = {"adapter": "uadfv", "root": str(root), "options": {"frames_per_video": FRAMES}}
-    assert get_adapter("uadfv").count_items("ua", cfg) == 11 * FRAMES
-    assert get_adapter("uadfv").imported_methods("ua", cfg) == ["UADFV"]
+    assert ADAPTERS.create("uadfv").count_items("ua", cfg) == 11 * FRAMES
+    assert ADAPTERS.create("uadfv").imported_methods("ua", cfg) == ["UADFV"]
     # A video-level split (the Benchmark's, Table 1) splits videos, not pairs.
     by_video_level = videos_of(
         build_sources(
@@ -111,9 +111,9 @@ def test_dftimit_fakes_both_qualities_and_vidtimit_reals(tmp_path: Path):
     assert len(by_video) == 2 * 2 + 2
     # A pair's swaps link the two identities: one unit of any subject-disjoint split.
     assert linked_subjects(df)[df["ok"]].nunique() == 1
-    assert get_adapter("dftimit").imported_methods("d", {"options": {"qualities": ["lower"]}}) == [
-        "DF-TIMIT-LQ"
-    ]
+    assert ADAPTERS.create("dftimit").imported_methods(
+        "d", {"options": {"qualities": ["lower"]}}
+    ) == ["DF-TIMIT-LQ"]
     with pytest.raises(SourceError, match="ships no real videos"):
         build_sources("dftimit", out, "dft", folder=str(root), split="test_only")
     with pytest.raises(SourceError, match="qualities"):
@@ -148,7 +148,7 @@ def test_forgerynet_tracks_labels_and_official_parts(tmp_path: Path):
     assert len(bad) == 2 and bad["reason"].str.contains("disagrees with 16-class label").all()
     cfg = {"adapter": "forgerynet", "root": str(root), "options": {"frames_per_video": FRAMES}}
     # image lines count once, video lines once per frame
-    assert get_adapter("forgerynet").count_items("fn", cfg) == 2 * (3 + 2 * FRAMES)
+    assert ADAPTERS.create("forgerynet").count_items("fn", cfg) == 2 * (3 + 2 * FRAMES)
     videos_only = build_sources(
         "forgerynet", out, "fn", split="test_only", folder=str(root), tracks=["video"]
     )

@@ -9,7 +9,7 @@ from fairforge.faces.attributes import faces_with_attributes
 from fairforge.paths import OUTPUTS, RESULTS, log_path, report_paths, result_path
 from fairforge.registry import UnknownName
 from fairforge.sharding import read_shard, shard_ids, shard_slice
-from fairforge.sources import get_adapter
+from fairforge.sources import ADAPTERS
 from fairforge.workflow import (
     count_source_items,
     dataset_root,
@@ -63,7 +63,7 @@ def test_csv_dataset_in_both_documented_forms(tmp_path):
         assert count_source_items("mine", cfg) == 5
         # Paths in the csv are relative to its folder; every stage reads them from there.
         assert dataset_root("mine", cfg) == folder
-        assert get_adapter("csv").listing_options("mine", cfg) == {"table": "labels.csv"}
+        assert ADAPTERS.create("csv").listing_options("mine", cfg) == {"table": "labels.csv"}
     with pytest.raises(FileNotFoundError, match="options.table"):
         count_source_items("mine", {"adapter": "csv", "root": str(folder)})
     with pytest.raises(FileNotFoundError, match="other.csv"):
@@ -90,7 +90,7 @@ def test_every_adapter_answers_the_workflow_without_decoding(tmp_path):
     video = {"adapter": "video", "root": str(tmp_path / "vids"), "options": {"frames_per_video": 3}}
     assert count_source_items("v", video) == 2 * 3
     assert dataset_root("v", video) == Path(RESULTS) / "v" / "video_source"
-    assert get_adapter("video").listing_options("v", video)["videos"] == str(tmp_path / "vids")
+    assert ADAPTERS.create("video").listing_options("v", video)["videos"] == str(tmp_path / "vids")
     assert dataset_root("s", {"adapter": "synthetic"}) == Path(RESULTS) / "s" / "source_images"
     assert count_source_items("s", {"adapter": "synthetic"}) == 4 * 2 * 8 * 10
     assert (

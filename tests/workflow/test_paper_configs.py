@@ -9,7 +9,8 @@ the plan (``snakemake all -n``) must hold exactly the paper's datasets and detec
 detector trained once and tested on every dataset under every variant, and nothing of the
 demo's. FairFD's one-detector walk-through (``select:``) plans one detector, and runs for
 real through ``all`` on faces rendered into FaceForensics++ videos and RFW photos, with a race
-annotation and random-weight ImageNet files in the released layouts.
+annotation and random-weight ImageNet files in the released layouts. The Assessment's and
+Exposure's laptop walk-throughs run for real too, to their own tables and figures.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -111,7 +113,7 @@ def resolved(copy: Path, files: list[str]) -> dict:
 def ff_splits(mnt: Path) -> None:
     """The split files of the FaceForensics GitHub repository, cloned at /mnt/FaceForensics."""
     splits = mnt / "FaceForensics" / "dataset" / "splits"
-    splits.mkdir(parents=True)
+    splits.mkdir(parents=True, exist_ok=True)
     for split, pairs in FF_PAIRS.items():
         (splits / f"{split}.json").write_text(json.dumps(pairs))
 
@@ -129,9 +131,12 @@ def faceforensics(mnt: Path) -> None:
     ff_splits(mnt)
 
 
-def faceforensics_faces(mnt: Path, qualities: tuple[str, ...] = ("c23",)) -> None:
+def faceforensics_faces(
+    mnt: Path, qualities: tuple[str, ...] = ("c23",), methods: tuple[str, ...] = FF_METHODS[:4]
+) -> None:
     """FairFD's FaceForensics++: c23 videos (or ``qualities``) of rendered faces talking; a
-    fake carries its source's face (every method the same blend: what matters is the layout)."""
+    fake of each of ``methods`` carries its source's face (every method the same blend: what
+    matters is the layout)."""
     root = mnt / "FaceForensics++"
     ids = [v for pairs in FF_PAIRS.values() for pair in pairs for v in pair]
     people = {vid: identity(f"ff{vid}", int(vid)) for vid in ids}
@@ -141,7 +146,7 @@ def faceforensics_faces(mnt: Path, qualities: tuple[str, ...] = ("c23",)) -> Non
             face_video(real, people[vid], vid)
         for pair in (p for v in FF_PAIRS.values() for p in v):
             for a, b in (pair, pair[::-1]):
-                for method in FF_METHODS[:4]:
+                for method in methods:
                     fake = root / f"manipulated_sequences/{method}/{c}/videos/{a}_{b}.mp4"
                     face_video(fake, people[a], a, donor=people[b])
     ff_splits(mnt)
@@ -327,6 +332,14 @@ def deeperforensics(mnt: Path) -> None:
         (root / "lists" / "splits" / f"{split}.txt").write_text(f"{name}.mp4\n")
 
 
+def benchmark_ffpp(mnt: Path) -> None:
+    """The Benchmark's FaceForensics++: every quality (noise, for plans; c23's originals are
+    DeeperForensics-1.0's reals), then the raw videos of faces talking, FaceShifter's too,
+    for the laptop walk-through's run."""
+    faceforensics(mnt)
+    faceforensics_faces(mnt, ("raw",), FF_METHODS)
+
+
 def benchmark_more(mnt: Path) -> None:
     """The Benchmark's other standard datasets as released: UADFV, DF-TIMIT with its VidTIMIT
     reals, ForgeryNet (noise: for plans)."""
@@ -372,7 +385,7 @@ def exposure_data(mnt: Path) -> None:
 
 FIXTURES = {
     "fairfd": (faceforensics_faces, ff_races, rfw, imagenet_weights),
-    "benchmark_paper": (faceforensics, celebdf, dfdc, deeperforensics, benchmark_more),
+    "benchmark_paper": (benchmark_ffpp, celebdf, dfdc, deeperforensics, benchmark_more),
     "assessment": (assessment_ffpp, celebdf, celebdf_v1, assessment_weights),
     "exposure": (exposure_data,),
 }
@@ -606,3 +619,333 @@ def test_fairfd_runs_one_detector_through_all(walked):
 
     out, jobs = plan_of(walked, "fairfd", LAPTOP)
     assert jobs["train"] == 1 and planned(out, "detector") == {"xception"}
+
+
+BENCHMARK_LAPTOP = (
+    "snakemake all -n --configfile configs/benchmark_paper.yaml my_paths.yaml my_laptop.yaml"
+)
+RANDOM_TYPES = ["df_contrast", "df_saturation", "df_blur", "jpeg", "df_noise"]
+
+
+def test_the_benchmark_subset_plans_two_detectors_and_the_paper_s_outputs(walked):
+    out, jobs = plan_of(walked, "benchmark_paper", BENCHMARK_LAPTOP)
+    assert jobs["train"] == 2 and planned(out, "detector") == {"meso4", "meso4_ffpp_df"}
+    assert planned(out, "dataset") == {"ffpp"}
+    assert jobs["predictions"] == 2 * 6  # clean and the five types at random intensity
+    assert planned(out, "variant") == {"clean", *(f"{t}@random" for t in RANDOM_TYPES)}
+    for rule in ("random_intensity_table", "in_domain_table", "efficiency_average_figure"):
+        assert jobs[rule] == 1, rule
+    # FWA's and Face X-ray's training fakes go with their detectors
+    assert planned(out, "method") == {"crops"}
+
+
+@pytest.mark.workflow
+def test_benchmark_runs_its_protocol_through_all(walked):
+    """The Benchmark's laptop walk-through for real: MesoNet-4 on FF++ raw and on its
+    Deepfakes alone, tested under the five perturbations at random intensity, through
+    Table 4, the robustness std of §4.3, Figs. 3-6 and the report."""
+    run = walked["benchmark_paper"]
+    (line,) = [c for c in run["docs"]["benchmark_paper"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    assert sorted(p.name for p in (results / "models").iterdir()) == ["meso4", "meso4_ffpp_df"]
+    one = read_checkpoint(results / "models" / "meso4_ffpp_df" / "model.pt", mmap=True)
+    assert one["train_config"]["train_methods"] == ["Deepfakes"]
+    card = pd.read_csv(results / "protocol.csv").set_index(["name", "key"])
+    assert card.loc[("meso4_ffpp_df", "init"), "value"] == "random"  # as MesoNet starts
+    # §4.3: per detector and per average over its training sets, the population std of the
+    # AUCs over the five perturbation types
+    table = pd.read_csv(results / "random_intensity_table.csv")
+    spread = table.loc[table["operation"] == "(std)"]
+    groups = {(r.detector, r.train_dataset) for r in spread.itertuples()}
+    assert groups == {
+        ("meso4", "ffpp"),
+        ("meso4_ffpp_df", "ffpp"),
+        ("meso4", "(mean)"),
+        ("meso4", "(mean, common)"),
+    }
+    for row in spread.itertuples():
+        types = table.loc[
+            (table["detector"] == row.detector)
+            & (table["train_dataset"] == row.train_dataset)
+            & (table["operation"] != "(std)")
+        ]
+        assert sorted(types["operation"]) == sorted(RANDOM_TYPES)
+        assert row.AUC == pytest.approx(types["AUC"].std(ddof=0), abs=1e-5)
+        assert row.n_operations == 5
+    # Table 4: each detector on what it trained on, FF++ counted by its manipulation
+    in_domain = pd.read_csv(results / "in_domain_table.csv").set_index("family")
+    assert list(in_domain.columns) == [
+        "arch",
+        "ffpp",
+        "ffpp/Deepfakes",
+        "average",
+        "average_common",
+    ]
+    detection = pd.read_csv(results / "detection_table.csv")
+    clean = detection.loc[(detection["variant"] == "clean") & (detection["unit"] == "frame")]
+    per_method = pd.read_csv(results / "detection_per_method.csv")
+    df_only = per_method.loc[
+        (per_method["variant"] == "clean") & (per_method["method"] == "Deepfakes")
+    ].set_index("detector")
+    assert in_domain.loc["meso4", "ffpp"] == pytest.approx(
+        clean.set_index("detector").loc["meso4", "AUC"], abs=1e-5
+    )
+    assert in_domain.loc["meso4", "ffpp/Deepfakes"] == pytest.approx(
+        df_only.loc["meso4_ffpp_df", "AUC"], abs=1e-5
+    )
+    assert in_domain.loc["meso4", "average"] == in_domain.loc["meso4", "ffpp/Deepfakes"]
+    for name in ("random_intensity", "efficiency", "efficiency_average"):
+        assert (results / "figures" / f"{name}.png").stat().st_size > 1000, name
+    report = (results / "report.html").read_text()
+    assert "Benchmark Table 4" in report and "Benchmark Fig. 3" in report
+
+
+@pytest.mark.workflow
+def test_exposure_ranks_vggface2_with_an_encoder_trained_on_diveface(walked):
+    """The Exposure laptop walk-through for real, as written: the generator and one
+    far-trained encoder trained once, on DiveFace's train identities through that
+    generator, then DiveFace's and VGGFace2's test identities ranked at two distances in
+    one run, to the exposure tables and Fig. 2's averaged exposure."""
+    run = walked["exposure"]
+    (line,) = [c for c in run["docs"]["exposure"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    jobs = job_counts(proc.stdout + proc.stderr)
+    assert jobs["train_encoder"] == jobs["train_degradation"] == 1
+    assert jobs["embed_shard"] == 2 * 2
+    table = pd.read_csv(results / "exposure_table.csv")
+    assert list(table.columns[:3]) == ["dataset", "encoder", "setting"]
+    assert set(table["encoder"]) == {"mobilefacenet_far"}
+    assert set(table["dataset"]) == {"diveface", "vggface2"}
+    assert set(table["distance"].astype(str)) == {"learned", "3"}
+    assert len(table) == 2 * 2 * 2 * 2  # datasets, distances, settings, conventions
+    vgg = table[table["dataset"] == "vggface2"]
+    assert (vgg["n_identities"] == VGG_TEST_PEOPLE).all()
+    assert vgg[["exposure_female", "exposure_male"]].notna().all().all()
+    assert vgg.filter(like="exposure_asian").isna().all().all()  # DiveFace's groups only
+    # trained once, on DiveFace's train identities: none of them ranked, none of VGGFace2's
+    trained = read_checkpoint(results / "encoders" / "mobilefacenet_far" / "model.pt", mmap=True)
+    learned = set(trained["classes"])
+    diveface = pd.read_parquet(results / "diveface" / "sources.parquet")
+    train_ids = set(diveface.loc[diveface["split"] == "train", "subject_id"])
+    assert len(learned) >= 2 and learned <= train_ids
+    for dataset in ("diveface", "vggface2"):
+        study = pd.read_parquet(results / "ranking" / dataset / "study.parquet")
+        assert not learned & set(study["subject_id"])
+    # the far crops and probes went through the generator this run trained first
+    generator = results / "degradation" / "high_to_low.pt"
+    model = results / "encoders" / "mobilefacenet_far" / "model.pt"
+    assert generator.stat().st_mtime <= model.stat().st_mtime
+    embedded = {
+        d: pd.read_parquet(
+            next((results / "ranking" / "vggface2" / f"distance_{d}").rglob("*.parquet"))
+        )
+        for d in ("learned", "3")
+    }
+    probes = [e.loc[e["role"] == "probe", "embedding"].tolist() for e in embedded.values()]
+    assert not np.allclose(np.stack(probes[0]), np.stack(probes[1]))
+    # Fig. 2: the exposure averaged across the encoders of each view, with KS tests
+    averaged = pd.read_csv(results / "exposure_averaged_ks.csv")
+    assert set(averaged["dataset"]) == {"diveface", "vggface2"}
+    assert set(averaged["trained"]) == {"far"} and (averaged["n_encoders"] == 1).all()
+    assert {"mean_a", "mean_b", "delta", "pvalue", "pvalue_holm"} <= set(averaged.columns)
+    assert (results / "figures" / "exposure_averaged.png").stat().st_size > 1000
+
+
+# ----------------------------------------------------------------- the Assessment
+
+
+ASSESSMENT_PLAN = "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml"
+
+
+def assessment_config(repo_root) -> dict:
+    return validate_config(yaml.safe_load((repo_root / "configs/assessment.yaml").read_text()))
+
+
+def test_the_assessment_plan_holds_its_tables_and_figures(walked):
+    """Tables 2-6 and Figs. 4-8: every detector of §5.1.2 on every dataset under every
+    operation, the codecs' rates measured per dataset, the augmentation, compression-rate and
+    training-data studies; the learned operations planned from their configured weights."""
+    run = walked["assessment"]
+    out = run["plans"][ASSESSMENT_PLAN]
+    assert run["codes"][ASSESSMENT_PLAN] == 0, out[-6000:]
+    config = resolved(run["copy"], config_files(ASSESSMENT_PLAN))
+    jobs = job_counts(out)
+    assert jobs["train"] == len(config["detectors"]) == 29
+    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
+    assert jobs["training_data_figure"] == 1
+    codecs = [f"jpeg@{q}" for q in (95, 80, 60, 45, 30)]
+    codecs += [f"learned_compression@{q}" for q in range(1, 9)]
+    assert jobs["compression_bpp"] == len(config["datasets"]) * len(codecs)
+    variants = planned(out, "variant")
+    assert set(codecs) | {f"denoise@{k}" for k in range(1, 6)} | {"vid_h264@40"} <= variants
+    assert not {"grayscale@1", "df_video_compression@30"} & variants  # not the Assessment's
+    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23", "ffpp_c40", "celebdf", "celebdf_v1"}
+
+
+def test_the_assessment_config_is_the_paper(repo_root):
+    """The values the paper states, where fairforge reads them (configs/assessment.yaml)."""
+    config = assessment_config(repo_root)
+    datasets = config["datasets"]
+    for name, quality in (("ffpp_raw", "raw"), ("ffpp_c23", "c23"), ("ffpp_c40", "c40")):
+        block = datasets[name]
+        assert block["split"] == "official" and block["options"]["compression"] == quality
+        assert block["options"]["methods"] == list(FF_METHODS[:4])  # §5.1.1
+        assert block["options"]["frames_per_video"] == {"train": 100, "val": 32, "test": 32}
+    assert next(iter(datasets)) == "ffpp_raw"  # detectors train on FFpp-Raw by default
+    assert datasets["celebdf"]["split"] == {"official": True, "val_from_train": 0.2}  # §5.1.1
+    assert datasets["celebdf_v1"]["adapter"] == "celebdf_v1"  # Table 6
+    assert config["faces"]["detector"] == "hog" and config["faces"]["crop_size"] == 300
+    # §5.1.3: per detector, the baselines without augmentation (§3.3)
+    expected = {
+        "capsule": ("adam", False, 25, 5e-4),
+        "xception": ("adam", False, 10, 1e-3),
+        "uia_vit": ("adam", False, 8, 3e-5),
+        "efficientnet_b4": ("sgd", True, 100, 1e-3),
+    }
+    archs = set()
+    for name in config["detectors"]:
+        s = detector_settings(config, name)
+        archs.add(s["arch"])
+        assert (s["optimizer"], s["sam"], s["epochs"], s["lr"]) == expected[s["arch"]], name
+        assert (s["input_size"], s["frames_train"], s["frames_test"], s["batch_size"]) == (
+            300,
+            100,
+            32,
+            32,
+        ), name
+        assert s["pretrained"].startswith("/data/weights/"), name
+        augment = name.rsplit("_", 1)[-1]
+        assert s["augment"] == (augment if augment in ("sdaug", "daug", "augmix") else "none")
+        # SBI trains on real faces only, its fakes self-blended afresh (§5.1.3)
+        assert (s["online_forgery"] == "sbi") == (s["arch"] == "efficientnet_b4"), name
+        if s["arch"] == "efficientnet_b4":
+            assert s["train_methods"] == []
+    assert archs == set(expected)
+    # §3.1's bicubic resize, the learned codec and DnCNN; §3.3's categories
+    options = config["variant_options"]
+    assert options["resize"] == {"down": "cubic", "up": "cubic"}
+    assert options["denoise"]["mode"] == "dncnn"
+    assert config["variant_suites"] == ["assessment", "assessment_video"]
+    assert config["metrics"]["robustness_categories"] == "assessment"
+
+
+def test_every_assessment_value_names_its_section(repo_root):
+    """Each setting of configs/assessment.yaml outside the detector list says where it comes
+    from: a section, table or figure of the paper, "unstated" (a fairforge default) or not
+    the Assessment's (another paper's study, off): on
+    its line, in the comment lines right above it or on the line of the block it is in."""
+    lines = (repo_root / "configs" / "assessment.yaml").read_text().splitlines()
+    cited = re.compile(r"#.*(§\d|Table \d|Fig\. \d|unstated|not the Assessment's)")
+    missing = []
+    parents: list[tuple[int, str]] = []
+    in_detectors = False
+    for i, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        parents = [(d, text) for d, text in parents if d < indent]
+        if indent == 0:
+            in_detectors = line.startswith("detectors:")
+        above = []
+        j = i - 1
+        while j >= 0 and lines[j].lstrip().startswith("#"):
+            above.append(lines[j])
+            j -= 1
+        value = line.split("#")[0].split(":", 1)[-1].strip()
+        context = [line, *above, *(text for _, text in parents)]
+        if value and not in_detectors and not any(cited.search(c) for c in context):
+            missing.append(f"{i + 1}: {line.strip()}")
+        parents.append((indent, " ".join([line, *above])))
+    assert not missing, "values without their section:\n" + "\n".join(missing)
+
+
+def test_the_assessment_start_files_load_onto_their_detectors(repo_root, tmp_path):
+    """Each ImageNet file of the header, written with random weights in its layout, loads
+    onto every detector that names it, built as the train rule builds it (300 px: UIA-ViT's
+    ViT takes the position embedding of a 300 px file)."""
+    from fairforge.training.detector import TrainConfig, build_model
+
+    assessment_weights(tmp_path)
+    config = assessment_config(repo_root)
+    done = set()
+    for name in config["detectors"]:
+        settings = detector_settings(config, name)
+        start = Path(settings["pretrained"]).name
+        if (settings["arch"], start) in done:
+            continue
+        done.add((settings["arch"], start))
+        model, _, size = build_model(
+            TrainConfig(**{**settings, "pretrained": str(tmp_path / "weights" / start)})
+        )
+        assert size == 300
+        if settings["arch"] == "uia_vit":
+            assert tuple(model.vit.patch_embed.grid_size) == (18, 18)
+        del model
+    assert {a for a, _ in done} == {"capsule", "xception", "efficientnet_b4", "uia_vit"}
+
+
+ASSESSMENT_LAPTOP = (
+    "snakemake all -n --configfile configs/assessment.yaml my_paths.yaml my_laptop.yaml"
+)
+
+
+def test_the_assessment_subset_plans_its_studies(walked):
+    run = walked["assessment"]
+    out = run["plans"][ASSESSMENT_LAPTOP]
+    assert run["codes"][ASSESSMENT_LAPTOP] == 0, out[-6000:]
+    jobs = job_counts(out)
+    assert planned(out, "detector") == {"capsule_raw", "capsule_raw_sdaug", "capsule_c23"}
+    assert planned(out, "dataset") == {"ffpp_raw", "ffpp_c23"}
+    assert jobs["train"] == 3 and jobs["compression_bpp"] == 2 * 3
+    assert jobs["augmentation_study"] == jobs["compression_rate"] == 1
+    assert jobs["training_data_figure"] == 1
+
+
+@pytest.mark.workflow
+def test_the_assessment_laptop_run_makes_its_tables_and_figures(walked):
+    """The Assessment's laptop walk-through for real, as written: Capsule-Forensics from the
+    fixture's VGG-19 file on rendered FF++ faces at raw and c23, its SDAug twin, one epoch on
+    the CPU, to the augmentation table, the codecs' rates and the report."""
+    run = walked["assessment"]
+    (line,) = [c for c in run["docs"]["assessment"][1]["commands"] if " -n " not in c]
+    copy, results = run["copy"], run["copy"] / "results"
+    proc = subprocess.run(command(line), cwd=copy, capture_output=True, text=True, timeout=2400)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    config = resolved(copy, config_files(line))
+    for name in ("capsule_raw", "capsule_raw_sdaug", "capsule_c23"):
+        trained = read_checkpoint(results / "models" / name / "model.pt", mmap=True)
+        settings = detector_settings(config, name)
+        assert trained["input_size"] == 300
+        for key in ("lr", "optimizer", "augment", "frames_train", "pretrained", "recipe"):
+            assert trained["train_config"][key] == settings[key], (name, key)
+    assert settings["lr"] == 5e-4 and settings["pretrained"].endswith("vgg19-dcbb9e9d.pth")
+    # robustness by the paper's categories
+    robustness = pd.read_csv(results / "robustness_table.csv")
+    categories = set(robustness.loc[robustness["scope"] == "category", "category"])
+    assert {"image/compression", "image/combination"} <= categories
+    assert {"image", "all"} <= set(robustness.loc[robustness["scope"] == "overall", "category"])
+    # each detector beside its SDAug twin, on both datasets
+    augmentation = pd.read_csv(results / "augmentation_table.csv")
+    assert set(zip(augmentation["detector"], augmentation["twin"])) == {
+        ("capsule_raw", "capsule_raw_sdaug")
+    }
+    assert set(augmentation["dataset"]) == {"ffpp_raw", "ffpp_c23"}
+    assert "overall" in set(augmentation["scope"])
+    # codecs by their rates: JPEG's falls with its quality, the learned codec has one
+    rates = pd.read_csv(results / "compression_rate.csv")
+    one = rates.loc[(rates["detector"] == "capsule_raw") & (rates["dataset"] == "ffpp_raw")]
+    bpp = one.set_index("variant")["bpp"]
+    assert set(bpp.index) == {"jpeg@95", "jpeg@30", "learned_compression@1"}
+    assert bpp["jpeg@95"] > bpp["jpeg@30"] > 0 and bpp["learned_compression@1"] > 0
+    per_sample = pd.read_csv(results / "ffpp_raw" / "compression_bpp" / "jpeg@30.csv")
+    assert (per_sample["bpp"] > 0).all() and int(one["n_samples"].iloc[0]) == len(per_sample)
+    for figure in ("compression_rate", "augmentation", "cross_manipulation"):
+        assert (results / "figures" / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
+    assert (results / "figures" / "robustness_by_training_data.png").is_file()
+    page = (results / "report.html").read_text()
+    for title in ("Codecs by bitrate", "Augmented twins", "Training data and robustness"):
+        assert title in page, title

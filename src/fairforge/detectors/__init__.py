@@ -43,10 +43,8 @@ from fairforge.detectors.base import (
     KINDS,
     Detector,
     create_detector,
-    detector_entry,
     detector_kind,
     list_detectors,
-    register,
 )
 
 __all__ = [
@@ -54,8 +52,6 @@ __all__ = [
     "KINDS",
     "Detector",
     "create_detector",
-    "detector_entry",
     "detector_kind",
     "list_detectors",
-    "register",
 ]

@@ -27,7 +27,7 @@ keep only the mechanism.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -36,8 +36,6 @@ from torch import nn
 
 from fairforge.recipes import PUBLISHED, Recipe
 from fairforge.registry import Registry, UnknownName
-
-DETECTORS: Registry = Registry("detector")
 
 KINDS = ("network", "classical", "external")
 
@@ -189,39 +187,35 @@ class DeepfakeBenchLayout:
     fill: tuple[tuple[str, Callable[[torch.Size], torch.Tensor]], ...] = ()
 
 
-def register(
-    name: str,
-    kind: str = "network",
-    *,
-    recipe: Recipe | None = None,
-    recipe_name: str | None = None,
-    pretrained: PretrainedLayout | None = None,
-    deepfakebench: Mapping[str, DeepfakeBenchLayout] | None = None,
-) -> Callable[[type], type]:
-    """Register a detector class of ``kind`` under ``name`` (the class learns its name),
-    with its published ``recipe`` (selected by ``recipe: published``, or by ``recipe_name``),
-    its ``pretrained`` layout and its ``deepfakebench`` layouts (by DeepfakeBench
-    ``model_name``)."""
+def _check_detector(name: str, cls: type, meta: dict) -> dict:
+    """A detector registration, ``@DETECTORS.register(name, kind="network", recipe=...,
+    recipe_name=..., pretrained=..., deepfakebench=...)``: a class of ``kind`` (the class
+    learns its name), with its published ``recipe`` (selected by ``recipe: published``, or by
+    ``recipe_name``), its ``pretrained`` layout (a :class:`PretrainedLayout`) and its
+    ``deepfakebench`` layouts (DeepfakeBench ``model_name`` → :class:`DeepfakeBenchLayout`)."""
+    meta = {
+        "kind": "network",
+        "recipe": None,
+        "recipe_name": None,
+        "pretrained": None,
+        **meta,
+        "deepfakebench": dict(meta.get("deepfakebench") or {}),
+    }
+    unknown = set(meta) - {"kind", "recipe", "recipe_name", "pretrained", "deepfakebench"}
+    if unknown:
+        raise TypeError(f"detector {name!r}: unknown registration keys {sorted(unknown)}")
+    kind, recipe, recipe_name = meta["kind"], meta["recipe"], meta["recipe_name"]
     if kind not in KINDS:
         raise ValueError(f"detector {name!r}: kind must be one of {KINDS}, got {kind!r}")
     if recipe is None and recipe_name is not None:
         raise ValueError(f"detector {name!r}: recipe_name {recipe_name!r} names no recipe")
     if recipe_name is not None and not re.fullmatch(r"[a-z0-9_]+", recipe_name):
         raise ValueError(f"detector {name!r}: recipe_name must be a lowercase name")
+    cls.name = name
+    return meta
 
-    def wrap(cls: type) -> type:
-        cls.name = name
-        return DETECTORS.register(
-            name,
-            cls,
-            kind=kind,
-            recipe=recipe,
-            recipe_name=recipe_name,
-            pretrained=pretrained,
-            deepfakebench=dict(deepfakebench or {}),
-        )
 
-    return wrap
+DETECTORS: Registry = Registry("detector", check=_check_detector)
 
 
 def stated_start(init: str, where: str) -> Recipe:
@@ -277,11 +271,6 @@ def paper_init(arch: str) -> tuple[str | None, str]:
 def list_detectors(kind: str | None = None) -> list[str]:
     """Registered detector names, all or those of one ``kind``."""
     return DETECTORS.names() if kind is None else DETECTORS.names(kind=kind)
-
-
-def detector_entry(name: str) -> type:
-    """The class registered under ``name`` (:class:`~fairforge.registry.UnknownName` if none)."""
-    return DETECTORS.get(name)
 
 
 def detector_kind(name: str) -> str:

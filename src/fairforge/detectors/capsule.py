@@ -42,10 +42,10 @@ from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
+    DETECTORS,
     DeepfakeBenchLayout,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
 )
 
@@ -132,7 +132,7 @@ _CAPSULE_DFB = DeepfakeBenchLayout(
 )
 
 
-@register(
+@DETECTORS.register(
     "capsule",
     recipe=stated_start(
         "imagenet", "paper:Capsule-Forensics (Nguyen et al. 2019): ImageNet-pretrained VGG-19"

@@ -39,10 +39,10 @@ from torch import nn
 from fairforge.detectors.base import (
     BENCHMARK_APP_A,
     BENCHMARK_TABLE_3,
+    DETECTORS,
     Detector,
     PretrainedLayout,
     PretrainedTarget,
-    register,
 )
 from fairforge.recipes import Recipe, cited
 
@@ -71,7 +71,7 @@ class LSTM(nn.Module):
         return h
 
 
-@register(
+@DETECTORS.register(
     "conv_lstm",
     # App. A's "sequence of 20 images" is the model's ``frames`` (its default)
     recipe=Recipe(

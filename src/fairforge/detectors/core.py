@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
-from fairforge.detectors.base import DEEPFAKEBENCH_IMAGENET, register, stated_start
+from fairforge.detectors.base import DEEPFAKEBENCH_IMAGENET, DETECTORS, stated_start
 from fairforge.detectors.xception import (
     XCEPTION_DFB,
     XCEPTION_PRETRAINED,
@@ -53,7 +53,7 @@ def crop_flip_view(
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
 
 
-@register(
+@DETECTORS.register(
     "core",
     recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
     pretrained=XCEPTION_PRETRAINED,

@@ -10,9 +10,9 @@ softmax probability of "fake". A head of another width is kept as it is (``sbi``
 classes: ``sbi_dfb`` computes the logit from them).
 
 Layouts are named by DeepfakeBench's ``model_name`` and declared, as data, on the registration
-of the fairforge detector that computes the same function (``@register(...,
+of the fairforge detector that computes the same function (``@DETECTORS.register(...,
 deepfakebench={"meso4": DeepfakeBenchLayout(...)})`` on ``meso4_dfb``); this module keeps the
-mechanism (:data:`LAYOUTS`, :func:`deepfakebench_target`):
+mechanism (:func:`deepfakebench_layouts`, :func:`deepfakebench_target`):
 
 =================  ======================  ============================================
 DeepfakeBench      fairforge detector      notes
@@ -74,31 +74,27 @@ def deepfakebench_layouts() -> dict[str, tuple[str, DeepfakeBenchLayout]]:
     return dict(sorted(out.items()))
 
 
-#: The DeepfakeBench models that load, read off the registrations (the package imports every
-#: detector before this module runs).
-LAYOUTS = deepfakebench_layouts()
-
-
 def _layout_name(arch: str) -> str:
     """The layout for ``arch``: a DeepfakeBench ``model_name``, or else the fairforge detector
     a layout builds (``meso4_dfb`` → ``meso4``), so a config's ``arch`` works too."""
-    if arch in LAYOUTS:
+    layouts = deepfakebench_layouts()
+    if arch in layouts:
         return arch
-    for name, (target, _) in LAYOUTS.items():
+    for name, (target, _) in layouts.items():
         if target == arch:
             return name
-    raise KeyError(f"no DeepfakeBench layout for {arch!r}; supported: {sorted(LAYOUTS)}")
+    raise KeyError(f"no DeepfakeBench layout for {arch!r}; supported: {sorted(layouts)}")
 
 
 def deepfakebench_target(model: str) -> str:
     """The fairforge detector that DeepfakeBench's ``model`` (or a detector name) loads onto."""
-    return LAYOUTS[_layout_name(model)][0]
+    return deepfakebench_layouts()[_layout_name(model)][0]
 
 
 def map_deepfakebench_state(state: dict, arch: str, target: dict) -> dict:
     """Rename a DeepfakeBench state dict to ``arch``'s names and check it against ``target``
     (our model's state dict); raises :class:`CheckpointMismatch` listing what does not fit."""
-    target_name, layout = LAYOUTS[_layout_name(arch)]
+    target_name, layout = deepfakebench_layouts()[_layout_name(arch)]
     mapped, unmatched = {}, []
     for key, value in unwrap_state(state).items():
         if any(re.search(p, key) for p in layout.ignore):

@@ -39,13 +39,13 @@ from torch import nn
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
     DEEPFAKEBENCH_IMAGENET,
+    DETECTORS,
     IMAGENET_MEAN,
     IMAGENET_STD,
     DeepfakeBenchLayout,
     Detector,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
 )
 from fairforge.recipes import Recipe
@@ -208,7 +208,7 @@ def static_padding(model: nn.Module, size: int, unpadded_stem: bool = False) -> 
     return model
 
 
-@register(
+@DETECTORS.register(
     "efficientnet_b4", recipe=SBI_RECIPE, recipe_name="sbi", pretrained=EFFICIENTNET_PRETRAINED
 )
 class EfficientNetB4(Detector):
@@ -247,7 +247,7 @@ class EfficientNetB4(Detector):
         return self.backbone(x).squeeze(1)
 
 
-@register(
+@DETECTORS.register(
     "efficientnet_b4_dfb",
     recipe=_DFB_START,
     pretrained=EFFICIENTNET_PRETRAINED,
@@ -271,7 +271,7 @@ class EfficientNetB4DFB(EfficientNetB4):
         super().__init__(input_size, backbone, drop_rate, padding)
 
 
-@register(
+@DETECTORS.register(
     "sbi_dfb",
     recipe=_DFB_START,
     pretrained=EFFICIENTNET_PRETRAINED,

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from fairforge.columns import PREDICTION_COLUMNS
-from fairforge.detectors.base import register
+from fairforge.detectors.base import DETECTORS
 
 
 class ScoreFileError(ValueError):
@@ -93,7 +93,7 @@ def external_predictions(
     return out[PREDICTION_COLUMNS + extra]
 
 
-@register("external", kind="external")
+@DETECTORS.register("external", kind="external")
 class ScoreFile:
     """An external detector: the score file it brought, scored against a samples manifest."""
 

@@ -38,11 +38,11 @@ from torch import nn
 
 from fairforge.detectors.base import (
     DEEPFAKEBENCH_IMAGENET,
+    DETECTORS,
     DeepfakeBenchLayout,
     Detector,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
 )
 from fairforge.detectors.xception import (
@@ -184,7 +184,7 @@ def _check_size(model: Detector, x: torch.Tensor) -> None:
         )
 
 
-@register(
+@DETECTORS.register(
     "f3net",
     recipe=stated_start(
         "imagenet", "paper:F3-Net (Qian et al. 2020): ImageNet-pretrained Xception"
@@ -232,7 +232,7 @@ class F3Net(Detector):
         return self.head(pooled.flatten(1)).squeeze(1)
 
 
-@register(
+@DETECTORS.register(
     "f3net_dfb",
     recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
     pretrained=XCEPTION_PRETRAINED,

@@ -49,10 +49,10 @@ from fairforge.detectors.base import (
     BENCHMARK_APP_A,
     BENCHMARK_TABLE_3,
     DEEPFAKEBENCH_IMAGENET,
+    DETECTORS,
     DeepfakeBenchLayout,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
 )
 from fairforge.recipes import Recipe, cited
@@ -93,7 +93,7 @@ _HRNET = PretrainedLayout(
 )
 
 
-@register(
+@DETECTORS.register(
     "face_xray",
     recipe=Recipe(
         optimizer="adam",
@@ -209,7 +209,7 @@ class FaceXRay(AuxiliaryLossDetector):
         return loss
 
 
-@register(
+@DETECTORS.register(
     "face_xray_dfb",
     recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
     pretrained=_HRNET,

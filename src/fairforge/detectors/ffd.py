@@ -24,8 +24,8 @@ from fairforge.detectors.auxiliary import AuxiliaryLossDetector, batch_mask
 from fairforge.detectors.base import (
     BENCHMARK_APP_A,
     BENCHMARK_TABLE_3,
+    DETECTORS,
     DeepfakeBenchLayout,
-    register,
 )
 from fairforge.detectors.xception import (
     ENTRY,
@@ -44,7 +44,7 @@ _BEFORE_MAP = STEM + ENTRY + MIDDLE[:4]  # through block 7
 _AFTER_MAP = MIDDLE[4:] + EXIT
 
 
-@register(
+@DETECTORS.register(
     "ffd",
     # Benchmark App. A states FFD's backbone and map (Xception, direct regression), no values
     recipe=Recipe(

@@ -24,17 +24,17 @@ import torch
 from fairforge.detectors.base import (
     BENCHMARK_APP_A,
     BENCHMARK_TABLE_3,
+    DETECTORS,
     IMAGENET_MEAN,
     IMAGENET_STD,
     Detector,
     PretrainedLayout,
     PretrainedTarget,
-    register,
 )
 from fairforge.recipes import Recipe, cited
 
 
-@register(
+@DETECTORS.register(
     "fwa",
     recipe=Recipe(
         lr=1e-3,

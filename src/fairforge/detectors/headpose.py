@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from fairforge.columns import PREDICTION_COLUMNS
-from fairforge.detectors.base import register
+from fairforge.detectors.base import DETECTORS
 from fairforge.faces import detect_faces, predict_landmarks
 from fairforge.forgery.pose import camera_matrix, generic_face_3d, head_pose
 from fairforge.images import read_image
@@ -60,7 +60,7 @@ def pose_difference_features(
     return out
 
 
-@register("headpose", kind="classical")
+@DETECTORS.register("headpose", kind="classical")
 class HeadPoseSVM:
     """Yang et al.'s head-pose inconsistency detector: pose-difference features → RBF SVM."""
 

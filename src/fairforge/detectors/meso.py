@@ -14,9 +14,9 @@ from torch import nn
 from fairforge.detectors.base import (
     BENCHMARK_APP_A,
     BENCHMARK_TABLE_3,
+    DETECTORS,
     DeepfakeBenchLayout,
     Detector,
-    register,
 )
 from fairforge.recipes import Recipe, cited
 
@@ -64,7 +64,7 @@ def _block(cin: int, cout: int, kernel: int, pool: int) -> nn.Sequential:
     )
 
 
-@register("meso4", recipe=_benchmark_recipe("0.12"))
+@DETECTORS.register("meso4", recipe=_benchmark_recipe("0.12"))
 class Meso4(Detector):
     default_input_size = 256
 
@@ -116,7 +116,7 @@ class _InceptionLayer(nn.Module):
         return self.out(torch.cat(branches, dim=1))
 
 
-@register("meso4inception", recipe=_benchmark_recipe("0.11"))
+@DETECTORS.register("meso4inception", recipe=_benchmark_recipe("0.11"))
 class MesoInception4(Detector):
     """MesoInception-4: Meso-4 with its first two blocks replaced by inception layers
     (1, 4, 4, 2 and 2, 4, 4, 2 filters; dilations 1, 2, 3), as in the paper."""
@@ -147,7 +147,7 @@ class MesoInception4(Detector):
         return self.head(self.features(x)).squeeze(1)
 
 
-@register("meso4_dfb", recipe=_MESO_DFB_RECIPE, deepfakebench={"meso4": _MESO_DFB})
+@DETECTORS.register("meso4_dfb", recipe=_MESO_DFB_RECIPE, deepfakebench={"meso4": _MESO_DFB})
 class Meso4DFB(Detector):
     """Meso-4 exactly as DeepfakeBench builds it (``training/networks/mesonet.py``), so its
     checkpoints load: convolutions without bias, each followed by ReLU and then BatchNorm, as
@@ -183,7 +183,7 @@ class Meso4DFB(Detector):
         return self.fc2(self.dropout(x)).squeeze(1)
 
 
-@register(
+@DETECTORS.register(
     "meso4inception_dfb", recipe=_MESO_DFB_RECIPE, deepfakebench={"meso4Inception": _MESO_DFB}
 )
 class MesoInception4DFB(Detector):

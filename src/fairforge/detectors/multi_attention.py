@@ -81,10 +81,10 @@ from torch import nn
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
     DEEPFAKEBENCH_IMAGENET,
+    DETECTORS,
     IMAGENET_MEAN,
     IMAGENET_STD,
     DeepfakeBenchLayout,
-    register,
     stated_start,
     weighted_loss,
 )
@@ -226,7 +226,7 @@ def _keep_old_checkpoints_loading(module, state_dict, prefix, *args) -> None:
         state_dict.setdefault(f"{prefix}warmup_head.{name}", value.detach().clone())
 
 
-@register(
+@DETECTORS.register(
     "multi_attention",
     # Benchmark App. A states the backbone and SL_t, SL_a (the architecture's stages), no
     # training value
@@ -433,7 +433,7 @@ class MultiAttention(AuxiliaryLossDetector):
         return weighted_loss(self, logits, labels, batch)[0]
 
 
-@register(
+@DETECTORS.register(
     "multi_attention_dfb",
     recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
     pretrained=EFFICIENTNET_PRETRAINED,

@@ -24,11 +24,11 @@ from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
     BENCHMARK_APP_A,
     BENCHMARK_TABLE_3,
+    DETECTORS,
     IMAGENET_MEAN,
     IMAGENET_STD,
     PretrainedLayout,
     PretrainedTarget,
-    register,
 )
 from fairforge.detectors.xception import (
     IMAGENET_XCEPTION,
@@ -91,7 +91,7 @@ class _PatchClassifier(AuxiliaryLossDetector):
         return F.binary_cross_entropy_with_logits(patches, target)
 
 
-@register(
+@DETECTORS.register(
     "patch_resnet",
     recipe=PATCH_FORENSICS,
     recipe_name="patch_forensics",
@@ -123,7 +123,7 @@ class PatchResNet(_PatchClassifier):
         self.classifier = nn.Conv2d(channels, 1, 1)
 
 
-@register(
+@DETECTORS.register(
     "patch_xception",
     recipe=PATCH_FORENSICS,
     recipe_name="patch_forensics",

@@ -6,7 +6,7 @@ a timm or torchvision ImageNet model's ``state_dict()``, or the file the origina
 1×1 convolutions, as DeepfakeBench does; efficientnet_pytorch's EfficientNet files, whose
 ``_conv_stem``/``_blocks.N._depthwise_conv``/``_bn0`` names are translated to timm's with the
 detector's own stage depths, so a B0 file fits a ``tf_efficientnet_b0`` backbone). Each architecture has a :class:`PretrainedLayout`
-on its registration (``@register(..., pretrained=PretrainedLayout(...))``) saying which of its
+on its registration (``@DETECTORS.register(..., pretrained=PretrainedLayout(...))``) saying which of its
 modules receive the weights and how the
 file's names map onto them (e.g. Patch-Forensics' truncated trunk is an ``nn.Sequential``
 of the backbone's first stages, so ``layer1.*`` becomes ``trunk.4.*``).

@@ -40,10 +40,10 @@ from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
+    DETECTORS,
     DeepfakeBenchLayout,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
     weighted_loss,
 )
@@ -193,7 +193,7 @@ def real_reconstruction_l1(
     return (per_image * real).sum() / real.sum().clamp_min(1.0)
 
 
-@register(
+@DETECTORS.register(
     "recce",
     recipe=stated_start("imagenet", "paper:RECCE (Cao et al. 2022): ImageNet-pretrained Xception"),
     # its encoder is the whole ImageNet Xception, as DeepfakeBench's Recce builds it

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from fairforge.detectors.base import DEEPFAKEBENCH_IMAGENET, Detector, register, stated_start
+from fairforge.detectors.base import DEEPFAKEBENCH_IMAGENET, DETECTORS, Detector, stated_start
 from fairforge.detectors.xception import (
     ENTRY,
     EXIT,
@@ -33,7 +33,7 @@ def phase_image(x: torch.Tensor) -> torch.Tensor:
     return torch.fft.ifft2(torch.exp(1j * phase)).real.to(x.dtype)
 
 
-@register(
+@DETECTORS.register(
     "spsl",
     recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
     pretrained=XCEPTION_PRETRAINED,

@@ -36,11 +36,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from fairforge.detectors.base import (
+    DETECTORS,
     DeepfakeBenchLayout,
     Detector,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
 )
 from fairforge.detectors.xception import (
@@ -228,7 +228,7 @@ def entry_flow_side(size: int) -> int:
 _TAIL = ("conv3", "bn3", "act3", "conv4", "bn4")  # the exit flow before its last ReLU
 
 
-@register(
+@DETECTORS.register(
     "srm",
     recipe=stated_start("imagenet", "paper:SRM (Luo et al. 2021): ImageNet-pretrained Xceptions"),
     pretrained=PretrainedLayout(

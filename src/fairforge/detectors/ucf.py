@@ -48,10 +48,10 @@ from torch import nn
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
     DEEPFAKEBENCH_IMAGENET,
+    DETECTORS,
     DeepfakeBenchLayout,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
     weighted_loss,
 )
@@ -210,7 +210,7 @@ def _mean_per_label(per_image: torch.Tensor, labels: torch.Tensor) -> torch.Tens
     return total
 
 
-@register(
+@DETECTORS.register(
     "ucf",
     recipe=stated_start("imagenet", DEEPFAKEBENCH_IMAGENET),
     pretrained=PretrainedLayout(

@@ -48,10 +48,10 @@ from torch import nn
 
 from fairforge.detectors.auxiliary import AuxiliaryLossDetector
 from fairforge.detectors.base import (
+    DETECTORS,
     DeepfakeBenchLayout,
     PretrainedLayout,
     PretrainedTarget,
-    register,
     stated_start,
 )
 
@@ -70,7 +70,7 @@ def central_patches(grid: tuple[int, int], device=None) -> torch.Tensor:
     return mask.flatten()
 
 
-@register(
+@DETECTORS.register(
     "uia_vit",
     recipe=stated_start(
         "imagenet", "paper:UIA-ViT (Zhuang et al. 2022): ViT-B/16 pre-trained on ImageNet-21k"

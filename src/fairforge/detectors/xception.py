@@ -20,11 +20,11 @@ from torch import nn
 from fairforge.detectors.base import (
     BENCHMARK_APP_A,
     BENCHMARK_TABLE_3,
+    DETECTORS,
     DeepfakeBenchLayout,
     Detector,
     PretrainedLayout,
     PretrainedTarget,
-    register,
 )
 from fairforge.recipes import Recipe, cited
 
@@ -85,7 +85,7 @@ def xception_features(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return run_stages(net, x, STEM + ENTRY + MIDDLE + EXIT)
 
 
-@register(
+@DETECTORS.register(
     "xception",
     recipe=Recipe(
         optimizer="adam",

@@ -37,10 +37,8 @@ from fairforge.encoders.base import (
     as_image_list,
     create_encoder,
     embed_in_batches,
-    encoder_entry,
     l2_normalise,
     list_encoders,
-    register_encoder,
 )
 
 __all__ = [
@@ -51,8 +49,6 @@ __all__ = [
     "as_image_list",
     "create_encoder",
     "embed_in_batches",
-    "encoder_entry",
     "l2_normalise",
     "list_encoders",
-    "register_encoder",
 ]

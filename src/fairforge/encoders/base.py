@@ -5,7 +5,7 @@ Member modules import this module, never the package, so that the package can im
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -13,7 +13,16 @@ from fairforge.registry import Registry
 
 DEFAULT_ENCODER = "dlib_resnet"
 
-ENCODERS: Registry = Registry("encoder")
+
+def _check_encoder(name: str, cls: type, meta: dict) -> dict:
+    """An encoder registration, ``@ENCODERS.register(name, **metadata)``: the class learns its
+    name (unless it states its own)."""
+    if not cls.__dict__.get("name"):
+        cls.name = name
+    return meta
+
+
+ENCODERS: Registry = Registry("encoder", check=_check_encoder)
 #: The embedding networks a trainable encoder can be built on, by name: each a function
 #: ``(name, embedding_dim, input_size) -> nn.Module`` (any other name is a timm model,
 #: :func:`fairforge.encoders.trainable.build_embedding_net`); metadata ``family``.
@@ -82,29 +91,14 @@ def as_image_list(images: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]
     return out
 
 
-def register_encoder(name: str, **metadata) -> Callable[[type[FaceEncoder]], type[FaceEncoder]]:
-    """Register an encoder class under ``name`` (the class learns its name)."""
-
-    def wrap(cls: type[FaceEncoder]) -> type[FaceEncoder]:
-        if not cls.__dict__.get("name"):
-            cls.name = name
-        return ENCODERS.register(name, cls, **metadata)
-
-    return wrap
-
-
 def list_encoders(**where) -> list[str]:
     """Registered encoder names, optionally only those whose metadata matches ``where``."""
     return ENCODERS.names(**where)
 
 
-def encoder_entry(name: str) -> type[FaceEncoder]:
-    return ENCODERS.get(name)
-
-
 def create_encoder(name: str = DEFAULT_ENCODER, **config) -> FaceEncoder:
     """Build a registered encoder; ``config`` holds its constructor arguments."""
-    encoder = encoder_entry(name)(**config)
+    encoder = ENCODERS.create(name, **config)
     encoder.name = name
     return encoder
 

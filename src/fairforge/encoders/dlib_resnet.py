@@ -29,7 +29,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from fairforge.encoders.base import EncoderError, FaceEncoder, register_encoder
+from fairforge.encoders.base import ENCODERS, EncoderError, FaceEncoder
 
 MODEL_FILE = "dlib_face_recognition_resnet_model_v1.dat"
 SHAPE_FILE = "shape_predictor_5_face_landmarks.dat"
@@ -45,7 +45,7 @@ def default_model_dir() -> Path:
     return Path(spec.submodule_search_locations[0]) / "models"
 
 
-@register_encoder("dlib_resnet")
+@ENCODERS.register("dlib_resnet")
 class DlibResNetEncoder(FaceEncoder):
     """dlib ResNet-29 face descriptor on 5-point chips, batched over a list of chips."""
 

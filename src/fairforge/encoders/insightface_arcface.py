@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from fairforge.encoders.base import EncoderError, FaceEncoder, register_encoder
+from fairforge.encoders.base import ENCODERS, EncoderError, FaceEncoder
 from fairforge.faces.detect import FaceModelError, FaceModels
 from fairforge.faces.insight import RECOGNITION, arcface_features, insightface_model
 
 
-@register_encoder("insightface_arcface")
+@ENCODERS.register("insightface_arcface")
 class InsightfaceArcFaceEncoder(FaceEncoder):
     def __init__(
         self,

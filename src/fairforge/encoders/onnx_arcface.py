@@ -13,7 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from fairforge.encoders.base import EncoderError, FaceEncoder, register_encoder
+from fairforge.encoders.base import ENCODERS, EncoderError, FaceEncoder
 
 DEFAULT_MODEL_PATH = Path("models") / "arcface.onnx"
 MEAN = 127.5
@@ -35,7 +35,7 @@ def preprocess(images: list[np.ndarray], size: int) -> np.ndarray:
     return batch
 
 
-@register_encoder("onnx_arcface")
+@ENCODERS.register("onnx_arcface")
 class OnnxArcFaceEncoder(FaceEncoder):
     input_size = 112
 

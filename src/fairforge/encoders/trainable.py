@@ -43,7 +43,6 @@ from fairforge.encoders.base import (
     ENCODERS,
     EncoderError,
     FaceEncoder,
-    register_encoder,
 )
 
 
@@ -183,21 +182,21 @@ class TrainableEncoder(FaceEncoder):
         return np.concatenate(out, axis=0)
 
 
-@register_encoder("mobilefacenet", trainable=True)
+@ENCODERS.register("mobilefacenet", trainable=True)
 class MobileFaceNetEncoder(TrainableEncoder):
     """Trained MobileFaceNet (:mod:`fairforge.encoders.mobilefacenet`: timm has none)."""
 
     spec = ArchSpec("mobilefacenet", 112, 128)
 
 
-@register_encoder("resnet", trainable=True)
+@ENCODERS.register("resnet", trainable=True)
 class ResNetEncoder(TrainableEncoder):
     """Trained timm resnet10t."""
 
     spec = ArchSpec("resnet10t", 112, 512)
 
 
-@register_encoder("resnet152", trainable=True)
+@ENCODERS.register("resnet152", trainable=True)
 class ResNet152Encoder(TrainableEncoder):
     """Trained face-recognition IR-SE-152 (the Exposure paper's ResNet152, FaceX-Zoo's;
     :mod:`fairforge.encoders.iresnet`), not the ImageNet ResNet-152."""
@@ -205,7 +204,7 @@ class ResNet152Encoder(TrainableEncoder):
     spec = ArchSpec("ir_se152", 112, 512)
 
 
-@register_encoder("attentionnet", trainable=True)
+@ENCODERS.register("attentionnet", trainable=True)
 class AttentionNetEncoder(TrainableEncoder):
     """Trained Residual Attention Network, Attention-56 as FaceX-Zoo builds it
     (:mod:`fairforge.encoders.attentionnet`; timm has none)."""
@@ -213,21 +212,21 @@ class AttentionNetEncoder(TrainableEncoder):
     spec = ArchSpec("attention56", 112, 512)
 
 
-@register_encoder("resnest", trainable=True)
+@ENCODERS.register("resnest", trainable=True)
 class ResNeStEncoder(TrainableEncoder):
     """Trained timm resnest14d."""
 
     spec = ArchSpec("resnest14d", 112, 512)
 
 
-@register_encoder("repvgg", trainable=True)
+@ENCODERS.register("repvgg", trainable=True)
 class RepVGGEncoder(TrainableEncoder):
     """Trained timm repvgg_a0."""
 
     spec = ArchSpec("repvgg_a0", 112, 512)
 
 
-@register_encoder("hrnet", trainable=True)
+@ENCODERS.register("hrnet", trainable=True)
 class HRNetEncoder(TrainableEncoder):
     """Trained timm hrnet_w18_small; 128 px, a multiple of its stride 32."""
 

@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (registers)
 )
 from .base import (
     FORGERY_METHODS,
+    ONLINE_FORGERIES,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -37,7 +38,6 @@ from .base import (
     list_backends,
     list_methods,
     method_key,
-    register_method,
     training_methods,
 )
 from .blend import online_blend, self_blend, xray_blend
@@ -53,6 +53,7 @@ from .shard import (
 __all__ = [
     "FORGERY_COLUMNS",
     "FORGERY_METHODS",
+    "ONLINE_FORGERIES",
     "ForgeryError",
     "ForgeryMethod",
     "ForgeryResult",
@@ -65,7 +66,6 @@ __all__ = [
     "method_key",
     "nearest_targets",
     "online_blend",
-    "register_method",
     "sample_id_for",
     "self_blend",
     "target_choice",

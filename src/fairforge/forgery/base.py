@@ -18,7 +18,6 @@ weight whose support is the mask, so pixels outside it are the kept image's, bit
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -51,7 +50,7 @@ class ForgeryResult:
 class ForgeryMethod:
     """Base class: validates inputs and outputs around :meth:`forge`.
 
-    Subclasses set ``name`` (by :func:`register_method`), ``backend``, ``kept`` and
+    Subclasses set ``name`` and ``backend`` (by ``FORGERY_METHODS.register``), ``kept`` and
     ``needs_target``, list their options with defaults in ``defaults``, and implement
     :meth:`forge`.
     """
@@ -170,31 +169,38 @@ def single_threaded_blas():
     return ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()
 
 
-# One member per implementation, keyed "{method}/{backend}" (``method_key``); the metadata
-# says which method and backend it is, so the methods and their backends are listed from it.
-FORGERY_METHODS: Registry[type[ForgeryMethod]] = Registry("forgery method")
-
-
 def method_key(name: str, backend: str) -> str:
     return f"{name}/{backend}"
 
 
-def register_method(name: str) -> Callable[[type[ForgeryMethod]], type[ForgeryMethod]]:
-    """Class decorator: register a method implementation under ``(name, cls.backend)``."""
+def _check_method(key: str, cls: type[ForgeryMethod], meta: dict) -> dict:
+    """A method registration, ``@FORGERY_METHODS.register("{method}/{backend}")``: the class
+    learns its ``name`` and ``backend`` from the key; the metadata say which method and
+    backend it is, with its ``kept``, ``target_choice`` and ``purpose``."""
+    name, _, backend = key.partition("/")
+    if not name or not backend or "/" in backend:
+        raise ValueError(f"forgery method key {key!r} must be '<method>/<backend>'")
+    if meta:
+        raise TypeError(f"{key}: a method's metadata are its class attributes, not {meta}")
+    cls.name, cls.backend = name, backend
+    return {
+        "method": name,
+        "backend": backend,
+        "kept": cls.kept,
+        "target_choice": cls.target_choice,
+        "purpose": cls.purpose,
+    }
 
-    def wrap(cls: type[ForgeryMethod]) -> type[ForgeryMethod]:
-        cls.name = name
-        return FORGERY_METHODS.register(
-            method_key(name, cls.backend),
-            cls,
-            method=name,
-            backend=cls.backend,
-            kept=cls.kept,
-            target_choice=cls.target_choice,
-            purpose=cls.purpose,
-        )
 
-    return wrap
+# One member per implementation, keyed "{method}/{backend}" (``method_key``); the metadata
+# says which method and backend it is, so the methods and their backends are listed from it.
+FORGERY_METHODS: Registry[type[ForgeryMethod]] = Registry("forgery method", check=_check_method)
+
+#: The fakes a training loop makes on the fly from one real face, fresh each epoch (the
+#: detector's ``online_forgery``): each a function ``(img, lm, rng, partner) -> (real, fake,
+#: X-ray map)``, ``partner`` (image, landmarks) of another identity's face or None;
+#: :func:`fairforge.forgery.blend.online_blend` seeds and calls them.
+ONLINE_FORGERIES: Registry = Registry("online_forgery")
 
 
 def list_methods() -> list[str]:

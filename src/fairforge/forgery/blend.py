@@ -36,6 +36,8 @@ import numpy as np
 
 from ..seeding import rng_for
 from .base import (
+    FORGERY_METHODS,
+    ONLINE_FORGERIES,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -44,7 +46,6 @@ from .base import (
     composite,
     interocular,
     polygon_mask,
-    register_method,
     similarity_transform,
 )
 from .parsing import forehead_points
@@ -253,24 +254,31 @@ def online_blend(
 
     For a training loop that makes its fakes on the fly, as SBI and Face X-ray do: every
     (``seed``, ``key`` (the image id), ``epoch``) gives its own deterministic draw.
-    ``method`` is ``"sbi"`` or ``"xray"``; ``xray`` needs ``partner``, (image, landmarks)
-    of another identity's face (see :func:`nearest_targets` for choosing it).
+    ``method`` names a member of :data:`~fairforge.forgery.base.ONLINE_FORGERIES` (``sbi``,
+    ``xray``, ``fwa``); ``xray`` needs ``partner``, (image, landmarks) of another identity's
+    face (see :func:`nearest_targets` for choosing it).
     """
-    rng = rng_for(seed, "online", method, key, epoch)
-    if method == "sbi":
-        real, fake, weight, _ = self_blend(img, lm, rng)
-        return real, fake, xray_map(weight)
-    if method == "xray":
-        if partner is None:
-            raise ValueError("online xray blending needs a partner face of another identity")
-        fake, weight, _ = xray_blend(img, lm, partner[0], partner[1], rng)
-        return np.asarray(img), fake, xray_map(weight)
-    raise ValueError(f"online blending knows 'sbi' and 'xray', not {method!r}")
+    make = ONLINE_FORGERIES.get(method)
+    return make(img, lm, rng_for(seed, "online", method, key, epoch), partner)
 
 
-@register_method("sbi")
+@ONLINE_FORGERIES.register("sbi")
+def _online_sbi(img, lm, rng, partner=None):
+    """SBI: the real of the pair is its (possibly augmented) background copy."""
+    real, fake, weight, _ = self_blend(img, lm, rng)
+    return real, fake, xray_map(weight)
+
+
+@ONLINE_FORGERIES.register("xray")
+def _online_xray(img, lm, rng, partner=None):
+    if partner is None:
+        raise ValueError("online xray blending needs a partner face of another identity")
+    fake, weight, _ = xray_blend(img, lm, partner[0], partner[1], rng)
+    return np.asarray(img), fake, xray_map(weight)
+
+
+@FORGERY_METHODS.register("sbi/classical")
 class SelfBlended(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     purpose = "training"
     needs_target = False
@@ -292,9 +300,8 @@ class SelfBlended(ForgeryMethod):
         return ForgeryResult(image, mask, {"xray": xray_map(weight), **info})
 
 
-@register_method("xray")
+@FORGERY_METHODS.register("xray/classical")
 class XRayBlended(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     purpose = "training"
     needs_target = True

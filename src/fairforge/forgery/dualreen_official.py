@@ -63,6 +63,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -71,7 +72,6 @@ from .base import (
     feather,
     interocular,
     polygon_mask,
-    register_method,
 )
 from .releases import ReleaseFile
 
@@ -200,11 +200,10 @@ def keep_driver_eyelids(fake, driver):
     return out
 
 
-@register_method("dualreen")
+@FORGERY_METHODS.register("dualreen/official")
 class DualReenactmentOfficial(ForgeryMethod):
     """The Dual-Generator release (Hsu et al., CVPR 2022); see the module docstring."""
 
-    backend = "official"
     kept = "source"
     needs_target = True
     release_files = (

@@ -1,5 +1,8 @@
 """Graphic face swap (the FaceSwap method of FaceForensics++, learning-free).
 
+FairFD's FaceSwap [21] is this graphics method itself, so it is not a stand-in: no network
+is released for it, and it has no ``official`` backend.
+
 The source face is cut into Delaunay triangles over its 68 landmarks and each triangle is
 mapped affinely onto the matching triangle of the target's landmarks; the warped face is
 colour-corrected to the target (LAB mean and std inside the face hull) and blended into the
@@ -18,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -29,7 +33,6 @@ from .base import (
     interocular,
     poisson_clone,
     polygon_mask,
-    register_method,
 )
 from .parsing import occluders
 from .warp import piecewise_affine_maps, remap
@@ -43,9 +46,8 @@ def keep_target(target_img: np.ndarray, target_lm: np.ndarray, iod: float) -> np
     return mouth | occluders(target_img, target_lm)
 
 
-@register_method("faceswap")
+@FORGERY_METHODS.register("faceswap/classical")
 class FaceSwap(ForgeryMethod):
-    backend = "classical"
     kept = "target"
     needs_target = True
     defaults = {

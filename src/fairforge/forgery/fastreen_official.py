@@ -73,11 +73,11 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
     composite,
-    register_method,
 )
 from .releases import ReleaseFile
 
@@ -222,11 +222,10 @@ def erosion_disk(size: int = 5) -> np.ndarray:
     return ((r[None, :] ** 2 + r[:, None] ** 2) < (size / 2.0) ** 2).astype(np.uint8)
 
 
-@register_method("fastreen")
+@FORGERY_METHODS.register("fastreen/official")
 class FastReenactmentOfficial(ForgeryMethod):
     """The bi-layer release (Zakharov et al., ECCV 2020); see the module docstring."""
 
-    backend = "official"
     kept = "source"
     needs_target = True
     release_files = (

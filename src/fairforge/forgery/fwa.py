@@ -22,6 +22,8 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
+    ONLINE_FORGERIES,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -30,8 +32,8 @@ from .base import (
     feather,
     interocular,
     polygon_mask,
-    register_method,
 )
+from .blend import xray_map
 
 BLUR_KERNELS = (3, 5, 7, 9)
 REGIONS = ("rectangle", "hull")
@@ -105,9 +107,15 @@ def fwa_blend(
     return image, weight, extra
 
 
-@register_method("fwa")
+@ONLINE_FORGERIES.register("fwa")
+def _online_fwa(img, lm, rng, partner=None):
+    """FWA's warp as a training fake; the map is the X-ray of its feathered region."""
+    fake, weight, _ = fwa_blend(img, lm, rng)
+    return np.asarray(img), fake, xray_map(weight)
+
+
+@FORGERY_METHODS.register("fwa/classical")
 class FaceWarpingArtefacts(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     purpose = "training"
     needs_target = False

@@ -12,7 +12,7 @@ is loaded (names and shapes of its inputs), so a wrong model fails with a clear 
   kept crop and blended with insightface's paste-back weight (the aligned square eroded by
   a tenth and blurred by a twentieth of its size), so the crop outside it is unchanged.
 
-Inputs per method (:data:`CONTRACTS`):
+Inputs per method (each class's ``inputs``, in order, and ``kept_input``):
 
 - ``faceswap``: ``source`` (the identity) and ``target`` (the face whose image is kept);
   output: the target's image with the source's face;
@@ -32,24 +32,17 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
     composite,
     five_points,
-    register_method,
     similarity_transform,
 )
 from .parsing import PARTS, face_region, part_components
 from .simswap import arcface_template, model_path
 
-# method -> (input names in order, which input is the kept face)
-CONTRACTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "faceswap": (("source", "target"), "target"),
-    "fastreen": (("source", "driver"), "source"),
-    "dualreen": (("source", "driver"), "source"),
-    "maskgan": (("image", "parsing"), "image"),
-}
 EDITABLE = ("nose", "eyes", "brows", "upper_lip", "lower_lip")
 
 
@@ -106,6 +99,9 @@ def edited_parsing(lm: np.ndarray, mat: np.ndarray, size: int, rng) -> tuple[np.
 
 class _OnnxMethod(ForgeryMethod):
     backend = "onnx"
+    #: the model's input names, in order, and which of them is the face whose image is kept
+    inputs: tuple[str, ...] = ()
+    kept_input: str = ""
     defaults = {
         "model_path": None,  # the ONNX model (contract in fairforge.forgery.learned)
         "providers": None,  # onnxruntime providers; default CUDA if present, else CPU
@@ -116,7 +112,7 @@ class _OnnxMethod(ForgeryMethod):
         super().__init__(**options)
         path = model_path(self.name, self.options, "model_path", f"{self.name} ONNX model")
         self.session = onnx_session(path, self.options["providers"], self.options["threads"])
-        names, self.kept_input = CONTRACTS[self.name]
+        names = self.inputs
         inputs = {i.name: i for i in self.session.get_inputs()}
         if set(inputs) != set(names) or len(self.session.get_outputs()) != 1:
             raise ValueError(
@@ -167,26 +163,30 @@ class _OnnxMethod(ForgeryMethod):
         return ForgeryResult(image, mask, extra)
 
 
-@register_method("faceswap")
+@FORGERY_METHODS.register("faceswap/onnx")
 class FaceSwapOnnx(_OnnxMethod):
     kept = "target"
+    inputs, kept_input = ("source", "target"), "target"
     needs_target = True
 
 
-@register_method("fastreen")
+@FORGERY_METHODS.register("fastreen/onnx")
 class FastReenactmentOnnx(_OnnxMethod):
     kept = "source"
+    inputs, kept_input = ("source", "driver"), "source"
     needs_target = True
 
 
-@register_method("dualreen")
+@FORGERY_METHODS.register("dualreen/onnx")
 class DualReenactmentOnnx(_OnnxMethod):
     kept = "source"
+    inputs, kept_input = ("source", "driver"), "source"
     needs_target = True
 
 
-@register_method("maskgan")
+@FORGERY_METHODS.register("maskgan/onnx")
 class MaskGANOnnx(_OnnxMethod):
     kept = "source"
+    inputs, kept_input = ("image", "parsing"), "image"
     needs_target = False
     random = True

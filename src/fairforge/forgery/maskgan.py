@@ -22,8 +22,8 @@ The edit (the choices the paper leaves open are fixed here):
   to skin included) and hair, hat, earrings, neck and cloth; only the ears grow into the
   background.
 
-The classical renderer (:func:`render_edit`) turns the edited map into an image without a
-generator: every edited part's old and new region (:func:`edited_region`) is filled from
+The classical renderer (:func:`render_edit`) stands in for MaskGAN's generator (FairFD [25],
+Lee et al., CVPR 2020): it turns the edited map into an image without a generator: every edited part's old and new region (:func:`edited_region`) is filled from
 the pixels around it, mostly skin (OpenCV's Telea inpainting), and the part's own pixels are
 stretched, about the centre of its bounding box, from its old bounding box onto its new one
 and drawn over the new region. Pixels outside that region are the source's, bit for bit, so
@@ -48,6 +48,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -56,7 +57,6 @@ from .base import (
     erode,
     feather,
     interocular,
-    register_method,
 )
 from .parsing import CELEBAMASK_LABELS, label_map
 from .releases import ReleaseFile
@@ -185,9 +185,8 @@ def render_edit(
     return composite(np.clip(canvas + 0.5, 0, 255).astype(np.uint8), img, region.astype(np.float32))
 
 
-@register_method("maskgan")
+@FORGERY_METHODS.register("maskgan/classical")
 class MaskGAN(ForgeryMethod):
-    backend = "classical"
     kept = "source"
     needs_target = False
     random = True

@@ -50,7 +50,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .base import ForgeryMethod, ForgeryResult, composite, feather, interocular, register_method
+from .base import FORGERY_METHODS, ForgeryMethod, ForgeryResult, composite, feather, interocular
 from .maskgan import (
     FACE_PARSER,
     FAIRFD_PARTS,
@@ -73,9 +73,8 @@ GENERATOR = ReleaseFile(
 PASTE = ("image", "edited")
 
 
-@register_method("maskgan")
+@FORGERY_METHODS.register("maskgan/official")
 class MaskGANOfficial(ForgeryMethod):
-    backend = "official"
     kept = "source"
     needs_target = False
     random = True

@@ -8,8 +8,9 @@ grew from the driver's mouth. They differ in their motion model, as the learned 
 used do (sparse keypoints and a thin-plate spline for first-order-motion style models; a
 fitted 3-D face model re-posed and re-projected for 3-D-aware ones):
 
-- ``fastreen`` (stands in for sparse-keypoint models such as FOMM / the bi-layer "fast"
-  model): the motion is carried by :data:`KEYPOINTS`, a sparse subset of the 68 landmarks.
+- ``fastreen`` (stands in for FairFD's FastReen [23], Zakharov et al.'s "fast bi-layer"
+  model, ECCV 2020, a sparse-keypoint model like FOMM; ``official``,
+  :mod:`~fairforge.forgery.fastreen_official`, runs its release): the motion is carried by :data:`KEYPOINTS`, a sparse subset of the 68 landmarks.
   Relative motion: the driver's keypoints are taken in the driver's own face frame (its
   position, size and in-plane roll removed by a least-squares similarity onto the source's
   keypoints), so only their configuration (yaw and pitch foreshorten and shift the jaw, nose
@@ -19,8 +20,10 @@ fitted 3-D face model re-posed and re-projected for 3-D-aware ones):
   high-frequency layer for detail), each given the driver's mouth with its own blend width.
   Simplification: with one driver image there is no neutral driver frame to take motion
   relative to, so the keypoints also carry some of the driver's face shape.
-- ``dualreen`` (stands in for 3-D model based reenactment): a 3-D landmark model is fitted to
-  the source: the generic mean 3-D face (:func:`~fairforge.forgery.pose.generic_face_3d`)
+- ``dualreen`` (stands in for FairFD's DualReen [24], Hsu et al.'s Dual-Generator, CVPR
+  2022, which re-poses the face's landmarks before rendering; ``official``,
+  :mod:`~fairforge.forgery.dualreen_official`, runs its release): a 3-D landmark model is
+  fitted to the source: the generic mean 3-D face (:func:`~fairforge.forgery.pose.generic_face_3d`)
   under the source's rigid pose solved by ``cv2.solvePnP``, plus per-point offsets that
   carry the source's own shape and the driver's expression (the expression fitted with a
   small linear blendshape model, :data:`BLENDSHAPES`, on the expression measures of
@@ -40,6 +43,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -49,7 +53,6 @@ from .base import (
     feather,
     interocular,
     polygon_mask,
-    register_method,
     similarity_transform,
 )
 from .parsing import EXPRESSION, LOWER_MOUTH_WEIGHTS, face_frame, measure_expression
@@ -315,7 +318,7 @@ def _sample(img: np.ndarray, disp: np.ndarray) -> np.ndarray:
     return remap(img, xs + disp[..., 0], ys + disp[..., 1])
 
 
-@register_method("fastreen")
+@FORGERY_METHODS.register("fastreen/classical")
 class FastReenactment(_Reenactment):
     defaults = {**_Reenactment.defaults, "low_sigma": 0.12}  # low-pass scale, IOD units
 
@@ -358,7 +361,7 @@ class FastReenactment(_Reenactment):
         return np.clip(low_w + high_w + 0.5, 0, 255).astype(np.uint8)
 
 
-@register_method("dualreen")
+@FORGERY_METHODS.register("dualreen/classical")
 class DualReenactment(_Reenactment):
     defaults = {
         **_Reenactment.defaults,

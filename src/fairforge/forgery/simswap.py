@@ -4,8 +4,9 @@
 own loading (``insightface.model_zoo.get_model``) and swapper (``INSwapper.get``), with the
 identity from an ArcFace ONNX model (``ArcFaceONNX.get``); see :class:`SimSwapOnnx`.
 
-``backend="classical"`` is a learning-free stand-in for an identity-encoder swap (SimSwap's
-identity injection), different in mechanism from ``faceswap``'s paste of the source face:
+``backend="classical"`` is a learning-free stand-in for FairFD's SimSwap [22] (Chen et al.,
+ACM MM 2020), an identity-encoder swap (SimSwap's identity injection; ``official``,
+:mod:`~fairforge.forgery.simswap_official`, runs its release), different in mechanism from ``faceswap``'s paste of the source face:
 the target image itself is changed, so its expression, pose, lighting, fine detail and
 occluders stay. (1) Shape: the source's landmarks, given the target's expression measures
 and lifted onto the generic 3-D face under the source's PnP pose, are re-projected under
@@ -27,6 +28,7 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
@@ -35,7 +37,6 @@ from .base import (
     five_points,
     interocular,
     polygon_mask,
-    register_method,
 )
 from .faceswap import keep_target
 from .parsing import face_region, measure_expression, occluders
@@ -100,9 +101,8 @@ def identity_landmarks(source_lm: np.ndarray, target_lm: np.ndarray, size: int) 
     return project(lift_landmarks(neutral, model, rot_s, t_s, camera), rot_t, t_t, camera)
 
 
-@register_method("simswap")
+@FORGERY_METHODS.register("simswap/classical")
 class SimSwapClassical(ForgeryMethod):
-    backend = "classical"
     kept = "target"
     needs_target = True
     defaults = {
@@ -173,7 +173,7 @@ def model_path(method: str, options: dict, key: str, what: str) -> str:
     return str(value)
 
 
-@register_method("simswap")
+@FORGERY_METHODS.register("simswap/onnx")
 class SimSwapOnnx(ForgeryMethod):
     """A learned swapper run through insightface's own model loading and swapper.
 
@@ -188,7 +188,6 @@ class SimSwapOnnx(ForgeryMethod):
     RGB to insightface's BGR and back, and takes the pixels that changed as the mask.
     """
 
-    backend = "onnx"
     kept = "target"
     needs_target = True
     defaults = {

@@ -60,11 +60,11 @@ import cv2
 import numpy as np
 
 from .base import (
+    FORGERY_METHODS,
     ForgeryError,
     ForgeryMethod,
     ForgeryResult,
     five_points,
-    register_method,
 )
 from .releases import ReleaseFile
 
@@ -171,12 +171,11 @@ def paste_back(
     return blended.astype(np.uint8), weight[..., 0]
 
 
-@register_method("simswap")
+@FORGERY_METHODS.register("simswap/official")
 class SimSwapOfficial(ForgeryMethod):
     """SimSwap's released generator and ArcFace with its alignment and paste-back (module
     docstring: the files, the conversion of the ArcFace file, the differences)."""
 
-    backend = "official"
     kept = "target"
     needs_target = True
     release_files = (

@@ -83,7 +83,8 @@ def make_optimizer(params, settings):
 
 # --------------------------------------------------------------------------- schedules
 # Each takes the base lr, the 1-based epoch, the epochs of schedule done before it (after
-# the warm-up) and the schedule's length, and gives the epoch's lr.
+# the warm-up) and the schedule's length, and gives the epoch's lr. Metadata ``words``: the
+# schedule in words for the protocol card, from a resolved recipe's values (else its name).
 
 
 @SCHEDULES.register("constant")
@@ -91,13 +92,15 @@ def constant(lr: float, epoch: int, done: int, span: int, **_) -> float:
     return lr * 1.0
 
 
-@SCHEDULES.register("step")
+@SCHEDULES.register("step", words=lambda v: f"step: x{v['gamma']:g} every {v['step_size']} epochs")
 def step(lr: float, epoch: int, done: int, span: int, step_size: int = 10, gamma=0.1, **_):
     """``gamma`` times less every ``step_size`` epochs."""
     return lr * gamma ** (done // max(1, step_size))
 
 
-@SCHEDULES.register("multistep")
+@SCHEDULES.register(
+    "multistep", words=lambda v: f"multistep: x{v['gamma']:g} at epochs {list(v['milestones'])}"
+)
 def multistep(lr: float, epoch: int, done: int, span: int, milestones=(), gamma=0.1, **_):
     """``gamma`` times less from each epoch of ``milestones`` on."""
     return lr * gamma ** sum(epoch >= m for m in milestones)
@@ -108,7 +111,9 @@ def cosine(lr: float, epoch: int, done: int, span: int, **_) -> float:
     return lr * (0.5 * (1.0 + math.cos(math.pi * done / span)))
 
 
-@SCHEDULES.register("linear_decay")
+@SCHEDULES.register(
+    "linear_decay", words=lambda v: f"linear_decay: to 0 from {v['decay_start']:.0%} of the epochs"
+)
 def linear_decay(lr: float, epoch: int, done: int, span: int, decay_start=0.75, **_) -> float:
     """Constant, then falling linearly to 0 from ``decay_start`` of the epochs on."""
     start = int(span * decay_start)

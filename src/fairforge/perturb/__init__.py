@@ -24,9 +24,7 @@ from fairforge.perturb.base import (
     VideoOperation,
     check_image,
     create_op,
-    get_op_class,
     list_ops,
-    register,
 )
 from fairforge.perturb.distance import far_degrade
 from fairforge.perturb.suites import (
@@ -106,7 +104,6 @@ __all__ = [
     "create_op",
     "far_degrade",
     "frame_variant_pattern",
-    "get_op_class",
     "is_codec",
     "is_frame_variant",
     "is_random_variant",
@@ -116,7 +113,6 @@ __all__ = [
     "op_for_variant",
     "operation_names",
     "parse_variant",
-    "register",
     "suite",
     "unavailable_reason",
     "variant_name",

@@ -27,7 +27,15 @@ from fairforge.perturb.ops import add_gaussian_noise, gray_mean, jpeg_roundtrip,
 from fairforge.registry import Registry
 from fairforge.seeding import rng_for
 
-AUGMENTATIONS: Registry[type[Augmentation]] = Registry("augmentation")
+
+def _check_augmentation(name: str, cls: type[Augmentation], meta: dict) -> dict:
+    """An augmentation registration, ``@AUGMENTATIONS.register(name)``: the class learns its
+    name (which also seeds its draws)."""
+    cls.name = name
+    return meta
+
+
+AUGMENTATIONS: Registry[type[Augmentation]] = Registry("augmentation", check=_check_augmentation)
 
 ENHANCE_KINDS = ("brightness", "contrast")
 SMOOTH_KINDS = ("gaussian", "average")
@@ -140,8 +148,6 @@ class Augmentation:
 
 @AUGMENTATIONS.register("none")
 class NoAugment(Augmentation):
-    name = "none"
-
     def plan(self, rng, noise_fires=None):
         return AugmentPlan()
 
@@ -156,7 +162,6 @@ class SDAug(Augmentation):
     draws it per image everywhere.
     """
 
-    name = "sdaug"
     noise_scopes = ("batch", "image")
 
     def __init__(
@@ -221,8 +226,6 @@ class DAug(Augmentation):
     sigma 25 and quality 52 are the middles of [3, 15], [0, 50] and [10, 95].
     """
 
-    name = "daug"
-
     def __init__(
         self,
         seed: int = 0,
@@ -277,8 +280,6 @@ class DeepfakeBenchAug(Augmentation):
     Flip and rotation move the face: :meth:`apply_geometry` moves its mask the same way
     (the training dataset calls it for detectors that learn from masks).
     """
-
-    name = "deepfakebench"
 
     def __init__(
         self,
@@ -361,7 +362,6 @@ class FairFDAug(DeepfakeBenchAug):
     F3Net, SPSL, SRM, FFD, CORE and Capsule set it; JPEG p 0.5 at quality 40-100), and
     ``steps`` may change them (:class:`DeepfakeBenchAug`'s flip, rotation and JPEG keywords)."""
 
-    name = "fairfd"
     #: the steps FairFD leaves out
     OMITTED = ("p_blur", "blur_limit", "p_brightness", "brightness_limit", "contrast_limit")
 
@@ -401,57 +401,110 @@ class AugMixPlan:
     chains: tuple[tuple[tuple[str, float], ...], ...]
 
 
-def _augmix_magnitude(op: str, level: float, sign: float, side: int) -> float:
-    """The parameter the reference operators derive from ``level`` (``sample_level``'s draw):
-    ``int_parameter`` (int(level · maxval / 10)) or ``float_parameter`` (level · maxval / 10)."""
-    if op == "posterize":
-        return float(4 - int(level * 4 / 10))  # bits kept
-    if op == "rotate":
-        return sign * int(level * 30 / 10)  # degrees
-    if op == "solarize":
-        return float(256 - int(level * 256 / 10))  # threshold
-    if op in ("shear_x", "shear_y"):
-        return sign * level * 0.3 / 10
-    if op in ("translate_x", "translate_y"):
-        return sign * int(level * (side / 3) / 10)  # pixels
-    if op in ("color", "contrast", "brightness", "sharpness"):
-        return level * 1.8 / 10 + 0.1  # ImageEnhance factor
-    return 0.0  # autocontrast, equalize: no parameter
+#: AugMix's operators by name, each ``(pil_image, magnitude) -> pil_image`` as the reference's
+#: (bilinear resampling; the affine ones keep the image size and fill with black). Metadata
+#: ``magnitude``: ``(level, sign, side) -> parameter``, what the reference derives from
+#: ``sample_level``'s draw (``int_parameter``: int(level · maxval / 10), or
+#: ``float_parameter``: level · maxval / 10); ``sign`` flips the geometric ones.
+AUGMIX_OPERATORS: Registry = Registry("AugMix operation")
 
 
-def augmix_op(image, op: str, magnitude: float):
-    """One AugMix operator on a PIL image, as the reference's (bilinear resampling, the
-    affine ops keep the image size and fill with black)."""
-    from PIL import Image, ImageEnhance, ImageOps
+def _no_parameter(level: float, sign: float, side: int) -> float:
+    return 0.0
 
-    size = image.size
-    if op == "autocontrast":
-        return ImageOps.autocontrast(image)
-    if op == "equalize":
-        return ImageOps.equalize(image)
-    if op == "posterize":
-        return ImageOps.posterize(image, int(magnitude))
-    if op == "rotate":
-        return image.rotate(magnitude, resample=Image.BILINEAR)
-    if op == "solarize":
-        return ImageOps.solarize(image, int(magnitude))
-    affine = {
-        "shear_x": (1, magnitude, 0, 0, 1, 0),
-        "shear_y": (1, 0, 0, magnitude, 1, 0),
-        "translate_x": (1, 0, magnitude, 0, 1, 0),
-        "translate_y": (1, 0, 0, 0, 1, magnitude),
-    }
-    if op in affine:
-        return image.transform(size, Image.AFFINE, affine[op], resample=Image.BILINEAR)
-    enhancers = {
-        "color": ImageEnhance.Color,
-        "contrast": ImageEnhance.Contrast,
-        "brightness": ImageEnhance.Brightness,
-        "sharpness": ImageEnhance.Sharpness,
-    }
-    if op in enhancers:
-        return enhancers[op](image).enhance(magnitude)
-    raise ValueError(f"unknown AugMix operation {op!r}; expected one of {AUGMIX_ALL_OPS}")
+
+def _enhance_factor(level: float, sign: float, side: int) -> float:
+    return level * 1.8 / 10 + 0.1  # ImageEnhance factor
+
+
+def _shear(level: float, sign: float, side: int) -> float:
+    return sign * level * 0.3 / 10
+
+
+def _translate(level: float, sign: float, side: int) -> float:
+    return sign * int(level * (side / 3) / 10)  # pixels
+
+
+@AUGMIX_OPERATORS.register("autocontrast", magnitude=_no_parameter)
+def _autocontrast(image, magnitude: float):
+    from PIL import ImageOps
+
+    return ImageOps.autocontrast(image)
+
+
+@AUGMIX_OPERATORS.register("equalize", magnitude=_no_parameter)
+def _equalize(image, magnitude: float):
+    from PIL import ImageOps
+
+    return ImageOps.equalize(image)
+
+
+@AUGMIX_OPERATORS.register(
+    "posterize",
+    magnitude=lambda level, sign, side: float(4 - int(level * 4 / 10)),  # bits kept
+)
+def _posterize(image, magnitude: float):
+    from PIL import ImageOps
+
+    return ImageOps.posterize(image, int(magnitude))
+
+
+@AUGMIX_OPERATORS.register(
+    "rotate",
+    magnitude=lambda level, sign, side: sign * int(level * 30 / 10),  # degrees
+)
+def _rotate(image, magnitude: float):
+    from PIL import Image
+
+    return image.rotate(magnitude, resample=Image.BILINEAR)
+
+
+@AUGMIX_OPERATORS.register(
+    "solarize", magnitude=lambda level, sign, side: float(256 - int(level * 256 / 10))
+)
+def _solarize(image, magnitude: float):
+    from PIL import ImageOps
+
+    return ImageOps.solarize(image, int(magnitude))  # the magnitude is the threshold
+
+
+def _affine(coefficients):
+    """An affine AugMix operator whose matrix ``coefficients(magnitude)`` gives."""
+
+    def transform(image, magnitude: float):
+        from PIL import Image
+
+        matrix = coefficients(magnitude)
+        return image.transform(image.size, Image.AFFINE, matrix, resample=Image.BILINEAR)
+
+    return transform
+
+
+AUGMIX_OPERATORS.register("shear_x", _affine(lambda m: (1, m, 0, 0, 1, 0)), magnitude=_shear)
+AUGMIX_OPERATORS.register("shear_y", _affine(lambda m: (1, 0, 0, m, 1, 0)), magnitude=_shear)
+AUGMIX_OPERATORS.register(
+    "translate_x", _affine(lambda m: (1, 0, m, 0, 1, 0)), magnitude=_translate
+)
+AUGMIX_OPERATORS.register(
+    "translate_y", _affine(lambda m: (1, 0, 0, 0, 1, m)), magnitude=_translate
+)
+
+
+def _enhance(enhancer: str):
+    """An AugMix operator that is PIL's ``ImageEnhance.<enhancer>`` by the magnitude."""
+
+    def enhance(image, magnitude: float):
+        from PIL import ImageEnhance
+
+        return getattr(ImageEnhance, enhancer)(image).enhance(magnitude)
+
+    return enhance
+
+
+AUGMIX_OPERATORS.register("color", _enhance("Color"), magnitude=_enhance_factor)
+AUGMIX_OPERATORS.register("contrast", _enhance("Contrast"), magnitude=_enhance_factor)
+AUGMIX_OPERATORS.register("brightness", _enhance("Brightness"), magnitude=_enhance_factor)
+AUGMIX_OPERATORS.register("sharpness", _enhance("Sharpness"), magnitude=_enhance_factor)
 
 
 @AUGMENTATIONS.register("augmix")
@@ -471,8 +524,6 @@ class AugMix(Augmentation):
     the augmentation: detectors train on the mixed image with their own loss. Rotation,
     shear and translation move the face, and a mask is not moved with a mixture of them.
     """
-
-    name = "augmix"
 
     def __init__(
         self,
@@ -503,7 +554,8 @@ class AugMix(Augmentation):
                 op = self.ops[int(rng.integers(len(self.ops)))]
                 level = float(rng.uniform(0.1, self.severity))  # the reference's sample_level
                 sign = -1.0 if rng.random() > 0.5 else 1.0
-                steps.append((op, float(_augmix_magnitude(op, level, sign, side))))
+                magnitude = AUGMIX_OPERATORS.metadata(op)["magnitude"](level, sign, side)
+                steps.append((op, float(magnitude)))
             chains.append(tuple(steps))
         return AugMixPlan(tuple(float(w) for w in weights), m, tuple(chains))
 
@@ -515,7 +567,7 @@ class AugMix(Augmentation):
         for weight, chain in zip(plan.weights, plan.chains):
             augmented = original
             for op, magnitude in chain:
-                augmented = augmix_op(augmented, op, magnitude)
+                augmented = AUGMIX_OPERATORS.create(op, augmented, magnitude)
             mix += weight * np.asarray(augmented, dtype=np.float64)
         mixed = (1.0 - plan.m) * image.astype(np.float64) + plan.m * mix
         return np.clip(np.rint(mixed), 0, 255).astype(np.uint8)

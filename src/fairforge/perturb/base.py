@@ -24,8 +24,6 @@ import numpy as np
 
 from fairforge.registry import Registry
 
-OPERATIONS: Registry[type[Operation]] = Registry("operation")
-
 KINDS = ("image", "video")
 
 
@@ -185,23 +183,24 @@ class VideoOperation(Operation):
         )
 
 
-def register(cls: type[Operation]) -> type[Operation]:
-    """Class decorator adding an op to ``OPERATIONS`` under ``cls.name``."""
-    if not cls.name or not cls.category:
-        raise TypeError(f"{cls.__name__} needs a name and a category")
+def _check_operation(name: str, cls: type[Operation], meta: dict) -> dict:
+    """An operation registration, ``@OPERATIONS.register(name)``: the class learns its name;
+    its ``kind``, ``category`` and ``levels`` (class attributes) become the metadata."""
+    if meta:
+        raise TypeError(f"{name}: an operation's metadata are its class attributes, not {meta}")
+    if not cls.category:
+        raise TypeError(f"{cls.__name__} needs a category")
     if cls.kind not in KINDS:
-        raise TypeError(f"{cls.name}: kind {cls.kind!r} is not one of {KINDS}")
+        raise TypeError(f"{name}: kind {cls.kind!r} is not one of {KINDS}")
     if cls.params and len(cls.params) != len(cls.levels):
-        raise TypeError(f"{cls.name}: params and levels differ in length")
+        raise TypeError(f"{name}: params and levels differ in length")
     if cls.continuous is not None and cls.continuous not in ROUNDINGS:
-        raise TypeError(f"{cls.name}: continuous {cls.continuous!r} is not one of {ROUNDINGS}")
-    return OPERATIONS.register(
-        cls.name, cls, kind=cls.kind, category=cls.category, levels=tuple(cls.levels)
-    )
+        raise TypeError(f"{name}: continuous {cls.continuous!r} is not one of {ROUNDINGS}")
+    cls.name = name
+    return {"kind": cls.kind, "category": cls.category, "levels": tuple(cls.levels)}
 
 
-def get_op_class(name: str) -> type[Operation]:
-    return OPERATIONS.get(name)
+OPERATIONS: Registry[type[Operation]] = Registry("operation", check=_check_operation)
 
 
 def list_ops(category: str | None = None, kind: str | None = None) -> list[str]:
@@ -216,7 +215,7 @@ def create_op(name: str, level: int, **options: Any) -> Operation:
     Raises :class:`~fairforge.registry.UnknownName`, :class:`InvalidLevel`, or
     :class:`OperationUnavailable` when the op's weights are missing.
     """
-    cls = get_op_class(name)
+    cls = OPERATIONS.get(name)
     try:
         op = cls(level, **options)
     except TypeError as err:

@@ -26,7 +26,7 @@ from typing import ClassVar
 import cv2
 import numpy as np
 
-from fairforge.perturb.base import Operation, PerturbationError, register
+from fairforge.perturb.base import OPERATIONS, Operation, PerturbationError
 from fairforge.perturb.ops import gaussian_blur, to_uint8
 
 BLOCK_SIDE = 8  # the reference's block side, in pixels
@@ -68,9 +68,8 @@ class _Rounded(Operation):
         self.rounding = _choice(self.name, "rounding", rounding, ROUNDINGS)
 
 
-@register
+@OPERATIONS.register("df_saturation")
 class DfSaturation(_Rounded):
-    name = "df_saturation"
     category = "deeperforensics"
     params = (0.4, 0.3, 0.2, 0.1, 0.0)  # chroma scale around its centre
     continuous = "float"
@@ -81,9 +80,8 @@ class DfSaturation(_Rounded):
         return quantise(_from_ycrcb(ycrcb), self.rounding)
 
 
-@register
+@OPERATIONS.register("df_contrast")
 class DfContrast(_Rounded):
-    name = "df_contrast"
     category = "deeperforensics"
     params = (0.85, 0.725, 0.6, 0.475, 0.35)  # pixel values multiplied by this
     continuous = "float"
@@ -99,9 +97,8 @@ def block_side(height: int, width: int) -> int:
     return max(2, round(BLOCK_SIDE * min(height, width) / BLOCK_REFERENCE_SIDE))
 
 
-@register
+@OPERATIONS.register("df_block")
 class DfBlock(Operation):
-    name = "df_block"
     category = "deeperforensics"
     params = (16, 32, 48, 64, 80)  # grey blocks per 256 px of the shorter side
     continuous = "int"
@@ -140,9 +137,8 @@ class DfBlock(Operation):
         return self.apply_draws(image, self.draw(image.shape, rng))
 
 
-@register
+@OPERATIONS.register("df_noise")
 class DfNoise(_Rounded):
-    name = "df_noise"
     category = "deeperforensics"
     params = (0.001, 0.002, 0.005, 0.01, 0.05)  # variance on normalised YCbCr
     continuous = "float"
@@ -170,9 +166,8 @@ class DfNoise(_Rounded):
         return self.apply_draws(image, self.draw(image.shape, rng))
 
 
-@register
+@OPERATIONS.register("df_blur")
 class DfBlur(Operation):
-    name = "df_blur"
     category = "deeperforensics"
     params = (7, 9, 13, 17, 21)  # Gaussian kernel, sigma = k / 6
     continuous = "odd"
@@ -181,11 +176,10 @@ class DfBlur(Operation):
         return gaussian_blur(image, self.param, self.param / 6.0)
 
 
-@register
+@OPERATIONS.register("df_pixelate")
 class DfPixelate(Operation):
     """Down by the factor and back up; DeeperForensics calls it "JPEG"."""
 
-    name = "df_pixelate"
     category = "deeperforensics"
     params = (2, 3, 4, 5, 6)
     continuous = "int"

@@ -16,11 +16,11 @@ import cv2
 import numpy as np
 
 from fairforge.perturb.base import (
+    OPERATIONS,
     InvalidLevel,
     Operation,
     OperationUnavailable,
     check_image,
-    register,
 )
 from fairforge.perturb.ops import WEIGHTS_DIR, jpeg_roundtrip, to_uint8
 
@@ -109,11 +109,10 @@ def far_degrade(
     return cv2.resize(low, size, interpolation=cv2.INTER_CUBIC)
 
 
-@register
+@OPERATIONS.register("far")
 class Far(Operation):
     """``far@d``: :func:`far_degrade` at distance d, returned at the input's size."""
 
-    name = "far"
     category = "distance"
 
     def __init__(self, level: int, face_fraction: float = 1.0):
@@ -124,12 +123,11 @@ class Far(Operation):
         return far_degrade(image, self.level, rng, out_size=None, face_fraction=self.face_fraction)
 
 
-@register
+@OPERATIONS.register("far_learned")
 class FarLearned(Operation):
     """``far_learned@1``: the trained high-to-low generator (learned_degradation.py), its
     16x16 output upsampled back to the input size. Unavailable until a checkpoint exists."""
 
-    name = "far_learned"
     category = "distance"
     levels = (1,)
 

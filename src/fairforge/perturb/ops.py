@@ -16,19 +16,15 @@ from typing import ClassVar
 import cv2
 import numpy as np
 
-from fairforge.perturb.base import Operation, OperationUnavailable, PerturbationError, register
+from fairforge.perturb.base import OPERATIONS, Operation, OperationUnavailable, PerturbationError
 
 # Relative to the working directory (the workflow root) unless the config gives a path.
 WEIGHTS_DIR = Path("weights")
 
 
-def default_weights_path(op: str, level: int | None = None) -> Path:
-    """Where an op looks for its weights when the config gives no path."""
-    if op == "learned_compression":
-        return WEIGHTS_DIR / "compressai" / f"bmshj2018-factorized-q{level}.pth.tar"
-    if op == "dncnn":
-        return WEIGHTS_DIR / "dncnn" / "dncnn_color_blind.pth"
-    raise KeyError(op)
+# Where an op looks for its weights when the config gives no path ({quality}: the level).
+COMPRESSAI_WEIGHTS = str(WEIGHTS_DIR / "compressai" / "bmshj2018-factorized-q{quality}.pth.tar")
+DNCNN_WEIGHTS = WEIGHTS_DIR / "dncnn" / "dncnn_color_blind.pth"
 
 
 # --- pixel helpers shared with augment.py and distance.py --------------------------------
@@ -122,9 +118,8 @@ def lut(image: np.ndarray, table: np.ndarray) -> np.ndarray:
 # --- noise --------------------------------------------------------------------------------
 
 
-@register
+@OPERATIONS.register("gaussian_noise")
 class GaussianNoise(Operation):
-    name = "gaussian_noise"
     category = "noise"
     params = (5.0, 10.0, 20.0, 35.0, 50.0)  # sigma in grey levels
     continuous = "float"
@@ -133,7 +128,7 @@ class GaussianNoise(Operation):
         return add_gaussian_noise(image, self.param, rng)
 
 
-@register
+@OPERATIONS.register("poisson_gaussian_noise")
 class PoissonGaussianNoise(Operation):
     """Poisson-Gaussian sensor noise (Foi et al. 2008) on pixel values in [0, 1].
 
@@ -142,7 +137,6 @@ class PoissonGaussianNoise(Operation):
     sigmas of ``gaussian_noise`` so the two suites have comparable severities.
     """
 
-    name = "poisson_gaussian_noise"
     category = "noise"
     params = ((0.002, 0.01), (0.005, 0.02), (0.015, 0.04), (0.04, 0.06), (0.09, 0.09))
     continuous = "float"
@@ -155,7 +149,7 @@ class PoissonGaussianNoise(Operation):
 # --- resizing and compression -------------------------------------------------------------
 
 
-@register
+@OPERATIONS.register("resize")
 class Resize(Operation):
     """Down by the level's scale and back up; ``down`` / ``up`` name the interpolations.
 
@@ -165,7 +159,6 @@ class Resize(Operation):
     camera-like reading.
     """
 
-    name = "resize"
     category = "resizing"
     params = (0.75, 0.5, 0.35, 0.25, 0.15)  # scale of the intermediate image
     continuous = "float"
@@ -179,9 +172,8 @@ class Resize(Operation):
         return resize_roundtrip(image, self.param, self.down, self.up)
 
 
-@register
+@OPERATIONS.register("jpeg")
 class Jpeg(Operation):
-    name = "jpeg"
     category = "compression"
     levels = (95, 80, 60, 45, 30)  # the level is the quality
     continuous = "int"
@@ -194,7 +186,7 @@ class Jpeg(Operation):
         return 8.0 * len(encode_jpeg(image, self.param))
 
 
-@register
+@OPERATIONS.register("learned_compression")
 class LearnedCompression(Operation):
     """bmshj2018-factorized (Ballé et al. 2018) at CompressAI quality 1..8.
 
@@ -203,17 +195,12 @@ class LearnedCompression(Operation):
     ``weights`` may hold ``{quality}``, so one configured pattern serves all eight levels.
     """
 
-    name = "learned_compression"
     category = "compression"
     levels = (1, 2, 3, 4, 5, 6, 7, 8)
 
     def __init__(self, level: int, weights: str | Path | None = None, device: str = "cpu"):
         super().__init__(level)
-        self.weights = (
-            Path(str(weights).format(quality=self.level))
-            if weights
-            else default_weights_path(self.name, self.level)
-        )
+        self.weights = Path(str(weights or COMPRESSAI_WEIGHTS).format(quality=self.level))
         self.device = device
 
     def check_available(self) -> None:
@@ -244,7 +231,7 @@ class LearnedCompression(Operation):
 # --- denoising and blur -------------------------------------------------------------------
 
 
-@register
+@OPERATIONS.register("gaussian_blur")
 class GaussianBlur(Operation):
     """The Assessment paper's "kernel size σ 3–11", read by ``level_is``.
 
@@ -252,7 +239,6 @@ class GaussianBlur(Operation):
     (0.8 … 2.0); ``sigma``: the level is σ, the kernel derived from it (about 6σ + 1).
     """
 
-    name = "gaussian_blur"
     category = "blur"
     levels = (3, 5, 7, 9, 11)  # the level is the kernel size (or sigma, see level_is)
     readings: ClassVar[tuple[str, ...]] = ("kernel", "sigma")
@@ -275,7 +261,7 @@ class GaussianBlur(Operation):
         return gaussian_blur(image, self.param)
 
 
-@register
+@OPERATIONS.register("denoise")
 class Denoise(Operation):
     """Non-local means (default) or DnCNN when its weights are given.
 
@@ -283,7 +269,6 @@ class Denoise(Operation):
     knob): the level is the number of passes, each removing what the net sees as noise.
     """
 
-    name = "denoise"
     category = "denoising"
     params = (3.0, 6.0, 9.0, 13.0, 18.0)  # NLM h (luma and chroma)
     modes: ClassVar[tuple[str, ...]] = ("nlm", "dncnn")
@@ -300,7 +285,7 @@ class Denoise(Operation):
         self.mode = mode or ("dncnn" if weights else "nlm")
         if self.mode not in self.modes:
             raise PerturbationError(f"denoise: mode {self.mode!r} is not one of {list(self.modes)}")
-        self.weights = Path(weights) if weights else default_weights_path("dncnn")
+        self.weights = Path(weights) if weights else DNCNN_WEIGHTS
         self.device = device
 
     def param_rounding(self) -> str | None:
@@ -330,9 +315,8 @@ class Denoise(Operation):
 # --- enhancement --------------------------------------------------------------------------
 
 
-@register
+@OPERATIONS.register("brightness")
 class Brightness(Operation):
-    name = "brightness"
     category = "enhancement"
     params = (-60, -30, 30, 60, 90)  # grey-level offset; levels order the table, not severity
     continuous = "int"
@@ -341,9 +325,8 @@ class Brightness(Operation):
         return lut(image, np.arange(256, dtype=np.float32) + self.param)
 
 
-@register
+@OPERATIONS.register("contrast")
 class Contrast(Operation):
-    name = "contrast"
     category = "enhancement"
     params = (0.5, 0.7, 1.3, 1.6, 2.0)  # gain about the image's mean grey level
     continuous = "float"
@@ -353,9 +336,8 @@ class Contrast(Operation):
         return lut(image, (np.arange(256, dtype=np.float32) - mean) * self.param + mean)
 
 
-@register
+@OPERATIONS.register("gamma")
 class Gamma(Operation):
-    name = "gamma"
     category = "enhancement"
     params = (0.5, 0.7, 1.5, 2.0, 2.5)  # out = 255 * (in / 255) ** gamma
     continuous = "float"
@@ -367,9 +349,8 @@ class Gamma(Operation):
 # --- colour -------------------------------------------------------------------------------
 
 
-@register
+@OPERATIONS.register("grayscale")
 class Grayscale(Operation):
-    name = "grayscale"
     category = "color"
     levels = (1,)
 
@@ -434,19 +415,16 @@ class Combination(Operation):
         return image
 
 
-@register
+@OPERATIONS.register("jpeg+gaussian_noise")
 class JpegNoise(Combination):
-    name = "jpeg+gaussian_noise"
     parts = (Jpeg, GaussianNoise)
 
 
-@register
+@OPERATIONS.register("blur+jpeg")
 class BlurJpeg(Combination):
-    name = "blur+jpeg"
     parts = (GaussianBlur, Jpeg)
 
 
-@register
+@OPERATIONS.register("resize+noise+jpeg")
 class ResizeNoiseJpeg(Combination):
-    name = "resize+noise+jpeg"
     parts = (Resize, GaussianNoise, Jpeg)

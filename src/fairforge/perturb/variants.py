@@ -40,7 +40,6 @@ from fairforge.perturb.base import (
     PerturbationError,
     check_image,
     create_op,
-    get_op_class,
 )
 from fairforge.seeding import rng_for
 
@@ -114,7 +113,7 @@ def at_frame(variant: str) -> str:
 
 def variants_of(name: str) -> list[str]:
     """Every variant of one op, mildest first."""
-    return [variant_name(name, level) for level in get_op_class(name).levels]
+    return [variant_name(name, level) for level in OPERATIONS.get(name).levels]
 
 
 def is_video_op(variant: str) -> bool:
@@ -192,7 +191,7 @@ class RandomIntensity:
     """
 
     def __init__(self, name: str, draw: str = "continuous", **options: Any):
-        cls = get_op_class(name)
+        cls = OPERATIONS.get(name)
         if cls.kind != "image":
             raise PerturbationError(f"{name}@{RANDOM}: random intensity is for image operations")
         if draw not in RANDOM_DRAWS:

@@ -29,30 +29,27 @@ The filter chains are part of the cache key of a perturbed clip, so their exact 
 
 from __future__ import annotations
 
-from fairforge.perturb.base import VideoOperation, register
+from fairforge.perturb.base import OPERATIONS, VideoOperation
 
 
-@register
+@OPERATIONS.register("vid_h264")
 class H264(VideoOperation):
-    name = "vid_h264"
     category = "compression"
     levels = (23, 40)  # the level is the CRF
     compression = True
     description = "H.264 at the CRF given by the level"
 
 
-@register
+@OPERATIONS.register("df_video_compression")
 class DfVideoCompression(VideoOperation):
-    name = "df_video_compression"
     category = "compression"
     levels = (30, 32, 35, 38, 40)  # the level is the CRF
     compression = True
     description = "DeeperForensics-1.0 video compression: H.264 at CRF = level"
 
 
-@register
+@OPERATIONS.register("vid_hflip")
 class HFlip(VideoOperation):
-    name = "vid_hflip"
     category = "geometry"
     levels = (1,)
     description = "horizontal flip"
@@ -61,9 +58,8 @@ class HFlip(VideoOperation):
         return [("hflip", (), {})]
 
 
-@register
+@OPERATIONS.register("vid_vflip")
 class VFlip(VideoOperation):
-    name = "vid_vflip"
     category = "geometry"
     levels = (1,)
     description = "vertical flip"
@@ -72,9 +68,8 @@ class VFlip(VideoOperation):
         return [("vflip", (), {})]
 
 
-@register
+@OPERATIONS.register("vid_vintage")
 class Vintage(VideoOperation):
-    name = "vid_vintage"
     category = "color"
     levels = (1,)
     params = ("vintage",)  # curves preset
@@ -84,9 +79,8 @@ class Vintage(VideoOperation):
         return [("curves", (), {"preset": self.param})]
 
 
-@register
+@OPERATIONS.register("vid_grayscale")
 class Grayscale(VideoOperation):
-    name = "vid_grayscale"
     category = "color"
     levels = (1,)
     params = (0,)  # hue saturation
@@ -105,33 +99,29 @@ class _Eq(VideoOperation):
         return [("eq", (), {self.setting: self.param})]
 
 
-@register
+@OPERATIONS.register("vid_lighten")
 class Lighten(_Eq):
-    name = "vid_lighten"
     params = (0.2,)
     setting = "brightness"
     description = "eq=brightness=0.2"
 
 
-@register
+@OPERATIONS.register("vid_darken")
 class Darken(_Eq):
-    name = "vid_darken"
     params = (-0.2,)
     setting = "brightness"
     description = "eq=brightness=-0.2"
 
 
-@register
+@OPERATIONS.register("vid_contrast")
 class Contrast(_Eq):
-    name = "vid_contrast"
     params = (1.5,)
     setting = "contrast"
     description = "eq=contrast=1.5"
 
 
-@register
+@OPERATIONS.register("vid_noise")
 class Noise(VideoOperation):
-    name = "vid_noise"
     category = "noise"
     levels = (1,)
     params = (20,)  # noise strength, alls
@@ -142,9 +132,8 @@ class Noise(VideoOperation):
         return [("noise", (), {"alls": self.param, "allf": "t", "all_seed": seed % (2**31)})]
 
 
-@register
+@OPERATIONS.register("vid_scale")
 class Scale(VideoOperation):
-    name = "vid_scale"
     category = "resolution"
     levels = (1, 2)
     params = (0.5, 0.25)  # scale factor of both sides
@@ -163,9 +152,8 @@ class Scale(VideoOperation):
         ]
 
 
-@register
+@OPERATIONS.register("vid_stretch")
 class Stretch(VideoOperation):
-    name = "vid_stretch"
     category = "resolution"
     levels = (1,)
     params = ("4/3",)  # width ratio

@@ -7,7 +7,7 @@ function takes a table and an output path and returns the path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +17,14 @@ from matplotlib.figure import Figure
 from fairforge.forgery.quality import CARD_MEASURES
 from fairforge.perturb import CLEAN
 from fairforge.plotting import save_png
-from fairforge.tables.efficiency import EFFICIENCY_AXES, efficiency_with_metric
+from fairforge.tables.efficiency import (
+    EFFICIENCY_AXES,
+    efficiency_with_metric,
+    family_efficiency,
+)
 from fairforge.tables.forgery_quality import ALPHA as QUALITY_ALPHA
 from fairforge.tables.predictions import evaluation_rows
+from fairforge.tables.robustness import MEAN_ALL, MEAN_COMMON, SPREAD
 from fairforge.tables.variants import sorted_variants
 
 PANEL = (4.0, 3.0)  # inches per panel
@@ -102,6 +107,53 @@ def robustness_figure(
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), fontsize=8)
+    return save_png(fig, path)
+
+
+def random_intensity_figure(table: pd.DataFrame, path: str | Path, metric: str = "AUC") -> Path:
+    """The Benchmark paper's Fig. 3: ``metric`` under each perturbation type at random
+    intensity, beside clean, one panel per test dataset and one line per architecture: its
+    mean over the training sets (solid) and over the commonly trained ones (dashed), or the
+    detector itself where it has one training set; the legend gives each line's population
+    standard deviation over the perturbations (§4.3). ``table`` is
+    :func:`~fairforge.tables.robustness.random_intensity_table`."""
+    if table.empty:
+        return _message(path, "No op@random variant was evaluated: no perturbation curve.")
+    spread = table["operation"] == SPREAD
+    ops = list(dict.fromkeys(table.loc[~spread, "operation"]))
+    means = table["train_dataset"].isin([MEAN_ALL, MEAN_COMMON])
+    averaged = set(table.loc[means, "arch"])
+    lines = table.loc[means | ~table["arch"].isin(averaged)]
+    datasets = sorted(lines["dataset"].astype(str).unique())
+    names = sorted(lines["detector"].astype(str).unique())
+    colours = _colours(names)
+    fig, axes = _wrap(len(datasets), 3, max(PANEL[0], 0.7 * len(ops) + 2.0))
+    x = np.arange(len(ops) + 1)
+    for ax, dataset in zip(axes, datasets):
+        data = lines.loc[lines["dataset"].astype(str) == dataset]
+        keys = ["detector", "train_dataset"]
+        for (detector, trained), line in data.groupby(keys, sort=True):
+            values = line.loc[~spread.loc[line.index]].set_index("operation")
+            std = line.loc[spread.loc[line.index], metric]
+            y = [values[f"clean_{metric}"].mean(), *[values[metric].get(op, np.nan) for op in ops]]
+            label = detector if trained != MEAN_COMMON else f"{detector}, common"
+            if len(std):
+                label += f" (std {float(std.iloc[0]):.3f})"
+            ax.plot(
+                x,
+                y,
+                marker="o",
+                ms=3,
+                color=colours[detector],
+                linestyle="--" if trained == MEAN_COMMON else "-",
+                label=label,
+            )
+        ax.set_xticks(x, ["clean", *ops], rotation=40, ha="right", fontsize=8)
+        ax.set_ylabel(f"average {metric}" if averaged else metric)
+        ax.set_title(dataset, fontsize=10)
+        ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
     return save_png(fig, path)
 
 
@@ -460,13 +512,20 @@ def efficiency_figure(
     metric: str = "AUC",
     variant: str = CLEAN,
     axes: Sequence[str] = tuple(EFFICIENCY_AXES),
+    families: Mapping[str, Mapping] | None = None,
 ) -> Path:
     """``metric`` on ``variant`` against each cost of ``axes`` (Benchmark paper's efficiency
     plots): one panel per cost, one point per detector and dataset, labelled with the
-    detector, one colour per detector and one marker per dataset. Costs spanning more than
-    a factor of 10 are drawn on a log axis. Detectors without a timed network (classical
-    ones) are named under the panels, not drawn."""
-    frame = efficiency_with_metric(efficiency, detection, metric, variant)
+    detector, one colour per detector and one marker per dataset. With ``families`` (each
+    detector's settings), one point per family of detectors that differ only in their
+    training set, at its average over them and the datasets
+    (:func:`~fairforge.tables.efficiency.family_efficiency`: the paper's Figs. 4-6). Costs
+    spanning more than a factor of 10 are drawn on a log axis. Detectors without a timed
+    network (classical ones) are named under the panels, not drawn."""
+    if families is None:
+        frame = efficiency_with_metric(efficiency, detection, metric, variant)
+    else:
+        frame = family_efficiency(efficiency, detection, families, metric, variant)
     axes = [a for a in axes if a in frame.columns]
     if frame.empty or not axes:
         return _message(path, "No detector has both a cost row and a clean " + metric + ".")
@@ -499,7 +558,7 @@ def efficiency_figure(
                 pad = (high - low) * 0.15 or max(abs(high) * 0.2, 1e-9)
                 ax.set_xlim(low - pad, high + 2 * pad)
         ax.set_xlabel(EFFICIENCY_AXES.get(cost, cost))
-        ax.set_ylabel(f"{metric} ({variant})")
+        ax.set_ylabel(f"{'average ' if families is not None else ''}{metric} ({variant})")
         ax.axhline(0.5, color="0.7", lw=0.8, zorder=0)
         ax.grid(alpha=0.3)
     from matplotlib.lines import Line2D

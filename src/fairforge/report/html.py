@@ -37,7 +37,7 @@ from fairforge.report.views import (
     undefined_metrics_lines,
     wide_pvalues,
 )
-from fairforge.sources import get_adapter
+from fairforge.sources import ADAPTERS
 from fairforge.tables.detectors import TRAINED_ENOUGH_AUC, undertrained
 from fairforge.tables.exposure import averaged_view, exposure_matrix, exposure_summary
 from fairforge.tables.failures import group_dependent_failures
@@ -283,8 +283,9 @@ def _robustness_section(paths: Mapping, robustness: pd.DataFrame) -> str:
 
 
 def _study_parts(paths: Mapping) -> list[str]:
-    """The Assessment's studies the run made (``fairforge.paths.REPORT_STUDIES``): training
-    data against robustness, augmented twins, codecs by bitrate."""
+    """The papers' studies the run made (``fairforge.paths.REPORT_STUDIES``): training
+    data against robustness, augmented twins, codecs by bitrate (Assessment); the
+    random-intensity protocol with Table 4 and Figs. 3-6 (Benchmark)."""
     parts = []
     if "training_data_figure" in paths:
         parts += [
@@ -310,6 +311,20 @@ def _study_parts(paths: Mapping) -> list[str]:
             caption_html("compression_rate"),
             figure_html(paths["compression_rate_figure"], "AUC against bits per pixel"),
             table_html(read_input(paths, "compression_rate")),
+        ]
+    if "random_intensity" in paths:
+        table = read_input(paths, "random_intensity")
+        keep = [c for c in table.columns if not c.startswith(("param_", "drawn_", "n_drawn"))]
+        parts += [
+            "<h3>Perturbations at random intensity (Benchmark Fig. 3, section 4.3)</h3>",
+            caption_html("random_intensity"),
+            figure_html(paths["random_intensity_figure"], "AUC per perturbation type"),
+            table_html(table[keep]),
+            "<h3>Detection on the training set (Benchmark Table 4)</h3>",
+            caption_html("in_domain_table"),
+            table_html(read_input(paths, "in_domain")),
+            "<h3>Average AUC against cost (Benchmark Figs. 4-6)</h3>",
+            figure_html(paths["efficiency_average_figure"], "average AUC against cost"),
         ]
     return parts
 
@@ -655,7 +670,7 @@ def build_report(paths: Mapping, config: Mapping) -> str:
     fup = read_input(paths, "fairness_under_perturbation")
     robustness = read_input(paths, "robustness")
     synthetic = any(
-        get_adapter(d["adapter"]).synthetic
+        ADAPTERS.create(d["adapter"]).synthetic
         for d in config.get("datasets", {}).values()
         if "adapter" in d
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairforge.recipes import NOT_PAPER_INIT, UNSTATED
+from fairforge.recipes import NOT_PAPER_INIT, UNSTATED, unstated_recipe
 from fairforge.report.text import format_number
 from fairforge.tables.efficiency import clean_metric
 from fairforge.tables.forgeries import rate_cells
@@ -348,5 +348,10 @@ def protocol_lines(protocol: pd.DataFrame) -> list[str]:
     for name, part in unstated.groupby("name", sort=False):
         lines.append(
             f"{name}: its paper leaves {', '.join(part['key'])} unstated (fairforge defaults)."
+        )
+    recipes = detectors["source"].map(unstated_recipe)
+    for (name, recipe), part in detectors.groupby([detectors["name"], recipes], sort=False):
+        lines.append(
+            f"{name}: its paper leaves {', '.join(part['key'])} unstated (recipe {recipe}'s)."
         )
     return lines

@@ -128,12 +128,6 @@ class SourceAdapter:
 ADAPTERS: Registry[type[SourceAdapter]] = Registry("adapter")
 
 
-def get_adapter(name: str) -> SourceAdapter:
-    """The adapter registered under ``name`` (:class:`~fairforge.registry.UnknownName` lists
-    the others)."""
-    return ADAPTERS.create(name)
-
-
 def list_adapters() -> list[str]:
     return ADAPTERS.names()
 

@@ -25,9 +25,9 @@ from fairforge.columns import (
 )
 from fairforge.images import DEFAULT_LIMITS, ImageError, ImageLimits, decode_image, read_file
 from fairforge.sources.base import (
+    ADAPTERS,
     REAL_METHOD,
     SourceError,
-    get_adapter,
     image_root,
     require_columns,
 )
@@ -131,7 +131,7 @@ def list_sources(
     (:func:`resolved_split`), and a row it cannot place keeps ``ok=False`` with the reason. A labelled dataset's
     :data:`LABEL_COLUMNS` are carried; a row whose label and method disagree is ``ok=False``.
     """
-    source = get_adapter(adapter)
+    source = ADAPTERS.create(adapter)
     root = Path(root)
     if not source.writes_images and not root.exists():
         raise SourceError(f"dataset root not found: {root}")
@@ -226,7 +226,7 @@ def resolved_split(adapter: str, split: object) -> SplitSpec:
     spec = parse_split(split)
     if spec.subject_disjoint is not None:
         return spec
-    official = spec.official and not get_adapter(adapter).official_subject_disjoint
+    official = spec.official and not ADAPTERS.create(adapter).official_subject_disjoint
     return replace(spec, subject_disjoint=not official)
 
 
@@ -294,7 +294,7 @@ def list_dataset(
     :func:`list_sources`), checked against the shard plan: the plan made one shard job per
     ``shard_size`` rows of the adapter's count, so rows past it would belong to no job and
     vanish from every later stage."""
-    adapter = get_adapter(dataset_cfg["adapter"])
+    adapter = ADAPTERS.create(dataset_cfg["adapter"])
     listing = list_sources(
         dataset_cfg["adapter"],
         root,

@@ -13,7 +13,8 @@ evaluated on one split (``test`` by default); the validation split only fits thr
 - :mod:`.fairness`: the clean fairness tables (with why a gap cannot be judged), fairness under every variant, permutation
   p-values, per-group thresholds (FairFD Table 5), grayscale (FairFD Table 6).
 - :mod:`.detectors`: what trained each detector, its twins, balanced training (FairFD
-  Table 4), train-on x test-on generalization.
+  Table 4), train-on x test-on generalization, each detector on what it trained on
+  (Benchmark Table 4).
 - :mod:`.efficiency`: each detector's cost next to its clean AUC.
 - :mod:`.forgeries`: forgery and face-detection success per group.
 - :mod:`.failures`: every stage's failure rate per group with its interval and the test of
@@ -36,6 +37,7 @@ from fairforge.tables.detectors import (
     detectors_frame,
     find_twins,
     generalization_table,
+    in_domain_table,
     sdaug_twins,
     twins_from_frame,
 )
@@ -118,6 +120,7 @@ __all__ = [
     "group_dependent_failures",
     "grayscale_table",
     "has_video_pipeline",
+    "in_domain_table",
     "left_out",
     "most_exposed_groups",
     "per_method_table",

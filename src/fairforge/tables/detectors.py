@@ -11,10 +11,15 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from fairforge.forgery import training_methods
+from fairforge.metrics.detection import detection_metrics
 from fairforge.perturb import CLEAN
 from fairforge.recipes import NOT_PAPER_INIT
+from fairforge.samples import REAL
+from fairforge.tables.predictions import evaluation_rows
 
 # Settings that say where and how fast a model was trained, not what was trained (and the
 # detector's own name, which every detector's settings carry).
@@ -221,12 +226,15 @@ def balanced_table(fairness: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
 
 
-def training_families(settings: Mapping[str, Mapping]) -> list[list[str]]:
-    """Detectors grouped into families whose settings differ only in ``train_dataset``
-    (singletons included), each ordered by training dataset; families by their first name."""
+def training_families(
+    settings: Mapping[str, Mapping], differing: Sequence[str] = ("train_dataset",)
+) -> list[list[str]]:
+    """Detectors grouped into families whose settings differ only in ``differing`` (by
+    default ``train_dataset``; singletons included), each ordered by training dataset;
+    families by their first name."""
     families: dict[str, list[str]] = {}
     for name in sorted(settings):
-        key = repr(sorted(_comparable(settings[name], ["train_dataset"]).items()))
+        key = repr(sorted(_comparable(settings[name], differing).items()))
         families.setdefault(key, []).append(name)
     return [
         sorted(members, key=lambda d: (str(settings[d].get("train_dataset")), d))
@@ -284,6 +292,109 @@ def generalization_table(
     per_train.insert(0, "family", AVERAGE)
     table = pd.concat([table, per_train], ignore_index=True)
     return table[["family", "detector", "train_dataset", *datasets, AVERAGE]]
+
+
+#: The commonly trained average of :func:`in_domain_table` (``metrics.average_excludes``).
+AVERAGE_COMMON = "average_common"
+
+
+def training_set(
+    datasets: Sequence[str], train_methods: Iterable[str], own: Sequence[str]
+) -> tuple[str, list[str]]:
+    """What a detector trained on, as a column of :func:`in_domain_table`, and the fake
+    methods of its test split that belong to it. ``own``: the fake methods of ``datasets``'
+    test split (made for training ones excluded). A detector that trains on some of them
+    only is named ``dataset/method+method`` and tested on those (Benchmark Table 4's
+    FF++/DF); one that trains on all of them, or on none (fakes it makes from the real
+    faces: FWA, Face X-ray), is named by its dataset(s) and tested on all."""
+    label = "+".join(datasets)
+    chosen = [m for m in own if m in set(train_methods)]
+    if not chosen or len(chosen) == len(own):
+        return label, list(own)
+    return f"{label}/{'+'.join(chosen)}", chosen
+
+
+def in_domain_table(
+    preds: pd.DataFrame,
+    settings: Mapping[str, Mapping],
+    datasets: Sequence[str],
+    metric: str = "AUC",
+    average_excludes: Sequence[str] = (),
+    split: str | None = "test",
+) -> pd.DataFrame:
+    """Benchmark Table 4: each detector tested on the test split of what it trained on
+    (:func:`training_set`: its dataset, or the manipulations of it it trained on), one row
+    per family of detectors that differ only in ``train_dataset`` and ``train_methods``
+    (named after its first member by name, with its ``arch``), one column per training set (in the
+    order of ``datasets``, a dataset before its manipulations), ``metric`` on clean frames.
+
+    A detector that trains on none of its dataset's own fakes (FWA, Face X-ray: fakes made
+    from the real faces) has the same training set for every manipulation of that dataset,
+    so it also fills its family's cells of those manipulations' columns. ``average``: the
+    mean over the row's training sets, a dataset split into manipulations counted by them
+    (the paper's FF++/DF, FF++/FS, FF++/FShifter, not FF++ pooled); with
+    ``average_excludes``, ``average_common`` leaves those datasets out (the paper's
+    parentheses: without DFDC and ForgeryNet).
+
+    ``preds``: clean predictions with at least each detector's rows on its own training
+    datasets; ``settings``: each detector's ``arch``, ``train_dataset`` ('a' or 'a+b') and
+    ``train_methods``."""
+    generated = set(training_methods())
+    scored = evaluation_rows(preds, split)
+    scored = scored.loc[~scored["method"].isin(generated)]
+    cells: dict[tuple[str, str], float] = {}
+    columns: dict[str, str] = {}  # label -> its dataset(s)
+    fills: list[tuple[str, str, pd.DataFrame]] = []
+
+    def score(part: pd.DataFrame, methods: Sequence[str]) -> float:
+        rows = part.loc[part["method"].isin([REAL, *methods])]
+        if rows["label"].nunique() < 2:
+            return float("nan")
+        return float(detection_metrics(rows["label"], rows["score"])[metric])
+
+    families = [sorted(f) for f in training_families(settings, ("train_dataset", "train_methods"))]
+    family_of = {name: members[0] for members in families for name in members}
+    for name in sorted(settings):
+        on = str(settings[name].get("train_dataset", "")).split("+")
+        data = scored.loc[scored["dataset"].isin(on)]
+        part = data.loc[data["detector"] == name]
+        if part.empty:
+            continue
+        own = sorted(set(data["method"].astype(str)) - {REAL})
+        methods = list(settings[name].get("train_methods") or [])
+        label, tested = training_set(on, methods, own)
+        columns.setdefault(label, "+".join(on))
+        cells[(family_of[name], label)] = score(part, tested)
+        if not set(methods) & set(own):
+            fills.append((family_of[name], "+".join(on), part))
+    for family, dataset, part in fills:
+        for label, source in list(columns.items()):
+            if source == dataset and label != dataset and (family, label) not in cells:
+                cells[(family, label)] = score(part, label.split("/", 1)[1].split("+"))
+
+    def order(label: str) -> tuple:
+        first = columns[label].split("+")[0]
+        rank = list(datasets).index(first) if first in datasets else len(datasets)
+        return (rank, columns[label], label != columns[label], label)
+
+    labels = sorted(columns, key=order)
+    split_up = {columns[c] for c in labels if c != columns[c]}
+    averaged = [c for c in labels if c != columns[c] or c not in split_up]
+    common = [c for c in averaged if not set(columns[c].split("+")) & set(average_excludes)]
+    rows = []
+    for members in families:
+        family = members[0]
+        values = {c: cells.get((family, c), float("nan")) for c in labels}
+        if all(np.isnan(v) for v in values.values()):
+            continue
+        row = {"family": family, "arch": settings[family].get("arch", family), **values}
+        row[AVERAGE] = np.nanmean([values[c] for c in averaged]) if averaged else np.nan
+        if average_excludes:
+            kept = [values[c] for c in common if not np.isnan(values[c])]
+            row[AVERAGE_COMMON] = float(np.mean(kept)) if kept else np.nan
+        rows.append(row)
+    extra = [AVERAGE, AVERAGE_COMMON] if average_excludes else [AVERAGE]
+    return pd.DataFrame(rows, columns=["family", "arch", *labels, *extra])
 
 
 def detector_studies(

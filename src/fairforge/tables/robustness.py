@@ -212,20 +212,57 @@ def random_draw_summary(
     return pd.DataFrame(rows, columns=DRAW_SUMMARY_COLUMNS)
 
 
+#: ``train_dataset`` of :func:`random_intensity_table`'s rows averaged over training sets:
+#: all of them, and the commonly trained ones (``metrics.average_excludes`` left out).
+MEAN_ALL = "(mean)"
+MEAN_COMMON = "(mean, common)"
+#: ``operation`` of the rows that give the spread over the perturbation types (§4.3).
+SPREAD = "(std)"
+
+
+def population_std(values) -> float:
+    """Population standard deviation (ddof = 0) of ``values``, NaNs left out: the Benchmark
+    paper's robustness number over the perturbation types (§4.3); NaN when none is left."""
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    return float(arr.std(ddof=0)) if arr.size else float("nan")
+
+
+def perturbation_spread(table: pd.DataFrame, metric: str = "AUC") -> pd.DataFrame:
+    """One row per (dataset, arch, detector, train_dataset) of a random-intensity table
+    whose ``metric`` is the :func:`population_std` of its rows' ``metric`` over the
+    perturbation types (``operation`` :data:`SPREAD`, ``n_operations`` of them)."""
+    keys = ["dataset", "arch", "detector", "train_dataset"]
+    rows = table.loc[table["operation"] != SPREAD]
+    spread = (
+        rows.groupby(keys, sort=False)
+        .agg(**{metric: (metric, population_std), "n_operations": ("operation", "nunique")})
+        .reset_index()
+    )
+    return spread.assign(operation=SPREAD)
+
+
 def random_intensity_table(
     robustness: pd.DataFrame,
     detectors: Mapping[str, Mapping],
     metric: str = "AUC",
     draws: pd.DataFrame | None = None,
+    average_excludes: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The Benchmark paper's protocol: ``metric`` per perturbation type, each sample at a
     random intensity (the ``op@random`` variants of :func:`robustness_table`), beside
-    ``clean``; then, per architecture, the mean over the detectors trained on different
-    datasets (``train_dataset = "(mean)"``, ``n_train_datasets``) when there are several.
+    ``clean``; then, per architecture trained on several training sets (datasets, or one
+    dataset's manipulations: ``train_methods``), the mean over them
+    (``train_dataset`` :data:`MEAN_ALL`, ``n_training_sets``), and with ``average_excludes``
+    the mean over the training sets on other datasets (:data:`MEAN_COMMON`: Table 4's and
+    §4.3's commonly trained datasets, without DFDC and ForgeryNet). Last, per detector and
+    per mean, the population standard deviation over the perturbation types
+    (:func:`perturbation_spread`, operation :data:`SPREAD`): §4.3's robustness number.
 
-    ``detectors`` maps a detector to its ``arch`` and ``train_dataset``. ``draws``
-    (:func:`random_draw_summary` rows of every dataset) adds the intensities drawn: the
-    range and the smallest, mean and largest parameter the samples got.
+    ``detectors`` maps a detector to its ``arch``, ``train_dataset`` and (optionally)
+    ``train_methods``. ``draws`` (:func:`random_draw_summary` rows of every dataset) adds
+    the intensities drawn: the range and the smallest, mean and largest parameter the
+    samples got.
     """
     rows = robustness.loc[
         (robustness["scope"] == "variant") & (robustness["category"] == RANDOM_CATEGORY)
@@ -237,26 +274,44 @@ def random_intensity_table(
     table = rows[["dataset", "detector", "operation", metric]].merge(
         clean, on=["dataset", "detector"], how="left"
     )
-    table["arch"] = table["detector"].map(lambda d: detectors.get(d, {}).get("arch", d))
-    table["train_dataset"] = table["detector"].map(
-        lambda d: str(detectors.get(d, {}).get("train_dataset", ""))
+
+    def setting(detector: str, key: str, default=""):
+        return detectors.get(detector, {}).get(key, default)
+
+    table["arch"] = table["detector"].map(lambda d: setting(d, "arch", d))
+    table["train_dataset"] = table["detector"].map(lambda d: str(setting(d, "train_dataset")))
+    table["_set"] = table["detector"].map(
+        lambda d: repr((str(setting(d, "train_dataset")), sorted(setting(d, "train_methods", []))))
     )
-    table["n_train_datasets"] = 1
+    table["n_training_sets"] = 1
     keys = ["dataset", "arch", "operation"]
-    spread = table.groupby(keys)["train_dataset"].transform("nunique")
-    several = table.loc[spread > 1]
-    if len(several):
-        mean = several.groupby(keys, sort=True).agg(
+    several = table.loc[table.groupby(keys)["_set"].transform("nunique") > 1]
+    excluded = set(average_excludes)
+    means = [(MEAN_ALL, several)]
+    if excluded:
+        means.append((MEAN_COMMON, several.loc[~several["train_dataset"].isin(excluded)]))
+    parts = [table]
+    for label, members in means:
+        if members.empty:
+            continue
+        mean = members.groupby(keys, sort=True).agg(
             **{
                 metric: (metric, "mean"),
                 f"clean_{metric}": (f"clean_{metric}", "mean"),
-                "n_train_datasets": ("train_dataset", "nunique"),
+                "n_training_sets": ("_set", "nunique"),
             }
         )
-        mean = mean.reset_index().assign(detector=lambda f: f["arch"], train_dataset="(mean)")
-        table = pd.concat([table, mean], ignore_index=True)
-    columns = ["dataset", "arch", "detector", "train_dataset", "n_train_datasets", "operation"]
-    columns += [metric, f"clean_{metric}"]
+        parts.append(mean.reset_index().assign(detector=lambda f: f["arch"], train_dataset=label))
+    table = pd.concat(parts, ignore_index=True).drop(columns="_set")
+    spread = perturbation_spread(table, metric)
+    sizes = table.groupby(["dataset", "arch", "detector", "train_dataset"], sort=False)[
+        "n_training_sets"
+    ].first()
+    spread["n_training_sets"] = [sizes[tuple(k)] for k in spread[sizes.index.names].to_numpy()]
+    table = pd.concat([table, spread], ignore_index=True)
+    columns = ["dataset", "arch", "detector", "train_dataset", "n_training_sets", "operation"]
+    columns += [metric, f"clean_{metric}", "n_operations"]
+    table["n_operations"] = table["n_operations"].astype("Int64")
     table = table[columns].sort_values(columns[:4], kind="stable").reset_index(drop=True)
     if draws is None:
         return table

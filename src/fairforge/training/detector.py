@@ -34,7 +34,7 @@ from fairforge.data import (
     sequence_groups,
     supervision_columns,
 )
-from fairforge.detectors import create_detector, detector_entry
+from fairforge.detectors import DETECTORS, create_detector
 from fairforge.detectors.base import weighted_loss
 from fairforge.detectors.deepfakebench import (
     CheckpointMismatch,
@@ -188,7 +188,7 @@ def frames_per_video(frame: pd.DataFrame, frames: int | None, seed: int) -> pd.D
 def online_method(cfg: TrainConfig, model=None) -> str | None:
     """The online forgery ``cfg`` trains on: its own, else its model's (Face X-ray's blends
     unless it learns its dataset's masks), else its architecture's, else None."""
-    own = getattr(model if model is not None else detector_entry(cfg.arch), "online_forgery", None)
+    own = getattr(model if model is not None else DETECTORS.get(cfg.arch), "online_forgery", None)
     method = cfg.online_forgery or own
     return None if method in (None, "none") else method
 
@@ -227,7 +227,7 @@ def online_datasets(
     """Training and validation sets of the real faces of ``train`` and ``val`` and their
     fakes made by ``method`` on the fly: fresh each training epoch, the validation fakes
     fixed (epoch 0). The frames' offline fakes are not used."""
-    entry = detector_entry(cfg.arch)
+    entry = DETECTORS.get(cfg.arch)
     out = []
     for frame, aug in ((train, augment), (val, None)):
         real = with_landmarks(frame[frame["label"] == 0], root)
@@ -316,7 +316,7 @@ def build_model(cfg: TrainConfig) -> tuple[torch.nn.Module, dict, int]:
     """The detector ``cfg`` describes, with its start applied (:func:`initialise`); returns
     (model, constructor kwargs, input size)."""
     torch.manual_seed(derive_seed(cfg.seed, "init", cfg.arch))
-    entry = detector_entry(cfg.arch)
+    entry = DETECTORS.get(cfg.arch)
     input_size = int(cfg.input_size or entry.default_input_size)
     model_kwargs = dict(cfg.model)
     if "input_size" in entry.__init__.__code__.co_varnames:
@@ -431,7 +431,7 @@ def train_network(
     early after ``cfg.patience`` epochs without a better validation AUC)."""
     torch.set_num_threads(max(1, cfg.threads))
     device = pick_device(cfg.device)
-    entry = detector_entry(cfg.arch)
+    entry = DETECTORS.get(cfg.arch)
     model, model_kwargs, input_size = build_model(cfg)
     model = model.to(device)
 
@@ -546,7 +546,7 @@ def train_network(
 
 def requested_precision(cfg: TrainConfig) -> str:
     """The precision ``cfg`` asks for: its own, else its architecture's default."""
-    precision = cfg.precision or getattr(detector_entry(cfg.arch), "precision", "fp32")
+    precision = cfg.precision or getattr(DETECTORS.get(cfg.arch), "precision", "fp32")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     return precision
@@ -621,7 +621,7 @@ def import_checkpoint(
     source = Path(source)
     if not source.is_file():
         raise FileNotFoundError(f"detector weights not found: expected a file at {source}")
-    entry = detector_entry(cfg.arch)
+    entry = DETECTORS.get(cfg.arch)
     input_size = int(cfg.input_size or entry.default_input_size)
     if fmt == "deepfakebench":
         kwargs = dict(cfg.model)

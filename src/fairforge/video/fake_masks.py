@@ -56,7 +56,7 @@ from fairforge.images import (
 from fairforge.manifest import read_manifest
 from fairforge.samples import CROP_ID_PREFIX
 from fairforge.sharding import read_shard
-from fairforge.sources.base import get_adapter, image_root, is_image_file
+from fairforge.sources.base import ADAPTERS, image_root, is_image_file
 from fairforge.sources.videos import frame_files
 from fairforge.video.ffmpeg import VideoError
 from fairforge.video.frame_variants import read_frames_at
@@ -245,7 +245,7 @@ def shard_fake_masks(
     if "label" not in rows.columns:  # a dataset of real images only
         rows = rows.assign(label=0, method="real")
     fakes = rows.loc[rows["label"].to_numpy() == 1]
-    adapter = get_adapter(block["adapter"])
+    adapter = ADAPTERS.create(block["adapter"])
     references = adapter.fake_references(fakes, Path(root), **adapter.listing_options(name, block))
     aligned = read_manifest(faces, "faces").merge(
         read_manifest(transforms, "face_transforms"), on="image_id", how="left"
