@@ -1,11 +1,12 @@
-# The two commands of the README: `make demo` (the default run) and `make test`.
+# The two commands of the README: `make demo` (the default run) and `make test`
+# (everything CI runs; `make test-fast` is tests/unit alone).
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= all
 
-.PHONY: demo test lint dryrun clean bench-env
+.PHONY: demo test test-fast lint dryrun clean bench-env
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -22,6 +23,10 @@ demo: $(STAMP)
 # files go out in the order tests/conftest.py gives (the Snakemake runs first).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile --no-loadscope-reorder --durations=25
+
+# tests/unit alone: no Snakemake, pip or SLURM (under five minutes on two cores).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile --durations=25 tests/unit
 
 # Import layers (pyproject's [tool.importlinter]), Python lint and format, Snakemake format and lint.
 lint: $(STAMP)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI: install the packages of a one-node SLURM (slurm-wlm, munge) so that tests/test_slurm.py
+# CI: install the packages of a one-node SLURM (slurm-wlm, munge) so that tests/workflow/test_slurm.py
 # runs instead of skipping; the test writes the config and starts the daemons itself.
 # Idempotent. Without root or apt-get it installs nothing and says why (the test then skips).
 set -euo pipefail
@@ -11,7 +11,7 @@ if command -v munged >/dev/null && command -v slurmctld >/dev/null \
     exit 0
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
-    echo "install_slurm: not root or no apt-get; tests/test_slurm.py will skip" >&2
+    echo "install_slurm: not root or no apt-get; tests/workflow/test_slurm.py will skip" >&2
     exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive

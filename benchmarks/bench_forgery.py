@@ -125,10 +125,10 @@ def random_simswap(folder: Path, threads: int) -> dict:
 
 def random_maskgan(folder: Path, threads: int) -> dict:
     """MaskGAN's demo generator at the released sizes and the BiSeNet parser, random weights
-    written by tests/maskgan_reference.py, whose parser is tilted to parse a face into skin
+    written by tests/helpers/maskgan_reference.py, whose parser is tilted to parse a face into skin
     and parts (an untrained one finds no part to edit, and no face would reach the
     generator)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
     import maskgan_reference
 
     return {**maskgan_reference.random_release(folder, full=True), "threads": threads}

@@ -3,13 +3,13 @@
 Tiny runs of each trainer, on data made here from fixed seeds, written to a folder:
 
 * detectors (through :func:`fairforge.detector_kinds.train_detector`, as the training rule
-  calls it): meso4 for one epoch on six random 48 px images (what tests/test_training.py
+  calls it): meso4 for one epoch on six random 48 px images (what tests/unit/test_training.py
   trains, with the bf16 check), meso4 for two epochs on synthetic face-like crops by the
   default recipe, and meso4 for three epochs by SGD wrapped in SAM with a warm-up, linear
   decay, SDAug, class-balanced batches and early stopping; and the demo's two detectors
   with config.yaml's resolved settings (its recipe, SDAug after 5 clean epochs) for 7 of its
   20 epochs on those crops; each writes its checkpoint and training_log.csv;
-* encoders: MobileFaceNet with the NPCFace head by Adam for six steps (tests/test_encoders.py's
+* encoders: MobileFaceNet with the NPCFace head by Adam for six steps (tests/unit/test_encoders.py's
   run), and with the ArcFace head by SGD whose lr decays after the first and the second
   epoch (0.11 x 0.3 x 0.3: chained, as torch's MultiStepLR does, differs in its last bit from
   0.11 x 0.3²), with held-out images and early stopping; each writes its checkpoint and loss table;
@@ -128,7 +128,7 @@ def run_detectors(out: Path, data: Path) -> None:
     from fairforge.detector_kinds import train_detector
 
     TrainConfig = _trainers()[0]
-    # tests/test_training.py's run: six images, each in train and in val
+    # tests/unit/test_training.py's run: six images, each in train and in val
     paths = _noise_images(data, 6, 48, seed=0)
     rows = [
         {"sample_id": f"{split}s{i}", "path": p, "label": i % 2, "split": split, "group": "g"}
@@ -194,7 +194,7 @@ def run_encoders(out: Path) -> None:
 
     train_encoder = _trainers()[1]
     images, labels = [], []
-    for c in range(3):  # tests/test_encoders.py's identities
+    for c in range(3):  # tests/unit/test_encoders.py's identities
         rng = rng_for("toy-ids", c)
         base = cv2.resize(
             rng.integers(0, 256, (4, 4, 3), dtype=np.uint8),

@@ -4,10 +4,15 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+# tests/helpers: the builders and reference re-statements that test files import by name.
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+# Fixtures that test files in both folders read.
+from degradation_faces import face_folders  # noqa: E402, F401
+from report_results import results  # noqa: E402, F401
 from snakemake_run import snakemake  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+WORKFLOW = Path(__file__).parent / "workflow"
 
 
 @pytest.fixture(scope="session")
@@ -41,16 +46,21 @@ LONGEST_FIRST = ("test_workflow.py", "test_slurm.py")
 
 
 def pytest_collection_modifyitems(items):
-    """Files that run Snakemake for real go first (pytest-xdist hands out whole files in
-    this order); the unit tests fill in around them. A file's tests stay together, so its
-    module-scoped runs are made once."""
+    """Files that run Snakemake for real (tests/workflow) go first (pytest-xdist hands out
+    whole files in this order); the unit tests fill in around them. A file's tests stay
+    together, so its module-scoped runs are made once. Every test under tests/workflow is
+    marked `workflow` (or `slurm`), so `-m "not workflow and not slurm"` is the unit suite."""
 
     def rank(item) -> tuple[int, int]:
         name = item.path.name
         if name in LONGEST_FIRST:
             return (0, LONGEST_FIRST.index(name))
-        runs = item.get_closest_marker("workflow") or item.get_closest_marker("slurm")
-        return (1, 0) if runs else (2, 0)
+        return (1, 0) if item.path.is_relative_to(WORKFLOW) else (2, 0)
+
+    for item in items:
+        in_workflow = item.path.is_relative_to(WORKFLOW)
+        if in_workflow and not item.get_closest_marker("slurm"):
+            item.add_marker(pytest.mark.workflow)
 
     first: dict = {}
     for item in items:

@@ -37,7 +37,7 @@ alignment, ``faces.margin``), whose framing of the face is close to CelebA-HQ's 
 the same. The labels enter the generator as exact one-hot maps, as its training data
 loader encodes them (``aligned_dataset.py``: the map times 255.0); the demo's own scaling
 (``Normalize`` by 1/255 in float32) truncates r_brow, hair, hat and earrings to the class
-before each (tests/maskgan_reference.py shows it), which is taken for a slip of the demo, not
+before each (tests/helpers/maskgan_reference.py shows it), which is taken for a slip of the demo, not
 the network's encoding. ``ngf``, ``n_downsample_global``, ``n_blocks_global`` and
 ``load_size`` are the demo's options with its defaults, for a checkpoint trained with other
 ones.

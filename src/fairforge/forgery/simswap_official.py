@@ -46,8 +46,8 @@ Differences from the authors' run, and why:
 - no watermark (``--no_simswaplogo``).
 
 The manifest's mask is the blend's support (every pixel whose weight is above 0); outside it
-the target's pixels are kept bit for bit. ``tests/test_simswap_official.py`` shows the
-networks equal to a re-statement of the authors' modules (``tests/simswap_reference.py``) to
+the target's pixels are kept bit for bit. ``tests/unit/test_simswap_official.py`` shows the
+networks equal to a re-statement of the authors' modules (``tests/helpers/simswap_reference.py``) to
 1e-5, and the whole path equal to their inference path on a photograph, both on random
 weights saved in the release's layout.
 """
