@@ -84,14 +84,14 @@ def test_a_detector_whose_training_dataset_is_left_out_is_an_error(repo_root):
         ValueError, match=r"select\.datasets: detector 'xception' trains on \['ffpp'\]"
     ):
         select_config(paper(repo_root, "fairfd", {"detectors": ["xception"], "datasets": ["rfw"]}))
-    # Assessment's detectors train on the first dataset without naming it
-    with pytest.raises(ValueError, match=r"detector 'xception' trains on \['ffpp_c23'\]"):
+    # The Assessment's raw detectors train on its first dataset (FF++ raw) without naming it
+    with pytest.raises(ValueError, match=r"detector 'capsule_raw' trains on \['ffpp_raw'\]"):
         select_config(paper(repo_root, "assessment", {"datasets": ["celebdf"]}))
     # ... and a detector that names its own is fine without the first
     part = select_config(
-        paper(repo_root, "assessment", {"detectors": ["xception_c40"], "datasets": ["ffpp_c40"]})
+        paper(repo_root, "assessment", {"detectors": ["xception_c23"], "datasets": ["ffpp_c23"]})
     )
-    assert list(part["datasets"]) == ["ffpp_c40"] and list(part["detectors"]) == ["xception_c40"]
+    assert list(part["datasets"]) == ["ffpp_c23"] and list(part["detectors"]) == ["xception_c23"]
 
 
 def test_the_ranking_keeps_its_selected_datasets_and_their_encoders_training_set(repo_root):
