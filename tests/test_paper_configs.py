@@ -29,7 +29,7 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.images import write_image
 from fairforge.runtime import read_checkpoint
-from fairforge.sources.adapters import VGGFACE2_GENDER
+from fairforge.sources.vggface2 import VGGFACE2_GENDER
 from fairforge.sources.synthetic import render_face, sample_subject, sample_view
 from fairforge.tables import split_variants
 from fairforge.workflow import all_variants, detector_settings, select_config
