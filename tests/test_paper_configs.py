@@ -29,8 +29,8 @@ import yaml
 from fairforge.config import validate_config
 from fairforge.images import write_image
 from fairforge.runtime import read_checkpoint
-from fairforge.sources.vggface2 import VGGFACE2_GENDER
 from fairforge.sources.synthetic import render_face, sample_subject, sample_view
+from fairforge.sources.vggface2 import VGGFACE2_GENDER
 from fairforge.tables import split_variants
 from fairforge.workflow import all_variants, detector_settings, select_config
 from snakemake_run import SNAKEMAKE, repository_copy
