@@ -1,6 +1,6 @@
 """Command line: the stages a user may want outside Snakemake.
 
-fairforge fairness --predictions P.parquet [P2 ...] --out table.csv
+fairforge fairness --predictions P.parquet [P2 ...] --out table.csv [--standing standing.csv]
 fairforge metrics  --predictions P.parquet --out detection.csv
 fairforge faces    --sources sources.parquet --root DIR --results results --out faces.parquet
 fairforge forge    --method faceswap --faces faces.parquet --pairs pairs.parquet --results results --out fakes.parquet
@@ -20,6 +20,10 @@ import pandas as pd
 from fairforge.columns import PREDICTION_FILE_COLUMNS
 from fairforge.metrics.conventions import DEFAULT_CONVENTIONS, UR_DENOMINATORS, Conventions
 from fairforge.metrics.detection import EER_METHODS, THRESHOLD_RULES
+
+# The config's metrics keys that decide which detectors and forgeries a fairness table can
+# judge (fairforge.tables.standing); unset on the command line, their schema defaults apply.
+STANDING_BARS = ("min_val_auc", "max_constant_share", "min_forgery_success")
 
 
 def _read_predictions(paths: list[str]) -> pd.DataFrame:
@@ -64,13 +68,23 @@ def _convention_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_fairness(args) -> int:
-    from fairforge.tables import fairness_outputs
+    from fairforge.tables import fairness_outputs, read_failures, training_records
 
     preds = _read_predictions(args.predictions)
     if args.split and "split" in preds.columns:
         preds = preds.loc[preds["split"] == args.split]
-    out = fairness_outputs(preds, _conventions(args), bootstrap=args.bootstrap)
+    bars = {bar: getattr(args, bar) for bar in STANDING_BARS}
+    out = fairness_outputs(
+        preds,
+        _conventions(args),
+        bootstrap=args.bootstrap,
+        training=training_records(args.training_logs),
+        failures=read_failures(args.failures) if args.failures else None,
+        **{bar: value for bar, value in bars.items() if value is not None},
+    )
     out["table"].to_csv(args.out, index=False, float_format="%.6g")
+    if args.standing:
+        out["standing"].to_csv(args.standing, index=False, float_format="%.6g")
     if args.per_group:
         out["per_group"].to_csv(args.per_group, index=False, float_format="%.6g")
     if args.ci:
@@ -209,6 +223,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="subject-level bootstrap resamples for confidence intervals",
     )
     p.add_argument("--ci", help="write the bootstrap intervals here (needs --bootstrap)")
+    p.add_argument(
+        "--standing",
+        help="write whether each detector can be judged here (fairness_standing.csv)",
+    )
+    p.add_argument(
+        "--training-logs",
+        nargs="+",
+        default=[],
+        metavar="LOG",
+        help="models/{detector}/training_log.csv files: each detector's validation AUC",
+    )
+    p.add_argument(
+        "--failures",
+        nargs="+",
+        default=[],
+        metavar="CSV",
+        help="{dataset}/failures.csv files: forgery methods short of --min-forgery-success",
+    )
+    for bar in STANDING_BARS:
+        p.add_argument(
+            "--" + bar.replace("_", "-"), type=float, help=f"default: metrics.{bar}'s default"
+        )
     p.set_defaults(func=cmd_fairness)
 
     p = sub.add_parser("metrics", help="detection metrics (AUC, ACC, AP, EER) per detector")

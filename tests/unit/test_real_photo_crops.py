@@ -1,6 +1,7 @@
 """Crops that keep the face, on real photographs cut the way released datasets cut them
 (tests/helpers/released_cuts.py: UTKFace's dlib chips, RFW's 400-px squares, FaceForensics++'s 480p
-and 720p frames) and written in those datasets' released layouts.
+and 720p frames) and written in those datasets' released layouts (FaceForensics++'s twice: as
+extracted frames and as the c23 videos it releases, whose frames the adapter decodes).
 
 Each tree runs as the workflow runs it: the dataset's adapter, the faces stage with the
 config's defaults (dlib HOG), the pairs, then every forgery method's classical backend. The
@@ -29,13 +30,24 @@ from fairforge.faces.stage import stage_options
 from fairforge.forgery import forge_shard
 from fairforge.images import write_image
 from fairforge.pairs import make_pairs
+from fairforge.report.verdict import ALPHA
+from fairforge.report.views import failure_summary
+from fairforge.samples import failure_counts
 from fairforge.sources import build_sources
+from fairforge.tables.failures import (
+    failure_rates_table,
+    forgery_shortfalls,
+    group_dependent_failures,
+)
+from fairforge.tables.standing import MIN_FORGERY_SUCCESS
+from fairforge.video.ffmpeg import write_video
 from released_cuts import RealFace, ffpp_frame, real_faces, rfw_image, utkface_chip
 
 METHODS = ("faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray", "fwa")
 RACES = ("African", "Asian", "Caucasian", "Indian")  # test_paper_configs' RFW fixture
 UTK_RACE_CODES = {"African": 1, "Asian": 2, "Caucasian": 0, "Indian": 3}
 SEED = 11
+FFPP_FPS, FFPP_CRF = 25, 23  # FaceForensics++'s YouTube originals; c23 is H.264 at CRF 23
 
 
 @pytest.fixture(scope="module")
@@ -97,17 +109,37 @@ def ffpp_tree(root: Path, faces: list[RealFace]) -> dict[str, tuple[float, float
     return centres
 
 
+def ffpp_video_tree(root: Path, faces: list[RealFace]) -> dict[str, tuple[float, float]]:
+    """FaceForensics++ originals as released, ``original_sequences/youtube/c23/videos/
+    {000..}.mp4``: H.264 at c23's constant rate factor 23, 480p and 720p in turn, each a
+    second of the presenter framed as :func:`ffpp_frame` frames them; the attributes csv
+    gives each video its race. The centres are keyed by the video file (its frames are
+    decoded under the results)."""
+    centres, rows = {}, []
+    for k, face in enumerate(faces):
+        vid = f"{k:03d}"
+        path = root / "original_sequences/youtube/c23/videos" / f"{vid}.mp4"
+        frame, centres[str(path)] = ffpp_frame(face, height=(480, 720)[k % 2])
+        write_video(path, np.repeat(frame[None], FFPP_FPS, axis=0), fps=FFPP_FPS, crf=FFPP_CRF)
+        rows.append({"id": vid, "race": RACES[k % 4]})
+    pd.DataFrame(rows).to_csv(root / "ff_attributes.csv", index=False)
+    return centres
+
+
+FF_OPTIONS = {"attributes": "ff_attributes.csv", "frames_per_video": 1}
+# tree -> (adapter, the tree's writer, the adapter's options)
 TREES = {
-    "utkface": (utkface_tree, {}),
-    "rfw": (rfw_tree, {}),
-    "faceforensics": (ffpp_tree, {"attributes": "ff_attributes.csv", "frames_per_video": 1}),
+    "utkface": ("utkface", utkface_tree, {}),
+    "rfw": ("rfw", rfw_tree, {}),
+    "faceforensics": ("faceforensics", ffpp_tree, FF_OPTIONS),
+    "faceforensics_videos": ("faceforensics", ffpp_video_tree, FF_OPTIONS),
 }
 
 
-def run_tree(adapter: str, root: Path, out: Path, faces: list[RealFace], **faces_options) -> Run:
-    """A released tree through the adapter, the faces stage (config defaults, overridden by
+def run_tree(tree: str, root: Path, out: Path, faces: list[RealFace], **faces_options) -> Run:
+    """A released tree through its adapter, the faces stage (config defaults, overridden by
     ``faces_options``), the pairs and every method, as the workflow's jobs run them."""
-    write_tree, options = TREES[adapter]
+    adapter, write_tree, options = TREES[tree]
     centres = write_tree(root, faces)
     if adapter == "faceforensics":  # a video dataset's root is where its frames are decoded
         root, options = out / "video_source", {**options, "folder": str(root)}
@@ -127,10 +159,7 @@ def run_tree(adapter: str, root: Path, out: Path, faces: list[RealFace], **faces
 @pytest.fixture(scope="module")
 def runs(faces, tmp_path_factory) -> dict[str, Run]:
     base = tmp_path_factory.mktemp("released")
-    return {
-        adapter: run_tree(adapter, base / adapter, base / f"{adapter}_results", faces)
-        for adapter in TREES
-    }
+    return {tree: run_tree(tree, base / tree, base / f"{tree}_results", faces) for tree in TREES}
 
 
 def success(run: Run) -> pd.DataFrame:
@@ -154,60 +183,91 @@ def failures(run: Run) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("adapter", list(TREES))
-def test_the_crop_holds_the_face_that_was_cut_with_all_68_landmarks(runs, adapter):
-    run = runs[adapter]
-    found = run.faces.merge(run.sources[["image_id", "path"]], on="image_id")
+@pytest.mark.parametrize("tree", list(TREES))
+def test_the_crop_holds_the_face_that_was_cut_with_all_68_landmarks(runs, tree):
+    run = runs[tree]
+    columns = [c for c in ("image_id", "path", "video_path") if c in run.sources.columns]
+    found = run.faces.merge(run.sources[columns], on="image_id")
     # dlib's HOG finds all but t1's man turned to his left in the UTKFace chip.
-    assert found["ok"].sum() >= (8 if adapter == "utkface" else 9), found["reason"].tolist()
+    assert found["ok"].sum() >= (8 if tree == "utkface" else 9), found["reason"].tolist()
     size = faces_defaults()["crop_size"]
     band = LANDMARK_BAND * size
     for row in found[found["ok"]].itertuples():
         x0, y0, x1, y1 = row.bbox
-        cx, cy = run.centres[str(run.root / row.path)]  # an absolute path stays itself
+        # an absolute path stays itself; a decoded frame's face is its video file's
+        centre = run.centres.get(str(run.root / row.path))
+        cx, cy = centre or run.centres[str(run.root / row.video_path)]
         # The face found is the one that was cut (not a neighbour from the group photo).
         assert abs((x0 + x1) / 2 - cx) < (x1 - x0) / 2 and abs((y0 + y1) / 2 - cy) < (y1 - y0)
         lm = landmarks_array(row._asdict())
         assert lm.min() >= band - 1e-3 and lm.max() <= size - 1 - band + 1e-3, row.image_id
 
 
-@pytest.mark.parametrize("adapter", ["utkface", "rfw"])
-def test_every_method_forges_95_percent_of_utkface_and_rfw_faces(runs, adapter):
-    table = success(runs[adapter])
+@pytest.mark.parametrize("tree", ["utkface", "rfw"])
+def test_every_method_forges_95_percent_of_utkface_and_rfw_faces(runs, tree):
+    table = success(runs[tree])
     rates = table.groupby("method")[["made", "n"]].sum()
     assert set(rates.index) == set(METHODS)
-    assert (rates["made"] / rates["n"] >= 0.95).all(), (rates, failures(runs[adapter]))
+    assert (rates["made"] / rates["n"] >= 0.95).all(), (rates, failures(runs[tree]))
 
 
-@pytest.mark.parametrize("adapter", list(TREES))
-def test_every_group_gets_its_fakes_alike(runs, adapter):
-    """Each method's success rate per group within 5 points of its best group's."""
-    table = success(runs[adapter])
+@pytest.mark.parametrize("tree", list(TREES))
+def test_every_group_gets_its_fakes_alike(runs, tree):
+    """Every generated method's success rate per group within 5 points of its best group's,
+    on each released layout: UTKFace's chips, RFW's tight 400 x 400 crops, FaceForensics++'s
+    extracted frames and its c23 videos of the presenters' framing."""
+    table = success(runs[tree])
+    assert set(table["method"]) == set(METHODS)
     assert set(table["group"]) == (
-        {"White", "Black", "Asian", "Indian"} if adapter == "utkface" else set(RACES)
+        {"White", "Black", "Asian", "Indian"} if tree == "utkface" else set(RACES)
     )
     gap = table.groupby("method")["rate"].agg(lambda r: r.max() - r.min())
-    assert (gap <= 0.05).all(), (table, failures(runs[adapter]))
+    assert (gap <= 0.05).all(), (table, failures(runs[tree]))
+
+
+@pytest.mark.parametrize("tree", list(TREES))
+def test_failures_per_group_report_intervals_and_find_no_group_dependence(runs, tree):
+    """The failure rates as the workflow reports them (each dataset's failures.csv, then
+    failures_per_group.csv and the report's failures table): every stage's rate per group
+    with its 95% interval and one test of equal rates per stage. On these real photographs
+    no stage's failure rate depends on the group (no Holm-adjusted p under the report's
+    alpha), and no method falls short of metrics.min_forgery_success for any group, so the
+    fairness tables name none."""
+    run = runs[tree]
+    counts = failure_counts(run.sources, run.faces, list(run.forgeries.values()))
+    table = failure_rates_table(counts.assign(dataset=tree), seed=SEED)
+    assert set(table["stage"]) == {"sources", "faces", *(f"forgery:{m}" for m in METHODS)}
+    assert (table["ci_low"] <= table["failure_rate"]).all()
+    assert (table["failure_rate"] <= table["ci_high"]).all() and (table["ci_high"] > 0).all()
+    tests = table.groupby("stage")[["test", "p_value", "p_holm"]].nunique(dropna=False)
+    assert (tests == 1).all().all()  # one test per stage, on each of its rows
+    assert group_dependent_failures(table, ALPHA) == [], table
+    assert forgery_shortfalls(table, MIN_FORGERY_SUCCESS) == {}
+    shown = failure_summary(table)
+    groups = sorted(table["group"].unique())
+    assert list(shown.columns[-3:]) == ["test of equal rates", "p", "Holm p"]
+    assert sorted(shown.columns[2:-3]) == groups and len(shown) == table["stage"].nunique()
+    cell = r"^\d\.\d{3} \(\d+/\d+\) \[\d\.\d{3}, \d\.\d{3}\]$"  # rate (failed/n) [low, high]
+    assert shown[groups].stack().str.match(cell).all(), shown
 
 
 def test_success_does_not_depend_on_framing(runs):
     """A method makes fakes for the same share of faces whether they were cut as UTKFace's
-    chips, RFW's squares or FaceForensics++'s frames."""
+    chips, RFW's squares or FaceForensics++'s frames and videos."""
     overall = {
-        adapter: success(run).groupby("method")[["made", "n"]].sum()
-        for adapter, run in runs.items()
+        tree: success(run).groupby("method")[["made", "n"]].sum() for tree, run in runs.items()
     }
     rates = pd.DataFrame({a: t["made"] / t["n"] for a, t in overall.items()})
     assert ((rates.max(axis=1) - rates.min(axis=1)) <= 0.05).all(), rates
 
 
-@pytest.mark.parametrize("adapter", ["rfw", "faceforensics"])
-def test_shrink_fits_the_photo_but_keeps_the_face(runs, faces, tmp_path, adapter):
+@pytest.mark.parametrize("tree", ["rfw", "faceforensics"])
+def test_shrink_fits_the_photo_but_keeps_the_face(runs, faces, tmp_path, tree):
     """``faces.border: shrink`` still lowers the margin to what a tight photo holds, but never
     below the one that keeps every landmark in the crop: the chin it used to cut (on these
     framings the fitted margin fell to 0-0.16) stays, and every method forges every face."""
-    run = run_tree(adapter, tmp_path / "tree", tmp_path / "out", faces, border="shrink")
-    kept = runs[adapter]  # the default: the margin kept, the rest filled
+    run = run_tree(tree, tmp_path / "tree", tmp_path / "out", faces, border="shrink")
+    kept = runs[tree]  # the default: the margin kept, the rest filled
     assert run.faces["ok"].all() and kept.faces["ok"].all()
     # Shrunk: less of each crop lies outside the photo, and the face is larger in it.
     assert (run.faces["outside_fraction"] <= kept.faces["outside_fraction"] + 1e-9).all()

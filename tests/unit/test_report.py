@@ -353,6 +353,8 @@ def test_an_untrained_detector_is_left_out_of_the_ranking_and_a_short_forgery_na
     failures = section(page, "failures")
     assert "failed: tone1 0/20, tone2 13/20, tone3 2/20, tone4 3/20." in failures
     assert "0.650 (13/20) [0.433, 0.819]" in failures  # Wilson 95%
+    # the table's test of equal rates per stage, raw and Holm-adjusted, after the groups
+    assert "tone4 test of equal rates p Holm p" in failures
     fairness = section(page, "fairness")
     assert "Which detectors can be judged" in fairness and "called_fake_real" in fairness
 

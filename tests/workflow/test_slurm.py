@@ -48,6 +48,7 @@ OUTPUTS = [
     "fairness_table.csv",
     "fairness_per_group.csv",
     "fairness_ci.csv",
+    "fairness_standing.csv",
     "failures_per_group.csv",
     "*/face_detection_rate.csv",
     "*/failures.csv",
@@ -253,6 +254,7 @@ def test_outputs_equal_a_local_run(runs):
     compared = outputs(theirs)
     assert outputs(ours) == compared
     assert {"fairness_table.csv", "synthetic/samples.parquet"} <= set(compared)
+    assert {"fairness_standing.csv", "failures_per_group.csv"} <= set(compared)
     for rel in compared:
         read = pd.read_parquet if rel.endswith(".parquet") else pd.read_csv
         assert_same_frame(read(ours / rel), read(theirs / rel), rel)
