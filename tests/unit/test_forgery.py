@@ -58,6 +58,7 @@ from fairforge.manifest import check_columns, write_manifest
 from fairforge.pairs import NO_TARGET, make_pairs
 from fairforge.registry import UnknownName
 from fairforge.sources import synthetic
+from shard_manifests import EIGHT_IDS, eight_sources
 
 SIZE = 128
 CLASSICAL = ["faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray", "fwa"]
@@ -835,23 +836,8 @@ def test_no_hair_on_a_bald_head(faces):
 
 
 def test_a_nearest_target_shard_reads_every_real_face(tmp_path):
-    ids = [f"i{k:02d}" for k in range(8)]
-    sources = pd.DataFrame(
-        {
-            "image_id": ids,
-            "subject_id": [f"s{k // 2}" for k in range(8)],
-            "group": ["g"] * 8,
-            "split": ["train"] * 8,
-            "attributes": [json.dumps({"tone": "t"})] * 8,
-            "dataset": "d",
-            "path": [f"{i}.jpg" for i in ids],
-            "width": 8,
-            "height": 8,
-            "sha256": "x",
-            "ok": True,
-            "reason": "",
-        }
-    )
+    ids = list(EIGHT_IDS)
+    sources = eight_sources()
     faces = pd.DataFrame(
         {
             "image_id": ids,

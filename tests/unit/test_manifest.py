@@ -1,5 +1,3 @@
-import json
-
 import pandas as pd
 import pytest
 
@@ -13,6 +11,7 @@ from fairforge.manifest import (
     read_rows,
     write_manifest,
 )
+from shard_manifests import EIGHT_IDS, eight_sources
 
 
 @pytest.fixture
@@ -72,23 +71,8 @@ def test_optional_columns_and_rows_of_some_columns(manifest):
 
 
 def test_a_forgery_shard_reads_its_sources_and_their_targets_only(tmp_path):
-    ids = [f"i{k:02d}" for k in range(8)]
-    sources = pd.DataFrame(
-        {
-            "image_id": ids,
-            "subject_id": [f"s{k // 2}" for k in range(8)],
-            "group": ["g"] * 8,
-            "split": ["train"] * 8,
-            "attributes": [json.dumps({"tone": "t"})] * 8,
-            "dataset": "d",
-            "path": [f"{i}.jpg" for i in ids],
-            "width": 8,
-            "height": 8,
-            "sha256": "x",
-            "ok": True,
-            "reason": "",
-        }
-    )
+    ids = list(EIGHT_IDS)
+    sources = eight_sources()
     faces = pd.DataFrame(
         {
             "image_id": ids,
