@@ -111,8 +111,14 @@ def run(repo_root, tmp_path_factory):
     config["faces"] = {"crop_size": CROP}
     config["forgery"] = {"methods": ["faceswap", "sbi"]}
     config["training"].update(epochs=1, train_methods=[*METHODS, "paste"])
+    # random weights: what is tested is the supervision, not FFD's ImageNet start
     config["detectors"] = {
-        "ffd": {"arch": "ffd", "input_size": CROP, "train_dataset": ["ffpp", "mine"]}
+        "ffd": {
+            "arch": "ffd",
+            "init": "random",
+            "input_size": CROP,
+            "train_dataset": ["ffpp", "mine"],
+        }
     }
     config["variants"] = ["clean"]
     config["ranking"] = {"enabled": False}
