@@ -19,6 +19,7 @@ from fairforge.tables.robustness import (
     perturbation_spread,
     population_std,
 )
+from fairforge.tables.variants import RANDOM_CATEGORY
 
 PERTURBED = [
     "df_contrast@random",
@@ -88,6 +89,26 @@ def test_the_robustness_std_of_each_detector_and_of_the_averages():
         .all()
     )
     assert perturbation_spread(plain.loc[plain["operation"] != SPREAD]).shape[0] == 4
+
+
+def test_the_robustness_table_carries_each_detectors_std_beside_its_mean():
+    robustness = _robustness(
+        {"m_a": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4], "m_b": [0.9, 0.9, 0.9, 0.9, 0.9, 0.7]}
+    )
+    spread = robustness.loc[robustness["scope"] == "spread"].set_index("detector")
+    assert set(spread["category"]) == {RANDOM_CATEGORY}
+    assert spread.loc["m_a", "AUC"] == pytest.approx(np.sqrt(0.02))
+    assert spread.loc["m_b", "AUC"] == pytest.approx(0.08)
+    assert (spread["n_variants"] == 5).all() and spread["drop"].isna().all()
+    # the same number as the random-intensity table's
+    table = random_intensity_table(robustness, {"m_a": {"arch": "meso4", "train_dataset": "d"}})
+    by_detector = table.loc[table["operation"] == SPREAD].set_index("detector")
+    assert by_detector.loc["m_a", "AUC"] == pytest.approx(spread.loc["m_a", "AUC"])
+    # a table without op@random variants has no spread row
+    clean_and_jpeg = pd.DataFrame(
+        {"dataset": "t", "detector": "m", "variant": ["clean", "jpeg@30"], "AUC": [0.9, 0.7]}
+    )
+    assert "spread" not in set(robustness_table(clean_and_jpeg)["scope"])
 
 
 def test_the_random_intensity_figure_draws_the_averages(tmp_path):

@@ -262,7 +262,7 @@ def _robustness_section(paths: Mapping, robustness: pd.DataFrame) -> str:
     )
     wide = wide.reindex(columns=sorted_variants(wide.columns))
     wide.columns.name = None
-    summary = robustness.loc[robustness["scope"] != "variant"].pivot_table(
+    summary = robustness.loc[robustness["scope"].isin(["category", "overall"])].pivot_table(
         index=["dataset", "detector"], columns="category", values="AUC", aggfunc="first"
     )
     summary.columns.name = None

@@ -44,15 +44,25 @@ def scheme_categories(frame: pd.DataFrame, scheme: str) -> tuple[pd.Series, pd.S
     return label.where(named, frame["category"]), modality
 
 
+def population_std(values) -> float:
+    """Population standard deviation (ddof = 0) of ``values``, NaNs left out: the Benchmark
+    paper's robustness number over the perturbation types (§4.3); NaN when none is left."""
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    return float(arr.std(ddof=0)) if arr.size else float("nan")
+
+
 def robustness_table(
     detection: pd.DataFrame, metric: str = "AUC", categories: str = OWN_CATEGORIES
 ) -> pd.DataFrame:
     """Robustness of each detector from the frame-level :func:`detection_table`.
 
     ``scope`` says what a row is: ``variant`` (one operation at one level, and ``clean``),
-    ``category`` (mean over the variants of one operation category) or ``overall`` (mean
-    over every operation-level variant: the overall robustness score). ``drop`` is the clean
-    value minus the row's value (positive: worse than clean).
+    ``category`` (mean over the variants of one operation category), ``overall`` (mean
+    over every operation-level variant: the overall robustness score) or ``spread`` (the
+    :func:`population_std` of the ``op@random`` variants' values, the Benchmark paper's
+    robustness number, §4.3; only where such variants were scored). ``drop`` is the clean
+    value minus the row's value (positive: worse than clean; empty on ``spread``).
 
     ``categories`` names a scheme of :data:`~fairforge.perturb.suites.CATEGORY_SCHEMES`
     (``assessment``) instead of each operation's own category: categories are then labelled
@@ -93,6 +103,24 @@ def robustness_table(
                             metric: cat[metric].mean(),
                             "n_variants": len(cat),
                             "drop": clean_value - cat[metric].mean(),
+                        }
+                    ]
+                )
+            )
+        randomised = ops.loc[ops["category"] == RANDOM_CATEGORY, metric]
+        if len(randomised):
+            # the Benchmark paper's robustness number (§4.3): how far the perturbation types
+            # at random intensity spread, beside their mean (the category row)
+            rows.append(
+                pd.DataFrame(
+                    [
+                        {
+                            **base,
+                            "scope": "spread",
+                            "category": RANDOM_CATEGORY,
+                            metric: population_std(randomised),
+                            "n_variants": len(randomised),
+                            "drop": np.nan,
                         }
                     ]
                 )
@@ -218,14 +246,6 @@ MEAN_ALL = "(mean)"
 MEAN_COMMON = "(mean, common)"
 #: ``operation`` of the rows that give the spread over the perturbation types (§4.3).
 SPREAD = "(std)"
-
-
-def population_std(values) -> float:
-    """Population standard deviation (ddof = 0) of ``values``, NaNs left out: the Benchmark
-    paper's robustness number over the perturbation types (§4.3); NaN when none is left."""
-    arr = np.asarray(values, dtype=np.float64)
-    arr = arr[~np.isnan(arr)]
-    return float(arr.std(ddof=0)) if arr.size else float("nan")
 
 
 def perturbation_spread(table: pd.DataFrame, metric: str = "AUC") -> pd.DataFrame:
