@@ -97,5 +97,6 @@ rule efficiency:
         detectors=RUN_DETECTORS,
         device=config["device"],
         threads=declared_threads(rules.predict),
+        timing=config["efficiency"],
     script:
         "../scripts/efficiency.py"
