@@ -41,8 +41,15 @@ def tiny_run(repo_root, tmp_path_factory) -> Path:
     return workdir
 
 
-# The longest files, started first so that no worker is left with one of them at the end.
-LONGEST_FIRST = ("test_workflow.py", "test_slurm.py")
+# The longest files, longest first, so that no worker is left with one of them at the end
+# (the paper walk-throughs are one file each for that reason).
+LONGEST_FIRST = (
+    "test_paper_run_assessment.py",
+    "test_slurm.py",
+    "test_workflow.py",
+    "test_paper_run_fairfd.py",
+    "test_paper_configs.py",
+)
 
 
 def pytest_collection_modifyitems(items):

@@ -5,7 +5,7 @@ extracted frames and as the c23 videos it releases, whose frames the adapter dec
 
 Each tree runs as the workflow runs it: the dataset's adapter, the faces stage with the
 config's defaults (dlib HOG), the pairs, then every forgery method's classical backend. The
-groups are assigned as tests/workflow/test_paper_configs.py's RFW fixture does: the real faces in turn
+groups are assigned as tests/helpers/paper_walkthroughs.py's RFW fixture does: the real faces in turn
 over the four RFW races. Before the crops kept the face, the default ``faces.border:
 shrink`` fitted the margin to these framings and cut the chin: the methods made fakes for
 0-1 of 8 UTKFace chips, 2-5 of 9 RFW images (every Indian face, at most one other per race)
@@ -44,7 +44,7 @@ from fairforge.video.ffmpeg import write_video
 from released_cuts import RealFace, ffpp_frame, real_faces, rfw_image, utkface_chip
 
 METHODS = ("faceswap", "simswap", "fastreen", "dualreen", "maskgan", "sbi", "xray", "fwa")
-RACES = ("African", "Asian", "Caucasian", "Indian")  # test_paper_configs' RFW fixture
+RACES = ("African", "Asian", "Caucasian", "Indian")  # paper_walkthroughs' RFW fixture
 UTK_RACE_CODES = {"African": 1, "Asian": 2, "Caucasian": 0, "Indian": 3}
 SEED = 11
 FFPP_FPS, FFPP_CRF = 25, 23  # FaceForensics++'s YouTube originals; c23 is H.264 at CRF 23
