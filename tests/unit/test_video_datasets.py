@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import fairforge.video  # noqa: F401  (registers the frame sampler and synthetic_video)
+import ffmpeg_reference
 from fairforge.config import validate_config
 from fairforge.images import read_image, write_image
 from fairforge.sources import ADAPTERS, SourceError, build_sources, check_subject_disjoint
@@ -293,6 +294,13 @@ def test_training_crops_as_jpeg_and_h264_copies(tmp_path: Path):
             }
         )
     samples = pd.DataFrame(rows)
+    # The H.264 copies are each clip's train crops, in frame order, through ffmpeg's H.264 at
+    # CRF 40 run directly (a bound on their error would measure the x264 build).
+    h264 = {}
+    for _, clip in samples[samples["split"] == "train"].groupby("video_id"):
+        paths = clip.sort_values("frame_index")["path"]
+        frames = np.stack([read_image(results / p) for p in paths])
+        h264.update(zip(paths, ffmpeg_reference.h264_frames(frames, 40)))
     for variant in ("jpeg@30", "vid_h264@40"):
         out = results / "d" / "train_copies" / variant
         copies = compressed_copies(
@@ -304,7 +312,9 @@ def test_training_crops_as_jpeg_and_h264_copies(tmp_path: Path):
         for new, old in zip(copies.loc[train, "path"], samples.loc[train, "path"]):
             assert new.startswith(f"d/train_copies/{variant}/")
             a, b = read_image(results / new), read_image(results / old)
-            assert a.shape == b.shape and 0 < np.abs(a.astype(int) - b).mean() < 20, variant
+            assert a.shape == b.shape and not np.array_equal(a, b), variant
+            if variant == "vid_h264@40":
+                assert np.array_equal(a, h264[old])
             if variant == "jpeg@30":  # the copy is the crop through libjpeg at quality 30
                 ok, buf = cv2.imencode(
                     ".jpg", cv2.cvtColor(b, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 30]
