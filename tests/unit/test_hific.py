@@ -6,6 +6,8 @@ the converted file. The widths are smaller than the release's (the layout is the
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
 import torch
@@ -185,3 +187,22 @@ def test_release_variants_not_rebuilt_are_refused(tmp_path):
     with pytest.raises(CheckpointMismatch, match="model_state_dict"):
         convert_release(tmp_path / "other.pt", tmp_path / "other.pth")
     assert not (tmp_path / "dlmm.pth").exists()
+
+
+def test_a_release_pickling_a_namespace_and_numpy_scalars_converts(tmp_path):
+    """``args`` as an argparse Namespace holding numpy scalars, which a plain weights-only
+    load refuses: the conversion admits exactly those, and reads the options from it."""
+    args = ref.release_args(latent_channels=8, n_residual_blocks=1, likelihood_type="logistic")
+    model = ref.random_model(1, args, **ref.SMALL)
+    namespace = argparse.Namespace(**{**args, "k_M": np.float64(0.002), "n_data": np.int64(9)})
+    release = ref.save_release(model, tmp_path / "hific_med.pt", namespace)
+    with pytest.raises(CheckpointMismatch, match="Unsupported global.*convert-release hific"):
+        load_hific(release)
+    summary = convert_release(release, tmp_path / "hific-med.pth")
+    assert summary["likelihood_type"] == "logistic" and summary["tensors"] > 0
+    image = _image(80, 80)
+    with torch.no_grad():
+        expected = model.compress(ref.to_input(image, False))["total_bits"]
+    assert hific_bits(load_hific(tmp_path / "hific-med.pth"), image) == pytest.approx(
+        expected, rel=1e-4
+    )

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -358,12 +360,20 @@ def _release_globals() -> list:
     allowed: list = [argparse.Namespace, np.dtype]
     for module in ("numpy._core.multiarray", "numpy.core.multiarray"):
         try:
-            allowed.append(__import__(module, fromlist=["scalar"]).scalar)
+            allowed.append(importlib.import_module(module).scalar)
             break
         except (ImportError, AttributeError):
             continue
     allowed += [type(np.dtype(t)) for t in ("float64", "float32", "int64", "int32", "bool")]
     return allowed
+
+
+def _refusal(err: Exception) -> str:
+    """The line of torch's weights-only refusal that names what it refused (its other lines
+    advise loading the file unrestricted, which fairforge does not)."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in str(err).splitlines()]
+    named = [line for line in lines if "Unsupported global" in line]
+    return (named or [line for line in lines if line] or [type(err).__name__])[0]
 
 
 def _options(args) -> dict:
@@ -410,8 +420,9 @@ def convert_release(src: str | Path, dst: str | Path) -> dict:
         with torch.serialization.safe_globals(_release_globals()):
             checkpoint = torch.load(src, map_location="cpu", weights_only=True)
     except Exception as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CheckpointMismatch(f"{src} is not a HiFiC release checkpoint ({first})") from None
+        raise CheckpointMismatch(
+            f"{src} is not a HiFiC release checkpoint ({_refusal(err)})"
+        ) from None
     if not isinstance(checkpoint, dict) or "model_state_dict" not in checkpoint:
         raise CheckpointMismatch(
             f"{src} has no 'model_state_dict': not a checkpoint of the HiFiC release ({RELEASE})"
@@ -438,9 +449,8 @@ def read_converted(path: str | Path) -> tuple[dict, dict]:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise CheckpointMismatch(
-            f"HiFiC weights at {path} cannot be read with weights_only=True ({first}); a "
+            f"HiFiC weights at {path} cannot be read with weights_only=True ({_refusal(err)}); a "
             "release checkpoint is converted once with "
             "`python -m fairforge convert-release hific IN OUT`"
         ) from None
