@@ -28,11 +28,10 @@ COMPRESSAI_WEIGHTS = str(WEIGHTS_DIR / "compressai" / "bmshj2018-factorized-q{qu
 DNCNN_WEIGHTS = WEIGHTS_DIR / "dncnn" / "dncnn_color_blind.pth"
 # HiFiC's converted checkpoints ({regime}: low, med, high; {level}: 1, 2, 3).
 HIFIC_WEIGHTS = str(WEIGHTS_DIR / "hific" / "hific-{regime}.pth")
-#: HiFiC's PyTorch release: its checkpoints per regime, as published (README "Pretrained
-#: Models", Google Drive, and Zenodo record 4026003), and the bitrate each targets.
+#: HiFiC's PyTorch release and its checkpoint per regime, as published (README "Pretrained
+#: Models", Google Drive, and Zenodo record 4026003).
 HIFIC_RELEASE = "github.com/Justin-Tan/high-fidelity-generative-compression"
 HIFIC_FILES = {"low": "hific_low.pt", "med": "hific_med.pt", "high": "hific_hi.pt"}
-HIFIC_TARGET_BPP = {"low": 0.14, "med": 0.30, "high": 0.45}
 
 
 # --- pixel helpers shared with augment.py and distance.py --------------------------------
