@@ -6,6 +6,7 @@ fairforge faces    --sources sources.parquet --root DIR --results results --out 
 fairforge forge    --method faceswap --faces faces.parquet --pairs pairs.parquet --results results --out fakes.parquet
 fairforge predict  --checkpoint model.pt --samples samples.parquet --results results --out preds.parquet
 fairforge convert-release simswap-arcface arcface_checkpoint.tar arcface.pth
+fairforge convert-release hific hific_low.pt weights/hific/hific-low.pth
 fairforge protocol --configfile configs/benchmark_paper.yaml [MORE.yaml ...] [--format json]
 """
 
@@ -301,10 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "convert-release",
-        help="convert a released pickled model to the state dict an official backend reads",
+        help="convert a released pickled model or checkpoint to the weights-only file that "
+        "an official backend or an operation (hific) reads",
     )
     p.add_argument(
-        "release", help="which release (fairforge.forgery.releases.CONVERSIONS): simswap-arcface"
+        "release",
+        help="which release (fairforge.forgery.releases.CONVERSIONS): simswap-arcface, hific",
     )
     p.add_argument("src", help="the file as released")
     p.add_argument("dst", help="the state dict to write (weights_only)")

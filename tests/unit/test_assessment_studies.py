@@ -159,10 +159,11 @@ def test_each_detector_beside_its_augmented_twins():
 def test_the_workflow_plans_each_study_only_where_it_compares_something():
     assert rate_variants(["clean", "jpeg@30", "gaussian_blur@3"]) == []  # no curve
     variants = ["clean", "jpeg@95", "jpeg@30", "jpeg@30~frame", "jpeg@random", "blur+jpeg@2"]
-    assert rate_variants(variants + ["learned_compression@3"]) == [
+    assert rate_variants(variants + ["learned_compression@3", "hific@1"]) == [
         "jpeg@95",
         "jpeg@30",
         "learned_compression@3",
+        "hific@1",
     ]
     config = {
         "seed": 0,

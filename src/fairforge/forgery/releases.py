@@ -49,11 +49,13 @@ def check_release_files(method: str, backend: str, files, options: dict) -> dict
     return found
 
 
-# Releases that fairforge cannot read as published (a whole pickled model), converted once,
-# offline, to a weights-only state dict: name -> (module, function(src, dst) -> summary),
+# Releases that fairforge cannot read as published (a whole pickled model; a checkpoint that
+# pickles its training options beside the weights, as HiFiC's), converted once, offline, to
+# a weights-only file: name -> (module, function(src, dst) -> summary),
 # run by ``python -m fairforge convert-release NAME IN OUT``. The module is imported only then.
 CONVERSIONS = {
     "simswap-arcface": ("fairforge.forgery.nets.arcface", "convert_release"),
+    "hific": ("fairforge.perturb.hific", "convert_release"),
 }
 
 

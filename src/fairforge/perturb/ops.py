@@ -4,7 +4,8 @@ Levels are 1..5 (mildest to harshest; for brightness, contrast and gamma they in
 table, which runs from one side of the identity to the other) except where the level is
 the natural parameter:
 ``jpeg`` (quality 95, 80, 60, 45, 30), ``gaussian_blur`` (kernel 3..11) and
-``learned_compression`` (CompressAI quality 1..8). ``params`` lists what each level means.
+``learned_compression`` (CompressAI quality 1..8). ``hific``'s levels 1..3 are the HiFiC
+release's regimes (low, med, high). ``params`` lists what each level means.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ WEIGHTS_DIR = Path("weights")
 # Where an op looks for its weights when the config gives no path ({quality}: the level).
 COMPRESSAI_WEIGHTS = str(WEIGHTS_DIR / "compressai" / "bmshj2018-factorized-q{quality}.pth.tar")
 DNCNN_WEIGHTS = WEIGHTS_DIR / "dncnn" / "dncnn_color_blind.pth"
+# HiFiC's converted checkpoints ({regime}: low, med, high; {level}: 1, 2, 3).
+HIFIC_WEIGHTS = str(WEIGHTS_DIR / "hific" / "hific-{regime}.pth")
+#: HiFiC's PyTorch release and its checkpoint per regime, as published (README "Pretrained
+#: Models", Google Drive, and Zenodo record 4026003).
+HIFIC_RELEASE = "github.com/Justin-Tan/high-fidelity-generative-compression"
+HIFIC_FILES = {"low": "hific_low.pt", "med": "hific_med.pt", "high": "hific_hi.pt"}
 
 
 # --- pixel helpers shared with augment.py and distance.py --------------------------------
@@ -226,6 +233,51 @@ class LearnedCompression(Operation):
 
         self.check_available()
         return codec_bits(load_codec(self.weights, self.device), image)
+
+
+@OPERATIONS.register("hific")
+class Hific(Operation):
+    """HiFiC (Mentzer et al. 2020), the Assessment's [61], at the three regimes of its
+    PyTorch release (level 1, 2, 3: ``hific-low``, ``-med``, ``-high``; 0.14, 0.30 and 0.45
+    bpp targeted). Rebuilt in plain torch (:mod:`fairforge.perturb.hific`); it reads a
+    release checkpoint converted once with ``python -m fairforge convert-release hific IN
+    OUT`` (``weights``, which may hold ``{regime}`` or ``{level}``); without it the op is
+    unavailable and says which file it wants and where the release is."""
+
+    category = "compression"
+    levels = (1, 2, 3)
+    params = ("low", "med", "high")
+
+    def __init__(self, level: int, weights: str | Path | None = None, device: str = "cpu"):
+        super().__init__(level)
+        pattern = str(weights or HIFIC_WEIGHTS)
+        self.weights = Path(pattern.format(regime=self.param, level=self.level))
+        self.device = device
+
+    def check_available(self) -> None:
+        if not self.weights.is_file():
+            raise OperationUnavailable(
+                f"hific@{self.level} is unavailable: HiFiC {self.param} weights not found at "
+                f"{self.weights} (convert {HIFIC_FILES[self.param]} of {HIFIC_RELEASE} with "
+                "`python -m fairforge convert-release hific IN OUT`; set perturb options "
+                "hific.weights)",
+                self.weights,
+            )
+
+    def apply(self, image, rng):
+        # Imported on first use, as LearnedCompression's network (torch).
+        from fairforge.perturb.hific import load_hific, run_hific
+
+        self.check_available()
+        return run_hific(load_hific(self.weights, self.device), image)
+
+    def bits(self, image: np.ndarray) -> float:
+        """The release's estimated rate: the information of the rounded latents and
+        hyperlatents under the model's likelihoods."""
+        from fairforge.perturb.hific import hific_bits, load_hific
+
+        self.check_available()
+        return hific_bits(load_hific(self.weights, self.device), image)
 
 
 # --- denoising and blur -------------------------------------------------------------------

@@ -37,6 +37,11 @@ VIDEO_OPS = (
     "vid_stretch",
 )
 
+# Image operations that no suite holds: a config names their variants. HiFiC [61] is the
+# Assessment's third codec of Fig. 5 (§5.4) only: §3.1's learned compression, Table 2's
+# "DL-Comp", is bmshj2018 [60] (configs/assessment.yaml).
+UNSUITED_IMAGE_OPS = ("hific",)
+
 # The Assessment paper's own operations: §3.1's image operations (grayscale is FairFD's
 # Table 6, not the Assessment's) and §3.2's video operations (DeeperForensics' compression
 # levels are not).
