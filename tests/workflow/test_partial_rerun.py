@@ -17,9 +17,10 @@ from snakemake_run import snakemake, snakemake_command
 
 pytestmark = pytest.mark.workflow
 
-# What these tests are about (training, prediction, the tables) ends in the fairness table;
-# `all` adds the report, the forgery-quality card and the timing, which the tiny run covers.
-TARGET = "results/fairness_table.csv"
+# What these tests are about (training, prediction, the tables) ends in the fairness table
+# (clean predictions) and the robustness table (every variant's predictions); `all` adds the
+# report, the forgery-quality card and the timing, which the tiny run covers.
+TARGETS = ("results/fairness_table.csv", "results/robustness_table.csv")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def small_run(repo_root, tmp_path_factory) -> Path:
     config["ranking"] = {"enabled": False}
     workdir = tmp_path_factory.mktemp("small_run")
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    snakemake(repo_root, workdir, "--cores", "2", TARGET)
+    snakemake(repo_root, workdir, "--cores", "2", *TARGETS)
     return workdir
 
 
@@ -44,7 +45,7 @@ def planned(repo_root: Path, workdir: Path, config: dict, tmp_path: Path) -> lis
     shutil.copytree(workdir, copy, symlinks=True)  # keeps every mtime
     (copy / "grown.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     proc = snakemake(
-        repo_root, copy, "-n", "--cores", "1", TARGET,
+        repo_root, copy, "-n", "--cores", "1", *TARGETS,
         configfiles=[copy / "grown.yaml"], timeout=900,
     )  # fmt: skip
     jobs, rule = [], None
@@ -118,7 +119,7 @@ def test_killed_run_resumes_to_identical_outputs(repo_root, small_run, tmp_path)
     """SIGKILL mid-run, unlock, rerun: the outputs equal an uninterrupted run byte for byte
     (which also proves that two runs of the same config are identical)."""
     shutil.copy(small_run / "config.yaml", tmp_path / "config.yaml")
-    cmd = snakemake_command(repo_root, tmp_path, "--cores", "2", TARGET)
+    cmd = snakemake_command(repo_root, tmp_path, "--cores", "2", *TARGETS)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
@@ -132,7 +133,7 @@ def test_killed_run_resumes_to_identical_outputs(repo_root, small_run, tmp_path)
     assert not (tmp_path / "results" / "fairness_table.csv").exists()
 
     snakemake(repo_root, tmp_path, "--unlock")
-    snakemake(repo_root, tmp_path, "--cores", "2", "--rerun-incomplete", TARGET)
+    snakemake(repo_root, tmp_path, "--cores", "2", "--rerun-incomplete", *TARGETS)
     expected, got = _outputs(small_run), _outputs(tmp_path)
     assert sorted(got) == sorted(expected)
     differ = [name for name in expected if expected[name] != got[name]]
