@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from fairforge.columns import PREDICTION_COLUMNS
 from fairforge.detectors import DETECTORS, create_detector, detector_kind, list_detectors
-from fairforge.detectors.capsule import squash
+from fairforge.detectors.capsule import VGG19_FEATURES, squash, vgg19_head_layers
 from fairforge.detectors.conv_lstm import LSTM
 from fairforge.detectors.core import crop_flip_view
 from fairforge.detectors.deepfakebench import CheckpointMismatch, load_deepfakebench
@@ -164,6 +164,17 @@ def test_capsule_score_is_the_mean_vote():
     torch.testing.assert_close(torch.sigmoid(logits), torch.sigmoid(votes).mean(1))
     v = squash(torch.randn(5, 8) * 10, dim=-1)
     assert (v.norm(dim=-1) < 1).all()
+
+
+def test_capsule_vgg_is_torchvision_s_vgg19_up_to_its_third_pooling():
+    """The VGG-19 layout kept in capsule.py is torchvision's (and timm's), name for name."""
+    from timm.models.vgg import cfgs
+    from torchvision.models import vgg19
+
+    assert VGG19_FEATURES == tuple(cfgs["vgg19"])
+    reference = vgg19().features[:19].state_dict()
+    ours = vgg19_head_layers().state_dict()
+    assert {k: v.shape for k, v in ours.items()} == {k: v.shape for k, v in reference.items()}
 
 
 # --- front ends ------------------------------------------------------------------------------

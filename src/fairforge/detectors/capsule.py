@@ -50,13 +50,18 @@ from fairforge.detectors.base import (
 )
 
 
-def vgg19_head_layers(n_pools: int = 3) -> nn.Sequential:
-    """timm/torchvision VGG-19 ``features`` up to its ``n_pools``-th max-pooling (same names,
-    so the first 19 layers of an ImageNet VGG-19 state dict load onto it)."""
-    from timm.models.vgg import cfgs as vgg_cfgs  # see fairforge.detectors
+# VGG-19's `features` (configuration "E" of Simonyan & Zisserman, 2015; torchvision's and
+# timm's `cfgs["vgg19"]`): channels of each 3x3 convolution, "M" a 2x2 max-pooling. Kept here
+# because importing timm for it costs every Capsule job seconds (timm pulls in torchvision).
+VGG19_FEATURES = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M")
+VGG19_FEATURES += (512, 512, 512, 512, "M", 512, 512, 512, 512, "M")
 
+
+def vgg19_head_layers(n_pools: int = 3) -> nn.Sequential:
+    """torchvision/timm VGG-19 ``features`` up to its ``n_pools``-th max-pooling (same names,
+    so the first 19 layers of an ImageNet VGG-19 state dict load onto it)."""
     layers, cin, pools = [], 3, 0
-    for v in vgg_cfgs["vgg19"]:
+    for v in VGG19_FEATURES:
         if v == "M":
             layers.append(nn.MaxPool2d(2, 2))
             pools += 1
