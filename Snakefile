@@ -71,9 +71,4 @@ rule all:
 onsuccess:
     from fairforge.records import write_rule_graph
 
-    write_rule_graph(
-        result_path("rulegraph"),
-        workflow.main_snakefile,
-        Path.cwd(),
-        list(workflow.overwrite_configfiles),
-    )
+    write_rule_graph(result_path("rulegraph"), workflow.dag)

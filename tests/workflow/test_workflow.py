@@ -1,6 +1,7 @@
 """The workflow, run for real by Snakemake on the tiny config."""
 
 import html
+import re
 import shutil
 
 import numpy as np
@@ -57,6 +58,19 @@ def test_the_run_writes_its_protocol_card(tiny_run):
     assert set(written.loc[written["section"] == "dataset", "name"]) == {"synthetic", "clips"}
     detectors = pd.read_csv(results / "detectors.csv").set_index("detector")
     assert detectors.loc["meso4", "init"] == "random"
+
+
+def test_the_run_records_its_rule_graph(tiny_run):
+    """pipeline_info/rulegraph.dot: every rule the run resolved, once, joined as they depend
+    on each other (the graph `snakemake --rulegraph all` prints)."""
+    dot = (tiny_run / "results" / "pipeline_info" / "rulegraph.dot").read_text()
+    assert dot.startswith("digraph snakemake_dag {")
+    nodes = dict(re.findall(r'\t(\d+)\[label = "(\w+)"', dot))
+    edges = {(nodes[a], nodes[b]) for a, b in re.findall(r"\t(\d+) -> (\d+)", dot)}
+    assert len(set(nodes.values())) == len(nodes)
+    assert {"all", "train", "predict", "fairness_table", "train_encoder"} <= set(nodes.values())
+    assert {("train", "predict"), ("predict", "predictions")} <= edges
+    assert {("predictions", "fairness_table"), ("fairness_table", "all")} <= edges
 
 
 def test_forgery_quality_card_carries_the_acceptance_numbers(tiny_run):

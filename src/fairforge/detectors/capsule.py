@@ -49,7 +49,6 @@ from fairforge.detectors.base import (
     stated_start,
 )
 
-
 # VGG-19's `features` (configuration "E" of Simonyan & Zisserman, 2015; torchvision's and
 # timm's `cfgs["vgg19"]`): channels of each 3x3 convolution, "M" a 2x2 max-pooling. Kept here
 # because importing timm for it costs every Capsule job seconds (timm pulls in torchvision).
