@@ -2,6 +2,7 @@
 # input functions (get_*) the rules call with their wildcards. Paths come from
 # fairforge.paths (one table), settings from fairforge.workflow (unit-tested).
 import re
+from functools import cache
 
 from fairforge.paths import (
     REPORT_STUDIES,
@@ -346,8 +347,14 @@ def get_detector_settings(wildcards):
     return detector_settings(config, wildcards.detector)
 
 
+# once per detector: a paper's plan asks for it in each of its ten thousand prediction jobs
+@cache
+def _scoring_settings_of(detector):
+    return scoring_settings(config, detector)
+
+
 def get_scoring_settings(wildcards):
-    return scoring_settings(config, wildcards.detector)
+    return _scoring_settings_of(wildcards.detector)
 
 
 def get_detector_training_datasets(wildcards):
