@@ -33,8 +33,9 @@ def _one_torch_thread():
 
 @pytest.fixture(scope="session")
 def tiny_run(repo_root, tmp_path_factory) -> Path:
-    """One complete local run of tests/data/tiny_config.yaml, shared by the workflow and
-    SLURM tests (which compare against it)."""
+    """One complete local run of tests/data/tiny_config.yaml, made once per test session and
+    read by every test of tests/workflow/test_workflow.py (the SLURM test makes its own cut
+    of the config, locally and through sbatch)."""
     workdir = tmp_path_factory.mktemp("tiny_run")
     shutil.copy(repo_root / "tests" / "data" / "tiny_config.yaml", workdir / "config.yaml")
     snakemake(repo_root, workdir, "--cores", "2", "all")
