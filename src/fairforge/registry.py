@@ -20,6 +20,14 @@ operation's levels) gives its registry a ``check``: called on every registration
 name, the member and the metadata, it raises on a bad member and returns the metadata to
 keep (with defaults filled in, or read off the class).
 
+A family whose members need heavy imports (torch) that most processes never use names
+their modules as ``deferred``: they are imported the first time the family is asked for a
+name it does not hold yet, or for its list, and register their members as any module does::
+
+    ENCODERS = Registry("encoder", deferred=("fairforge.encoders.trainable",))
+    ENCODERS.create("dlib_resnet")     # the trainable encoders' module is not imported
+    ENCODERS.names()                   # imports it: every name is listed
+
 Tests add a member for their duration only::
 
     with DETECTORS.registered("toy", Toy, kind="network"):
@@ -28,7 +36,8 @@ Tests add a member for their duration only::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import importlib
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
@@ -63,11 +72,18 @@ class Registry(Generic[T]):
         self,
         family: str,
         check: Callable[[str, T, dict[str, Any]], dict[str, Any]] | None = None,
+        deferred: Sequence[str] = (),
     ):
         self.family = family
         self._check = check
         self._members: dict[str, T] = {}
         self._metadata: dict[str, dict[str, Any]] = {}
+        self._deferred = list(deferred)
+
+    def _import_deferred(self) -> None:
+        """Import the deferred member modules (once): their members register."""
+        while self._deferred:
+            importlib.import_module(self._deferred.pop(0))
 
     def register(self, name: str, member: T | None = None, **metadata: Any):
         """Register ``member`` under ``name``; without ``member``, a decorator.
@@ -106,7 +122,7 @@ class Registry(Generic[T]):
     def registered(self, name: str, member: T, **metadata: Any) -> Iterator[T]:
         """Register ``member`` under ``name`` for the ``with`` block only (for tests); the
         name must be free, and is free again afterwards."""
-        if name in self._members:
+        if name in self:
             raise DuplicateName(f"{self.family} {name!r} is already registered")
         self.register(name, member, **metadata)
         try:
@@ -117,10 +133,9 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """The member registered under ``name``."""
-        try:
-            return self._members[name]
-        except (KeyError, TypeError):
-            raise UnknownName(self.family, name, self.names()) from None
+        if name not in self:
+            raise UnknownName(self.family, name, self.names())
+        return self._members[name]
 
     def create(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call the member registered under ``name`` (build the class or call the factory)."""
@@ -134,6 +149,7 @@ class Registry(Generic[T]):
 
     def names(self, **where: Any) -> list[str]:
         """Sorted names, optionally only those whose metadata has every ``key=value`` given."""
+        self._import_deferred()
         return sorted(
             n
             for n, meta in self._metadata.items()
@@ -146,12 +162,19 @@ class Registry(Generic[T]):
         return name
 
     def __contains__(self, name: object) -> bool:
+        try:
+            if name in self._members:
+                return True
+        except TypeError:  # an unhashable name is no member's
+            return False
+        self._import_deferred()
         return name in self._members
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
+        self._import_deferred()
         return len(self._members)
 
     def __repr__(self) -> str:

@@ -2,6 +2,8 @@
 model, margin heads, and training / checkpoint round trips of the trainable encoders."""
 
 import math
+import subprocess
+import sys
 import warnings
 
 import cv2
@@ -73,6 +75,24 @@ def face_crops():
             img = render_face(subject, sample_view(7, f"{sid}_{j}"), 400)
             crops.append(cv2.resize(img[60:340, 60:340], (150, 150), interpolation=cv2.INTER_AREA))
     return crops
+
+
+def test_jobs_that_embed_with_dlib_or_rank_do_not_import_torch():
+    """The trainable encoders are the registry's deferred members: a dlib embedding job, the
+    forgery quality card and the ranking study do not pay torch's seconds of import; asking
+    for a trainable encoder imports it."""
+    probe = (
+        "import sys\n"
+        "from fairforge.encoders import create_encoder\n"
+        "import fairforge.ranking, fairforge.tables.forgery_quality\n"
+        "create_encoder('dlib_resnet')\n"
+        "print('torch' in sys.modules)\n"
+        "from fairforge.encoders import ENCODERS\n"
+        "ENCODERS.get('mobilefacenet')\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
 
 
 def test_dlib_resnet_gives_unit_128d_embeddings_on_faces_and_on_any_image(dlib_encoder, face_crops):

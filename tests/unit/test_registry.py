@@ -1,5 +1,7 @@
 """The one registry every family uses: names, metadata, and the two errors."""
 
+import sys
+
 import pytest
 
 from fairforge.registry import DuplicateName, Registry, UnknownName
@@ -88,3 +90,30 @@ def test_a_family_check_validates_members_and_gives_their_metadata():
     assert "c" not in toys
     with toys.registered("d", type("D", (), {}), size=2):
         assert toys.get("d").name == "d" and toys.names(size=2) == ["d"]
+
+
+def test_deferred_modules_are_imported_on_the_first_name_the_family_lacks(tmp_path, monkeypatch):
+    """A family's heavy members register when first needed (as the trainable encoders do):
+    asking for a member it holds imports nothing; a name it lacks, a listing or a test's
+    own member imports the modules, once, so that no member is hidden or left out."""
+    (tmp_path / "toy_family.py").write_text(
+        "from fairforge.registry import Registry\n"
+        "FAMILY = Registry('toy', deferred=('toy_heavy',))\n"
+        "FAMILY.register('light', object())\n"
+    )
+    (tmp_path / "toy_heavy.py").write_text(
+        "from toy_family import FAMILY\nFAMILY.register('heavy', object(), size=9)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("toy_family", "toy_heavy"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    from toy_family import FAMILY
+
+    FAMILY.get("light")
+    assert "light" in FAMILY and "toy_heavy" not in sys.modules
+    with FAMILY.registered("toy", object()):  # a test's member cannot hide a real one
+        assert "toy_heavy" in sys.modules
+    assert FAMILY.metadata("heavy") == {"size": 9}
+    assert FAMILY.names() == ["heavy", "light"] and len(FAMILY) == 2
+    with pytest.raises(UnknownName, match="valid: heavy, light"):
+        FAMILY.get("other")

@@ -18,16 +18,12 @@ encoders (``mobilefacenet``, ``resnet``, ``resnet152``, ``attentionnet``, ``resn
 :data:`fairforge.encoders.heads.MARGIN_HEADS`.
 """
 
-# Importing the member modules registers them.
+# Importing the member modules registers them; the torch ones (the trainable encoders and
+# their backbones) are the registries' deferred modules, imported when first asked for.
 from fairforge.encoders import (  # noqa: E402,F401
-    attentionnet,
     dlib_resnet,
-    heads,
     insightface_arcface,
-    iresnet,
-    mobilefacenet,
     onnx_arcface,
-    trainable,
 )
 from fairforge.encoders.base import (
     DEFAULT_ENCODER,

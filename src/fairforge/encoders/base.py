@@ -22,11 +22,22 @@ def _check_encoder(name: str, cls: type, meta: dict) -> dict:
     return meta
 
 
-ENCODERS: Registry = Registry("encoder", check=_check_encoder)
+# The torch members are deferred: a job that embeds with dlib, measures forgeries or ranks
+# embeddings does not pay torch's import (seconds per job).
+ENCODERS: Registry = Registry(
+    "encoder", check=_check_encoder, deferred=("fairforge.encoders.trainable",)
+)
 #: The embedding networks a trainable encoder can be built on, by name: each a function
 #: ``(name, embedding_dim, input_size) -> nn.Module`` (any other name is a timm model,
 #: :func:`fairforge.encoders.trainable.build_embedding_net`); metadata ``family``.
-BACKBONES: Registry = Registry("encoder backbone")
+BACKBONES: Registry = Registry(
+    "encoder backbone",
+    deferred=(
+        "fairforge.encoders.mobilefacenet",
+        "fairforge.encoders.iresnet",
+        "fairforge.encoders.attentionnet",
+    ),
+)
 
 
 class EncoderError(ValueError):

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from fairforge.images import read_image
 from fairforge.perturb.distance import far_degrade
-from fairforge.perturb.learned_degradation import (
-    HighToLowGenerator,
-    apply_generator,
-    cached_generator,
-)
 from fairforge.seeding import rng_for
+
+if TYPE_CHECKING:
+    from fairforge.perturb.learned_degradation import HighToLowGenerator
 
 #: How a face is seen at a distance: the classical chain or the learned near-to-far GAN.
 DEGRADATIONS = ("classical", "learned")
@@ -38,6 +37,9 @@ def far_generator(degradation: str, generator: str | Path | None) -> HighToLowGe
             "ranking.degradation: learned needs a near-to-far generator: set "
             "degradation.checkpoint, or degradation.high_dir and low_dir to train one"
         )
+    # the generator is a torch network: the classical chain's jobs do not import torch
+    from fairforge.perturb.learned_degradation import cached_generator
+
     return cached_generator(generator)
 
 
@@ -55,6 +57,8 @@ def far_view(
     near-to-far ``generator`` (the Exposure paper's learned degradation), its 16x16 output
     upsampled (seeded by ``(seed, "far_learned", image_id)``; it has one distance)."""
     if generator is not None:
+        from fairforge.perturb.learned_degradation import apply_generator
+
         rng = rng_for(seed, "far_learned", image_id)
         return apply_generator(generator, image, rng, out_size=(out_size, out_size))
     return far_degrade(
