@@ -87,3 +87,7 @@ def test_fairfd_runs_one_detector_through_all(walk):
     assert "Subjects and feature space" in report and "fitted on test (the evaluated set)" in report
     # the run's record of its rule graph, from the same config files
     assert "digraph" in (results / "pipeline_info" / "rulegraph.dot").read_text()
+    # the laptop file's short timing: batch 1 only
+    efficiency = pd.read_csv(results / "efficiency.csv")
+    assert list(efficiency["detector"]) == ["xception"] and "latency_ms_bs32" not in efficiency
+    assert (efficiency["latency_ms_bs1"] > 0).all()
