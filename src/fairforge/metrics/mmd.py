@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.distance import cdist, pdist
 
 from fairforge.seeding import rng_for
 
@@ -32,12 +31,17 @@ def _as_points(x, what: str) -> np.ndarray:
 
 def squared_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pairwise squared Euclidean distances ``(len(x), len(y))``."""
+    # scipy.spatial costs a second of import; the planner imports this module (the report's)
+    from scipy.spatial.distance import cdist
+
     return cdist(x, y, "sqeuclidean")
 
 
 def median_bandwidth(x, y) -> float:
     """σ of the median heuristic: the median distance between distinct pooled points (1.0
     when every point coincides)."""
+    from scipy.spatial.distance import pdist
+
     pooled = np.vstack([_as_points(x, "x"), _as_points(y, "y")])
     distances = pdist(pooled)
     sigma = float(np.median(distances)) if distances.size else 0.0
