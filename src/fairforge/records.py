@@ -99,9 +99,13 @@ def write_rule_graph(out_path: str | Path, dag) -> None:
     """The rule graph (dot) of the jobs this run resolved, as ``snakemake --rulegraph`` with
     the same targets prints it, taken from the running workflow's DAG (``workflow.dag``):
     a second Snakemake process for it cost every run seconds of parsing and planning."""
-    graph: dict = {}
+    depends: dict = {}
     for job in dag.jobs:
-        graph.setdefault(job.rule, set()).update(dep.rule for dep in dag.dependencies[job])
+        depends.setdefault(job.rule, set()).update(dep.rule for dep in dag.dependencies[job])
+    # rules hash by name, and str hashes differ between processes: sorted, so that one run
+    # writes the same file as the next (snakemake's own --rulegraph leaves the set order)
+    by_name = lambda rule: rule.name  # noqa: E731
+    graph = {rule: sorted(depends[rule], key=by_name) for rule in sorted(depends, key=by_name)}
     # DAG.rule_dot() is this with a check that --rulegraph was asked for; _dot is its
     # formatting (snakemake is pinned in requirements.txt)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
