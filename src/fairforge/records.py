@@ -12,6 +12,7 @@ import json
 import platform
 import subprocess
 import sys
+from operator import attrgetter
 from pathlib import Path
 
 import yaml
@@ -104,7 +105,7 @@ def write_rule_graph(out_path: str | Path, dag) -> None:
         depends.setdefault(job.rule, set()).update(dep.rule for dep in dag.dependencies[job])
     # rules hash by name, and str hashes differ between processes: sorted, so that one run
     # writes the same file as the next (snakemake's own --rulegraph leaves the set order)
-    by_name = lambda rule: rule.name  # noqa: E731
+    by_name = attrgetter("name")
     graph = {rule: sorted(depends[rule], key=by_name) for rule in sorted(depends, key=by_name)}
     # DAG.rule_dot() is this with a check that --rulegraph was asked for; _dot is its
     # formatting (snakemake is pinned in requirements.txt)

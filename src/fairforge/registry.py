@@ -81,9 +81,16 @@ class Registry(Generic[T]):
         self._deferred = list(deferred)
 
     def _import_deferred(self) -> None:
-        """Import the deferred member modules (once): their members register."""
+        """Import the deferred member modules (once): their members register. A module that
+        fails to import stays deferred, so the next lookup raises again instead of listing
+        the family without its members."""
         while self._deferred:
-            importlib.import_module(self._deferred.pop(0))
+            module = self._deferred.pop(0)  # popped first: the module may list the family
+            try:
+                importlib.import_module(module)
+            except BaseException:
+                self._deferred.insert(0, module)
+                raise
 
     def register(self, name: str, member: T | None = None, **metadata: Any):
         """Register ``member`` under ``name``; without ``member``, a decorator.

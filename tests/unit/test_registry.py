@@ -117,3 +117,16 @@ def test_deferred_modules_are_imported_on_the_first_name_the_family_lacks(tmp_pa
     assert FAMILY.names() == ["heavy", "light"] and len(FAMILY) == 2
     with pytest.raises(UnknownName, match="valid: heavy, light"):
         FAMILY.get("other")
+
+
+def test_a_deferred_module_that_fails_to_import_fails_every_lookup(tmp_path, monkeypatch):
+    """A family never lists itself without its deferred members: a module that cannot be
+    imported raises on each lookup that needs it, not only the first."""
+    (tmp_path / "toy_broken.py").write_text("raise ImportError('no torch here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    family = Registry("toy", deferred=("toy_broken",))
+    family.register("light", object())
+    assert family.get("light") is not None
+    for _ in range(2):
+        with pytest.raises(ImportError, match="no torch here"):
+            family.names()

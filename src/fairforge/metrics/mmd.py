@@ -31,7 +31,8 @@ def _as_points(x, what: str) -> np.ndarray:
 
 def squared_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pairwise squared Euclidean distances ``(len(x), len(y))``."""
-    # scipy.spatial costs a second of import; the planner imports this module (the report's)
+    # imported here: the planner imports this module (through the report), and scipy is
+    # not worth its import to every Snakemake start and cluster job
     from scipy.spatial.distance import cdist
 
     return cdist(x, y, "sqeuclidean")
