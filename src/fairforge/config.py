@@ -307,7 +307,7 @@ def _check_trained_encoders(config: dict) -> None:
     trained = {label: opts for label, opts in ranking["encoders"].items() if "train" in opts}
     if not trained:
         return
-    from fairforge.encoders.trainable import trainable_encoders  # imports torch: only when needed
+    from fairforge.encoders.base import trainable_encoders
 
     for label, opts in trained.items():
         arch = opts.get("encoder", label)

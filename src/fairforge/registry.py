@@ -24,9 +24,9 @@ A family whose members need heavy imports (torch) that most processes never use 
 their modules as ``deferred``: they are imported the first time the family is asked for a
 name it does not hold yet, or for its list, and register their members as any module does::
 
-    ENCODERS = Registry("encoder", deferred=("fairforge.encoders.trainable",))
-    ENCODERS.create("dlib_resnet")     # the trainable encoders' module is not imported
-    ENCODERS.names()                   # imports it: every name is listed
+    BACKBONES = Registry("encoder backbone", deferred=("fairforge.encoders.iresnet", ...))
+    "ir_se152" in BACKBONES            # imports the deferred modules: the name is found
+    BACKBONES.names()                  # every name is listed
 
 Tests add a member for their duration only::
 

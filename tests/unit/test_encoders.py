@@ -18,8 +18,8 @@ from fairforge.encoders import (
     create_encoder,
     list_encoders,
 )
+from fairforge.encoders.base import ArchSpec, arch_spec, trainable_encoders
 from fairforge.encoders.heads import ArcFaceHead, NPCFaceHead
-from fairforge.encoders.trainable import ArchSpec, arch_spec, trainable_encoders
 from fairforge.registry import DuplicateName, UnknownName
 from fairforge.seeding import rng_for
 from fairforge.training.encoder import train_encoder, train_encoder_on_faces
@@ -78,17 +78,19 @@ def face_crops():
 
 
 def test_jobs_that_embed_with_dlib_or_rank_do_not_import_torch():
-    """The trainable encoders are the registry's deferred members: a dlib embedding job, the
-    forgery quality card and the ranking study do not pay torch's seconds of import; asking
-    for a trainable encoder imports it."""
+    """A dlib embedding job, the forgery quality card, the ranking study and the config check
+    of a plan with trained encoders do not pay torch's seconds of import; the trainable
+    encoders' networks (the backbones' deferred modules) import it."""
     probe = (
         "import sys\n"
         "from fairforge.encoders import create_encoder\n"
         "import fairforge.ranking, fairforge.tables.forgery_quality\n"
         "create_encoder('dlib_resnet')\n"
+        "from fairforge.encoders.base import arch_spec, trainable_encoders\n"
+        "assert 'mobilefacenet' in trainable_encoders() and arch_spec('hrnet').input_size\n"
         "print('torch' in sys.modules)\n"
-        "from fairforge.encoders import ENCODERS\n"
-        "ENCODERS.get('mobilefacenet')\n"
+        "from fairforge.encoders.base import BACKBONES\n"
+        "BACKBONES.get('mobilefacenet')\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
@@ -577,9 +579,9 @@ def test_trainable_encoder_needs_a_checkpoint():
 
 def test_networks_and_margin_heads_are_found_by_their_registries():
     from fairforge.encoders.base import BACKBONES
+    from fairforge.encoders.embedding_net import TimmEmbeddingNet, build_embedding_net
     from fairforge.encoders.heads import MARGIN_HEADS
     from fairforge.encoders.mobilefacenet import MobileFaceNet
-    from fairforge.encoders.trainable import TimmEmbeddingNet, build_embedding_net
 
     assert {"mobilefacenet", "ir_se152", "attention56"} <= set(BACKBONES.names())
     assert BACKBONES.metadata("ir_se152") == {"family": "iresnet"}

@@ -18,12 +18,13 @@ encoders (``mobilefacenet``, ``resnet``, ``resnet152``, ``attentionnet``, ``resn
 :data:`fairforge.encoders.heads.MARGIN_HEADS`.
 """
 
-# Importing the member modules registers them; the torch ones (the trainable encoders and
-# their backbones) are the registries' deferred modules, imported when first asked for.
+# Importing the member modules registers them (none imports torch before an encoder is
+# built); the trainable encoders' backbones are BACKBONES' deferred modules.
 from fairforge.encoders import (  # noqa: E402,F401
     dlib_resnet,
     insightface_arcface,
     onnx_arcface,
+    trainable,
 )
 from fairforge.encoders.base import (
     DEFAULT_ENCODER,

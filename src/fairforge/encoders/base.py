@@ -6,6 +6,7 @@ Member modules import this module, never the package, so that the package can im
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,14 +23,13 @@ def _check_encoder(name: str, cls: type, meta: dict) -> dict:
     return meta
 
 
-# The torch members are deferred: a job that embeds with dlib, measures forgeries or ranks
-# embeddings does not pay torch's import (seconds per job).
-ENCODERS: Registry = Registry(
-    "encoder", check=_check_encoder, deferred=("fairforge.encoders.trainable",)
-)
+ENCODERS: Registry = Registry("encoder", check=_check_encoder)
+
 #: The embedding networks a trainable encoder can be built on, by name: each a function
 #: ``(name, embedding_dim, input_size) -> nn.Module`` (any other name is a timm model,
-#: :func:`fairforge.encoders.trainable.build_embedding_net`); metadata ``family``.
+#: :func:`fairforge.encoders.embedding_net.build_embedding_net`); metadata ``family``.
+#: Their modules (torch) are deferred: a job that embeds with dlib, measures forgeries or
+#: ranks embeddings does not pay torch's import (seconds per job).
 BACKBONES: Registry = Registry(
     "encoder backbone",
     deferred=(
@@ -42,6 +42,28 @@ BACKBONES: Registry = Registry(
 
 class EncoderError(ValueError):
     """An encoder that cannot be built or run; the message names what is missing."""
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """A trainable encoder's network: the class attribute ``spec`` of its registration
+    (:mod:`fairforge.encoders.trainable`)."""
+
+    backbone: str  # a name on BACKBONES, else a timm model
+    input_size: int
+    embedding_dim: int
+
+
+def trainable_encoders() -> list[str]:
+    """Names of the registered encoders the ``train_encoder`` rule can train, asked of the
+    registry each time so that one registered in any module counts."""
+    return ENCODERS.names(trainable=True)
+
+
+def arch_spec(arch: str) -> ArchSpec:
+    if arch not in trainable_encoders():
+        raise EncoderError(f"unknown encoder arch {arch!r}; known: {trainable_encoders()}")
+    return ENCODERS.get(arch).spec
 
 
 class FaceEncoder:

@@ -6,7 +6,7 @@ normalised embedding (:mod:`fairforge.encoders.heads`: ``npcface``, the Exposure
 1e-8, lr 0.1 divided by 10 after epochs 5, 25 and 68, batch 64, early stopping with patience
 5 on held-out images), on :func:`fairforge.training.loop.run_loop`. The checkpoint holds the
 embedding network and a config of plain values
-(:func:`fairforge.encoders.trainable.load_encoder_checkpoint` rebuilds it); the classifier
+(:func:`fairforge.encoders.embedding_net.load_encoder_checkpoint` rebuilds it); the classifier
 weights are not kept (they only matter for training).
 """
 
@@ -23,15 +23,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairforge.encoders.base import EncoderError
+from fairforge.encoders.base import EncoderError, arch_spec
 from fairforge.encoders.crops import face_images, far_generator
-from fairforge.encoders.heads import MARGIN_HEADS
-from fairforge.encoders.trainable import (
-    arch_spec,
+from fairforge.encoders.embedding_net import (
     build_embedding_net,
     normalise_input,
     to_input_tensor,
 )
+from fairforge.encoders.heads import MARGIN_HEADS
 from fairforge.optimizers import OPTIMIZERS, epoch_lr, make_optimizer, set_lr
 from fairforge.runtime import pick_device, write_checkpoint
 from fairforge.seeding import derive_seed
