@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 from degradation_faces import face_folders  # noqa: E402, F401
 from report_results import results  # noqa: E402, F401
 from snakemake_run import snakemake  # noqa: E402
+from workflow_trees import CUT_TARGETS, cut_config, workdir_with  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = Path(__file__).parent / "workflow"
@@ -42,6 +43,35 @@ def tiny_run(repo_root, tmp_path_factory) -> Path:
     return workdir
 
 
+@pytest.fixture(scope="session")
+def cut_run(repo_root, tmp_path_factory) -> Path:
+    """One local run of the tiny config's cut (:func:`workflow_trees.cut_config`), made once
+    per test session: the SLURM test compares its cluster run with it and the partial-rerun
+    tests grow it (both files share a worker, see `SHARED_RUNS`)."""
+    workdir = workdir_with(tmp_path_factory.mktemp("cut"), "run", cut_config(repo_root))
+    snakemake(repo_root, workdir, "--cores", "2", *CUT_TARGETS)
+    return workdir
+
+
+# Files that read one session-scoped run go to one worker, so that the run is made once.
+SHARED_RUNS = {"test_slurm.py": "cut_run", "test_partial_rerun.py": "cut_run"}
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without it (-p no:xdist)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the files of one shared run (`SHARED_RUNS`) as one unit."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedRunScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return SHARED_RUNS.get(Path(path).name, path)
+
+    return SharedRunScheduling(config, log)
+
+
 # The longest files, longest first, so that no worker is left with one of them at the end
 # (the paper walk-throughs are one file each for that reason).
 LONGEST_FIRST = (
@@ -55,9 +85,10 @@ LONGEST_FIRST = (
 
 def pytest_collection_modifyitems(items):
     """Files that run Snakemake for real (tests/workflow) go first (pytest-xdist hands out
-    whole files in this order); the unit tests fill in around them. A file's tests stay
-    together, so its module-scoped runs are made once. Every test under tests/workflow is
-    marked `workflow` (or `slurm`), so `-m "not workflow and not slurm"` is the unit suite."""
+    whole files, or the files of a shared run, in this order); the unit tests fill in around
+    them. A file's tests stay together, so its module-scoped runs are made once. Every test
+    under tests/workflow is marked `workflow` (or `slurm`), so `-m "not workflow and not
+    slurm"` is the unit suite."""
 
     def rank(item) -> tuple[int, int]:
         name = item.path.name

@@ -50,6 +50,31 @@ def csv_config(repo_root: Path, dataset: dict) -> dict:
     return config
 
 
+# What a cut run is made for: the tables of the SLURM test's comparison and of the
+# partial-rerun tests (training, clean and variant predictions, ranking, failures).
+CUT_TARGETS = (
+    "results/fairness_table.csv",
+    "results/failures_per_group.csv",
+    "results/exposure_table.csv",
+    "results/detection_table.csv",
+    "results/robustness_table.csv",
+)
+
+
+def cut_config(repo_root: Path) -> dict:
+    """tests/data/tiny_config.yaml cut to what a cluster run must prove and a grown run can
+    add to: one image dataset, two forgery methods, a clean and a video variant, the ranking
+    study; two shards of every sharded stage (prediction included). A SLURM job costs seconds
+    of overhead whatever its work, and the full tiny config is over a hundred of them."""
+    config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
+    first = next(iter(config["datasets"]))
+    config["datasets"] = {first: config["datasets"][first]}
+    config["forgery"]["methods"] = ["faceswap", "sbi"]
+    config["variants"] = ["clean", "vid_h264@40"]
+    config["shard_size"] = config["inference"]["shard_size"] = 40
+    return config
+
+
 def workdir_with(tmp_path: Path, name: str, config: dict) -> Path:
     workdir = tmp_path / name
     workdir.mkdir()

@@ -1,13 +1,15 @@
 """The SLURM profile, run for real on a one-node SLURM on this machine.
 
-A cut of the tiny config (see `tiny_workdir`) goes through `--profile profiles/slurm`
-(adapted to this node only where a user would: partition, no GPUs, threads and memory that
-fit) and must give the same manifests and tables as a local run; every non-local job must
-have gone through sbatch.
+The cut of the tiny config (`workflow_trees.cut_config`) goes through `--profile
+profiles/slurm` (adapted to this node only where a user would: partition, no GPUs, threads and
+memory that fit) and must give the same manifests and tables as its local run (the session's
+`cut_run`, which the partial-rerun tests grow); every non-local job must have gone through
+sbatch.
 """
 
 import os
 import re
+import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -19,6 +21,7 @@ import yaml
 
 from slurm_cluster import LocalSlurm, ensure_installed, profile_for_node
 from snakemake_run import snakemake_command
+from workflow_trees import CUT_TARGETS
 
 pytestmark = pytest.mark.slurm
 
@@ -81,31 +84,6 @@ def check(returncode: int, out: str, what: str) -> str:
     return out
 
 
-# The tables a cluster run must reproduce; the report's figures and pages are ordinary jobs
-# that the local workflow tests make.
-TARGETS = (
-    "results/fairness_table.csv",
-    "results/failures_per_group.csv",
-    "results/exposure_table.csv",
-    "results/detection_table.csv",
-)
-
-
-def tiny_workdir(repo: Path, workdir: Path) -> Path:
-    """The tiny config cut to what a cluster run must prove, so that it fits the CI: one
-    image dataset, two forgery methods, a clean and a video variant; still two shards of
-    every sharded stage (prediction included) and every GPU rule. A SLURM job costs seconds
-    of overhead whatever its work, and the full tiny config is over a hundred of them."""
-    config = yaml.safe_load((repo / "tests" / "data" / "tiny_config.yaml").read_text())
-    first = next(iter(config["datasets"]))
-    config["datasets"] = {first: config["datasets"][first]}
-    config["forgery"]["methods"] = ["faceswap", "sbi"]
-    config["variants"] = ["clean", "vid_h264@40"]
-    config["inference"]["shard_size"] = config["shard_size"]
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return workdir
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     reason = ensure_installed()
@@ -120,17 +98,10 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runs(repo_root, cluster, tmp_path_factory):
-    """(SLURM workdir, its Snakemake output, local workdir) of the cut tiny config; the
-    local run goes alongside the SLURM run, whose jobs mostly wait for status checks."""
-    local = tiny_workdir(repo_root, tmp_path_factory.mktemp("local_run"))
-    local_log = open(local / "snakemake.out", "w+")
-    local_proc = subprocess.Popen(
-        snakemake_command(repo_root, local, "--cores", "1", *TARGETS),
-        stdout=local_log,
-        stderr=subprocess.STDOUT,
-    )
-    workdir = tiny_workdir(repo_root, tmp_path_factory.mktemp("slurm_run"))
+def runs(repo_root, cluster, cut_run, tmp_path_factory):
+    """(SLURM workdir, its Snakemake output, local workdir) of the cut tiny config."""
+    workdir = tmp_path_factory.mktemp("slurm_run")
+    shutil.copy(cut_run / "config.yaml", workdir / "config.yaml")
     profile = yaml.safe_load((repo_root / "profiles" / "slurm" / "config.yaml").read_text())
     node_profile = workdir / "profile"
     node_profile.mkdir()
@@ -145,40 +116,30 @@ def runs(repo_root, cluster, tmp_path_factory):
             )
         )
     )
-    try:
-        proc = subprocess.run(
-            snakemake_command(
-                repo_root,
-                workdir,
-                "--profile",
-                str(node_profile),
-                "--slurm-init-seconds-before-status-checks",
-                "2",
-                "--slurm-keep-successful-logs",
-                "--latency-wait",
-                "10",
-                "--retries",
-                "0",
-                *TARGETS,
-            ),
-            env=cluster.env,
-            capture_output=True,
-            text=True,
-            timeout=2400,
-        )
-        out = proc.stdout + proc.stderr
-        if proc.returncode != 0:
-            check(proc.returncode, out + cluster.logs(), "snakemake --profile profiles/slurm")
-    finally:
-        try:
-            local_proc.wait(timeout=2400)
-        finally:
-            if local_proc.poll() is None:
-                local_proc.kill()
-            local_log.seek(0)
-            check(local_proc.wait(), local_log.read(), "the local snakemake run")
-            local_log.close()
-    return workdir, out, local
+    proc = subprocess.run(
+        snakemake_command(
+            repo_root,
+            workdir,
+            "--profile",
+            str(node_profile),
+            "--slurm-init-seconds-before-status-checks",
+            "2",
+            "--slurm-keep-successful-logs",
+            "--latency-wait",
+            "10",
+            "--retries",
+            "0",
+            *CUT_TARGETS,
+        ),
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=2400,
+    )
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        check(proc.returncode, out + cluster.logs(), "snakemake --profile profiles/slurm")
+    return workdir, out, cut_run
 
 
 def test_profile_is_what_the_test_adapts(repo_root):
