@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= all
 
-.PHONY: demo test test-fast lint dryrun clean bench-env
+.PHONY: demo test test-fast lint dryrun clean bench-env bytecode
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: set PYTHON=/path/to/python3.11"; exit 1; }
@@ -16,16 +16,22 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(BIN)/python -m pip install --no-deps --no-build-isolation -e .
 	touch $@
 
-demo: $(STAMP)
+# Every job is a new Python process that imports fairforge: compile it once here (only what
+# changed), since environments that set PYTHONDONTWRITEBYTECODE would compile it in each job.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q src
+
+demo: bytecode
 	$(BIN)/snakemake --cores $(CORES) all
 
-# One worker per core; a test file stays on one worker, so its shared runs are made once;
+# One worker per core; a test file (or the files of one shared run, tests/conftest.py's
+# SHARED_RUNS) stays on one worker, so its shared runs are made once;
 # files go out in the order tests/conftest.py gives (the Snakemake runs first).
-test: $(STAMP)
+test: bytecode
 	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile --no-loadscope-reorder --durations=25
 
 # tests/unit alone: no Snakemake, pip or SLURM (under five minutes on two cores).
-test-fast: $(STAMP)
+test-fast: bytecode
 	$(BIN)/python -m pytest -q -ra -n auto --dist loadfile --durations=25 tests/unit
 
 # Import layers (pyproject's [tool.importlinter]), Python lint and format, Snakemake format and lint.
