@@ -9,7 +9,6 @@ sbatch.
 
 import os
 import re
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -21,7 +20,7 @@ import yaml
 
 from slurm_cluster import LocalSlurm, ensure_installed, profile_for_node
 from snakemake_run import snakemake_command
-from workflow_trees import CUT_TARGETS
+from workflow_trees import CUT_TARGETS, cut_config, workdir_with
 
 pytestmark = pytest.mark.slurm
 
@@ -98,10 +97,11 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runs(repo_root, cluster, cut_run, tmp_path_factory):
-    """(SLURM workdir, its Snakemake output, local workdir) of the cut tiny config."""
-    workdir = tmp_path_factory.mktemp("slurm_run")
-    shutil.copy(cut_run / "config.yaml", workdir / "config.yaml")
+def runs(repo_root, cluster, tmp_path_factory, request):
+    """(SLURM workdir, its Snakemake output, local workdir) of the cut tiny config; the
+    session's local run of it (`cut_run`) is made while the SLURM run's jobs mostly wait for
+    status checks."""
+    workdir = workdir_with(tmp_path_factory.mktemp("slurm"), "run", cut_config(repo_root))
     profile = yaml.safe_load((repo_root / "profiles" / "slurm" / "config.yaml").read_text())
     node_profile = workdir / "profile"
     node_profile.mkdir()
@@ -116,7 +116,8 @@ def runs(repo_root, cluster, cut_run, tmp_path_factory):
             )
         )
     )
-    proc = subprocess.run(
+    slurm_log = open(workdir / "snakemake.out", "w+")
+    proc = subprocess.Popen(
         snakemake_command(
             repo_root,
             workdir,
@@ -132,14 +133,22 @@ def runs(repo_root, cluster, cut_run, tmp_path_factory):
             *CUT_TARGETS,
         ),
         env=cluster.env,
-        capture_output=True,
-        text=True,
-        timeout=2400,
+        stdout=slurm_log,
+        stderr=subprocess.STDOUT,
     )
-    out = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        check(proc.returncode, out + cluster.logs(), "snakemake --profile profiles/slurm")
-    return workdir, out, cut_run
+    try:
+        local_run = request.getfixturevalue("cut_run")
+        returncode = proc.wait(timeout=2400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        slurm_log.seek(0)
+        out = slurm_log.read()
+        slurm_log.close()
+    if returncode != 0:
+        check(returncode, out + cluster.logs(), "snakemake --profile profiles/slurm")
+    return workdir, out, local_run
 
 
 def test_profile_is_what_the_test_adapts(repo_root):
