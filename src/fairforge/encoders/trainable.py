@@ -2,7 +2,7 @@
 wrote.
 
 Architectures, one registered encoder class each (registered with ``trainable=True``;
-:func:`trainable_encoders` lists them). The Exposure paper's six, as FaceX-Zoo (which it
+:func:`~fairforge.encoders.base.trainable_encoders` lists them). The Exposure paper's six, as FaceX-Zoo (which it
 trained with) builds them where fairforge has that network: ``mobilefacenet`` (Chen et al.
 2018, :mod:`fairforge.encoders.mobilefacenet`), ``resnet152`` (FaceX-Zoo's
 face-recognition IR-SE-152, :mod:`fairforge.encoders.iresnet`; backbones ``ir50`` …
