@@ -42,6 +42,7 @@ def csv_config(repo_root: Path, dataset: dict) -> dict:
     on clean images, without the ranking study."""
     config = yaml.safe_load((repo_root / "tests" / "data" / "tiny_config.yaml").read_text())
     config["datasets"] = {"mine": {"adapter": "csv", "group_by": ["group"], **dataset}}
+    config["faces"]["upsample"] = 1  # the 160-px renders' faces are ~70 px, under HOG's 80
     config["forgery"]["methods"] = ["faceswap", "sbi"]
     config["variants"] = ["clean"]
     config["ranking"] = {"enabled": False}

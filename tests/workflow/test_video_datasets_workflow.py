@@ -23,6 +23,7 @@ def test_four_video_datasets_train_on_ffpp_and_reach_the_fairness_table(repo_roo
     }
     # The detector trains on H.264-compressed copies of FF++'s training crops.
     config["datasets"]["ffpp"]["train_compression"] = "vid_h264@40"
+    config["faces"]["upsample"] = 1  # the fixture videos' faces are under HOG's 80 px
     config["forgery"]["methods"] = ["faceswap"]
     config["training"]["train_methods"] = ["Deepfakes"]
     config["variants"] = ["clean"]

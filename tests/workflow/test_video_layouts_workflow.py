@@ -74,6 +74,7 @@ def test_new_adapters_run_to_predictions(repo_root, tmp_path):
     }
     for block in config["datasets"].values():
         block["forgery"] = False
+    config["faces"]["upsample"] = 1  # the fixture trees' faces are under HOG's 80 px
     config["training"].update(epochs=2, train_methods=["Celeb-synthesis"])
     config["variants"] = ["clean"]
     config["ranking"] = {"enabled": False}
