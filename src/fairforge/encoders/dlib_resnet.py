@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 
 from fairforge.encoders.base import ENCODERS, EncoderError, FaceEncoder
+from fairforge.faces.detect import hog_detector
 
 MODEL_FILE = "dlib_face_recognition_resnet_model_v1.dat"
 SHAPE_FILE = "shape_predictor_5_face_landmarks.dat"
@@ -73,7 +74,7 @@ class DlibResNetEncoder(FaceEncoder):
         self._dlib = dlib
         self._net = dlib.face_recognition_model_v1(str(paths[MODEL_FILE]))
         self._shape = dlib.shape_predictor(str(paths[SHAPE_FILE]))
-        self._detector = dlib.get_frontal_face_detector() if detect else None
+        self._detector = hog_detector() if detect else None
         self.chip_size = int(chip_size)
         self.input_size = self.chip_size
         self.padding = float(padding)
@@ -104,7 +105,7 @@ class DlibResNetEncoder(FaceEncoder):
         """Set ``fallback_box`` to the median relative detector box over ``images`` (near
         crops of the geometry to come); returns it, or None (box unchanged) when no face is
         detected in any of them."""
-        detector = self._detector or self._dlib.get_frontal_face_detector()
+        detector = self._detector or hog_detector()
         boxes = []
         for img in images:
             img = self._prepare(np.ascontiguousarray(img))

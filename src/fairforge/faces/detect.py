@@ -61,7 +61,8 @@ def model_path(filename: str, models_dir: str | Path | None = None) -> Path:
 
 
 @cache
-def _hog_detector():
+def hog_detector():
+    """dlib's HOG frontal face detector, built once per process (a third of a second)."""
     import dlib
 
     return dlib.get_frontal_face_detector()
@@ -141,7 +142,7 @@ def _hog_faces(
     img: np.ndarray, upsample: int, adjust_threshold: float, models: FaceModels
 ) -> list[Detection]:
     """HOG scores are the SVM margins of ``run(img, upsample, adjust_threshold)``."""
-    rects, scores, _ = _hog_detector().run(img, int(upsample), float(adjust_threshold))
+    rects, scores, _ = hog_detector().run(img, int(upsample), float(adjust_threshold))
     return [
         Detection(r.left(), r.top(), r.right() + 1, r.bottom() + 1, float(s))
         for r, s in zip(rects, scores)
